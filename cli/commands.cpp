@@ -1,0 +1,185 @@
+#include "commands.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "model/units.hpp"
+#include "model/yaml_reader.hpp"
+#include "options.hpp"
+#include "sim/report.hpp"
+#include "sim/study.hpp"
+
+namespace po = boost::program_options;
+
+namespace ks::cli {
+
+namespace {
+
+void require(const std::string& value, const char* option) {
+  if (value.empty()) throw InputError(std::string("missing required option --") + option);
+}
+
+Scaling parse_scaling(const std::string& s) {
+  if (s == "strong") return Scaling::strong;
+  if (s == "strong-global-batch") return Scaling::strong_global_batch;
+  if (s == "weak") return Scaling::weak;
+  throw InputError("--scaling: unknown value \"" + s + "\"; expected strong, strong-global-batch or weak");
+}
+
+}  // namespace
+
+int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
+  CommonOptions c;
+  int iterations = 5;
+  std::string scaling = "strong", trace_ranks;
+  po::options_description desc = common_options(c);
+  po::options_description own("simulate options");
+  own.add_options()
+      ("iterations", po::value(&iterations)->default_value(iterations),
+       "iterations to replay: the first (one bucket) and steady ones (at least 2)")
+      ("scaling", po::value(&scaling)->default_value(scaling), "strong | strong-global-batch | weak")
+      ("trace-ranks", po::value(&trace_ranks)->value_name("R[,R...]"),
+       "ranks to put in --trace (default: all up to 16 ranks, else 0, 1, N/2, N-1)");
+  desc.add(own);
+  po::variables_map vm;
+  if (!parse_args(args, desc,
+                  "usage: kanscale simulate --cluster C --workload W [--gpus 1,2,4,8] [--calibration K] "
+                  "[--iterations I] [--scaling strong|strong-global-batch|weak] [--json F] [--csv F] [--trace F]",
+                  vm))
+    return 0;
+  require(c.cluster, "cluster");
+  require(c.workload, "workload");
+  if (iterations < 2) throw InputError("--iterations: at least 2 (the first iteration and one steady one), got " + std::to_string(iterations));
+
+  // Everything is read and checked before anything runs or is written.
+  const Cluster cluster = load_cluster(c.cluster);
+  const Workload workload = load_workload(c.workload);
+  const Calibration calib = c.calibration.empty() ? datasheet_calibration(cluster, workload.precision)
+                                                  : load_calibration(c.calibration, cluster, workload.precision);
+  StudyOptions o;
+  o.gpus = parse_int_list(c.gpus, "--gpus");
+  if (vm.count("gpus-per-node")) o.gpus_per_node = c.gpus_per_node;
+  o.scaling = parse_scaling(scaling);
+  o.iterations = iterations;
+  o.seed = vm.count("seed") ? c.seed : workload.seed;
+  o.trace = !c.trace.empty();
+  if (!trace_ranks.empty()) o.trace_ranks = parse_int_list(trace_ranks, "--trace-ranks");
+  for (int n : o.gpus) layout_for(cluster, n, o.gpus_per_node);
+  for (int r : o.trace_ranks) {
+    if (r >= *std::max_element(o.gpus.begin(), o.gpus.end()))
+      throw InputError("--trace-ranks: rank " + std::to_string(r) + " does not exist at any of the --gpus counts");
+  }
+
+  const StudyResult result = run_study(cluster, workload, calib, o);
+  RunInfo info{cmdline, &cluster, &workload, &calib, o};
+  print_table(std::cout, result, info);
+  if (!c.json.empty()) write_file_atomic(c.json, study_json(result, info).dump(2) + "\n");
+  if (!c.csv.empty()) {
+    write_file_atomic(c.csv, study_csv(result, info));
+    std::string bpath = c.csv;
+    const auto dot = bpath.rfind(".csv");
+    bpath = (dot != std::string::npos && dot + 4 == bpath.size()) ? bpath.substr(0, dot) + ".buckets.csv" : bpath + ".buckets.csv";
+    write_file_atomic(bpath, buckets_csv(result, info));
+  }
+  if (!c.trace.empty()) write_file_atomic(c.trace, trace_json(result, info).dump() + "\n");
+  return 0;
+}
+
+// kanscale bench sim: the simulator's own speed and memory.
+int bench(const std::vector<std::string>& args, const std::string& cmdline) {
+  (void)cmdline;
+  if (args.empty() || (args[0] != "sim" && args[0] != "--help" && args[0] != "-h")) {
+    throw InputError("bench: expected a benchmark name: kanscale bench sim [options]");
+  }
+  CommonOptions c;
+  c.cluster = "configs/clusters/dgx-a100.yaml";
+  c.workload = "configs/workloads/bench-4layer.yaml";
+  c.gpus = "8,64,1024,8192,65536";
+  int repeat = 5;
+  double jitter = 0.05, interference = 0.05;
+  po::options_description desc = common_options(c);
+  po::options_description own("bench sim options");
+  own.add_options()
+      ("repeat", po::value(&repeat)->default_value(repeat), "timed repetitions per GPU count (median reported)")
+      ("jitter", po::value(&jitter)->default_value(jitter), "lognormal sigma of compute jitter (on for the benchmark)")
+      ("interference", po::value(&interference)->default_value(interference), "compute slowdown while communicating");
+  desc.add(own);
+  po::variables_map vm;
+  std::vector<std::string> rest(args.begin() + (args[0] == "sim" ? 1 : 0), args.end());
+  if (!parse_args(rest, desc,
+                  "usage: kanscale bench sim [--cluster C] [--workload W] [--gpus N,...] [--repeat R]\n"
+                  "Times one steady-state iteration, every rank simulated, on one core. The cluster's node\n"
+                  "count is raised to fit each N (same node type).",
+                  vm))
+    return 0;
+  Cluster cluster = load_cluster(c.cluster);
+  const Workload workload = load_workload(c.workload);
+  Calibration calib = datasheet_calibration(cluster, workload.precision);
+  calib.jitter_sigma = jitter;
+  calib.interference = interference;
+  const auto gpus = parse_int_list(c.gpus, "--gpus");
+  const KanShape shape{workload.widths, workload.grid_size, workload.spline_order};
+  std::vector<double> pbytes;
+  for (const auto& p : kan_parameters(shape)) pbytes.push_back(p.bytes());
+  const auto plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), workload.ddp);
+
+  std::cout << "kanscale bench sim: " << workload.name << " (" << workload.widths.size() - 1 << " layers, "
+            << plans.steady.size() << " steady buckets), cluster " << cluster.name << " node type, jitter sigma "
+            << jitter << ", interference " << interference << "\n"
+            << "one steady-state iteration per run, every rank simulated; median of " << repeat << " runs\n\n";
+  std::cout << std::left << std::setw(9) << "N" << std::setw(9) << "nodes" << std::setw(11) << "events"
+            << std::setw(14) << "wall (ms)" << std::setw(14) << "events/s" << std::setw(14) << "peak RSS"
+            << "predicted iter\n";
+  for (int n : gpus) {
+    Cluster cl = cluster;
+    cl.nodes = std::max(cl.nodes, (n + cl.gpus_per_node - 1) / cl.gpus_per_node);
+    const Layout layout = layout_for(cl, n, std::nullopt);
+    const auto ops = efficient_kan_iteration(shape, workload.batch_per_gpu, workload.ddp.gradient_as_bucket_view);
+    const auto coll = make_collective_model(cl, calib);
+    ReplayInput in;
+    in.ranks = n;
+    in.ops = &ops;
+    in.op_time_s = op_times_s(ops, calib);
+    PlannedBuckets pb;
+    pb.buckets = plans.steady;
+    for (const auto& b : pb.buckets) pb.allreduce.push_back(coll->allreduce(b.bytes, layout));
+    in.first = pb;
+    in.steady = pb;
+    in.broadcast_buffers = workload.ddp.broadcast_buffers;
+    in.broadcast_bytes = kan_buffer_bytes(shape);
+    in.broadcast = coll->broadcast(in.broadcast_bytes, layout);
+    in.jitter_sigma = jitter;
+    in.interference = interference;
+    in.iterations = 1;
+    in.include_first = false;
+    in.seed = workload.seed;
+    std::vector<double> walls;
+    ReplayResult last;
+    for (int rep = 0; rep < std::max(1, repeat); ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      last = replay(in);
+      walls.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(walls.begin(), walls.end());
+    const double wall = walls[walls.size() / 2];
+    struct rusage ru {};
+    getrusage(RUSAGE_SELF, &ru);
+    std::vector<double> iters;
+    for (const auto& ri : last.iterations[0]) iters.push_back(ri.iteration_s());
+    std::ostringstream ev;
+    ev << std::scientific << std::setprecision(2) << last.events / wall;
+    std::cout << std::setw(9) << n << std::setw(9) << layout.nodes << std::setw(11) << last.events << std::setw(14)
+              << std::fixed << std::setprecision(3) << wall * 1e3 << std::setw(14) << ev.str() << std::setw(14)
+              << format_bytes(static_cast<double>(ru.ru_maxrss) * 1024.0) << format_time(stat_over(iters).median)
+              << "\n";
+  }
+  std::cout << "\npeak RSS is the process's high-water mark so far (grows with the largest N run)\n";
+  return 0;
+}
+
+}  // namespace ks::cli

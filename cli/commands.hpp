@@ -1,0 +1,8 @@
+#pragma once
+#include <string>
+#include <vector>
+
+namespace ks::cli {
+int simulate(const std::vector<std::string>& args, const std::string& cmdline);
+int bench(const std::vector<std::string>& args, const std::string& cmdline);
+}  // namespace ks::cli

@@ -1,0 +1,60 @@
+// kanscale: one executable, thin subcommands that parse options and call
+// the libraries. Exit codes: 0 success, 2 bad input (usage, configs, data
+// files), 1 a failure while running.
+#include <boost/program_options.hpp>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "kanscale/build_info.hpp"
+#include "model/yaml_reader.hpp"
+
+namespace po = boost::program_options;
+
+static void usage(std::ostream& os) {
+  os << "usage: kanscale <command> [options]\n\n"
+        "commands:\n"
+        "  simulate   predict DDP training of a KAN on 1..N GPUs of a cluster (discrete-event replay)\n"
+        "  bench      benchmarks of kanscale itself (bench sim)\n\n"
+        "kanscale <command> --help shows a command's options. kanscale --version prints the build.\n";
+}
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string cmdline = "kanscale";
+  for (const auto& a : args) cmdline += " " + a;
+  if (args.empty()) {
+    usage(std::cerr);
+    return 2;
+  }
+  const std::string cmd = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  try {
+    if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+      usage(std::cout);
+      return 0;
+    }
+    if (cmd == "--version") {
+      std::cout << "kanscale " << ks::build::version << " (" << ks::build::git_hash << "); MPI "
+                << (ks::build::have_mpi ? "yes" : "no") << ", CUDA " << (ks::build::have_cuda ? "yes" : "no")
+                << ", NCCL " << (ks::build::have_nccl ? "yes" : "no") << "\n";
+      return 0;
+    }
+    if (cmd == "simulate") return ks::cli::simulate(rest, cmdline);
+    if (cmd == "bench") return ks::cli::bench(rest, cmdline);
+    std::cerr << "kanscale: unknown command '" << cmd << "'\n";
+    usage(std::cerr);
+    return 2;
+  } catch (const ks::InputError& e) {
+    std::cerr << "kanscale: " << e.what() << "\n";
+    return 2;
+  } catch (const po::error& e) {
+    std::cerr << "kanscale " << cmd << ": " << e.what() << " (see kanscale " << cmd << " --help)\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "kanscale " << cmd << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}

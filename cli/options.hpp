@@ -1,0 +1,27 @@
+#pragma once
+// The option vocabulary shared by every subcommand.
+#include <boost/program_options.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ks::cli {
+
+struct CommonOptions {
+  std::string cluster, workload, calibration;
+  std::string gpus = "1,2,4,8";
+  int gpus_per_node = 0;  // 0: the cluster's
+  std::uint64_t seed = 0;
+  std::string json, csv, trace;
+};
+
+boost::program_options::options_description common_options(CommonOptions& o);
+// "1,2,4,8" -> {1,2,4,8}; throws InputError on anything else.
+std::vector<int> parse_int_list(const std::string& text, const std::string& option);
+// Parses args; prints help and returns false when --help was given.
+bool parse_args(const std::vector<std::string>& args, const boost::program_options::options_description& desc,
+                const std::string& usage_line, boost::program_options::variables_map& vm);
+
+}  // namespace ks::cli

@@ -1,0 +1,187 @@
+#include "collectives.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace ks {
+
+namespace {
+// NCCL's log2i: floor(log2(n)), 0 for n <= 1.
+long log2i(long n) {
+  long l = 0;
+  while (n >>= 1) ++l;
+  return l;
+}
+constexpr int kNvlink = 0, kPci = 1, kNet = 2;
+}  // namespace
+
+NcclModel::NcclModel(const Cluster& c, const Calibration& k) : c_(c), k_(k.nccl) {
+  // Bus bandwidth per level: within a node the intra-node link; across
+  // nodes the slower of that and the node's NICs (the ring enters and
+  // leaves every node once per channel; the fabric is non-blocking).
+  bus_intra_Bps_ = k.nccl_bus_bw_intra_Bps.value_or(c.intra.bandwidth_Bps);
+  bus_inter_Bps_ = k.nccl_bus_bw_inter_Bps.value_or(
+      std::min(c.intra.bandwidth_Bps, c.net.nics_per_node * c.net.nic_bandwidth_Bps));
+}
+
+bool NcclModel::allowed(Algo a, Proto p) const {
+  const auto& col = c_.collectives;
+  if (std::find(col.algorithms.begin(), col.algorithms.end(), a) == col.algorithms.end()) return false;
+  if (std::find(col.protocols.begin(), col.protocols.end(), p) == col.protocols.end()) return false;
+  if (p == Proto::ll128) {
+    // NCCL enables LL128 by default only when every GPU is sm_70 or sm_80
+    // and the intra-node path is NVLink (tuning.cc, protoEnable == 2).
+    const double cc = c_.gpu.compute_capability;
+    const bool arch = std::fabs(cc - 7.0) < 1e-9 || std::fabs(cc - 8.0) < 1e-9;
+    if (!(arch && c_.intra.kind == LinkKind::nvlink)) return false;
+  }
+  return true;
+}
+
+double NcclModel::bus_bandwidth_GBps(const Layout& l) const {
+  return (l.nodes == 1 ? bus_intra_Bps_ : bus_inter_Bps_) / 1e9;
+}
+
+NcclCandidate NcclModel::candidate(bool allreduce, Algo a, Proto p, double bytes, const Layout& l) const {
+  NcclCandidate cd;
+  cd.algo = a;
+  cd.proto = p;
+  cd.enabled = allowed(a, p) && (allreduce || a == Algo::ring);
+  if (!cd.enabled || l.ranks <= 1) return cd;
+  const int nRanks = l.ranks, nNodes = l.nodes;
+  const int ai = a == Algo::ring ? 0 : 1, pi = static_cast<int>(p);
+  const bool amd = c_.cpu_vendor == CpuVendor::amd;
+  const bool cc80 = std::fabs(c_.gpu.compute_capability - 8.0) < 1e-9;
+  const int nChannels = c_.collectives.channels;
+  const int index2 = nNodes <= 2 ? nNodes - 1 : 2;
+  const int index1 = nNodes == 1 ? (cc80 ? 1 : 0) : (amd ? 1 : 0);
+  const double llMaxBw = k_.ll_max_bw_GBps[index1][index2];
+  const double perChMaxTreeBw = k_.per_ch_max_tree_bw_GBps[cc80 ? 1 : 0][index2];
+  const double ppn = static_cast<double>(nRanks) / nNodes;
+
+  const int nsteps = allreduce ? 2 * (nRanks - 1) : nRanks;
+  const int nInterSteps = allreduce ? (nNodes > 1 ? 2 * nNodes : 0) : nNodes;
+
+  double busBw = bus_bandwidth_GBps(l);
+  if (cc80) busBw = std::min(busBw, k_.ampere_bus_bw_cap_GBps);
+  if (a == Algo::ring && p == Proto::ll) busBw = std::min(llMaxBw, busBw * ((nNodes > 1 || allreduce) ? 1.0 / 4.0 : 1.0 / 3.0));
+  if (a == Algo::ring && p == Proto::ll128) busBw = std::min(busBw * (ppn < 2 ? 0.7 : 0.92), k_.ll128_max_bw_per_ch_GBps * nChannels);
+  if (a == Algo::tree) busBw = std::min(busBw * .92, nChannels * perChMaxTreeBw);
+  if (a == Algo::tree && p == Proto::ll) busBw = std::min(busBw * 1.0 / 3.8, llMaxBw);
+  if (a == Algo::tree && p == Proto::ll128) busBw = std::min(busBw * (nNodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), k_.ll128_max_bw_per_ch_GBps * nChannels);
+  const double ratio = a == Algo::ring ? static_cast<double>(nRanks) / nsteps : 0.5;
+  double bw = busBw * ratio;
+
+  const int intraHw = c_.intra.kind == LinkKind::nvlink ? kNvlink : kPci;
+  const int hw = nNodes == 1 ? intraHw : kNet;
+  double lat = k_.base_latency_us[ai][pi];
+  double intraLat = k_.hw_latency_us[intraHw][ai][pi];
+  const double interLat = k_.hw_latency_us[kNet][ai][pi];
+  if (nNodes > 1 && p == Proto::ll) intraLat *= 1.8;
+  if (a == Algo::ring) {
+    if (!allreduce) {
+      // Broadcast: ring graphs with sameChannels add one hop latency.
+      lat += k_.hw_latency_us[hw][ai][pi];
+    } else {
+      lat += (nsteps - nInterSteps) * intraLat + nInterSteps * interLat;
+    }
+  } else {
+    lat += 2 * ((nRanks / nNodes - 1) * intraLat + log2i(nNodes) * interLat);
+  }
+
+  // ncclTopoGetAlgoTime
+  const long logSize = log2i(static_cast<long>(bytes) >> 6);
+  if (a == Algo::tree && logSize < 23) bw *= k_.tree_correction[pi][logSize];
+  if (a == Algo::ring && p == Proto::simple && nNodes > 1 && allreduce && bytes >= nRanks / 16.0 * 65536) {
+    lat *= k_.ring_plateau_factor;
+  }
+  cd.latency_us = lat;
+  cd.bandwidth_GBps = bw;
+  if (bw <= 0) {
+    cd.enabled = false;
+    return cd;
+  }
+  cd.time_us = lat + bytes / (1000.0 * bw);
+  return cd;
+}
+
+std::vector<NcclCandidate> NcclModel::allreduce_candidates(double bytes, const Layout& l) const {
+  std::vector<NcclCandidate> out;
+  for (Algo a : {Algo::tree, Algo::ring})  // NCCL's algorithm index order
+    for (Proto p : {Proto::ll, Proto::ll128, Proto::simple}) out.push_back(candidate(true, a, p, bytes, l));
+  return out;
+}
+
+static CollectiveEstimate pick(const std::vector<NcclCandidate>& cands) {
+  // getAlgoInfo: strict '<' over (tree, ring) x (LL, LL128, Simple): the
+  // first pair with the smallest time wins ties.
+  const NcclCandidate* best = nullptr;
+  for (const auto& c : cands) {
+    if (!c.enabled) continue;
+    if (!best || c.time_us < best->time_us) best = &c;
+  }
+  if (!best) return {0.0, "none", ""};
+  return {best->time_us * 1e-6, to_string(best->algo), to_string(best->proto)};
+}
+
+CollectiveEstimate NcclModel::allreduce(double bytes, const Layout& l) const {
+  if (l.ranks <= 1) return {0.0, "none", ""};  // one rank: nothing to reduce
+  return pick(allreduce_candidates(bytes, l));
+}
+
+CollectiveEstimate NcclModel::broadcast(double bytes, const Layout& l) const {
+  if (l.ranks <= 1) return {0.0, "none", ""};
+  std::vector<NcclCandidate> c;
+  for (Proto p : {Proto::ll, Proto::ll128, Proto::simple}) c.push_back(candidate(false, Algo::ring, p, bytes, l));
+  return pick(c);
+}
+
+// ---------------------------------------------------------------- MPI
+MpiModel::MpiModel(const Cluster& c, const Calibration& k) : c_(c), regimes_(k.mpi_regimes) {}
+
+const MpiRegime& MpiModel::regime(double bytes) const {
+  for (const auto& r : regimes_)
+    if (bytes < r.max_bytes) return r;
+  return regimes_.back();
+}
+
+double MpiModel::link_latency(const Layout& l, const MpiRegime& r) const {
+  if (r.latency_s) return *r.latency_s;
+  return l.nodes > 1 ? c_.net.latency_s : c_.intra.latency_s;
+}
+
+double MpiModel::link_bandwidth(const Layout& l, const MpiRegime& r) const {
+  if (r.bandwidth_Bps) return *r.bandwidth_Bps;
+  if (l.nodes == 1) return c_.intra.bandwidth_Bps;
+  // ranks of a node share its NICs
+  return std::min(c_.intra.bandwidth_Bps, c_.net.nics_per_node * c_.net.nic_bandwidth_Bps / l.ranks_per_node());
+}
+
+CollectiveEstimate MpiModel::allreduce(double bytes, const Layout& l) const {
+  if (l.ranks <= 1) return {0.0, "none", ""};
+  const MpiRegime& r = regime(bytes);
+  const double p = l.ranks, a = link_latency(l, r), bw = link_bandwidth(l, r);
+  if (r.algorithm == MpiAlgo::recursive_doubling) {
+    // ceil(log2 p) exchange steps, each of the whole message
+    const double steps = std::ceil(std::log2(p));
+    return {steps * (a + bytes / bw), "recursive_doubling", ""};
+  }
+  // ring: reduce-scatter then all-gather, 2(p-1) steps of bytes/p
+  return {2 * (p - 1) * a + 2 * (p - 1) / p * bytes / bw, "ring", ""};
+}
+
+CollectiveEstimate MpiModel::broadcast(double bytes, const Layout& l) const {
+  if (l.ranks <= 1) return {0.0, "none", ""};
+  const MpiRegime& r = regime(bytes);
+  const double steps = std::ceil(std::log2(static_cast<double>(l.ranks)));
+  // binomial tree broadcast
+  return {steps * (link_latency(l, r) + bytes / link_bandwidth(l, r)), "binomial", ""};
+}
+
+std::unique_ptr<CollectiveModel> make_collective_model(const Cluster& c, const Calibration& k) {
+  if (c.collectives.family == CollFamily::nccl) return std::make_unique<NcclModel>(c, k);
+  return std::make_unique<MpiModel>(c, k);
+}
+
+}  // namespace ks

@@ -1,0 +1,82 @@
+#pragma once
+// The collective cost model: one interface, two families.
+//  - nccl: NCCL's own tuning model (src/graph/tuning.cc): per (algorithm,
+//    protocol) a latency and an algorithm bandwidth; the cheapest pair wins,
+//    as ncclTopoGetAlgoTime/getAlgoInfo choose it. Derivation: docs/collectives.md.
+//  - mpi: OpenMPI-like size regimes with alpha-beta costs.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+
+namespace ks {
+
+struct Layout {
+  int ranks = 1;
+  int nodes = 1;
+  int ranks_per_node() const { return ranks / nodes; }
+};
+
+struct CollectiveEstimate {
+  double time_s = 0;
+  std::string algorithm;  // "ring", "tree", "recursive_doubling", "none"
+  std::string protocol;   // "LL", "LL128", "Simple", "" (mpi)
+  std::string label() const { return protocol.empty() ? algorithm : algorithm + "/" + protocol; }
+};
+
+struct NcclCandidate {
+  Algo algo;
+  Proto proto;
+  bool enabled = false;
+  double latency_us = 0;
+  double bandwidth_GBps = 0;  // algorithm bandwidth (after the tree correction for this size)
+  double time_us = 0;
+};
+
+class CollectiveModel {
+ public:
+  virtual ~CollectiveModel() = default;
+  virtual CollectiveEstimate allreduce(double bytes, const Layout& l) const = 0;
+  virtual CollectiveEstimate broadcast(double bytes, const Layout& l) const = 0;
+  virtual std::string family() const = 0;
+};
+
+std::unique_ptr<CollectiveModel> make_collective_model(const Cluster& c, const Calibration& k);
+
+// The NCCL family, exposed for tests and `kanscale model allreduce`.
+class NcclModel : public CollectiveModel {
+ public:
+  NcclModel(const Cluster& c, const Calibration& k);
+  CollectiveEstimate allreduce(double bytes, const Layout& l) const override;
+  CollectiveEstimate broadcast(double bytes, const Layout& l) const override;
+  std::string family() const override { return "nccl"; }
+  // Every (algorithm, protocol) pair for an all-reduce of `bytes`.
+  std::vector<NcclCandidate> allreduce_candidates(double bytes, const Layout& l) const;
+  // NCCL's bus bandwidth before per-protocol refinements (GB/s).
+  double bus_bandwidth_GBps(const Layout& l) const;
+
+ private:
+  NcclCandidate candidate(bool allreduce, Algo a, Proto p, double bytes, const Layout& l) const;
+  bool allowed(Algo a, Proto p) const;
+  Cluster c_;
+  NcclConstants k_;
+  double bus_intra_Bps_, bus_inter_Bps_;
+};
+
+class MpiModel : public CollectiveModel {
+ public:
+  MpiModel(const Cluster& c, const Calibration& k);
+  CollectiveEstimate allreduce(double bytes, const Layout& l) const override;
+  CollectiveEstimate broadcast(double bytes, const Layout& l) const override;
+  std::string family() const override { return "mpi"; }
+
+ private:
+  const MpiRegime& regime(double bytes) const;
+  double link_latency(const Layout& l, const MpiRegime& r) const;
+  double link_bandwidth(const Layout& l, const MpiRegime& r) const;
+  Cluster c_;
+  std::vector<MpiRegime> regimes_;
+};
+
+}  // namespace ks

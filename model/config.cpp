@@ -1,0 +1,278 @@
+#include "config.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "yaml_reader.hpp"
+
+namespace ks {
+
+const char* to_string(LinkKind k) {
+  switch (k) {
+    case LinkKind::nvlink: return "nvlink";
+    case LinkKind::pcie: return "pcie";
+    case LinkKind::shm: return "shm";
+  }
+  return "?";
+}
+const char* to_string(Algo a) { return a == Algo::ring ? "ring" : "tree"; }
+const char* to_string(Proto p) {
+  switch (p) {
+    case Proto::ll: return "LL";
+    case Proto::ll128: return "LL128";
+    case Proto::simple: return "Simple";
+  }
+  return "?";
+}
+const char* to_string(Precision p) { return p == Precision::fp32 ? "fp32" : "tf32"; }
+const char* to_string(Implementation i) { return i == Implementation::efficient_kan ? "efficient-kan" : "kanscale"; }
+
+double OpCost::time_s(double flops, double bytes) const {
+  const double tf = flop_rate > 0 ? flops / flop_rate : 0.0;
+  const double tb = byte_rate > 0 ? bytes / byte_rate : 0.0;
+  return fixed_s + (roofline ? std::max(tf, tb) : tf + tb);
+}
+
+// ---------------------------------------------------------------- NCCL tables
+NcclConstants nccl_constants_for(const std::string& version, const std::string& where) {
+  // Source: NVIDIA/nccl v2.14.3-1, src/graph/tuning.cc (baseLat, hwLat,
+  // ll128MaxBwPerCh, llMaxBws, perChMaxTreeBws, treeCorrectionFactor, the
+  // 235 GB/s sm_80 cap and the 1.9 ring plateau factor in
+  // ncclTopoGetAlgoTime). Index order: algo {tree, ring}, proto {LL, LL128,
+  // Simple}; kanscale stores algo as {ring, tree}.
+  if (version.rfind("2.14", 0) != 0) {
+    throw InputError(where + ": NCCL version \"" + version +
+                     "\" is not supported: kanscale carries NCCL's tuning constants for 2.14.x only; "
+                     "use version \"2.14.3\" or give fitted constants in a calibration file");
+  }
+  NcclConstants c;
+  const double base[2][3] = {{3.6, 10.0, 8.4}, {4.4, 4.4, 0.0}};  // ring, tree
+  const double hw[3][2][3] = {
+      {{.47, 1.9, 3.4}, {.52, 1.25, 28}},   // NVLink: ring, tree
+      {{1.0, 2.5, 5.7}, {1.0, 1.9, 28}},    // PCI
+      {{2.7, 4.0, 9.6}, {5.0, 8.5, 28}}};   // NET
+  const double llmax[2][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}};
+  const double treemax[2][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}};
+  const double corr[3][23] = {
+      {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+  std::copy(&base[0][0], &base[0][0] + 6, &c.base_latency_us[0][0]);
+  std::copy(&hw[0][0][0], &hw[0][0][0] + 18, &c.hw_latency_us[0][0][0]);
+  std::copy(&llmax[0][0], &llmax[0][0] + 6, &c.ll_max_bw_GBps[0][0]);
+  std::copy(&treemax[0][0], &treemax[0][0] + 6, &c.per_ch_max_tree_bw_GBps[0][0]);
+  std::copy(&corr[0][0], &corr[0][0] + 69, &c.tree_correction[0][0]);
+  c.ll128_max_bw_per_ch_GBps = 20.0;
+  c.ampere_bus_bw_cap_GBps = 235.0;
+  c.ring_plateau_factor = 1.9;
+  return c;
+}
+
+// ---------------------------------------------------------------- cluster
+static Cluster read_cluster(YamlMap m) {
+  Cluster c;
+  c.file = m.file();
+  c.name = m.string("name");
+  c.nodes = static_cast<int>(m.integer("nodes", 1));
+  c.gpus_per_node = static_cast<int>(m.integer("gpus_per_node", 1));
+
+  YamlMap g = m.map("gpu");
+  c.gpu.model = g.string("model");
+  c.gpu.compute_capability = g.number("compute_capability", Bound::positive);
+  c.gpu.fp32_flops = g.quantity("fp32", Quantity::flop_rate, Bound::positive);
+  c.gpu.tf32_flops = g.quantity_opt("tf32", Quantity::flop_rate, Bound::positive).value_or(c.gpu.fp32_flops);
+  c.gpu.memory_bandwidth_Bps = g.quantity("memory_bandwidth", Quantity::rate, Bound::positive);
+  c.gpu.memory_bytes = g.quantity("memory", Quantity::size, Bound::positive);
+  c.gpu.kernel_launch_s = g.quantity("kernel_launch", Quantity::time, Bound::non_negative);
+  c.gpu.runtime_memory_bytes = g.quantity("runtime_memory", Quantity::size, Bound::non_negative);
+  g.finish();
+
+  if (auto cpu = m.map_opt("cpu")) {
+    const std::string v = cpu->choice("vendor", {"intel", "amd", "other"});
+    c.cpu_vendor = v == "intel" ? CpuVendor::intel : v == "amd" ? CpuVendor::amd : CpuVendor::other;
+    cpu->string_opt("model");
+    cpu->finish();
+  }
+
+  YamlMap in = m.map("intra_node");
+  const std::string kind = in.choice("kind", {"nvlink", "pcie", "shm"});
+  c.intra.kind = kind == "nvlink" ? LinkKind::nvlink : kind == "pcie" ? LinkKind::pcie : LinkKind::shm;
+  c.intra.bandwidth_Bps = in.quantity("bandwidth", Quantity::rate, Bound::positive);
+  c.intra.latency_s = in.quantity("latency", Quantity::time, Bound::non_negative);
+  in.finish();
+
+  YamlMap net = m.map("network");
+  c.net.nics_per_node = static_cast<int>(net.integer("nics_per_node", 1));
+  c.net.nic_bandwidth_Bps = net.quantity("nic_bandwidth", Quantity::rate, Bound::positive);
+  c.net.latency_s = net.quantity("latency", Quantity::time, Bound::non_negative);
+  net.string_opt("kind");
+  net.finish();
+
+  YamlMap col = m.map("collectives");
+  const std::string fam = col.choice("family", {"nccl", "mpi"});
+  c.collectives.family = fam == "nccl" ? CollFamily::nccl : CollFamily::mpi;
+  c.collectives.version = col.string("version");
+  if (c.collectives.family == CollFamily::nccl) {
+    for (const auto& a : col.choice_list("algorithms", {"ring", "tree"}))
+      c.collectives.algorithms.push_back(a == "ring" ? Algo::ring : Algo::tree);
+    for (const auto& p : col.choice_list("protocols", {"LL", "LL128", "Simple"}))
+      c.collectives.protocols.push_back(p == "LL" ? Proto::ll : p == "LL128" ? Proto::ll128 : Proto::simple);
+    c.collectives.channels = static_cast<int>(col.integer("channels", 1));
+    nccl_constants_for(c.collectives.version, col.file() + ": key 'collectives.version'");
+  }
+  col.finish();
+  m.finish();
+  return c;
+}
+
+Cluster load_cluster(const std::string& path) { return read_cluster(YamlMap::load_file(path)); }
+Cluster parse_cluster(const std::string& text, const std::string& name) {
+  return read_cluster(YamlMap::load_string(text, name));
+}
+
+// ---------------------------------------------------------------- workload
+static Workload read_workload(YamlMap m) {
+  Workload w;
+  w.file = m.file();
+  w.name = m.string("name");
+  YamlMap kan = m.map("kan");
+  w.widths = kan.integer_list("widths", 1, 2);
+  w.grid_size = static_cast<int>(kan.integer_opt("grid_size", 1).value_or(5));
+  w.spline_order = static_cast<int>(kan.integer_opt("spline_order", 1).value_or(3));
+  kan.finish();
+  w.task = m.string_opt("task").value_or("teacher");
+  w.batch_per_gpu = m.integer("batch_per_gpu", 1);
+  w.global_batch = m.integer_opt("global_batch", 1);
+  w.dataset_size = m.integer("dataset_size", 1);
+  w.epochs = static_cast<int>(m.integer_opt("epochs", 1).value_or(1));
+  w.learning_rate = m.number_opt("learning_rate", Bound::positive).value_or(1e-3);
+  w.seed = static_cast<std::uint64_t>(m.integer_opt("seed", 0).value_or(0));
+  w.precision = m.choice_opt("precision", {"fp32", "tf32"}).value_or("fp32") == "fp32" ? Precision::fp32 : Precision::tf32;
+  const auto impl = m.choice_opt("implementation", {"efficient-kan", "kanscale"}).value_or("efficient-kan");
+  w.implementation = impl == "efficient-kan" ? Implementation::efficient_kan : Implementation::kanscale;
+  if (auto d = m.map_opt("ddp")) {
+    w.ddp.bucket_cap_bytes = d->quantity_opt("bucket_cap", Quantity::size, Bound::positive).value_or(w.ddp.bucket_cap_bytes);
+    w.ddp.first_bucket_bytes = d->quantity_opt("first_bucket", Quantity::size, Bound::positive).value_or(w.ddp.first_bucket_bytes);
+    w.ddp.gradient_as_bucket_view = d->boolean_opt("gradient_as_bucket_view").value_or(false);
+    w.ddp.find_unused_parameters = d->boolean_opt("find_unused_parameters").value_or(false);
+    w.ddp.broadcast_buffers = d->boolean_opt("broadcast_buffers").value_or(true);
+    d->finish();
+  }
+  m.finish();
+  if (w.implementation == Implementation::kanscale) {
+    m.fail("implementation",
+           "\"kanscale\" kernels have no datasheet cost model yet: they are modelled once measured "
+           "(kanscale measure/fit); use \"efficient-kan\"");
+  }
+  return w;
+}
+
+Workload load_workload(const std::string& path) { return read_workload(YamlMap::load_file(path)); }
+Workload parse_workload(const std::string& text, const std::string& name) {
+  return read_workload(YamlMap::load_string(text, name));
+}
+
+// ---------------------------------------------------------------- calibration
+Calibration datasheet_calibration(const Cluster& c, Precision precision) {
+  Calibration k;
+  k.name = c.name + "-datasheet";
+  k.source = "datasheet";
+  k.derived_from = c.file;
+  k.concurrency = c.gpus_per_node;
+  // Roofline at datasheet peaks: an optimistic bound, labelled as derived.
+  k.gemm = OpCost{c.gpu.kernel_launch_s, precision == Precision::tf32 ? c.gpu.tf32_flops : c.gpu.fp32_flops,
+                  c.gpu.memory_bandwidth_Bps, true};
+  k.elementwise = OpCost{c.gpu.kernel_launch_s, c.gpu.fp32_flops, c.gpu.memory_bandwidth_Bps, true};
+  // Unknown without measurement: host overhead, jitter and interference are 0.
+  k.host_overhead_s = 0;
+  k.jitter_sigma = 0;
+  k.interference = 0;
+  if (c.collectives.family == CollFamily::nccl) k.nccl = nccl_constants_for(c.collectives.version, c.file);
+  // OpenMPI's fixed decision (ompi/mca/coll/tuned/coll_tuned_decision_fixed.c,
+  // 4.0: intermediate_message = 10000 B): recursive doubling below, ring above.
+  k.mpi_regimes = {MpiRegime{10000.0, MpiAlgo::recursive_doubling, std::nullopt, std::nullopt},
+                   MpiRegime{std::numeric_limits<double>::infinity(), MpiAlgo::ring, std::nullopt, std::nullopt}};
+  k.runtime_memory_bytes = c.gpu.runtime_memory_bytes;
+  return k;
+}
+
+static void read_op_cost(YamlMap& parent, const std::string& key, OpCost* cost) {
+  auto m = parent.map_opt(key);
+  if (!m) return;
+  cost->fixed_s = m->quantity_opt("fixed", Quantity::time, Bound::non_negative).value_or(cost->fixed_s);
+  cost->flop_rate = m->quantity_opt("flop_rate", Quantity::flop_rate, Bound::positive).value_or(cost->flop_rate);
+  cost->byte_rate = m->quantity_opt("byte_rate", Quantity::rate, Bound::positive).value_or(cost->byte_rate);
+  if (auto comb = m->choice_opt("combine", {"max", "sum"})) cost->roofline = *comb == "max";
+  m->finish();
+}
+
+static void read_table(YamlMap& m, const std::string& key, double* out) {
+  // {LL: 1.0, LL128: 2.0, Simple: 3.0} in microseconds
+  auto t = m.map_opt(key);
+  if (!t) return;
+  const char* names[3] = {"LL", "LL128", "Simple"};
+  for (int p = 0; p < 3; ++p) {
+    if (auto v = t->quantity_opt(names[p], Quantity::time, Bound::non_negative)) out[p] = *v * 1e6;
+  }
+  t->finish();
+}
+
+static Calibration read_calibration(YamlMap m, const Cluster& c, Precision precision) {
+  Calibration k = datasheet_calibration(c, precision);
+  k.name = m.string("name");
+  k.source = m.choice("source", {"datasheet", "fitted"});
+  k.derived_from = m.string("fitted_from");
+  k.concurrency = static_cast<int>(m.integer("concurrency", 1));
+  if (auto comp = m.map_opt("compute")) {
+    read_op_cost(*comp, "gemm", &k.gemm);
+    read_op_cost(*comp, "elementwise", &k.elementwise);
+    k.host_overhead_s = comp->quantity_opt("host_overhead", Quantity::time, Bound::non_negative).value_or(0.0);
+    k.jitter_sigma = comp->number_opt("jitter_sigma", Bound::non_negative).value_or(0.0);
+    k.interference = comp->number_opt("interference", Bound::non_negative).value_or(0.0);
+    comp->finish();
+  }
+  if (auto col = m.map_opt("collectives")) {
+    if (auto n = col->map_opt("nccl")) {
+      k.nccl_bus_bw_intra_Bps = n->quantity_opt("bus_bandwidth_intra", Quantity::rate, Bound::positive);
+      k.nccl_bus_bw_inter_Bps = n->quantity_opt("bus_bandwidth_inter", Quantity::rate, Bound::positive);
+      for (int a = 0; a < 2; ++a) {
+        const std::string an = a == 0 ? "ring" : "tree";
+        read_table(*n, "base_latency_" + an, k.nccl.base_latency_us[a]);
+        const char* hw[3] = {"nvlink", "pci", "net"};
+        for (int h = 0; h < 3; ++h) read_table(*n, "hop_latency_" + std::string(hw[h]) + "_" + an, k.nccl.hw_latency_us[h][a]);
+      }
+      n->finish();
+    }
+    auto regimes = col->map_list_opt("mpi_regimes");
+    if (!regimes.empty()) {
+      k.mpi_regimes.clear();
+      for (auto& r : regimes) {
+        MpiRegime g;
+        g.max_bytes = r.quantity_opt("below", Quantity::size, Bound::positive).value_or(std::numeric_limits<double>::infinity());
+        g.algorithm = r.choice("algorithm", {"recursive_doubling", "ring"}) == "ring" ? MpiAlgo::ring : MpiAlgo::recursive_doubling;
+        g.latency_s = r.quantity_opt("latency", Quantity::time, Bound::non_negative);
+        g.bandwidth_Bps = r.quantity_opt("bandwidth", Quantity::rate, Bound::positive);
+        r.finish();
+        k.mpi_regimes.push_back(g);
+      }
+      if (!std::isinf(k.mpi_regimes.back().max_bytes)) col->fail("mpi_regimes", "the last regime must have no 'below' limit");
+    }
+    col->finish();
+  }
+  if (auto mem = m.map_opt("memory")) {
+    k.runtime_memory_bytes = mem->quantity_opt("runtime", Quantity::size, Bound::non_negative).value_or(k.runtime_memory_bytes);
+    mem->finish();
+  }
+  m.finish();
+  return k;
+}
+
+Calibration load_calibration(const std::string& path, const Cluster& c, Precision precision) {
+  return read_calibration(YamlMap::load_file(path), c, precision);
+}
+Calibration parse_calibration(const std::string& text, const std::string& name, const Cluster& c, Precision precision) {
+  return read_calibration(YamlMap::load_string(text, name), c, precision);
+}
+
+}  // namespace ks

@@ -1,0 +1,161 @@
+#pragma once
+// Typed configuration: clusters, workloads and calibrations, parsed once
+// from YAML at the edge (config.cpp). All values in SI units.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ks {
+
+enum class LinkKind { nvlink, pcie, shm };
+enum class CollFamily { nccl, mpi };
+enum class Algo { ring, tree };
+enum class Proto { ll, ll128, simple };
+enum class Precision { fp32, tf32 };
+enum class Implementation { efficient_kan, kanscale };
+enum class CpuVendor { intel, amd, other };
+
+const char* to_string(LinkKind k);
+const char* to_string(Algo a);
+const char* to_string(Proto p);
+const char* to_string(Precision p);
+const char* to_string(Implementation i);
+
+struct GpuSpec {
+  std::string model;
+  double compute_capability = 0;    // e.g. 8.0
+  double fp32_flops = 0;            // FLOP/s, datasheet peak
+  double tf32_flops = 0;            // FLOP/s, datasheet peak (tensor cores)
+  double memory_bandwidth_Bps = 0;  // datasheet peak
+  double memory_bytes = 0;          // capacity
+  double kernel_launch_s = 0;       // fixed cost per kernel (launch and dispatch)
+  double runtime_memory_bytes = 0;  // context and allocator overhead per process
+};
+
+struct IntraNodeLink {
+  LinkKind kind = LinkKind::pcie;
+  double bandwidth_Bps = 0;  // per GPU, one direction, as the collective library models it
+  double latency_s = 0;
+};
+
+// Inter-node network; the fabric is assumed non-blocking (full bisection).
+struct Network {
+  int nics_per_node = 1;
+  double nic_bandwidth_Bps = 0;
+  double latency_s = 0;
+};
+
+struct CollectiveLibrary {
+  CollFamily family = CollFamily::nccl;
+  std::string version;              // nccl: "2.14.3"; mpi: free text
+  std::vector<Algo> algorithms;     // allowed (like NCCL_ALGO)
+  std::vector<Proto> protocols;     // allowed (like NCCL_PROTO)
+  int channels = 0;                 // nccl: channels per communicator
+};
+
+struct Cluster {
+  std::string name;
+  std::string file;
+  int nodes = 0;
+  int gpus_per_node = 0;
+  GpuSpec gpu;
+  CpuVendor cpu_vendor = CpuVendor::intel;
+  IntraNodeLink intra;
+  Network net;
+  CollectiveLibrary collectives;
+};
+
+struct DdpSettings {
+  double bucket_cap_bytes = 25.0 * 1024 * 1024;   // torch: bucket_cap_mb=25 (MiB)
+  double first_bucket_bytes = 1.0 * 1024 * 1024;  // torch: _DEFAULT_FIRST_BUCKET_BYTES
+  bool gradient_as_bucket_view = false;
+  bool find_unused_parameters = false;
+  bool broadcast_buffers = true;
+};
+
+struct Workload {
+  std::string name;
+  std::string file;
+  std::vector<std::int64_t> widths;  // [in, h1, ..., out]
+  int grid_size = 5;
+  int spline_order = 3;
+  std::string task;
+  std::int64_t batch_per_gpu = 0;
+  std::optional<std::int64_t> global_batch;  // for --scaling strong-global-batch
+  std::int64_t dataset_size = 0;             // samples at one GPU
+  int epochs = 1;
+  double learning_rate = 1e-3;
+  std::uint64_t seed = 0;
+  Precision precision = Precision::fp32;
+  Implementation implementation = Implementation::efficient_kan;
+  DdpSettings ddp;
+};
+
+// Cost of one kernel class: time = fixed + f(flops / flop_rate, bytes / byte_rate)
+// where f is max (roofline, datasheet) or sum (fitted linear model).
+struct OpCost {
+  double fixed_s = 0;
+  double flop_rate = 0;  // FLOP/s
+  double byte_rate = 0;  // B/s
+  bool roofline = true;
+  double time_s(double flops, double bytes) const;
+};
+
+// NCCL tuning constants; the defaults come from the configured NCCL version,
+// a fitted calibration can replace them.
+struct NcclConstants {
+  double base_latency_us[2][3] = {};   // [algo][proto]
+  double hw_latency_us[3][2][3] = {};  // [nvlink, pci, net][algo][proto]
+  double ll_max_bw_GBps[2][3] = {};    // [volta-or-intel, ampere-or-amd][1 node, 2 nodes, 3+ nodes]
+  double per_ch_max_tree_bw_GBps[2][3] = {};  // [volta, ampere][...]
+  double ll128_max_bw_per_ch_GBps = 0;
+  double ampere_bus_bw_cap_GBps = 0;   // busBw cap when all GPUs are sm_80
+  double ring_plateau_factor = 1.0;    // ring/Simple multi-node latency factor
+  double tree_correction[3][23] = {};  // [proto][log2(bytes/64)]
+};
+
+// OpenMPI-like all-reduce: per message-size regime an algorithm with a
+// latency-bandwidth (alpha-beta) cost at the slowest link level used.
+enum class MpiAlgo { recursive_doubling, ring };
+struct MpiRegime {
+  double max_bytes = 0;  // regime applies to messages < max_bytes (last: infinity)
+  MpiAlgo algorithm = MpiAlgo::ring;
+  std::optional<double> latency_s;      // per step; default: the link's latency
+  std::optional<double> bandwidth_Bps;  // default: the link's bandwidth
+};
+
+struct Calibration {
+  std::string name;
+  std::string source;        // "datasheet" (derived) or "fitted"
+  std::string derived_from;  // cluster file or measurement files
+  int concurrency = 1;       // ranks per node the compute terms were measured at
+  OpCost gemm;
+  OpCost elementwise;
+  double host_overhead_s = 0;  // per iteration
+  double jitter_sigma = 0;     // lognormal sigma of a rank's per-iteration compute factor
+  double interference = 0;     // compute slowdown fraction while the rank's collective runs
+  NcclConstants nccl;
+  std::optional<double> nccl_bus_bw_intra_Bps;  // overrides the cluster-derived values
+  std::optional<double> nccl_bus_bw_inter_Bps;
+  std::vector<MpiRegime> mpi_regimes;
+  double runtime_memory_bytes = 0;
+};
+
+Cluster load_cluster(const std::string& path);
+Cluster parse_cluster(const std::string& yaml_text, const std::string& name);
+Workload load_workload(const std::string& path);
+Workload parse_workload(const std::string& yaml_text, const std::string& name);
+
+// The calibration a cluster file implies from datasheet numbers alone.
+Calibration datasheet_calibration(const Cluster& c, Precision precision);
+// A calibration file, applied on top of the datasheet calibration.
+Calibration load_calibration(const std::string& path, const Cluster& c, Precision precision);
+Calibration parse_calibration(const std::string& yaml_text, const std::string& name, const Cluster& c,
+                              Precision precision);
+
+// NCCL's tuning constants for a version string ("2.14.3"); throws
+// InputError naming `where` for versions kanscale carries no table for.
+NcclConstants nccl_constants_for(const std::string& version, const std::string& where);
+
+}  // namespace ks

@@ -1,0 +1,63 @@
+#pragma once
+// What a KAN training iteration consists of: its parameters (with
+// efficient-kan's names and orders) and, for the efficient-kan
+// implementation, its sequence of kernels with FLOPs, bytes moved and the
+// activations autograd keeps. Pure: shapes in, counts out.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+
+namespace ks {
+
+struct Param {
+  std::string name;  // "layers.{i}.base_weight" etc.
+  int layer = 0;
+  std::int64_t numel = 0;
+  double bytes() const { return 4.0 * static_cast<double>(numel); }  // fp32
+};
+
+struct KanShape {
+  std::vector<std::int64_t> widths;
+  int grid_size = 5;
+  int spline_order = 3;
+  int layers() const { return static_cast<int>(widths.size()) - 1; }
+  std::int64_t coeffs() const { return grid_size + spline_order; }           // C = G + k
+  std::int64_t knots() const { return grid_size + 2 * spline_order + 1; }    // per input
+};
+
+// Parameters in definition order (what parameters() yields): per layer
+// base_weight, spline_weight, spline_scaler.
+std::vector<Param> kan_parameters(const KanShape& s);
+// Buffers (efficient-kan's per-layer grid): bytes in total.
+double kan_buffer_bytes(const KanShape& s);
+// Indices into kan_parameters() in the order gradients become ready in
+// backward (reference: layers last to first; inside a layer spline_weight,
+// spline_scaler, base_weight).
+std::vector<int> kan_ready_order(const KanShape& s);
+std::int64_t kan_parameter_count(const KanShape& s);
+
+enum class OpKind { gemm, elementwise };
+enum class Phase { zero_grad, forward, loss, backward, grad_copy, copy_back, optimizer };
+const char* to_string(Phase p);
+
+struct Op {
+  std::string name;
+  OpKind kind = OpKind::elementwise;
+  Phase phase = Phase::forward;
+  int layer = -1;
+  double flops = 0;
+  double bytes = 0;        // moved to/from memory
+  double saved_bytes = 0;  // activations kept for backward (forward ops)
+  double temp_bytes = 0;   // largest tensor it writes that is not kept
+  int ready_param = -1;    // after this op, this parameter's gradient is in its bucket
+};
+
+// One training iteration of efficient-kan's KAN under DDP on one rank, in
+// execution order: zero_grad, forward per layer, MSE loss, backward per layer
+// in reverse (with DDP's copy of each gradient into its bucket, scaled by
+// 1/world), copy back from buckets (unless gradient_as_bucket_view), Adam.
+std::vector<Op> efficient_kan_iteration(const KanShape& s, std::int64_t batch, bool gradient_as_bucket_view);
+
+}  // namespace ks

@@ -1,0 +1,309 @@
+#include "yaml_reader.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace ks {
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_d = std::max<std::size_t>(2, word.size() / 3) + 1;
+  for (const auto& c : candidates) {
+    const std::size_t d = edit_distance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+YamlMap::YamlMap(std::shared_ptr<const std::string> file, YAML::Node node, std::string path)
+    : file_(std::move(file)), node_(std::move(node)), path_(std::move(path)) {}
+
+YamlMap YamlMap::load_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot open file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return load_string(ss.str(), path);
+}
+
+YamlMap YamlMap::load_string(const std::string& text, const std::string& name) {
+  auto file = std::make_shared<const std::string>(name);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                     ": YAML syntax error: " + e.msg);
+  }
+  if (!root.IsMap()) throw InputError(name + ":1:1: expected a YAML mapping at the top level");
+  return YamlMap(file, root, "");
+}
+
+std::string YamlMap::key_path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+void YamlMap::fail_at(const YAML::Mark& mark, const std::string& key, const std::string& what) const {
+  std::ostringstream os;
+  os << *file_;
+  if (!mark.is_null()) os << ":" << mark.line + 1 << ":" << mark.column + 1;
+  os << ": key '" << key_path(key) << "': " << what;
+  throw InputError(os.str());
+}
+
+void YamlMap::fail(const std::string& key, const std::string& what) const {
+  YAML::Node n = node_[key];
+  fail_at(n.IsDefined() ? n.Mark() : node_.Mark(), key, what);
+}
+
+YAML::Node YamlMap::value(const std::string& key) {
+  known_.insert(key);
+  YAML::Node n = node_[key];
+  if (n.IsDefined() && n.IsNull()) fail_at(n.Mark(), key, "has no value");
+  return n;
+}
+
+YAML::Node YamlMap::required(const std::string& key) {
+  YAML::Node n = value(key);
+  if (!n.IsDefined()) fail_at(node_.Mark(), key, "missing required key");
+  return n;
+}
+
+bool YamlMap::has(const std::string& key) {
+  known_.insert(key);
+  return node_[key].IsDefined();
+}
+
+std::string YamlMap::scalar_of(const YAML::Node& n, const std::string& key, const char* expected) const {
+  if (!n.IsScalar()) fail_at(n.Mark(), key, std::string("wrong type: expected ") + expected);
+  return n.Scalar();
+}
+
+std::string YamlMap::string(const std::string& key) { return scalar_of(required(key), key, "a string"); }
+
+std::optional<std::string> YamlMap::string_opt(const std::string& key) {
+  YAML::Node n = value(key);
+  if (!n.IsDefined()) return std::nullopt;
+  return scalar_of(n, key, "a string");
+}
+
+static std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s;
+}
+
+std::optional<std::string> YamlMap::choice_opt(const std::string& key, const std::vector<std::string>& choices) {
+  YAML::Node n = value(key);
+  if (!n.IsDefined()) return std::nullopt;
+  const std::string s = scalar_of(n, key, "a string");
+  if (std::find(choices.begin(), choices.end(), s) == choices.end()) {
+    std::string msg = "unknown value \"" + s + "\"; expected one of: " + join(choices);
+    const std::string near = closest_match(s, choices);
+    if (!near.empty()) msg += " (did you mean \"" + near + "\"?)";
+    fail_at(n.Mark(), key, msg);
+  }
+  return s;
+}
+
+std::string YamlMap::choice(const std::string& key, const std::vector<std::string>& choices) {
+  required(key);
+  return *choice_opt(key, choices);
+}
+
+static bool parse_int(const std::string& s, std::int64_t* out) {
+  if (s.empty()) return false;
+  std::size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
+  if (i == s.size()) return false;
+  for (std::size_t j = i; j < s.size(); ++j) {
+    if (s[j] == '_') continue;
+    if (!std::isdigit(static_cast<unsigned char>(s[j]))) return false;
+  }
+  std::string digits;
+  for (char c : s) if (c != '_') digits += c;
+  try {
+    *out = std::stoll(digits);
+  } catch (...) {
+    return false;
+  }
+  return true;
+}
+
+std::optional<std::int64_t> YamlMap::integer_opt(const std::string& key, std::int64_t min_value) {
+  YAML::Node n = value(key);
+  if (!n.IsDefined()) return std::nullopt;
+  const std::string s = scalar_of(n, key, "an integer");
+  std::int64_t v = 0;
+  if (!parse_int(s, &v)) fail_at(n.Mark(), key, "wrong type: expected an integer, got \"" + s + "\"");
+  if (v < min_value) fail_at(n.Mark(), key, "must be at least " + std::to_string(min_value) + ", got " + s);
+  return v;
+}
+
+std::int64_t YamlMap::integer(const std::string& key, std::int64_t min_value) {
+  required(key);
+  return *integer_opt(key, min_value);
+}
+
+std::optional<double> YamlMap::number_opt(const std::string& key, Bound bound) {
+  YAML::Node n = value(key);
+  if (!n.IsDefined()) return std::nullopt;
+  const std::string s = scalar_of(n, key, "a number");
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || *end != '\0') fail_at(n.Mark(), key, "wrong type: expected a number, got \"" + s + "\"");
+  if (!std::isfinite(v)) fail_at(n.Mark(), key, "must be a finite number, got \"" + s + "\"");
+  if (bound == Bound::positive && !(v > 0)) fail_at(n.Mark(), key, "must be greater than zero, got " + s);
+  if (bound == Bound::non_negative && v < 0) fail_at(n.Mark(), key, "must not be negative, got " + s);
+  return v;
+}
+
+double YamlMap::number(const std::string& key, Bound bound) {
+  required(key);
+  return *number_opt(key, bound);
+}
+
+std::optional<bool> YamlMap::boolean_opt(const std::string& key) {
+  YAML::Node n = value(key);
+  if (!n.IsDefined()) return std::nullopt;
+  const std::string s = scalar_of(n, key, "true or false");
+  if (s == "true") return true;
+  if (s == "false") return false;
+  fail_at(n.Mark(), key, "wrong type: expected true or false, got \"" + s + "\"");
+}
+
+bool YamlMap::boolean(const std::string& key) {
+  required(key);
+  return *boolean_opt(key);
+}
+
+std::optional<double> YamlMap::quantity_opt(const std::string& key, Quantity q, Bound bound) {
+  YAML::Node n = value(key);
+  if (!n.IsDefined()) return std::nullopt;
+  const std::string s = scalar_of(n, key, quantity_name(q));
+  double v = 0;
+  try {
+    v = parse_quantity(s, q);
+  } catch (const UnitError& e) {
+    fail_at(n.Mark(), key, e.what());
+  }
+  if (bound == Bound::positive && !(v > 0)) fail_at(n.Mark(), key, "must be greater than zero, got \"" + s + "\"");
+  if (bound == Bound::non_negative && v < 0) fail_at(n.Mark(), key, "must not be negative, got \"" + s + "\"");
+  return v;
+}
+
+double YamlMap::quantity(const std::string& key, Quantity q, Bound bound) {
+  required(key);
+  return *quantity_opt(key, q, bound);
+}
+
+std::vector<std::int64_t> YamlMap::integer_list(const std::string& key, std::int64_t min_value, std::size_t min_length) {
+  YAML::Node n = required(key);
+  if (!n.IsSequence()) fail_at(n.Mark(), key, "wrong type: expected a list of integers such as [2, 5, 1]");
+  if (n.size() < min_length) {
+    fail_at(n.Mark(), key, "expected at least " + std::to_string(min_length) + " entries, got " + std::to_string(n.size()));
+  }
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const YAML::Node e = n[i];
+    const std::string k = key + "[" + std::to_string(i) + "]";
+    std::int64_t v = 0;
+    if (!e.IsScalar() || !parse_int(e.Scalar(), &v)) fail_at(e.Mark(), k, "wrong type: expected an integer");
+    if (v < min_value) fail_at(e.Mark(), k, "must be at least " + std::to_string(min_value) + ", got " + e.Scalar());
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<std::string> YamlMap::choice_list(const std::string& key, const std::vector<std::string>& choices) {
+  YAML::Node n = required(key);
+  if (!n.IsSequence() || n.size() == 0) fail_at(n.Mark(), key, "wrong type: expected a non-empty list of: " + join(choices));
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const YAML::Node e = n[i];
+    const std::string k = key + "[" + std::to_string(i) + "]";
+    if (!e.IsScalar()) fail_at(e.Mark(), k, "wrong type: expected one of: " + join(choices));
+    if (std::find(choices.begin(), choices.end(), e.Scalar()) == choices.end()) {
+      std::string msg = "unknown value \"" + e.Scalar() + "\"; expected one of: " + join(choices);
+      const std::string near = closest_match(e.Scalar(), choices);
+      if (!near.empty()) msg += " (did you mean \"" + near + "\"?)";
+      fail_at(e.Mark(), k, msg);
+    }
+    out.push_back(e.Scalar());
+  }
+  return out;
+}
+
+std::optional<std::vector<double>> YamlMap::number_list_opt(const std::string& key, Bound bound) {
+  YAML::Node n = value(key);
+  if (!n.IsDefined()) return std::nullopt;
+  if (!n.IsSequence()) fail_at(n.Mark(), key, "wrong type: expected a list of numbers");
+  std::vector<double> out;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const YAML::Node e = n[i];
+    const std::string k = key + "[" + std::to_string(i) + "]";
+    char* end = nullptr;
+    const std::string s = e.IsScalar() ? e.Scalar() : "";
+    const double v = std::strtod(s.c_str(), &end);
+    if (!e.IsScalar() || end == s.c_str() || *end != '\0' || !std::isfinite(v)) fail_at(e.Mark(), k, "wrong type: expected a finite number");
+    if (bound == Bound::positive && !(v > 0)) fail_at(e.Mark(), k, "must be greater than zero, got " + s);
+    if (bound == Bound::non_negative && v < 0) fail_at(e.Mark(), k, "must not be negative, got " + s);
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::optional<YamlMap> YamlMap::map_opt(const std::string& key) {
+  YAML::Node n = value(key);
+  if (!n.IsDefined()) return std::nullopt;
+  if (!n.IsMap()) fail_at(n.Mark(), key, "wrong type: expected a mapping of keys to values");
+  return YamlMap(file_, n, key_path(key));
+}
+
+YamlMap YamlMap::map(const std::string& key) {
+  required(key);
+  return *map_opt(key);
+}
+
+std::vector<YamlMap> YamlMap::map_list_opt(const std::string& key) {
+  YAML::Node n = value(key);
+  std::vector<YamlMap> out;
+  if (!n.IsDefined()) return out;
+  if (!n.IsSequence()) fail_at(n.Mark(), key, "wrong type: expected a list of mappings");
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    if (!n[i].IsMap()) fail_at(n[i].Mark(), key + "[" + std::to_string(i) + "]", "wrong type: expected a mapping");
+    out.push_back(YamlMap(file_, n[i], key_path(key) + "[" + std::to_string(i) + "]"));
+  }
+  return out;
+}
+
+void YamlMap::finish() {
+  std::vector<std::string> known(known_.begin(), known_.end());
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    const std::string k = it->first.as<std::string>();
+    if (known_.count(k)) continue;
+    std::string msg = "unknown key";
+    const std::string near = closest_match(k, known);
+    if (!near.empty()) msg += " (did you mean '" + near + "'?)";
+    else msg += "; known keys here: " + join(known);
+    fail_at(it->first.Mark(), k, msg);
+  }
+}
+
+}  // namespace ks

@@ -1,0 +1,87 @@
+#pragma once
+// A thin reader over yaml-cpp that turns a YAML file into typed values once,
+// at the edge, and reports every problem as one line:
+//   FILE:LINE:COL: key 'a.b': what was wrong; expected what
+// Unknown keys are errors too (with a "did you mean" suggestion).
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "units.hpp"
+
+namespace ks {
+
+// Bad input: configs, data files, usage. The CLI prints what() and exits 2.
+struct InputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class Bound { any, non_negative, positive };
+
+// Edit distance, for "did you mean".
+std::size_t edit_distance(const std::string& a, const std::string& b);
+// The closest candidate within a small distance, or "".
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+
+class YamlMap {
+ public:
+  // Loads a file; throws InputError for a missing file or a YAML syntax error.
+  static YamlMap load_file(const std::string& path);
+  // Parses text (tests, embedded defaults); `name` stands for the file name.
+  static YamlMap load_string(const std::string& text, const std::string& name);
+
+  bool has(const std::string& key);  // registers the key as known
+
+  std::string string(const std::string& key);
+  std::optional<std::string> string_opt(const std::string& key);
+  // One of `choices`; the error lists them.
+  std::string choice(const std::string& key, const std::vector<std::string>& choices);
+  std::optional<std::string> choice_opt(const std::string& key, const std::vector<std::string>& choices);
+
+  std::int64_t integer(const std::string& key, std::int64_t min_value);
+  std::optional<std::int64_t> integer_opt(const std::string& key, std::int64_t min_value);
+  double number(const std::string& key, Bound bound);
+  std::optional<double> number_opt(const std::string& key, Bound bound);
+  bool boolean(const std::string& key);
+  std::optional<bool> boolean_opt(const std::string& key);
+
+  double quantity(const std::string& key, Quantity q, Bound bound);
+  std::optional<double> quantity_opt(const std::string& key, Quantity q, Bound bound);
+
+  std::vector<std::int64_t> integer_list(const std::string& key, std::int64_t min_value, std::size_t min_length);
+  std::vector<std::string> choice_list(const std::string& key, const std::vector<std::string>& choices);
+  std::optional<std::vector<double>> number_list_opt(const std::string& key, Bound bound);
+
+  YamlMap map(const std::string& key);
+  std::optional<YamlMap> map_opt(const std::string& key);
+  // A list of maps.
+  std::vector<YamlMap> map_list_opt(const std::string& key);
+
+  // Errors for every key that no getter asked about. Call once all getters ran.
+  void finish();
+
+  // An error located at this map's key (or at the map when the key is absent).
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const;
+  const std::string& file() const { return *file_; }
+  std::string key_path(const std::string& key) const;
+
+ private:
+  YamlMap(std::shared_ptr<const std::string> file, YAML::Node node, std::string path);
+  YAML::Node value(const std::string& key);  // registers; null node when absent
+  YAML::Node required(const std::string& key);
+  [[noreturn]] void fail_at(const YAML::Mark& mark, const std::string& key, const std::string& what) const;
+  std::string scalar_of(const YAML::Node& n, const std::string& key, const char* expected) const;
+
+  std::shared_ptr<const std::string> file_;
+  YAML::Node node_;
+  std::string path_;
+  std::set<std::string> known_;
+};
+
+}  // namespace ks

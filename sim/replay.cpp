@@ -1,0 +1,410 @@
+#include "replay.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+
+#include "event_queue.hpp"
+#include "rng.hpp"
+
+namespace ks {
+namespace {
+
+enum Stage : std::uint8_t { kPre, kWaitBcast, kMain, kWaitFinal, kTail, kDone };
+enum Kind : std::uint32_t { kWorkDone, kCollEnd };
+struct Payload {
+  std::uint32_t kind;
+  std::uint32_t id;  // rank or collective
+};
+
+// How one iteration's work splits on the compute track.
+struct IterPlan {
+  const PlannedBuckets* pb = nullptr;
+  std::vector<int> pre_ops, main_ops, tail_ops;  // op indices
+  double pre_work = 0, main_work = 0, tail_work = 0;
+  std::vector<double> seg_end;             // cumulative main work at each segment end
+  std::vector<std::vector<int>> ready_at;  // buckets complete at each segment end
+};
+
+IterPlan make_plan(const ReplayInput& in, const PlannedBuckets& pb) {
+  IterPlan p;
+  p.pb = &pb;
+  const auto& ops = *in.ops;
+  std::vector<int> ready_pos;  // per parameter: position in main_ops of its bucket copy
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+    const Phase ph = ops[i].phase;
+    if (ph == Phase::zero_grad) {
+      p.pre_ops.push_back(i);
+      p.pre_work += in.op_time_s[i];
+    } else if (ph == Phase::copy_back || ph == Phase::optimizer) {
+      p.tail_ops.push_back(i);
+      p.tail_work += in.op_time_s[i];
+    } else {
+      if (ops[i].ready_param >= 0) {
+        if (static_cast<int>(ready_pos.size()) <= ops[i].ready_param) ready_pos.resize(ops[i].ready_param + 1, -1);
+        ready_pos[ops[i].ready_param] = static_cast<int>(p.main_ops.size());
+      }
+      p.main_ops.push_back(i);
+    }
+  }
+  std::vector<double> cum(p.main_ops.size() + 1, 0.0);
+  for (std::size_t j = 0; j < p.main_ops.size(); ++j) cum[j + 1] = cum[j] + in.op_time_s[p.main_ops[j]];
+  p.main_work = cum.back();
+  // Each bucket completes after the copy of its last-ready gradient.
+  std::vector<std::pair<int, int>> done;  // (position, bucket)
+  for (int b = 0; b < static_cast<int>(pb.buckets.size()); ++b) {
+    int pos = -1;
+    for (int prm : pb.buckets[b].params) {
+      if (prm >= static_cast<int>(ready_pos.size()) || ready_pos[prm] < 0)
+        throw std::logic_error("parameter without a gradient-ready op");
+      pos = std::max(pos, ready_pos[prm]);
+    }
+    done.emplace_back(pos, b);
+  }
+  std::sort(done.begin(), done.end());
+  for (const auto& [pos, b] : done) {
+    if (!p.seg_end.empty() && p.seg_end.back() == cum[pos + 1]) {
+      p.ready_at.back().push_back(b);
+    } else {
+      p.seg_end.push_back(cum[pos + 1]);
+      p.ready_at.push_back({b});
+    }
+  }
+  if (p.seg_end.empty() || p.seg_end.back() < p.main_work) {
+    p.seg_end.push_back(p.main_work);
+    p.ready_at.emplace_back();
+  }
+  return p;
+}
+
+struct RankState {
+  int iter = 0;
+  Stage stage = kPre;
+  int seg = 0;
+  int next_launch = 0;
+  double factor = 1.0;      // this iteration's jitter
+  double mult = 1.0;        // current slowdown (interference)
+  double piece_start = 0;   // time the current piece of work began
+  double work_left = 0;     // nominal seconds of work left in the current piece
+  double work_pos = 0;      // nominal work done in this stage so far
+  double wait_start = 0;
+  bool computing = false;  // a piece of work is scheduled
+  EventId pending = 0;
+};
+
+struct Piece {
+  int iter;
+  Stage stage;
+  double t0, t1, w0, w1;
+};
+
+class Sim {
+ public:
+  explicit Sim(const ReplayInput& in) : in_(in), n_(in.ranks), rng_(in.seed) {
+    if (n_ < 1) throw std::invalid_argument("replay needs at least one rank");
+    if (in.iterations < 1) throw std::invalid_argument("replay needs at least one iteration");
+    plans_[0] = make_plan(in, in.first);
+    plans_[1] = make_plan(in, in.steady);
+    // Global collective sequence: per iteration [broadcast], buckets in order.
+    for (int i = 0; i < in.iterations; ++i) {
+      const IterPlan& p = plan(i);
+      coll_offset_.push_back(static_cast<int>(coll_iter_.size()));
+      if (in.broadcast_buffers) add_coll(i, -1, in.broadcast_bytes, in.broadcast);
+      for (std::size_t b = 0; b < p.pb->buckets.size(); ++b)
+        add_coll(i, static_cast<int>(b), p.pb->buckets[b].bytes, p.pb->allreduce[b]);
+    }
+    const std::size_t G = coll_iter_.size();
+    launched_.assign(G, 0);
+    started_.assign(G, 0);
+    ended_.assign(G, 0);
+    start_.assign(G, 0.0);
+    end_.assign(G, 0.0);
+    launch_time_.assign(G * static_cast<std::size_t>(n_), 0.0);
+    max_buckets_ = static_cast<int>(std::max(in.first.buckets.size(), in.steady.buckets.size()));
+    ready_.assign(static_cast<std::size_t>(n_) * max_buckets_, 0);
+    ranks_.resize(n_);
+    trace_slot_.assign(n_, -1);
+    for (int r : in.trace_ranks) {
+      if (r >= 0 && r < n_ && trace_slot_[r] < 0) {
+        trace_slot_[r] = static_cast<int>(pieces_.size());
+        pieces_.emplace_back();
+        traced_.push_back(r);
+      }
+    }
+    result_.iterations.assign(in.iterations, std::vector<RankIteration>(n_));
+    q_.reserve(static_cast<std::size_t>(n_) * 2 + 16);
+  }
+
+  ReplayResult run() {
+    for (int r = 0; r < n_; ++r) start_iteration(r, 0.0);
+    while (!q_.empty()) {
+      const auto e = q_.pop();
+      if (e.payload.kind == kWorkDone) work_done(static_cast<int>(e.payload.id), e.time);
+      else coll_end(static_cast<int>(e.payload.id), e.time);
+    }
+    for (int r = 0; r < n_; ++r)
+      if (ranks_[r].stage != kDone) throw std::logic_error("replay deadlocked");
+    result_.events = q_.popped();
+    for (std::size_t g = 0; g < coll_iter_.size(); ++g) {
+      result_.collectives.push_back(
+          CollectiveRecord{coll_iter_[g], coll_bucket_[g], coll_bytes_[g], coll_label_[g], start_[g], end_[g]});
+    }
+    build_trace();
+    return std::move(result_);
+  }
+
+ private:
+  const IterPlan& plan(int iter) const { return (iter == 0 && in_.include_first) ? plans_[0] : plans_[1]; }
+
+  void add_coll(int iter, int bucket, double bytes, const CollectiveEstimate& est) {
+    coll_iter_.push_back(iter);
+    coll_bucket_.push_back(bucket);
+    coll_bytes_.push_back(bytes);
+    coll_dur_.push_back(est.time_s);
+    coll_label_.push_back(est.label());
+  }
+  int coll_index(int iter, int bucket) const { return coll_offset_[iter] + (in_.broadcast_buffers ? 1 : 0) + bucket; }
+  int last_coll(int iter) const {
+    return iter + 1 < static_cast<int>(coll_offset_.size()) ? coll_offset_[iter + 1] - 1 : static_cast<int>(coll_iter_.size()) - 1;
+  }
+
+  // ---- compute track
+  void schedule_piece(int r, double now) {
+    RankState& s = ranks_[r];
+    s.mult = (s.stage == kMain && comm_active_) ? 1.0 + in_.interference : 1.0;
+    double dur = s.work_left * s.factor * s.mult;
+    if (s.stage == kTail) dur += in_.host_overhead_s;
+    s.computing = true;
+    s.pending = q_.schedule(now + dur, Payload{kWorkDone, static_cast<std::uint32_t>(r)});
+  }
+  void begin_work(int r, double work, double now) {
+    RankState& s = ranks_[r];
+    s.piece_start = now;
+    s.work_left = work;
+    schedule_piece(r, now);
+  }
+  // Account for the piece that ends now; returns the work it did.
+  void close_piece(int r, double now, double work_done) {
+    RankState& s = ranks_[r];
+    result_.iterations[s.iter][r].compute_s += now - s.piece_start;
+    if (trace_slot_[r] >= 0) {
+      double t1 = now;
+      if (s.stage == kTail) t1 -= in_.host_overhead_s;
+      pieces_[trace_slot_[r]].push_back(Piece{s.iter, s.stage, s.piece_start, t1, s.work_pos, s.work_pos + work_done});
+    }
+    s.work_pos += work_done;
+  }
+  // The slowdown changed while r computes: split its piece and reschedule.
+  void reschedule(int r, double now) {
+    RankState& s = ranks_[r];
+    const double done = std::min(s.work_left, (now - s.piece_start) / (s.factor * s.mult));
+    close_piece(r, now, done);
+    s.work_left -= done;
+    q_.cancel(s.pending);
+    s.piece_start = now;
+    schedule_piece(r, now);
+  }
+
+  void start_iteration(int r, double now) {
+    RankState& s = ranks_[r];
+    result_.iterations[s.iter][r].start_s = now;
+    s.factor = rng_.lognormal_mean_one(in_.jitter_sigma, static_cast<std::uint64_t>(r), static_cast<std::uint64_t>(s.iter));
+    s.stage = kPre;
+    s.work_pos = 0;
+    s.next_launch = 0;
+    std::fill(ready_.begin() + static_cast<std::ptrdiff_t>(r) * max_buckets_,
+              ready_.begin() + static_cast<std::ptrdiff_t>(r + 1) * max_buckets_, 0);
+    begin_work(r, plan(s.iter).pre_work, now);
+  }
+
+  void enter_main(int r, double now) {
+    RankState& s = ranks_[r];
+    s.stage = kMain;
+    s.seg = 0;
+    s.work_pos = 0;
+    begin_work(r, plan(s.iter).seg_end[0], now);
+  }
+
+  void end_wait(int r, double now, const char* what) {
+    RankState& s = ranks_[r];
+    result_.iterations[s.iter][r].exposed_s += now - s.wait_start;
+    if (trace_slot_[r] >= 0 && now > s.wait_start) {
+      result_.trace.push_back(TraceSlice{r, 0, s.iter, what, "wait", s.wait_start, now, 0});
+    }
+  }
+
+  void work_done(int r, double now) {
+    RankState& s = ranks_[r];
+    s.computing = false;
+    close_piece(r, now, s.work_left);
+    s.work_left = 0;
+    const IterPlan& p = plan(s.iter);
+    switch (s.stage) {
+      case kPre:
+        if (in_.broadcast_buffers) {
+          s.stage = kWaitBcast;
+          s.wait_start = now;
+          launch(r, coll_offset_[s.iter], now);
+        } else {
+          enter_main(r, now);
+        }
+        break;
+      case kMain: {
+        for (int b : p.ready_at[s.seg]) ready_[static_cast<std::size_t>(r) * max_buckets_ + b] = 1;
+        const int nb = static_cast<int>(p.pb->buckets.size());
+        // Launch strictly in bucket order.
+        while (s.next_launch < nb && ready_[static_cast<std::size_t>(r) * max_buckets_ + s.next_launch]) {
+          const int it = s.iter;
+          const int b = s.next_launch++;
+          launch(r, coll_index(it, b), now);
+        }
+        if (s.seg + 1 < static_cast<int>(p.seg_end.size())) {
+          ++s.seg;
+          begin_work(r, p.seg_end[s.seg] - p.seg_end[s.seg - 1], now);
+        } else {
+          s.stage = kWaitFinal;
+          s.wait_start = now;
+          if (ended_[last_coll(s.iter)]) finish_wait_final(r, now);
+        }
+        break;
+      }
+      case kTail: {
+        result_.iterations[s.iter][r].end_s = now;
+        if (s.iter + 1 < in_.iterations) {
+          ++s.iter;
+          start_iteration(r, now);
+        } else {
+          s.stage = kDone;
+        }
+        break;
+      }
+      default:
+        throw std::logic_error("work finished in a waiting stage");
+    }
+  }
+
+  void finish_wait_final(int r, double now) {
+    RankState& s = ranks_[r];
+    end_wait(r, now, "wait for all-reduce");
+    s.stage = kTail;
+    s.work_pos = 0;
+    begin_work(r, plan(s.iter).tail_work, now);
+  }
+
+  // ---- communication track
+  void launch(int r, int g, double now) {
+    launch_time_[static_cast<std::size_t>(g) * n_ + r] = now;
+    if (++launched_[g] == n_ && (g == 0 || ended_[g - 1])) start_coll(g, now);
+  }
+
+  void set_comm_active(bool active, double now) {
+    if (comm_active_ == active) return;
+    comm_active_ = active;
+    if (in_.interference <= 0) return;
+    for (int r = 0; r < n_; ++r)
+      if (ranks_[r].stage == kMain && ranks_[r].computing) reschedule(r, now);
+  }
+
+  void start_coll(int g, double now) {
+    started_[g] = 1;
+    start_[g] = now;
+    q_.schedule(now + coll_dur_[g], Payload{kCollEnd, static_cast<std::uint32_t>(g)});
+    set_comm_active(true, now);
+  }
+
+  void coll_end(int g, double now) {
+    ended_[g] = 1;
+    end_[g] = now;
+    const int it = coll_iter_[g];
+    const double prev_end = g > 0 ? end_[g - 1] : 0.0;
+    const std::string name = coll_bucket_[g] < 0 ? "broadcast buffers" : "allreduce bucket " + std::to_string(coll_bucket_[g]);
+    for (int r = 0; r < n_; ++r) {
+      const double busy_from = std::max(launch_time_[static_cast<std::size_t>(g) * n_ + r], prev_end);
+      result_.iterations[it][r].comm_s += now - busy_from;
+      if (trace_slot_[r] >= 0) {
+        if (start_[g] > busy_from)
+          result_.trace.push_back(TraceSlice{r, 1, it, "wait for peers: " + name, "comm_wait", busy_from, start_[g], coll_bytes_[g]});
+        result_.trace.push_back(TraceSlice{r, 1, it, name + " (" + coll_label_[g] + ")", "comm", start_[g], now, coll_bytes_[g]});
+      }
+    }
+    const bool next_ready = g + 1 < static_cast<int>(coll_iter_.size()) && launched_[g + 1] == n_;
+    if (next_ready) {
+      start_coll(g + 1, now);  // the slowdown stays as it is
+    } else {
+      set_comm_active(false, now);
+    }
+    const bool is_bcast = coll_bucket_[g] < 0;
+    const bool is_last = g == last_coll(it);
+    for (int r = 0; r < n_; ++r) {
+      RankState& s = ranks_[r];
+      if (s.iter != it) continue;
+      if (is_bcast && s.stage == kWaitBcast) {
+        end_wait(r, now, "wait for broadcast");
+        enter_main(r, now);
+      } else if (is_last && s.stage == kWaitFinal) {
+        finish_wait_final(r, now);
+      }
+    }
+  }
+
+  // ---- trace: map each op's nominal work interval onto wall time
+  void build_trace() {
+    const auto& ops = *in_.ops;
+    for (std::size_t slot = 0; slot < traced_.size(); ++slot) {
+      const int r = traced_[slot];
+      const auto& pcs = pieces_[slot];
+      std::size_t i = 0;
+      while (i < pcs.size()) {
+        std::size_t j = i;
+        while (j < pcs.size() && pcs[j].iter == pcs[i].iter && pcs[j].stage == pcs[i].stage) ++j;
+        const IterPlan& p = plan(pcs[i].iter);
+        const std::vector<int>& idx = pcs[i].stage == kPre ? p.pre_ops : pcs[i].stage == kMain ? p.main_ops : p.tail_ops;
+        // Main work restarts at each segment but work_pos is cumulative.
+        double w = 0;
+        std::size_t k = i;
+        auto time_at = [&](double work) {
+          while (k + 1 < j && pcs[k].w1 < work) ++k;
+          const Piece& pc = pcs[k];
+          if (pc.w1 <= pc.w0) return pc.t1;
+          return pc.t0 + (std::min(work, pc.w1) - pc.w0) / (pc.w1 - pc.w0) * (pc.t1 - pc.t0);
+        };
+        for (int o : idx) {
+          const double w_end = w + in_.op_time_s[o];
+          const double t0 = time_at(w), t1 = time_at(w_end);
+          result_.trace.push_back(TraceSlice{r, 0, pcs[i].iter, ops[o].name, to_string(ops[o].phase), t0, t1, 0});
+          w = w_end;
+        }
+        if (pcs[i].stage == kTail && in_.host_overhead_s > 0) {
+          const double t = pcs[j - 1].t1;
+          result_.trace.push_back(TraceSlice{r, 0, pcs[i].iter, "host overhead", "host", t, t + in_.host_overhead_s, 0});
+        }
+        i = j;
+      }
+    }
+  }
+
+  const ReplayInput& in_;
+  int n_;
+  Rng rng_;
+  IterPlan plans_[2];
+  EventQueue<Payload> q_;
+  std::vector<RankState> ranks_;
+  std::vector<int> coll_offset_, coll_iter_, coll_bucket_;
+  std::vector<double> coll_bytes_, coll_dur_;
+  std::vector<std::string> coll_label_;
+  std::vector<int> launched_;
+  std::vector<std::uint8_t> started_, ended_;
+  std::vector<double> start_, end_, launch_time_;
+  std::vector<std::uint8_t> ready_;
+  int max_buckets_ = 0;
+  bool comm_active_ = false;
+  std::vector<int> trace_slot_, traced_;
+  std::vector<std::vector<Piece>> pieces_;
+  ReplayResult result_;
+};
+
+}  // namespace
+
+ReplayResult replay(const ReplayInput& in) { return Sim(in).run(); }
+
+}  // namespace ks

@@ -1,0 +1,269 @@
+#include "report.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include "kanscale/build_info.hpp"
+#include "model/units.hpp"
+
+namespace ks {
+
+namespace {
+
+std::string fixed(double v, int prec) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(prec) << v;
+  return os.str();
+}
+
+// "1.0MiB ring/LL, 2.0MiB tree/Simple": distinct (size, choice) pairs in bucket order.
+std::string bucket_choices(const std::vector<BucketRow>& rows) {
+  std::string s;
+  for (const auto& b : rows) {
+    if (!s.empty()) s += ", ";
+    s += format_bytes(b.bytes) + " " + b.label;
+  }
+  return s;
+}
+
+nlohmann::json provenance(const RunInfo& info) {
+  nlohmann::json j;
+  j["kanscale_version"] = build::version;
+  j["git_hash"] = build::git_hash;
+  j["command_line"] = info.command_line;
+  j["seed"] = info.options.seed;
+  j["cluster"] = {{"name", info.cluster->name}, {"file", info.cluster->file}};
+  j["workload"] = {{"name", info.workload->name}, {"file", info.workload->file}};
+  j["calibration"] = {{"name", info.calibration->name},
+                      {"source", info.calibration->source},
+                      {"derived_from", info.calibration->derived_from},
+                      {"concurrency_ranks_per_node", info.calibration->concurrency}};
+  j["scaling"] = to_string(info.options.scaling);
+  j["iterations_simulated"] = std::max(2, info.options.iterations);
+  if (info.options.gpus_per_node) j["gpus_per_node_override"] = *info.options.gpus_per_node;
+  return j;
+}
+
+nlohmann::json stat_json(const Stat& s) { return {{"median", s.median}, {"p95", s.p95}}; }
+
+nlohmann::json buckets_json(const std::vector<BucketRow>& rows) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& b : rows) {
+    a.push_back({{"index", b.index},
+                 {"parameters", b.params},
+                 {"bytes", b.bytes},
+                 {"algorithm_protocol", b.label},
+                 {"start_s", b.start_s},
+                 {"end_s", b.end_s}});
+  }
+  return a;
+}
+
+nlohmann::json point_json(const ScalingPoint& p) {
+  const MemoryEstimate& m = p.memory;
+  return {{"gpus", p.gpus},
+          {"nodes", p.nodes},
+          {"batch_per_gpu", p.batch_per_gpu},
+          {"dataset_samples", p.dataset_size},
+          {"iterations_per_epoch", p.iterations_per_epoch},
+          {"iteration_time_s", stat_json(p.iteration_s)},
+          {"first_iteration_time_s", stat_json(p.first_iteration_s)},
+          {"compute_time_s", stat_json(p.compute_s)},
+          {"communication_time_s", stat_json(p.comm_s)},
+          {"exposed_communication_s", stat_json(p.exposed_s)},
+          {"communication_overhead_exposed", p.overhead_exposed},
+          {"communication_overhead_total", p.overhead_total},
+          {"samples_per_s", p.samples_per_s},
+          {"epoch_time_s", p.epoch_s},
+          {"time_to_train_s", p.time_to_train_s},
+          {"gpu_hours", p.gpu_hours},
+          {"speedup", p.speedup},
+          {"efficiency", p.efficiency},
+          {"events", p.events},
+          {"broadcast_buffers", p.broadcast_label},
+          {"memory",
+           {{"parameters_bytes", m.parameters_bytes},
+            {"gradients_bytes", m.gradients_bytes},
+            {"buckets_bytes", m.buckets_bytes},
+            {"optimizer_bytes", m.optimizer_bytes},
+            {"activations_bytes", m.activations_bytes},
+            {"transient_bytes", m.transient_bytes},
+            {"batch_bytes", m.batch_bytes},
+            {"buffers_bytes", m.buffers_bytes},
+            {"runtime_bytes", m.runtime_bytes},
+            {"peak_bytes", m.peak_bytes},
+            {"capacity_bytes", m.capacity_bytes},
+            {"parameter_to_memory_ratio", m.parameter_to_memory_ratio()},
+            {"exceeds_capacity", m.exceeds_capacity()}}},
+          {"buckets_first_iteration", buckets_json(p.first_plan)},
+          {"buckets_steady", buckets_json(p.steady_plan)}};
+}
+
+std::string csv_escape(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return o + "\"";
+}
+
+std::string csv_header_comment(const RunInfo& info) {
+  return "# kanscale " + std::string(build::version) + " (" + build::git_hash + "); cluster " + info.cluster->name +
+         "; workload " + info.workload->name + "; calibration " + info.calibration->name + " (" +
+         info.calibration->source + "); scaling " + to_string(info.options.scaling) + "; seed " +
+         std::to_string(info.options.seed) + "\n";
+}
+
+}  // namespace
+
+void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info) {
+  const auto& w = *info.workload;
+  os << "kanscale simulate: " << info.workload->name << " on " << info.cluster->name << " ("
+     << info.cluster->gpu.model << ", " << r.collective_family << " " << info.cluster->collectives.version << ")\n";
+  os << "  KAN widths [";
+  for (std::size_t i = 0; i < w.widths.size(); ++i) os << (i ? ", " : "") << w.widths[i];
+  os << "], G=" << w.grid_size << ", k=" << w.spline_order << ", " << r.parameters << " parameters ("
+     << format_bytes(4.0 * r.parameters) << "), " << to_string(w.implementation) << ", " << to_string(w.precision)
+     << "\n";
+  os << "  calibration: " << info.calibration->name << " (" << info.calibration->source
+     << (info.calibration->source == "datasheet" ? ": derived from datasheet peaks; host overhead, jitter and interference unknown, set to 0" : "")
+     << ")\n";
+  os << "  scaling: " << to_string(info.options.scaling) << "; seed " << info.options.seed
+     << "; times are steady-state medians over ranks\n\n";
+  os << std::left;
+  os << std::setw(6) << "N" << std::setw(6) << "nodes" << std::setw(12) << "iter" << std::setw(12) << "samples/s"
+     << std::setw(12) << "epoch" << std::setw(9) << "speedup" << std::setw(7) << "eff" << std::setw(12) << "compute"
+     << std::setw(12) << "comm" << std::setw(12) << "exposed" << std::setw(14) << "overhead" << std::setw(12)
+     << "memory"
+     << "buckets (size algorithm/protocol)\n";
+  for (const auto& p : r.points) {
+    os << std::setw(6) << p.gpus << std::setw(6) << p.nodes << std::setw(12) << format_time(p.iteration_s.median)
+       << std::setw(12) << fixed(p.samples_per_s, 0) << std::setw(12) << format_time(p.epoch_s) << std::setw(9)
+       << fixed(p.speedup, 2) << std::setw(7) << (fixed(100 * p.efficiency, 1) + "%") << std::setw(12)
+       << format_time(p.compute_s.median) << std::setw(12) << format_time(p.comm_s.median) << std::setw(12)
+       << format_time(p.exposed_s.median) << std::setw(14)
+       << (fixed(100 * p.overhead_exposed, 1) + "% / " + fixed(100 * p.overhead_total, 0) + "%") << std::setw(12)
+       << format_bytes(p.memory.peak_bytes) << bucket_choices(p.steady_plan) << "\n";
+  }
+  os << "\n  overhead = exposed / iteration (and total communication / iteration)\n";
+  if (!r.points.empty()) {
+    const auto& last = r.points.back();
+    os << "  N=" << last.gpus << ": first iteration " << format_time(last.first_iteration_s.median) << " (one bucket of "
+       << format_bytes(last.first_plan.empty() ? 0 : last.first_plan[0].bytes) << ", "
+       << (last.first_plan.empty() ? "" : last.first_plan[0].label) << "); time to train " << w.epochs << " epoch(s) "
+       << format_time(last.time_to_train_s) << ", " << fixed(last.gpu_hours, 3) << " GPU-hours; parameter-to-memory "
+       << fixed(100 * last.memory.parameter_to_memory_ratio(), 2) << "%\n";
+  }
+  for (const auto& wmsg : r.warnings) os << "  WARNING: " << wmsg << "\n";
+}
+
+nlohmann::json study_json(const StudyResult& r, const RunInfo& info) {
+  nlohmann::json j;
+  j["provenance"] = provenance(info);
+  const auto& w = *info.workload;
+  j["model"] = {{"widths", w.widths},
+                {"grid_size", w.grid_size},
+                {"spline_order", w.spline_order},
+                {"parameters", r.parameters},
+                {"implementation", to_string(w.implementation)},
+                {"precision", to_string(w.precision)}};
+  j["collective_family"] = r.collective_family;
+  j["baseline_1gpu"] = point_json(r.baseline);
+  nlohmann::json pts = nlohmann::json::array();
+  for (const auto& p : r.points) pts.push_back(point_json(p));
+  j["points"] = pts;
+  j["warnings"] = r.warnings;
+  return j;
+}
+
+std::string study_csv(const StudyResult& r, const RunInfo& info) {
+  std::ostringstream os;
+  os << std::setprecision(9);
+  os << csv_header_comment(info);
+  os << "gpus,nodes,batch_per_gpu,iterations_per_epoch,iteration_time_s,iteration_time_p95_s,first_iteration_time_s,"
+        "compute_time_s,communication_time_s,exposed_communication_s,overhead_exposed,overhead_total,samples_per_s,"
+        "epoch_time_s,time_to_train_s,gpu_hours,speedup,efficiency,peak_memory_bytes,parameter_to_memory_ratio,"
+        "buckets_steady\n";
+  for (const auto& p : r.points) {
+    os << p.gpus << "," << p.nodes << "," << p.batch_per_gpu << "," << p.iterations_per_epoch << ","
+       << p.iteration_s.median << "," << p.iteration_s.p95 << "," << p.first_iteration_s.median << ","
+       << p.compute_s.median << "," << p.comm_s.median << "," << p.exposed_s.median << "," << p.overhead_exposed << ","
+       << p.overhead_total << "," << p.samples_per_s << "," << p.epoch_s << "," << p.time_to_train_s << ","
+       << p.gpu_hours << "," << p.speedup << "," << p.efficiency << "," << p.memory.peak_bytes << ","
+       << p.memory.parameter_to_memory_ratio() << "," << csv_escape(bucket_choices(p.steady_plan)) << "\n";
+  }
+  return os.str();
+}
+
+std::string buckets_csv(const StudyResult& r, const RunInfo& info) {
+  std::ostringstream os;
+  os << std::setprecision(9);
+  os << csv_header_comment(info);
+  os << "gpus,plan,bucket,bytes,algorithm_protocol,start_s,end_s,parameters\n";
+  for (const auto& p : r.points) {
+    for (int plan = 0; plan < 2; ++plan) {
+      const auto& rows = plan == 0 ? p.first_plan : p.steady_plan;
+      for (const auto& b : rows) {
+        std::string names;
+        for (const auto& n : b.params) names += (names.empty() ? "" : " ") + n;
+        os << p.gpus << "," << (plan == 0 ? "first_iteration" : "steady") << "," << b.index << "," << b.bytes << ","
+           << b.label << "," << b.start_s << "," << b.end_s << "," << csv_escape(names) << "\n";
+      }
+    }
+  }
+  return os.str();
+}
+
+nlohmann::json trace_json(const StudyResult& r, const RunInfo& info) {
+  nlohmann::json ev = nlohmann::json::array();
+  int pid_base = 0;
+  for (const auto& p : r.points) {
+    std::map<int, bool> ranks;
+    for (const auto& s : p.trace) ranks[s.rank] = true;
+    for (const auto& [rank, _] : ranks) {
+      const int pid = pid_base + rank;
+      ev.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid},
+                    {"args", {{"name", "N=" + std::to_string(p.gpus) + " rank " + std::to_string(rank)}}}});
+      ev.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
+      ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", "compute"}}}});
+      ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", 1}, {"args", {{"name", "communication"}}}});
+    }
+    for (const auto& s : p.trace) {
+      nlohmann::json e = {{"ph", "X"},
+                          {"name", s.name},
+                          {"cat", s.category},
+                          {"pid", pid_base + s.rank},
+                          {"tid", s.track},
+                          {"ts", s.t0_s * 1e6},
+                          {"dur", (s.t1_s - s.t0_s) * 1e6},
+                          {"args", {{"iteration", s.iteration}}}};
+      if (s.track == 1) e["args"]["bytes"] = s.bytes;
+      ev.push_back(std::move(e));
+    }
+    pid_base += p.gpus;
+  }
+  return {{"traceEvents", ev}, {"displayTimeUnit", "ms"}, {"otherData", provenance(info)}};
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error(path + ": cannot open for writing");
+    out << content;
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw std::runtime_error(path + ": write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error(path + ": cannot rename " + tmp + " into place");
+  }
+}
+
+}  // namespace ks

@@ -1,0 +1,222 @@
+#include "study.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "model/yaml_reader.hpp"
+
+namespace ks {
+
+const char* to_string(Scaling s) {
+  switch (s) {
+    case Scaling::strong: return "strong";
+    case Scaling::strong_global_batch: return "strong-global-batch";
+    case Scaling::weak: return "weak";
+  }
+  return "?";
+}
+
+Layout layout_for(const Cluster& c, int gpus, std::optional<int> gpus_per_node) {
+  if (gpus < 1) throw InputError("--gpus: a GPU count must be at least 1, got " + std::to_string(gpus));
+  const int per_node = gpus_per_node.value_or(c.gpus_per_node);
+  if (per_node < 1 || per_node > c.gpus_per_node) {
+    throw InputError("--gpus-per-node " + std::to_string(per_node) + ": cluster '" + c.name + "' (" + c.file + ") has " +
+                     std::to_string(c.gpus_per_node) + " GPUs per node");
+  }
+  Layout l;
+  l.ranks = gpus;
+  if (gpus <= per_node) {
+    l.nodes = 1;
+  } else {
+    if (gpus % per_node != 0) {
+      throw InputError("--gpus " + std::to_string(gpus) + ": cannot be laid out on cluster '" + c.name + "' (" + c.file +
+                       "): above " + std::to_string(per_node) + " GPUs a count must fill whole nodes of " +
+                       std::to_string(per_node) + " (use --gpus-per-node to place fewer per node)");
+    }
+    l.nodes = gpus / per_node;
+  }
+  if (l.nodes > c.nodes) {
+    throw InputError("--gpus " + std::to_string(gpus) + ": needs " + std::to_string(l.nodes) + " nodes but cluster '" +
+                     c.name + "' (" + c.file + ") has " + std::to_string(c.nodes));
+  }
+  return l;
+}
+
+Stat stat_over(std::vector<double> v) {
+  Stat s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  // nearest rank p95
+  const std::size_t idx = static_cast<std::size_t>(std::ceil(0.95 * static_cast<double>(n))) - 1;
+  s.p95 = v[std::min(idx, n - 1)];
+  return s;
+}
+
+static std::vector<int> default_trace_ranks(int n) {
+  std::vector<int> r;
+  if (n <= 16) {
+    for (int i = 0; i < n; ++i) r.push_back(i);
+  } else {
+    r = {0, 1, n / 2, n - 1};
+  }
+  return r;
+}
+
+static std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibration& k, const StudyOptions& o, int gpus) {
+  const Layout layout = layout_for(c, gpus, o.gpus_per_node);
+  ScalingPoint pt;
+  pt.gpus = gpus;
+  pt.nodes = layout.nodes;
+  switch (o.scaling) {
+    case Scaling::strong:
+      pt.batch_per_gpu = w.batch_per_gpu;
+      pt.dataset_size = w.dataset_size;
+      break;
+    case Scaling::strong_global_batch: {
+      const std::int64_t global = w.global_batch.value_or(w.batch_per_gpu);
+      if (global % gpus != 0) {
+        throw InputError(w.file + ": key 'global_batch': " + std::to_string(global) + " cannot be split evenly over " +
+                         std::to_string(gpus) + " GPUs (--scaling strong-global-batch)");
+      }
+      pt.batch_per_gpu = global / gpus;
+      pt.dataset_size = w.dataset_size;
+      break;
+    }
+    case Scaling::weak:
+      pt.batch_per_gpu = w.batch_per_gpu;
+      pt.dataset_size = w.dataset_size * gpus;
+      break;
+  }
+  // DistributedSampler pads to ceil(D/N) samples per rank; drop_last=False.
+  pt.iterations_per_epoch = ceil_div(ceil_div(pt.dataset_size, gpus), pt.batch_per_gpu);
+
+  const KanShape shape{w.widths, w.grid_size, w.spline_order};
+  const auto params = kan_parameters(shape);
+  std::vector<double> pbytes;
+  for (const auto& p : params) pbytes.push_back(p.bytes());
+  const auto plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), w.ddp);
+  const auto ops = efficient_kan_iteration(shape, pt.batch_per_gpu, w.ddp.gradient_as_bucket_view);
+  const auto coll = make_collective_model(c, k);
+
+  ReplayInput in;
+  in.ranks = gpus;
+  in.ops = &ops;
+  in.op_time_s = op_times_s(ops, k);
+  auto planned = [&](const std::vector<Bucket>& bs) {
+    PlannedBuckets pb;
+    pb.buckets = bs;
+    for (const auto& b : bs) pb.allreduce.push_back(coll->allreduce(b.bytes, layout));
+    return pb;
+  };
+  in.first = planned(plans.first_iteration);
+  in.steady = planned(plans.steady);
+  in.broadcast_buffers = w.ddp.broadcast_buffers;
+  in.broadcast_bytes = kan_buffer_bytes(shape);
+  in.broadcast = coll->broadcast(in.broadcast_bytes, layout);
+  in.host_overhead_s = k.host_overhead_s;
+  in.jitter_sigma = k.jitter_sigma;
+  in.interference = k.interference;
+  in.iterations = std::max(2, o.iterations);
+  in.include_first = true;
+  in.seed = o.seed;
+  if (o.trace) in.trace_ranks = o.trace_ranks.empty() ? default_trace_ranks(gpus) : o.trace_ranks;
+
+  ReplayResult res = replay(in);
+  pt.events = res.events;
+
+  // Per rank: mean over steady iterations; then median and p95 over ranks.
+  const int I = in.iterations;
+  std::vector<double> it(gpus), cp(gpus), cm(gpus), ex(gpus), first(gpus);
+  for (int r = 0; r < gpus; ++r) {
+    double a = 0, b = 0, cc = 0, d = 0;
+    for (int i = 1; i < I; ++i) {
+      const auto& ri = res.iterations[i][r];
+      a += ri.iteration_s();
+      b += ri.compute_s;
+      cc += ri.comm_s;
+      d += ri.exposed_s;
+    }
+    it[r] = a / (I - 1);
+    cp[r] = b / (I - 1);
+    cm[r] = cc / (I - 1);
+    ex[r] = d / (I - 1);
+    first[r] = res.iterations[0][r].iteration_s();
+  }
+  pt.iteration_s = stat_over(it);
+  pt.compute_s = stat_over(cp);
+  pt.comm_s = stat_over(cm);
+  pt.exposed_s = stat_over(ex);
+  pt.first_iteration_s = stat_over(first);
+  pt.overhead_exposed = pt.exposed_s.median / pt.iteration_s.median;
+  pt.overhead_total = pt.comm_s.median / pt.iteration_s.median;
+  pt.samples_per_s = static_cast<double>(gpus) * static_cast<double>(pt.batch_per_gpu) / pt.iteration_s.median;
+  pt.epoch_s = static_cast<double>(pt.iterations_per_epoch) * pt.iteration_s.median;
+  const double total_iters = static_cast<double>(pt.iterations_per_epoch) * w.epochs;
+  pt.time_to_train_s = pt.first_iteration_s.median + (total_iters - 1) * pt.iteration_s.median;
+  pt.gpu_hours = gpus * pt.time_to_train_s / 3600.0;
+  pt.memory = efficient_kan_memory(shape, pt.batch_per_gpu, w.ddp, k.runtime_memory_bytes, c.gpu.memory_bytes);
+
+  // Bucket plans with timings: first iteration and the last steady one, on rank 0.
+  auto rows = [&](const PlannedBuckets& pb, int iteration) {
+    std::vector<BucketRow> out;
+    const double t0 = res.iterations[iteration][0].start_s;
+    for (std::size_t b = 0; b < pb.buckets.size(); ++b) {
+      BucketRow row;
+      row.index = static_cast<int>(b);
+      for (int p : pb.buckets[b].params) row.params.push_back(params[p].name);
+      row.bytes = pb.buckets[b].bytes;
+      row.label = pb.allreduce[b].label();
+      for (const auto& cr : res.collectives) {
+        if (cr.iteration == iteration && cr.bucket == static_cast<int>(b)) {
+          row.start_s = cr.start_s - t0;
+          row.end_s = cr.end_s - t0;
+        }
+      }
+      out.push_back(row);
+    }
+    return out;
+  };
+  pt.first_plan = rows(in.first, 0);
+  pt.steady_plan = rows(in.steady, I - 1);
+  pt.broadcast_label = w.ddp.broadcast_buffers ? in.broadcast.label() : "off";
+  pt.trace = std::move(res.trace);
+  return pt;
+}
+
+StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& k, const StudyOptions& o) {
+  if (o.gpus.empty()) throw InputError("--gpus: give at least one GPU count");
+  // Validate every layout before simulating anything.
+  for (int n : o.gpus) layout_for(c, n, o.gpus_per_node);
+  StudyResult sr;
+  sr.parameters = kan_parameter_count(KanShape{w.widths, w.grid_size, w.spline_order});
+  sr.collective_family = c.collectives.family == CollFamily::nccl ? "nccl" : "mpi";
+  StudyOptions base = o;
+  base.trace = false;
+  sr.baseline = simulate_point(c, w, k, base, 1);
+  for (int n : o.gpus) {
+    ScalingPoint pt = (n == 1 && !o.trace) ? sr.baseline : simulate_point(c, w, k, o, n);
+    if (o.scaling == Scaling::weak) {
+      // Work grows with N: speedup is N times the epoch-time ratio.
+      pt.speedup = n * sr.baseline.epoch_s / pt.epoch_s;
+    } else {
+      pt.speedup = sr.baseline.epoch_s / pt.epoch_s;
+    }
+    pt.efficiency = pt.speedup / n;
+    if (pt.memory.exceeds_capacity()) {
+      sr.warnings.push_back("N=" + std::to_string(n) + ": predicted peak memory " + format_bytes(pt.memory.peak_bytes) +
+                            " exceeds the " + c.gpu.model + "'s " + format_bytes(pt.memory.capacity_bytes) +
+                            ": this run would fail with out-of-memory");
+    }
+    sr.points.push_back(std::move(pt));
+  }
+  sr.baseline.speedup = 1.0;
+  sr.baseline.efficiency = 1.0;
+  return sr;
+}
+
+}  // namespace ks

@@ -1,0 +1,82 @@
+#pragma once
+// A scaling study: the DDP replay at each requested GPU count, with the
+// metrics defined in the README (iteration, compute, communication,
+// exposed communication, overhead, speedup, efficiency, memory).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/buckets.hpp"
+#include "model/collectives.hpp"
+#include "model/config.hpp"
+#include "model/cost.hpp"
+#include "replay.hpp"
+
+namespace ks {
+
+enum class Scaling { strong, strong_global_batch, weak };
+const char* to_string(Scaling s);
+
+struct StudyOptions {
+  std::vector<int> gpus;
+  std::optional<int> gpus_per_node;  // override of the cluster's
+  Scaling scaling = Scaling::strong;
+  int iterations = 5;  // the first (one bucket) plus steady ones
+  std::uint64_t seed = 0;
+  bool trace = false;
+  std::vector<int> trace_ranks;  // empty: a default subset
+};
+
+// Ranks laid out on nodes; throws InputError when N does not fit.
+Layout layout_for(const Cluster& c, int gpus, std::optional<int> gpus_per_node);
+
+struct Stat {
+  double median = 0, p95 = 0;
+};
+Stat stat_over(std::vector<double> v);
+
+struct BucketRow {
+  int index = 0;
+  std::vector<std::string> params;
+  double bytes = 0;
+  std::string label;  // chosen algorithm/protocol
+  double start_s = 0, end_s = 0;  // relative to rank 0's iteration start
+};
+
+struct ScalingPoint {
+  int gpus = 0, nodes = 0;
+  std::int64_t batch_per_gpu = 0;
+  std::int64_t dataset_size = 0;
+  std::int64_t iterations_per_epoch = 0;
+  Stat iteration_s, compute_s, comm_s, exposed_s;  // steady state, over ranks
+  Stat first_iteration_s;
+  double overhead_exposed = 0;  // exposed / iteration (median ranks)
+  double overhead_total = 0;    // communication / iteration
+  double samples_per_s = 0;
+  double epoch_s = 0;
+  double time_to_train_s = 0;
+  double gpu_hours = 0;
+  double speedup = 0, efficiency = 0;
+  MemoryEstimate memory;
+  std::vector<BucketRow> first_plan, steady_plan;
+  std::string broadcast_label;
+  std::uint64_t events = 0;
+  std::vector<TraceSlice> trace;
+};
+
+struct StudyResult {
+  std::vector<ScalingPoint> points;  // in the order asked
+  ScalingPoint baseline;             // N = 1
+  std::int64_t parameters = 0;
+  std::string collective_family;
+  std::vector<std::string> warnings;
+};
+
+StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& k, const StudyOptions& o);
+
+// One point, exposed for tests and the benchmark.
+ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibration& k, const StudyOptions& o,
+                            int gpus);
+
+}  // namespace ks
