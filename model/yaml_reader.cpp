@@ -82,7 +82,16 @@ YAML::Node YamlMap::value(const std::string& key) {
 
 YAML::Node YamlMap::required(const std::string& key) {
   YAML::Node n = value(key);
-  if (!n.IsDefined()) fail_at(node_.Mark(), key, "missing required key");
+  if (!n.IsDefined()) {
+    // A misspelt key is the likelier story: report it as unknown, where it is.
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      const std::string k = it->first.as<std::string>();
+      if (known_.count(k) == 0 && closest_match(k, {key}) == key) {
+        fail_at(it->first.Mark(), k, "unknown key (did you mean '" + key + "'?)");
+      }
+    }
+    fail_at(node_.Mark(), key, "missing required key");
+  }
   return n;
 }
 

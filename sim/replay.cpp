@@ -209,6 +209,7 @@ class Sim {
     RankState& s = ranks_[r];
     result_.iterations[s.iter][r].start_s = now;
     s.factor = rng_.lognormal_mean_one(in_.jitter_sigma, static_cast<std::uint64_t>(r), static_cast<std::uint64_t>(s.iter));
+    if (!in_.rank_factor.empty()) s.factor *= in_.rank_factor.at(static_cast<std::size_t>(r));
     s.stage = kPre;
     s.work_pos = 0;
     s.next_launch = 0;

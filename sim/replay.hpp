@@ -29,6 +29,7 @@ struct ReplayInput {
   double host_overhead_s = 0;  // per iteration, after the optimizer step
   double jitter_sigma = 0;     // lognormal sigma of a rank's per-iteration compute factor
   double interference = 0;     // compute slowdown fraction while a collective runs
+  std::vector<double> rank_factor;  // per-rank compute slowdown (stragglers); empty: all 1
   int iterations = 5;
   bool include_first = true;  // false: every iteration uses the steady plan
   std::uint64_t seed = 0;

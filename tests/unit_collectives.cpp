@@ -1,0 +1,128 @@
+// Expected times are computed by hand from NCCL 2.14.3's tuning model
+// (src/graph/tuning.cc) for FinisTerrae III: intra-node bus bandwidth 9 GB/s
+// (SHM across sockets), NIC 12.5 GB/s, sm_80, Intel CPUs, 10 channels.
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+
+#include "model/collectives.hpp"
+
+using namespace ks;
+
+namespace {
+struct Fixture {
+  Cluster c = load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/finisterrae3.yaml");
+  Calibration k = datasheet_calibration(c, Precision::fp32);
+  NcclModel m{c, k};
+};
+const NcclCandidate& find(const std::vector<NcclCandidate>& v, Algo a, Proto p) {
+  for (const auto& c : v)
+    if (c.algo == a && c.proto == p) return c;
+  throw std::logic_error("no candidate");
+}
+}  // namespace
+
+TEST_CASE("one node, 2 ranks, 64 MiB: ring/Simple by hand") {
+  Fixture f;
+  const double bytes = 67108864;
+  const auto c = f.m.allreduce_candidates(bytes, Layout{2, 1});
+  // busBw = 9 GB/s; ring ratio nRanks/nsteps = 2/2 -> 9 GB/s
+  // lat = 8.4 + (2 - 0) * 5.7 (PCI ring Simple) = 19.8 us
+  const auto& rs = find(c, Algo::ring, Proto::simple);
+  CHECK(rs.latency_us == doctest::Approx(19.8));
+  CHECK(rs.bandwidth_GBps == doctest::Approx(9.0));
+  CHECK(rs.time_us == doctest::Approx(19.8 + 67108864 / 9000.0));
+  // tree/Simple: min(9*.92, 10*24) * .5 * corr[Simple][log2i(2^20)=20]=.8
+  //   = 3.312 GB/s; lat = 2 * ((2-1)*28 + 0) = 56 us
+  const auto& ts = find(c, Algo::tree, Proto::simple);
+  CHECK(ts.bandwidth_GBps == doctest::Approx(8.28 * 0.5 * 0.8));
+  CHECK(ts.time_us == doctest::Approx(56 + 67108864 / 3312.0));
+  // ring/LL: min(87.7, 9/4) = 2.25 GB/s; lat = 3.6 + 2*1.0 = 5.6 us
+  CHECK(find(c, Algo::ring, Proto::ll).time_us == doctest::Approx(5.6 + 67108864 / 2250.0));
+  // LL128 is off without NVLink
+  CHECK_FALSE(find(c, Algo::ring, Proto::ll128).enabled);
+  const auto e = f.m.allreduce(bytes, Layout{2, 1});
+  CHECK(e.label() == "ring/Simple");
+  CHECK(e.time_s == doctest::Approx((19.8 + 67108864 / 9000.0) * 1e-6));
+}
+
+TEST_CASE("one node, 2 ranks: ring/LL switches to ring/Simple at 42,600 B") {
+  // 5.6 + x/2250 = 19.8 + x/9000  ->  x = 14.2 * 9000 / 3 = 42,600 B
+  Fixture f;
+  CHECK(f.m.allreduce(42000, Layout{2, 1}).label() == "ring/LL");
+  CHECK(f.m.allreduce(43200, Layout{2, 1}).label() == "ring/Simple");
+  CHECK(f.m.allreduce(8, Layout{2, 1}).label() == "ring/LL");
+}
+
+TEST_CASE("4 nodes x 2 ranks, 1 MiB: every pair by hand") {
+  Fixture f;
+  const double bytes = 1048576;
+  const auto c = f.m.allreduce_candidates(bytes, Layout{8, 4});
+  // ring/Simple: busBw = min(9, 12.5) = 9; ratio 8/14; lat = 8.4 + (14-8)*5.7
+  //   + 8*9.6 = 119.4, times the plateau factor 1.9 (bytes >= 8/16*65536)
+  const auto& rs = find(c, Algo::ring, Proto::simple);
+  CHECK(rs.latency_us == doctest::Approx(119.4 * 1.9));
+  CHECK(rs.time_us == doctest::Approx(226.86 + 1048576 / (9000.0 * 8 / 14)));
+  // tree/Simple: min(8.28, 10*17.8) * .5 * corr[Simple][14]=.5 = 2.07;
+  //   lat = 2 * ((2-1)*28 + log2i(4)=2 * 28) = 168
+  CHECK(find(c, Algo::tree, Proto::simple).time_us == doctest::Approx(168 + 1048576 / 2070.0));
+  // ring/LL: min(llMaxBw[intel][3+ nodes]=20.4, 9/4) * 8/14; intraLat 1.0*1.8;
+  //   lat = 3.6 + 6*1.8 + 8*2.7 = 36
+  CHECK(find(c, Algo::ring, Proto::ll).time_us == doctest::Approx(36 + 1048576 / (2250.0 * 8 / 14)));
+  // tree/LL: min(8.28/3.8, 20.4) * .5 * corr[LL][14]=.5; lat = 4.4 + 2*(1.8 + 2*5) = 28
+  CHECK(find(c, Algo::tree, Proto::ll).time_us == doctest::Approx(28 + 1048576 / (8.28 / 3.8 * 0.25 * 1000)));
+  CHECK(f.m.allreduce(bytes, Layout{8, 4}).label() == "ring/Simple");
+}
+
+TEST_CASE("the chosen pair switches from ring to tree as nodes grow (64 KiB)") {
+  Fixture f;
+  // 2 nodes x 2: ring/LL = 18 + 65536/1500 = 61.7 us beats tree/LL = 18 + 65536/653.7 = 118.3
+  const auto two = f.m.allreduce_candidates(65536, Layout{4, 2});
+  CHECK(find(two, Algo::ring, Proto::ll).time_us == doctest::Approx(18 + 65536 / 1500.0));
+  CHECK(f.m.allreduce(65536, Layout{4, 2}).label() == "ring/LL");
+  // 64 nodes x 2: ring/LL lat = 3.6 + 126*1.8 + 128*2.7 = 576 us; tree/LL lat =
+  // 4.4 + 2*(1.8 + 6*5) = 68 us: tree/LL wins
+  const auto many = f.m.allreduce_candidates(65536, Layout{128, 64});
+  CHECK(find(many, Algo::ring, Proto::ll).latency_us == doctest::Approx(576.0));
+  CHECK(find(many, Algo::tree, Proto::ll).latency_us == doctest::Approx(68.0));
+  CHECK(f.m.allreduce(65536, Layout{128, 64}).label() == "tree/LL");
+}
+
+TEST_CASE("NVLink nodes enable LL128 on sm_80; the 235 GB/s cap applies") {
+  const Cluster c = load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/dgx-a100.yaml");
+  const NcclModel m(c, datasheet_calibration(c, Precision::fp32));
+  CHECK(m.bus_bandwidth_GBps(Layout{8, 1}) == doctest::Approx(264.0));
+  const auto cands = m.allreduce_candidates(1 << 26, Layout{8, 1});
+  // ring/Simple: min(264, 235) * 8/14
+  CHECK(find(cands, Algo::ring, Proto::simple).bandwidth_GBps == doctest::Approx(235.0 * 8 / 14));
+  // ring/LL128: min(235*.92, 20*16) * 8/14
+  CHECK(find(cands, Algo::ring, Proto::ll128).enabled);
+  CHECK(find(cands, Algo::ring, Proto::ll128).bandwidth_GBps == doctest::Approx(235 * .92 * 8 / 14));
+}
+
+TEST_CASE("a single rank needs no communication; disallowed algorithms are never chosen") {
+  Fixture f;
+  CHECK(f.m.allreduce(1 << 20, Layout{1, 1}).time_s == 0.0);
+  Cluster c = f.c;
+  c.collectives.algorithms = {Algo::tree};
+  const NcclModel tree_only(c, f.k);
+  CHECK(tree_only.allreduce(67108864, Layout{2, 1}).algorithm == "tree");
+}
+
+TEST_CASE("mpi family: recursive doubling below 10 kB, ring above, alpha-beta by hand") {
+  Fixture f;
+  Cluster c = f.c;
+  c.collectives.family = CollFamily::mpi;
+  const MpiModel m(c, datasheet_calibration(c, Precision::fp32));
+  // 4 ranks on one node: latency 1 us, bandwidth 9 GB/s.
+  // 4096 B: log2(4) = 2 steps of (1us + 4096/9e9)
+  const auto small = m.allreduce(4096, Layout{4, 1});
+  CHECK(small.algorithm == "recursive_doubling");
+  CHECK(small.time_s == doctest::Approx(2 * (1e-6 + 4096 / 9e9)));
+  // 1 MiB ring: 2*3 steps of 1 us + 2*3/4 * 1 MiB / 9 GB/s
+  const auto big = m.allreduce(1048576, Layout{4, 1});
+  CHECK(big.algorithm == "ring");
+  CHECK(big.time_s == doctest::Approx(6e-6 + 1.5 * 1048576 / 9e9));
+  // 2 nodes x 2 ranks: the NIC (12.5 GB/s) is shared by 2 ranks -> 6.25 GB/s, 2 us
+  CHECK(m.allreduce(1048576, Layout{4, 2}).time_s == doctest::Approx(6 * 2e-6 + 1.5 * 1048576 / 6.25e9));
+}

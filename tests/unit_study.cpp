@@ -1,0 +1,118 @@
+#include <doctest/doctest.h>
+
+#include "model/yaml_reader.hpp"
+#include "report.hpp"
+#include "study.hpp"
+
+using namespace ks;
+
+namespace {
+// A cluster whose network is effectively free, so every iteration costs the
+// same compute T at any N and speedups come from the epoch arithmetic alone.
+const char* kFreeNet = R"(
+name: freenet
+nodes: 4
+gpus_per_node: 2
+gpu: {model: test, compute_capability: 8.0, fp32: "10TFLOP/s", memory_bandwidth: "1000GB/s",
+      memory: "16GiB", kernel_launch: "5us", runtime_memory: "0B"}
+intra_node: {kind: shm, bandwidth: "1000000PB/s", latency: "0s"}
+network: {nics_per_node: 1, nic_bandwidth: "1000000PB/s", latency: "0s"}
+collectives: {family: mpi, version: "test"}
+)";
+const char* kWork = R"(
+name: tiny
+kan: {widths: [4, 8, 1]}
+batch_per_gpu: 100
+global_batch: 400
+dataset_size: 1000
+epochs: 2
+seed: 3
+)";
+}  // namespace
+
+TEST_CASE("strong scaling: speedup and efficiency on a hand-checked case") {
+  const Cluster c = parse_cluster(kFreeNet, "freenet.yaml");
+  const Workload w = parse_workload(kWork, "tiny.yaml");
+  const Calibration k = datasheet_calibration(c, w.precision);
+  StudyOptions o;
+  o.gpus = {1, 2, 4};
+  const auto r = run_study(c, w, k, o);
+  // iterations per epoch: ceil(ceil(1000/N)/100) = 10, 5, 3 (N=4 pads 250 -> 3 batches)
+  CHECK(r.points[0].iterations_per_epoch == 10);
+  CHECK(r.points[1].iterations_per_epoch == 5);
+  CHECK(r.points[2].iterations_per_epoch == 3);
+  const double T = r.points[0].iteration_s.median;
+  CHECK(r.points[2].iteration_s.median == doctest::Approx(T).epsilon(1e-9));
+  // speedup = epoch(1) / epoch(N) = 10T / 3T; efficiency = speedup / 4
+  CHECK(r.points[2].speedup == doctest::Approx(10.0 / 3.0));
+  CHECK(r.points[2].efficiency == doctest::Approx(10.0 / 12.0));
+  CHECK(r.points[1].speedup == doctest::Approx(2.0));
+  // time to train 2 epochs at N=2: first iteration + (2*5 - 1) steady ones
+  CHECK(r.points[1].time_to_train_s == doctest::Approx(r.points[1].first_iteration_s.median + 9 * T));
+  CHECK(r.points[1].gpu_hours == doctest::Approx(2 * r.points[1].time_to_train_s / 3600));
+  CHECK(r.points[1].samples_per_s == doctest::Approx(200 / T));
+  CHECK(r.points[0].overhead_exposed == doctest::Approx(0.0).epsilon(1e-9));
+}
+
+TEST_CASE("weak scaling grows the dataset; strong-global-batch splits the batch") {
+  const Cluster c = parse_cluster(kFreeNet, "freenet.yaml");
+  const Workload w = parse_workload(kWork, "tiny.yaml");
+  const Calibration k = datasheet_calibration(c, w.precision);
+  StudyOptions o;
+  o.gpus = {4};
+  o.scaling = Scaling::weak;
+  const auto weak = run_study(c, w, k, o);
+  CHECK(weak.points[0].dataset_size == 4000);
+  CHECK(weak.points[0].iterations_per_epoch == 10);
+  CHECK(weak.points[0].speedup == doctest::Approx(4.0));  // N * epoch(1)/epoch(N), equal epochs
+  CHECK(weak.points[0].efficiency == doctest::Approx(1.0));
+  o.scaling = Scaling::strong_global_batch;
+  const auto gb = run_study(c, w, k, o);
+  CHECK(gb.points[0].batch_per_gpu == 100);  // 400 / 4
+  o.gpus = {3};
+  o.gpus_per_node = 1;
+  CHECK_THROWS_WITH_AS(run_study(c, w, k, o), doctest::Contains("needs 3 nodes"), InputError);
+}
+
+TEST_CASE("layouts: up to a node's GPUs on one node, above that whole nodes") {
+  const Cluster c = parse_cluster(kFreeNet, "freenet.yaml");
+  CHECK(layout_for(c, 1, std::nullopt).nodes == 1);
+  CHECK(layout_for(c, 2, std::nullopt).nodes == 1);
+  CHECK(layout_for(c, 8, std::nullopt).nodes == 4);
+  CHECK_THROWS_WITH_AS(layout_for(c, 3, std::nullopt), doctest::Contains("fill whole nodes"), InputError);
+  CHECK(layout_for(c, 3, 1).nodes == 3);
+  CHECK_THROWS_WITH_AS(layout_for(c, 10, std::nullopt), doctest::Contains("has 4"), InputError);
+  CHECK_THROWS_AS(layout_for(c, 0, std::nullopt), InputError);
+  CHECK_THROWS_WITH_AS(layout_for(c, 2, 3), doctest::Contains("GPUs per node"), InputError);
+}
+
+TEST_CASE("same seed: byte-identical JSON; the seed is in the output") {
+  const Cluster c = load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/finisterrae3.yaml");
+  const Workload w = load_workload(KANSCALE_SOURCE_DIR "/configs/workloads/default.yaml");
+  Calibration k = datasheet_calibration(c, w.precision);
+  k.jitter_sigma = 0.05;
+  k.interference = 0.1;
+  StudyOptions o;
+  o.gpus = {2, 8};
+  o.seed = 11;
+  RunInfo info{"test", &c, &w, &k, o};
+  const std::string a = study_json(run_study(c, w, k, o), info).dump(2);
+  const std::string b = study_json(run_study(c, w, k, o), info).dump(2);
+  CHECK(a == b);
+  CHECK(a.find("\"seed\": 11") != std::string::npos);
+  o.seed = 12;
+  RunInfo info2{"test", &c, &w, &k, o};
+  CHECK(study_json(run_study(c, w, k, o), info2).dump(2) != a);
+}
+
+TEST_CASE("a model too large for the GPU gets a clear warning") {
+  const Cluster c = parse_cluster(kFreeNet, "freenet.yaml");
+  Workload w = parse_workload(kWork, "tiny.yaml");
+  w.widths = {4096, 4096, 4096, 1};  // 2 * 4096^2 * 10 floats ~ 1.25 GiB of params, x4 with grads/Adam...
+  w.batch_per_gpu = 4096;            // ... and ~16 GiB of activations
+  StudyOptions o;
+  o.gpus = {2};
+  const auto r = run_study(c, w, datasheet_calibration(c, w.precision), o);
+  REQUIRE(r.warnings.size() == 1);
+  CHECK(r.warnings[0].find("exceeds") != std::string::npos);
+}
