@@ -134,3 +134,16 @@ TEST_CASE("the trace lays every op of a traced rank on its compute track in orde
   CHECK(compute[4].t0_s == doctest::Approx(32.0));  // Adam after the wait
   for (const auto& s : r.trace) CHECK(s.rank == 1);
 }
+
+TEST_CASE("a bucket ready before an earlier one waits for it: launches are in bucket order") {
+  // Bucket 0 = {gradient 1} (ready at 21), bucket 1 = {gradient 0} (ready at
+  // 16): bucket 1 may not launch before bucket 0, so both launch at 21:
+  // 21..29 and 29..37; exposed 37 - 21 = 16; Adam ends at 39.
+  Hand h(2, 8.0);
+  std::swap(h.in.steady.buckets[0], h.in.steady.buckets[1]);
+  h.in.first = h.in.steady;
+  const auto r = replay(h.in);
+  CHECK(r.iterations[0][0].exposed_s == doctest::Approx(16.0));
+  CHECK(r.iterations[0][1].iteration_s() == doctest::Approx(39.0));
+  CHECK(r.collectives[0].start_s == doctest::Approx(21.0));
+}
