@@ -63,10 +63,13 @@ int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
                                                   : load_calibration(c.calibration, cluster, workload.precision);
   StudyOptions o;
   o.gpus = parse_int_list(c.gpus, "--gpus");
-  if (vm.count("gpus-per-node")) o.gpus_per_node = c.gpus_per_node;
+  if (vm.count("gpus-per-node")) {
+    if (c.gpus_per_node < 1) throw InputError("--gpus-per-node: must be at least 1, got " + std::to_string(c.gpus_per_node));
+    o.gpus_per_node = c.gpus_per_node;
+  }
   o.scaling = parse_scaling(scaling);
   o.iterations = iterations;
-  o.seed = vm.count("seed") ? c.seed : workload.seed;
+  o.seed = vm.count("seed") ? parse_seed(c.seed) : workload.seed;
   o.trace = !c.trace.empty();
   if (!trace_ranks.empty()) o.trace_ranks = parse_int_list(trace_ranks, "--trace-ranks");
   for (int n : o.gpus) layout_for(cluster, n, o.gpus_per_node);
@@ -75,18 +78,33 @@ int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
       throw InputError("--trace-ranks: rank " + std::to_string(r) + " does not exist at any of the --gpus counts");
   }
 
-  const StudyResult result = run_study(cluster, workload, calib, o);
-  RunInfo info{cmdline, &cluster, &workload, &calib, o};
-  print_table(std::cout, result, info);
-  if (!c.json.empty()) write_file_atomic(c.json, study_json(result, info).dump(2) + "\n");
+  std::string buckets_path;
   if (!c.csv.empty()) {
-    write_file_atomic(c.csv, study_csv(result, info));
-    std::string bpath = c.csv;
-    const auto dot = bpath.rfind(".csv");
-    bpath = (dot != std::string::npos && dot + 4 == bpath.size()) ? bpath.substr(0, dot) + ".buckets.csv" : bpath + ".buckets.csv";
-    write_file_atomic(bpath, buckets_csv(result, info));
+    const auto dot = c.csv.rfind(".csv");
+    buckets_path = (dot != std::string::npos && dot + 4 == c.csv.size()) ? c.csv.substr(0, dot) + ".buckets.csv"
+                                                                         : c.csv + ".buckets.csv";
   }
-  if (!c.trace.empty()) write_file_atomic(c.trace, trace_json(result, info).dump() + "\n");
+  {
+    std::vector<std::string> outs;
+    for (const auto* p : {&c.json, &c.csv, &buckets_path, &c.trace})
+      if (!p->empty()) outs.push_back(*p);
+    for (std::size_t i = 0; i < outs.size(); ++i)
+      for (std::size_t j = i + 1; j < outs.size(); ++j)
+        if (outs[i] == outs[j]) throw InputError("output file " + outs[i] + " is named twice (--json, --csv, --trace)");
+  }
+
+  const StudyResult result = run_study(cluster, workload, calib, o);
+  RunInfo info{cmdline, &cluster, &workload, &calib, o, c.calibration};
+  // All outputs are built first and land together, or none does.
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!c.json.empty()) files.emplace_back(c.json, study_json(result, info).dump(2) + "\n");
+  if (!c.csv.empty()) {
+    files.emplace_back(c.csv, study_csv(result, info));
+    files.emplace_back(buckets_path, buckets_csv(result, info));
+  }
+  if (!c.trace.empty()) files.emplace_back(c.trace, trace_json(result, info).dump() + "\n");
+  write_files_atomic(files);
+  print_table(std::cout, result, info);
   return 0;
 }
 
@@ -102,13 +120,15 @@ int bench(const std::vector<std::string>& args, const std::string& cmdline) {
   c.gpus = "8,64,1024,8192,65536";
   int repeat = 5;
   double jitter = 0.05, interference = 0.05;
-  po::options_description desc = common_options(c);
-  po::options_description own("bench sim options");
-  own.add_options()
+  po::options_description desc("bench sim options");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("cluster", po::value(&c.cluster)->default_value(c.cluster), "cluster YAML (its node type; nodes are added to fit N)")
+      ("workload", po::value(&c.workload)->default_value(c.workload), "workload YAML")
+      ("gpus", po::value(&c.gpus)->default_value(c.gpus), "GPU counts")
       ("repeat", po::value(&repeat)->default_value(repeat), "timed repetitions per GPU count (median reported)")
-      ("jitter", po::value(&jitter)->default_value(jitter), "lognormal sigma of compute jitter (on for the benchmark)")
-      ("interference", po::value(&interference)->default_value(interference), "compute slowdown while communicating");
-  desc.add(own);
+      ("jitter", po::value(&jitter)->default_value(jitter, "0.05"), "lognormal sigma of compute jitter (on for the benchmark)")
+      ("interference", po::value(&interference)->default_value(interference, "0.05"), "compute slowdown while communicating");
   po::variables_map vm;
   std::vector<std::string> rest(args.begin() + (args[0] == "sim" ? 1 : 0), args.end());
   if (!parse_args(rest, desc,
@@ -117,6 +137,9 @@ int bench(const std::vector<std::string>& args, const std::string& cmdline) {
                   "count is raised to fit each N (same node type).",
                   vm))
     return 0;
+  if (repeat < 1) throw InputError("--repeat: must be at least 1, got " + std::to_string(repeat));
+  if (!(jitter >= 0 && jitter <= 1)) throw InputError("--jitter: expected a sigma between 0 and 1");
+  if (!(interference >= 0 && interference < 1e6)) throw InputError("--interference: expected a non-negative fraction");
   Cluster cluster = load_cluster(c.cluster);
   const Workload workload = load_workload(c.workload);
   Calibration calib = datasheet_calibration(cluster, workload.precision);
@@ -160,7 +183,7 @@ int bench(const std::vector<std::string>& args, const std::string& cmdline) {
     in.seed = workload.seed;
     std::vector<double> walls;
     ReplayResult last;
-    for (int rep = 0; rep < std::max(1, repeat); ++rep) {
+    for (int rep = 0; rep < repeat; ++rep) {
       const auto t0 = std::chrono::steady_clock::now();
       last = replay(in);
       walls.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
@@ -27,8 +28,18 @@ po::options_description common_options(CommonOptions& o) {
   return d;
 }
 
+std::uint64_t parse_seed(const std::string& text) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 19) {
+    throw InputError("--seed: expected a non-negative integer, got \"" + text + "\"");
+  }
+  return std::stoull(text);
+}
+
 std::vector<int> parse_int_list(const std::string& text, const std::string& option) {
   std::vector<int> out;
+  if (text.empty() || text.back() == ',' || text.front() == ',') {
+    throw InputError(option + ": expected a comma-separated list of integers such as 1,2,4,8, got \"" + text + "\"");
+  }
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -43,6 +54,9 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& opti
       throw InputError(option + ": expected a comma-separated list of non-negative integers such as 1,2,4,8, got \"" +
                        text + "\"");
     }
+    if (std::find(out.begin(), out.end(), static_cast<int>(v)) != out.end()) {
+      throw InputError(option + ": " + std::to_string(v) + " is listed twice in \"" + text + "\"");
+    }
     out.push_back(static_cast<int>(v));
   }
   if (out.empty()) throw InputError(option + ": expected at least one integer");
@@ -51,7 +65,8 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& opti
 
 bool parse_args(const std::vector<std::string>& args, const po::options_description& desc, const std::string& usage_line,
                 po::variables_map& vm) {
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  po::positional_options_description none;  // extra words are errors, not ignored
+  po::store(po::command_line_parser(args).options(desc).positional(none).run(), vm);
   if (vm.count("help")) {
     std::cout << usage_line << "\n\n" << desc << "\n";
     return false;

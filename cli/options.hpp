@@ -13,13 +13,15 @@ struct CommonOptions {
   std::string cluster, workload, calibration;
   std::string gpus = "1,2,4,8";
   int gpus_per_node = 0;  // 0: the cluster's
-  std::uint64_t seed = 0;
+  std::string seed;  // parsed by parse_seed
   std::string json, csv, trace;
 };
 
 boost::program_options::options_description common_options(CommonOptions& o);
 // "1,2,4,8" -> {1,2,4,8}; throws InputError on anything else.
 std::vector<int> parse_int_list(const std::string& text, const std::string& option);
+// A non-negative integer seed; throws InputError otherwise.
+std::uint64_t parse_seed(const std::string& text);
 // Parses args; prints help and returns false when --help was given.
 bool parse_args(const std::vector<std::string>& args, const boost::program_options::options_description& desc,
                 const std::string& usage_line, boost::program_options::variables_map& vm);

@@ -41,10 +41,12 @@ NcclConstants nccl_constants_for(const std::string& version, const std::string& 
   // 235 GB/s sm_80 cap and the 1.9 ring plateau factor in
   // ncclTopoGetAlgoTime). Index order: algo {tree, ring}, proto {LL, LL128,
   // Simple}; kanscale stores algo as {ring, tree}.
-  if (version.rfind("2.14", 0) != 0) {
+  const bool is_214 = version.size() > 5 && version.rfind("2.14.", 0) == 0 &&
+                      version.find_first_not_of("0123456789", 5) == std::string::npos;
+  if (!is_214) {
     throw InputError(where + ": NCCL version \"" + version +
-                     "\" is not supported: kanscale carries NCCL's tuning constants for 2.14.x only; "
-                     "use version \"2.14.3\" or give fitted constants in a calibration file");
+                     "\" is not supported: kanscale carries NCCL's tuning constants for 2.14.x only "
+                     "(a version such as \"2.14.3\")");
   }
   NcclConstants c;
   const double base[2][3] = {{3.6, 10.0, 8.4}, {4.4, 4.4, 0.0}};  // ring, tree
@@ -119,7 +121,11 @@ static Cluster read_cluster(YamlMap m) {
     for (const auto& p : col.choice_list("protocols", {"LL", "LL128", "Simple"}))
       c.collectives.protocols.push_back(p == "LL" ? Proto::ll : p == "LL128" ? Proto::ll128 : Proto::simple);
     c.collectives.channels = static_cast<int>(col.integer("channels", 1));
-    nccl_constants_for(c.collectives.version, col.file() + ": key 'collectives.version'");
+    try {
+      nccl_constants_for(c.collectives.version, "NCCL");
+    } catch (const InputError& e) {
+      col.fail("version", e.what());
+    }
   }
   col.finish();
   m.finish();
@@ -141,7 +147,7 @@ static Workload read_workload(YamlMap m) {
   w.grid_size = static_cast<int>(kan.integer_opt("grid_size", 1).value_or(5));
   w.spline_order = static_cast<int>(kan.integer_opt("spline_order", 1).value_or(3));
   kan.finish();
-  w.task = m.string_opt("task").value_or("teacher");
+  w.task = m.choice_opt("task", {"teacher", "pykan-exp-sin", "pykan-exp-sin-4d", "pykan-bessel"}).value_or("teacher");
   w.batch_per_gpu = m.integer("batch_per_gpu", 1);
   w.global_batch = m.integer_opt("global_batch", 1);
   w.dataset_size = m.integer("dataset_size", 1);
@@ -229,6 +235,9 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
     read_op_cost(*comp, "elementwise", &k.elementwise);
     k.host_overhead_s = comp->quantity_opt("host_overhead", Quantity::time, Bound::non_negative).value_or(0.0);
     k.jitter_sigma = comp->number_opt("jitter_sigma", Bound::non_negative).value_or(0.0);
+    if (k.jitter_sigma > 1.0) {
+      comp->fail("jitter_sigma", "must be at most 1 (a lognormal sigma; 0.01-0.1 is typical), got " + std::to_string(k.jitter_sigma));
+    }
     k.interference = comp->number_opt("interference", Bound::non_negative).value_or(0.0);
     comp->finish();
   }

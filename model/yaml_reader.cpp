@@ -105,6 +105,9 @@ std::string YamlMap::scalar_of(const YAML::Node& n, const std::string& key, cons
   return n.Scalar();
 }
 
+// Numbers and booleans must be plain scalars: "1024" in quotes is a string.
+static bool quoted(const YAML::Node& n) { return n.Tag() == "!"; }
+
 std::string YamlMap::string(const std::string& key) { return scalar_of(required(key), key, "a string"); }
 
 std::optional<std::string> YamlMap::string_opt(const std::string& key) {
@@ -160,7 +163,7 @@ std::optional<std::int64_t> YamlMap::integer_opt(const std::string& key, std::in
   if (!n.IsDefined()) return std::nullopt;
   const std::string s = scalar_of(n, key, "an integer");
   std::int64_t v = 0;
-  if (!parse_int(s, &v)) fail_at(n.Mark(), key, "wrong type: expected an integer, got \"" + s + "\"");
+  if (quoted(n) || !parse_int(s, &v)) fail_at(n.Mark(), key, "wrong type: expected an integer, got \"" + s + "\"");
   if (v < min_value) fail_at(n.Mark(), key, "must be at least " + std::to_string(min_value) + ", got " + s);
   return v;
 }
@@ -176,7 +179,7 @@ std::optional<double> YamlMap::number_opt(const std::string& key, Bound bound) {
   const std::string s = scalar_of(n, key, "a number");
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || *end != '\0') fail_at(n.Mark(), key, "wrong type: expected a number, got \"" + s + "\"");
+  if (quoted(n) || end == s.c_str() || *end != '\0') fail_at(n.Mark(), key, "wrong type: expected a number, got \"" + s + "\"");
   if (!std::isfinite(v)) fail_at(n.Mark(), key, "must be a finite number, got \"" + s + "\"");
   if (bound == Bound::positive && !(v > 0)) fail_at(n.Mark(), key, "must be greater than zero, got " + s);
   if (bound == Bound::non_negative && v < 0) fail_at(n.Mark(), key, "must not be negative, got " + s);
@@ -192,8 +195,8 @@ std::optional<bool> YamlMap::boolean_opt(const std::string& key) {
   YAML::Node n = value(key);
   if (!n.IsDefined()) return std::nullopt;
   const std::string s = scalar_of(n, key, "true or false");
-  if (s == "true") return true;
-  if (s == "false") return false;
+  if (!quoted(n) && s == "true") return true;
+  if (!quoted(n) && s == "false") return false;
   fail_at(n.Mark(), key, "wrong type: expected true or false, got \"" + s + "\"");
 }
 
@@ -304,8 +307,10 @@ std::vector<YamlMap> YamlMap::map_list_opt(const std::string& key) {
 
 void YamlMap::finish() {
   std::vector<std::string> known(known_.begin(), known_.end());
+  std::set<std::string> seen;
   for (auto it = node_.begin(); it != node_.end(); ++it) {
     const std::string k = it->first.as<std::string>();
+    if (!seen.insert(k).second) fail_at(it->first.Mark(), k, "duplicate key (it is already set above)");
     if (known_.count(k)) continue;
     std::string msg = "unknown key";
     const std::string near = closest_match(k, known);

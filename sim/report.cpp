@@ -1,5 +1,6 @@
 #include "report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
@@ -41,6 +42,7 @@ nlohmann::json provenance(const RunInfo& info) {
   j["calibration"] = {{"name", info.calibration->name},
                       {"source", info.calibration->source},
                       {"derived_from", info.calibration->derived_from},
+                      {"file", info.calibration_file},
                       {"concurrency_ranks_per_node", info.calibration->concurrency}};
   j["scaling"] = to_string(info.options.scaling);
   j["iterations_simulated"] = std::max(2, info.options.iterations);
@@ -112,9 +114,11 @@ std::string csv_escape(const std::string& s) {
 
 std::string csv_header_comment(const RunInfo& info) {
   return "# kanscale " + std::string(build::version) + " (" + build::git_hash + "); cluster " + info.cluster->name +
-         "; workload " + info.workload->name + "; calibration " + info.calibration->name + " (" +
-         info.calibration->source + "); scaling " + to_string(info.options.scaling) + "; seed " +
-         std::to_string(info.options.seed) + "\n";
+         " (" + info.cluster->file + "); workload " + info.workload->name + " (" + info.workload->file +
+         "); calibration " + info.calibration->name + " (" + info.calibration->source +
+         (info.calibration_file.empty() ? "" : ", " + info.calibration_file) + "); scaling " +
+         to_string(info.options.scaling) + "; seed " + std::to_string(info.options.seed) + "\n# " + info.command_line +
+         "\n";
 }
 
 }  // namespace
@@ -150,10 +154,10 @@ void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info) {
   }
   os << "\n  overhead = exposed / iteration (and total communication / iteration)\n";
   if (!r.points.empty()) {
-    const auto& last = r.points.back();
-    os << "  N=" << last.gpus << ": first iteration " << format_time(last.first_iteration_s.median) << " (one bucket of "
-       << format_bytes(last.first_plan.empty() ? 0 : last.first_plan[0].bytes) << ", "
-       << (last.first_plan.empty() ? "" : last.first_plan[0].label) << "); time to train " << w.epochs << " epoch(s) "
+    const auto& last = *std::max_element(r.points.begin(), r.points.end(),
+                                         [](const ScalingPoint& a, const ScalingPoint& b) { return a.gpus < b.gpus; });
+    os << "  N=" << last.gpus << ": first iteration " << format_time(last.first_iteration_s.median) << " (buckets "
+       << bucket_choices(last.first_plan) << "); time to train " << w.epochs << " epoch(s) "
        << format_time(last.time_to_train_s) << ", " << fixed(last.gpu_hours, 3) << " GPU-hours; parameter-to-memory "
        << fixed(100 * last.memory.parameter_to_memory_ratio(), 2) << "%\n";
   }
@@ -248,21 +252,32 @@ nlohmann::json trace_json(const StudyResult& r, const RunInfo& info) {
   return {{"traceEvents", ev}, {"displayTimeUnit", "ms"}, {"otherData", provenance(info)}};
 }
 
-void write_file_atomic(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp";
-  {
+void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<std::string> written;
+  auto discard = [&] {
+    for (const auto& t : written) std::remove(t.c_str());
+  };
+  for (const auto& [path, content] : files) {
+    const std::string tmp = path + ".tmp";
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(path + ": cannot open for writing");
+    if (!out) {
+      discard();
+      throw std::runtime_error(path + ": cannot open for writing");
+    }
+    written.push_back(tmp);
     out << content;
     out.flush();
     if (!out) {
-      std::remove(tmp.c_str());
+      discard();
       throw std::runtime_error(path + ": write failed");
     }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": cannot rename " + tmp + " into place");
+  for (const auto& [path, content] : files) {
+    const std::string tmp = path + ".tmp";
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+      discard();
+      throw std::runtime_error(path + ": cannot rename " + tmp + " into place");
+    }
   }
 }
 

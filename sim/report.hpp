@@ -5,6 +5,8 @@
 
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "study.hpp"
 
@@ -16,6 +18,7 @@ struct RunInfo {
   const Workload* workload = nullptr;
   const Calibration* calibration = nullptr;
   StudyOptions options;
+  std::string calibration_file;  // empty: derived from the cluster
 };
 
 void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info);
@@ -24,8 +27,9 @@ std::string study_csv(const StudyResult& r, const RunInfo& info);
 std::string buckets_csv(const StudyResult& r, const RunInfo& info);
 nlohmann::json trace_json(const StudyResult& r, const RunInfo& info);
 
-// Writes to PATH.tmp then renames: a reader never sees half a file.
-// Throws std::runtime_error when the file cannot be written.
-void write_file_atomic(const std::string& path, const std::string& content);
+// Writes each file to PATH.tmp, and only when all are written renames them
+// into place: a reader never sees half a file, and a failure leaves none.
+// Throws std::runtime_error when a file cannot be written.
+void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files);
 
 }  // namespace ks

@@ -93,7 +93,11 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
       break;
   }
   // DistributedSampler pads to ceil(D/N) samples per rank; drop_last=False.
-  pt.iterations_per_epoch = ceil_div(ceil_div(pt.dataset_size, gpus), pt.batch_per_gpu);
+  // A rank with fewer samples than its batch runs one smaller batch. (The
+  // short last batch of an epoch is otherwise timed as a full one.)
+  const std::int64_t per_rank = ceil_div(pt.dataset_size, gpus);
+  pt.batch_per_gpu = std::min(pt.batch_per_gpu, per_rank);
+  pt.iterations_per_epoch = ceil_div(per_rank, pt.batch_per_gpu);
 
   const KanShape shape{w.widths, w.grid_size, w.spline_order};
   const auto params = kan_parameters(shape);

@@ -115,6 +115,23 @@ TEST_CASE("cli: unknown choice, with did-you-mean") {
   expect_cluster_error("kind: shm", "kind: shmem", "intra_node.kind", "did you mean \"shm\"?");
 }
 
+TEST_CASE("cli: duplicate key, reported at the second one") {
+  TempDir d;
+  const std::string text = replace(kCluster, "gpus_per_node: 2\n", "gpus_per_node: 2\nnodes: 1\n");
+  const std::string c = d.write("c.yaml", text);
+  const std::string w = d.write("w.yaml", kWorkload);
+  const Run r = run("simulate --cluster " + c + " --workload " + w, d);
+  CHECK(r.code == 2);
+  CHECK(r.err.find(c + ":" + std::to_string(line_of(text, "nodes: 1\n")) + ":1: key 'nodes': duplicate key") !=
+        std::string::npos);
+}
+TEST_CASE("cli: quoted number is a string, not an integer") {
+  expect_cluster_error("nodes: 64", "nodes: \"64\"", "nodes", "expected an integer");
+}
+TEST_CASE("cli: unsupported NCCL version, at its line") {
+  expect_cluster_error("version: \"2.14.3\"", "version: \"2.149\"", "collectives.version", "not supported");
+}
+
 TEST_CASE("cli: missing required key names the key and the map's line") {
   TempDir d;
   const std::string c = d.write("c.yaml", replace(kCluster, "gpus_per_node: 2\n", ""));
@@ -150,6 +167,11 @@ TEST_CASE("cli: a GPU count that cannot be laid out on the cluster") {
   CHECK(r.err.find("needs 128 nodes") != std::string::npos);
   r = run(base + " --gpus 3 --gpus-per-node 1", d);  // allowed: 3 nodes of 1
   CHECK(r.code == 0);
+  for (const char* bad : {" --gpus 1,2,", " --gpus 1,,2", " --gpus 2,2", " --gpus x", " --gpus 2 --gpus-per-node 0"}) {
+    r = run(base + bad, d);
+    CAPTURE(bad);
+    CHECK(r.code == 2);
+  }
 }
 
 TEST_CASE("cli: YAML syntax errors, missing files, bad options") {
@@ -167,6 +189,10 @@ TEST_CASE("cli: YAML syntax errors, missing files, bad options") {
   r = run("simulate --cluster a.yaml", d);
   CHECK(r.code == 2);
   CHECK(r.err.find("--workload") != std::string::npos);
+  r = run("simulate --cluster a.yaml --workload b.yaml extra", d);  // stray word
+  CHECK(r.code == 2);
+  r = run("simulate --cluster a.yaml --workload b.yaml --seed -1", d);
+  CHECK(r.code == 2);
   r = run("frobnicate", d);
   CHECK(r.code == 2);
   r = run("simulate --help", d);
@@ -196,4 +222,18 @@ TEST_CASE("cli: the README's main job writes a table, JSON, CSV and a Perfetto t
   CHECK(csv.find("gpus,nodes,") != std::string::npos);
   CHECK(read_file(d.path + "/o.buckets.csv").find("layers.1.spline_weight") != std::string::npos);
   CHECK_FALSE(std::ifstream(d.path + "/o.json.tmp").good());
+}
+
+TEST_CASE("cli: when one output cannot be written, none is") {
+  TempDir d;
+  const std::string base = "simulate --cluster " + kSrc + "/configs/clusters/finisterrae3.yaml --workload " + kSrc +
+                           "/configs/workloads/default.yaml --gpus 2 --json " + d.path + "/ok.json";
+  Run r = run(base + " --csv /nonexistent-dir/x.csv", d);
+  CHECK(r.code == 1);
+  CHECK(r.err.find("/nonexistent-dir/x.csv: cannot open for writing") != std::string::npos);
+  CHECK_FALSE(std::ifstream(d.path + "/ok.json").good());
+  CHECK_FALSE(std::ifstream(d.path + "/ok.json.tmp").good());
+  r = run(base + " --trace " + d.path + "/ok.json", d);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("named twice") != std::string::npos);
 }

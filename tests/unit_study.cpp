@@ -74,6 +74,18 @@ TEST_CASE("weak scaling grows the dataset; strong-global-batch splits the batch"
   CHECK_THROWS_WITH_AS(run_study(c, w, k, o), doctest::Contains("needs 3 nodes"), InputError);
 }
 
+TEST_CASE("strong scaling past the data: a rank never runs a batch larger than its shard") {
+  const Cluster c = parse_cluster(kFreeNet, "freenet.yaml");
+  Workload w = parse_workload(kWork, "tiny.yaml");
+  w.dataset_size = 300;  // at N=8: ceil(300/8) = 38 samples per rank < batch 100
+  StudyOptions o;
+  o.gpus = {8};
+  const auto r = run_study(c, w, datasheet_calibration(c, w.precision), o);
+  CHECK(r.points[0].batch_per_gpu == 38);
+  CHECK(r.points[0].iterations_per_epoch == 1);
+  CHECK(r.points[0].samples_per_s == doctest::Approx(8 * 38 / r.points[0].iteration_s.median));
+}
+
 TEST_CASE("layouts: up to a node's GPUs on one node, above that whole nodes") {
   const Cluster c = parse_cluster(kFreeNet, "freenet.yaml");
   CHECK(layout_for(c, 1, std::nullopt).nodes == 1);
@@ -95,13 +107,13 @@ TEST_CASE("same seed: byte-identical JSON; the seed is in the output") {
   StudyOptions o;
   o.gpus = {2, 8};
   o.seed = 11;
-  RunInfo info{"test", &c, &w, &k, o};
+  RunInfo info{"test", &c, &w, &k, o, ""};
   const std::string a = study_json(run_study(c, w, k, o), info).dump(2);
   const std::string b = study_json(run_study(c, w, k, o), info).dump(2);
   CHECK(a == b);
   CHECK(a.find("\"seed\": 11") != std::string::npos);
   o.seed = 12;
-  RunInfo info2{"test", &c, &w, &k, o};
+  RunInfo info2{"test", &c, &w, &k, o, ""};
   CHECK(study_json(run_study(c, w, k, o), info2).dump(2) != a);
 }
 
@@ -110,6 +122,7 @@ TEST_CASE("a model too large for the GPU gets a clear warning") {
   Workload w = parse_workload(kWork, "tiny.yaml");
   w.widths = {4096, 4096, 4096, 1};  // 2 * 4096^2 * 10 floats ~ 1.25 GiB of params, x4 with grads/Adam...
   w.batch_per_gpu = 4096;            // ... and ~16 GiB of activations
+  w.dataset_size = 1000000;
   StudyOptions o;
   o.gpus = {2};
   const auto r = run_study(c, w, datasheet_calibration(c, w.precision), o);
