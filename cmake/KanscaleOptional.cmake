@@ -4,7 +4,7 @@
 
 find_package(MPI COMPONENTS CXX)
 if(MPI_CXX_FOUND)
-  message(STATUS "kanscale: MPI found (${MPI_CXX_LIBRARY_VERSION_STRING}): MPI backends enabled")
+  message(STATUS "kanscale: MPI ${MPI_CXX_VERSION} found: MPI backends enabled")
   set(KANSCALE_HAVE_MPI 1)
 else()
   message(STATUS "kanscale: MPI not found: MPI backends disabled")

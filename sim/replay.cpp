@@ -115,7 +115,6 @@ class Sim {
     }
     const std::size_t G = coll_iter_.size();
     launched_.assign(G, 0);
-    started_.assign(G, 0);
     ended_.assign(G, 0);
     start_.assign(G, 0.0);
     end_.assign(G, 0.0);
@@ -307,7 +306,6 @@ class Sim {
   }
 
   void start_coll(int g, double now) {
-    started_[g] = 1;
     start_[g] = now;
     q_.schedule(now + coll_dur_[g], Payload{kCollEnd, static_cast<std::uint32_t>(g)});
     set_comm_active(true, now);
@@ -394,7 +392,7 @@ class Sim {
   std::vector<double> coll_bytes_, coll_dur_;
   std::vector<std::string> coll_label_;
   std::vector<int> launched_;
-  std::vector<std::uint8_t> started_, ended_;
+  std::vector<std::uint8_t> ended_;
   std::vector<double> start_, end_, launch_time_;
   std::vector<std::uint8_t> ready_;
   int max_buckets_ = 0;
