@@ -146,13 +146,11 @@ int bench(const std::vector<std::string>& args, const std::string& cmdline) {
   calib.jitter_sigma = jitter;
   calib.interference = interference;
   const auto gpus = parse_int_list(c.gpus, "--gpus");
-  const KanShape shape{workload.widths, workload.grid_size, workload.spline_order};
-  std::vector<double> pbytes;
-  for (const auto& p : kan_parameters(shape)) pbytes.push_back(p.bytes());
-  const auto plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), workload.ddp);
+  const std::size_t steady_buckets =
+      make_replay_setup(cluster, workload, calib, Layout{1, 1}, workload.batch_per_gpu)->input.steady.buckets.size();
 
   std::cout << "kanscale bench sim: " << workload.name << " (" << workload.widths.size() - 1 << " layers, "
-            << plans.steady.size() << " steady buckets), cluster " << cluster.name << " node type, jitter sigma "
+            << steady_buckets << " steady buckets), cluster " << cluster.name << " node type, jitter sigma "
             << jitter << ", interference " << interference << "\n"
             << "one steady-state iteration per run, every rank simulated; median of " << repeat << " runs\n\n";
   std::cout << std::left << std::setw(9) << "N" << std::setw(9) << "nodes" << std::setw(11) << "events"
@@ -162,25 +160,11 @@ int bench(const std::vector<std::string>& args, const std::string& cmdline) {
     Cluster cl = cluster;
     cl.nodes = std::max(cl.nodes, (n + cl.gpus_per_node - 1) / cl.gpus_per_node);
     const Layout layout = layout_for(cl, n, std::nullopt);
-    const auto ops = efficient_kan_iteration(shape, workload.batch_per_gpu, workload.ddp.gradient_as_bucket_view);
-    const auto coll = make_collective_model(cl, calib);
-    ReplayInput in;
-    in.ranks = n;
-    in.ops = &ops;
-    in.op_time_s = op_times_s(ops, calib);
-    PlannedBuckets pb;
-    pb.buckets = plans.steady;
-    for (const auto& b : pb.buckets) pb.allreduce.push_back(coll->allreduce(b.bytes, layout));
-    in.first = pb;
-    in.steady = pb;
-    in.broadcast_buffers = workload.ddp.broadcast_buffers;
-    in.broadcast_bytes = kan_buffer_bytes(shape);
-    in.broadcast = coll->broadcast(in.broadcast_bytes, layout);
-    in.jitter_sigma = jitter;
-    in.interference = interference;
+    const auto setup = make_replay_setup(cl, workload, calib, layout, workload.batch_per_gpu);
+    ReplayInput& in = setup->input;
+    in.first = in.steady;  // steady-state iterations only
     in.iterations = 1;
     in.include_first = false;
-    in.seed = workload.seed;
     std::vector<double> walls;
     ReplayResult last;
     for (int rep = 0; rep < repeat; ++rep) {

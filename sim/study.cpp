@@ -67,6 +67,37 @@ static std::vector<int> default_trace_ranks(int n) {
 
 static std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
+std::unique_ptr<ReplaySetup> make_replay_setup(const Cluster& c, const Workload& w, const Calibration& k,
+                                               const Layout& layout, std::int64_t batch_per_gpu) {
+  const KanShape shape{w.widths, w.grid_size, w.spline_order};
+  std::vector<double> pbytes;
+  for (const auto& p : kan_parameters(shape)) pbytes.push_back(p.bytes());
+  const auto plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), w.ddp);
+  const auto coll = make_collective_model(c, k);
+  auto s = std::make_unique<ReplaySetup>();
+  s->ops = efficient_kan_iteration(shape, batch_per_gpu, w.ddp.gradient_as_bucket_view);
+  ReplayInput& in = s->input;
+  in.ranks = layout.ranks;
+  in.ops = &s->ops;
+  in.op_time_s = op_times_s(s->ops, k);
+  auto planned = [&](const std::vector<Bucket>& bs) {
+    PlannedBuckets pb;
+    pb.buckets = bs;
+    for (const auto& b : bs) pb.allreduce.push_back(coll->allreduce(b.bytes, layout));
+    return pb;
+  };
+  in.first = planned(plans.first_iteration);
+  in.steady = planned(plans.steady);
+  in.broadcast_buffers = w.ddp.broadcast_buffers;
+  in.broadcast_bytes = kan_buffer_bytes(shape);
+  in.broadcast = coll->broadcast(in.broadcast_bytes, layout);
+  in.host_overhead_s = k.host_overhead_s;
+  in.jitter_sigma = k.jitter_sigma;
+  in.interference = k.interference;
+  in.seed = w.seed;
+  return s;
+}
+
 ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibration& k, const StudyOptions& o, int gpus) {
   const Layout layout = layout_for(c, gpus, o.gpus_per_node);
   ScalingPoint pt;
@@ -101,30 +132,8 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
 
   const KanShape shape{w.widths, w.grid_size, w.spline_order};
   const auto params = kan_parameters(shape);
-  std::vector<double> pbytes;
-  for (const auto& p : params) pbytes.push_back(p.bytes());
-  const auto plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), w.ddp);
-  const auto ops = efficient_kan_iteration(shape, pt.batch_per_gpu, w.ddp.gradient_as_bucket_view);
-  const auto coll = make_collective_model(c, k);
-
-  ReplayInput in;
-  in.ranks = gpus;
-  in.ops = &ops;
-  in.op_time_s = op_times_s(ops, k);
-  auto planned = [&](const std::vector<Bucket>& bs) {
-    PlannedBuckets pb;
-    pb.buckets = bs;
-    for (const auto& b : bs) pb.allreduce.push_back(coll->allreduce(b.bytes, layout));
-    return pb;
-  };
-  in.first = planned(plans.first_iteration);
-  in.steady = planned(plans.steady);
-  in.broadcast_buffers = w.ddp.broadcast_buffers;
-  in.broadcast_bytes = kan_buffer_bytes(shape);
-  in.broadcast = coll->broadcast(in.broadcast_bytes, layout);
-  in.host_overhead_s = k.host_overhead_s;
-  in.jitter_sigma = k.jitter_sigma;
-  in.interference = k.interference;
+  const auto setup = make_replay_setup(c, w, k, layout, pt.batch_per_gpu);
+  ReplayInput& in = setup->input;
   in.iterations = std::max(2, o.iterations);
   in.include_first = true;
   in.seed = o.seed;
