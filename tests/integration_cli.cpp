@@ -69,6 +69,12 @@ std::string replace(std::string text, const std::string& from, const std::string
   return text.replace(pos, from.size(), to);
 }
 
+// The README's main job on the shipped configs, with extra options.
+std::string default_job(const std::string& extra) {
+  return "simulate --cluster " + kSrc + "/configs/clusters/finisterrae3.yaml --workload " + kSrc +
+         "/configs/workloads/default.yaml " + extra;
+}
+
 const std::string kCluster = read_file(kSrc + "/configs/clusters/finisterrae3.yaml");
 const std::string kWorkload = read_file(kSrc + "/configs/workloads/default.yaml");
 
@@ -156,8 +162,7 @@ TEST_CASE("cli: widths with fewer than two entries") {
 
 TEST_CASE("cli: a GPU count that cannot be laid out on the cluster") {
   TempDir d;
-  const std::string base = "simulate --cluster " + kSrc + "/configs/clusters/finisterrae3.yaml --workload " + kSrc +
-                           "/configs/workloads/default.yaml --json " + d.path + "/o.json";
+  const std::string base = default_job("--json " + d.path + "/o.json");
   Run r = run(base + " --gpus 1,3", d);
   CHECK(r.code == 2);
   CHECK(r.err.find("--gpus 3: cannot be laid out") != std::string::npos);
@@ -202,9 +207,8 @@ TEST_CASE("cli: YAML syntax errors, missing files, bad options") {
 
 TEST_CASE("cli: the README's main job writes a table, JSON, CSV and a Perfetto trace") {
   TempDir d;
-  const Run r = run("simulate --cluster " + kSrc + "/configs/clusters/finisterrae3.yaml --workload " + kSrc +
-                        "/configs/workloads/default.yaml --gpus 1,2,4,8 --json " + d.path + "/o.json --csv " + d.path +
-                        "/o.csv --trace " + d.path + "/t.json",
+  const Run r = run(default_job("--gpus 1,2,4,8 --json " + d.path + "/o.json --csv " + d.path + "/o.csv --trace " +
+                                 d.path + "/t.json"),
                     d);
   CAPTURE(r.err);
   REQUIRE(r.code == 0);
@@ -226,8 +230,7 @@ TEST_CASE("cli: the README's main job writes a table, JSON, CSV and a Perfetto t
 
 TEST_CASE("cli: when one output cannot be written, none is") {
   TempDir d;
-  const std::string base = "simulate --cluster " + kSrc + "/configs/clusters/finisterrae3.yaml --workload " + kSrc +
-                           "/configs/workloads/default.yaml --gpus 2 --json " + d.path + "/ok.json";
+  const std::string base = default_job("--gpus 2 --json " + d.path + "/ok.json");
   Run r = run(base + " --csv /nonexistent-dir/x.csv", d);
   CHECK(r.code == 1);
   CHECK(r.err.find("/nonexistent-dir/x.csv: cannot open for writing") != std::string::npos);
