@@ -5,4 +5,6 @@
 namespace ks::cli {
 int simulate(const std::vector<std::string>& args, const std::string& cmdline);
 int bench(const std::vector<std::string>& args, const std::string& cmdline);
+int train(const std::vector<std::string>& args, const std::string& cmdline);
+int eval(const std::vector<std::string>& args, const std::string& cmdline);
 }  // namespace ks::cli

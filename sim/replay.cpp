@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "event_queue.hpp"
-#include "rng.hpp"
+#include "model/rng.hpp"
 
 namespace ks {
 namespace {

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "event_queue.hpp"
-#include "rng.hpp"
+#include "model/rng.hpp"
 
 using namespace ks;
 

@@ -1,0 +1,103 @@
+// kanscale train / eval: thin wrappers over measure/trainer.
+#include <boost/program_options.hpp>
+
+#include <iostream>
+
+#include "commands.hpp"
+#include "measure/comm.hpp"
+#include "measure/trainer.hpp"
+#include "model/yaml_reader.hpp"
+#include "options.hpp"
+
+namespace po = boost::program_options;
+
+namespace ks::cli {
+
+namespace {
+// Under mpirun (OpenMPI or any PMI launcher), or forced with --backend mpi.
+bool launched_by_mpirun() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+}  // namespace
+
+int train(const std::vector<std::string>& args, const std::string& cmdline) {
+  CommonOptions c;
+  std::string backend = "cpu", checkpoint, resume;
+  long long steps = -1, checkpoint_every = 0;
+  int epochs = -1, threads = 1;
+  double delay_us = 0;
+  bool quiet = false;
+  po::options_description desc("train options");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("workload", po::value(&c.workload)->value_name("FILE"), "workload YAML (configs/workloads/)")
+      ("backend", po::value(&backend)->default_value(backend), "cpu (MPI between ranks under mpirun) | cuda")
+      ("steps", po::value(&steps)->value_name("N"), "optimizer steps in all (default: the workload's epochs)")
+      ("epochs", po::value(&epochs)->value_name("E"), "epochs (overrides the workload's)")
+      ("threads", po::value(&threads)->default_value(threads), "CPU threads per rank")
+      ("seed", po::value(&c.seed)->value_name("S"), "random seed (default: the workload's)")
+      ("json", po::value(&c.json)->value_name("FILE"), "per-iteration records and the summary as JSON")
+      ("csv", po::value(&c.csv)->value_name("FILE"), "per-iteration, per-rank records as CSV")
+      ("trace", po::value(&c.trace)->value_name("FILE"), "Chrome trace-event JSON (Perfetto), the simulator's shape")
+      ("checkpoint", po::value(&checkpoint)->value_name("FILE"),
+       "safetensors checkpoint written at the end, on SIGINT/SIGTERM, and with --checkpoint-every")
+      ("checkpoint-every", po::value(&checkpoint_every)->value_name("N"), "also write the checkpoint every N steps")
+      ("resume", po::value(&resume)->value_name("FILE"), "continue from a checkpoint (bit-identical to an uninterrupted run)")
+      ("inject-delay-us", po::value(&delay_us)->value_name("US"), "make every bucket's all-reduce last this long (overlap tests)")
+      ("quiet", po::bool_switch(&quiet), "no progress lines");
+  po::variables_map vm;
+  if (!parse_args(args, desc,
+                  "usage: kanscale train --workload W [--backend cpu|cuda] [--steps N | --epochs E] [--seed S]\n"
+                  "                      [--json F] [--csv F] [--trace F] [--checkpoint F] [--resume F]\n"
+                  "Data-parallel under mpirun -np P (MPI for the CPU backend).",
+                  vm))
+    return 0;
+  if (c.workload.empty()) throw InputError("missing required option --workload");
+  if (backend == "cuda") {
+    throw InputError("--backend cuda: the CUDA kernels are not built yet (see the README's status); use --backend cpu");
+  }
+  if (backend != "cpu") throw InputError("--backend: expected cpu or cuda, got \"" + backend + "\"");
+  if (threads < 1) throw InputError("--threads: must be at least 1");
+  if (vm.count("steps") && steps < 1) throw InputError("--steps: must be at least 1");
+  if (vm.count("epochs") && epochs < 1) throw InputError("--epochs: must be at least 1");
+  if (delay_us < 0) throw InputError("--inject-delay-us: must not be negative");
+  if (checkpoint_every < 0) throw InputError("--checkpoint-every: must not be negative");
+  TrainOptions o;
+  o.workload = load_workload(c.workload);
+  o.steps = steps;
+  o.epochs = epochs;
+  o.threads = threads;
+  o.seed = vm.count("seed") ? parse_seed(c.seed) : o.workload.seed;
+  o.json = c.json;
+  o.csv = c.csv;
+  o.trace = c.trace;
+  o.checkpoint = checkpoint;
+  o.checkpoint_every = checkpoint_every;
+  o.resume = resume;
+  o.inject_delay_s = delay_us * 1e-6;
+  o.quiet = quiet;
+  o.command_line = cmdline;
+  auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
+  return run_train(o, *comm);
+}
+
+int eval(const std::vector<std::string>& args, const std::string& cmdline) {
+  (void)cmdline;
+  std::string checkpoint, input;
+  int threads = 1;
+  po::options_description desc("eval options");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("checkpoint", po::value(&checkpoint)->value_name("FILE"), "a checkpoint written by kanscale train")
+      ("input", po::value(&input)->value_name("X.csv"), "one input row per line (a header line is skipped)")
+      ("threads", po::value(&threads)->default_value(threads), "CPU threads");
+  po::variables_map vm;
+  if (!parse_args(args, desc, "usage: kanscale eval --checkpoint F --input X.csv", vm)) return 0;
+  if (checkpoint.empty()) throw InputError("missing required option --checkpoint");
+  if (input.empty()) throw InputError("missing required option --input");
+  return run_eval(checkpoint, input, std::max(1, threads));
+}
+
+}  // namespace ks::cli

@@ -1,0 +1,266 @@
+#include "kan_cpu.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <stdexcept>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace ks {
+
+namespace {
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MapC = Eigen::Map<const RowMat>;
+using Map = Eigen::Map<RowMat>;
+constexpr int kMaxOrder = 16;
+
+inline float silu_f(float x) { return x / (1.0f + std::exp(-x)); }
+inline float dsilu_f(float x) {
+  const float s = 1.0f / (1.0f + std::exp(-x));
+  return s + x * s * (1.0f - s);
+}
+}  // namespace
+
+void set_cpu_threads(int threads) {
+#ifdef _OPENMP
+  omp_set_num_threads(std::max(1, threads));
+#endif
+  Eigen::setNbThreads(std::max(1, threads));
+}
+
+bool local_basis(const float* t, int G, int k, float x, int* first, float* b, float* db) {
+  const int E = G + 2 * k;  // degree-0 intervals [t_j, t_{j+1})
+  if (!(x >= t[0] && x < t[E])) return false;
+  int j0 = static_cast<int>(std::upper_bound(t, t + E + 1, x) - t) - 1;  // t[j0] <= x < t[j0+1]
+  // Window w[r] holds B_{j0-k+r, p}; entries whose index is < 0 or beyond
+  // level p's last basis (E-1-p) do not exist in the full recursion: zero.
+  float w[kMaxOrder + 1] = {0};
+  float lo[kMaxOrder + 1] = {0};  // level k-1, for the derivative
+  w[k] = 1.0f;
+  for (int p = 1; p <= k; ++p) {
+    if (p == k) std::copy(w, w + k + 1, lo);
+    const int last = E - 1 - p;
+    for (int r = 0; r <= k; ++r) {
+      const int j = j0 - k + r;
+      if (j < 0 || j > last) {
+        w[r] = 0.0f;
+        continue;
+      }
+      const float left = (x - t[j]) / (t[j + p] - t[j]) * w[r];
+      const float right = r < k ? (t[j + p + 1] - x) / (t[j + p + 1] - t[j + 1]) * w[r + 1] : 0.0f;
+      w[r] = left + right;
+    }
+  }
+  *first = j0 - k;
+  for (int r = 0; r <= k; ++r) b[r] = w[r];
+  if (db) {
+    if (k == 0) {
+      for (int r = 0; r <= k; ++r) db[r] = 0.0f;
+    } else {
+      // lo[r] = B_{j0-k+r, k-1}; lo[k+1] would be B_{j0+1,k-1} = 0 (x < t[j0+1]).
+      for (int r = 0; r <= k; ++r) {
+        const int j = j0 - k + r;
+        if (j < 0 || j > E - 1 - k) {
+          db[r] = 0.0f;
+          continue;
+        }
+        const float a = lo[r] / (t[j + k] - t[j]);
+        const float c = r < k ? lo[r + 1] / (t[j + k + 1] - t[j + 1]) : 0.0f;
+        db[r] = k * (a - c);
+      }
+    }
+  }
+  return true;
+}
+
+void layer_forward_cpu(const KanLayer& L, const float* x, int B, float* y, LayerWork& w) {
+  if (L.k > kMaxOrder) throw std::invalid_argument("spline order above 16");
+  const int in = L.in, out = L.out, C = L.C(), K = L.knots(), k1 = L.k + 1;
+  w.B = B;
+  w.first.resize(static_cast<std::size_t>(B) * in);
+  w.bval.resize(static_cast<std::size_t>(B) * in * k1);
+  w.dval.resize(static_cast<std::size_t>(B) * in * k1);
+  w.act.resize(static_cast<std::size_t>(B) * in);
+  w.wt.resize(static_cast<std::size_t>(in) * C * out);
+  // scaled, transposed spline weight: wt[i][c][o] = scaler[o][i] * spline[o][i][c]
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < in; ++i)
+    for (int o = 0; o < out; ++o) {
+      const std::size_t oi = static_cast<std::size_t>(o) * in + i;
+      for (int c = 0; c < C; ++c) w.wt[(static_cast<std::size_t>(i) * C + c) * out + o] = L.spline_scaler[oi] * L.spline_weight[oi * C + c];
+    }
+#pragma omp parallel for schedule(static)
+  for (int s = 0; s < B; ++s) {
+    for (int i = 0; i < in; ++i) {
+      const std::size_t si = static_cast<std::size_t>(s) * in + i;
+      const float xv = x[si];
+      w.act[si] = silu_f(xv);
+      if (!local_basis(&L.grid[static_cast<std::size_t>(i) * K], L.G, L.k, xv, &w.first[si], &w.bval[si * k1], &w.dval[si * k1])) {
+        w.first[si] = INT_MIN;
+      }
+    }
+  }
+  // base branch: y = silu(x) Wb^T
+  Map Y(y, B, out);
+  Y.noalias() = MapC(w.act.data(), B, in) * MapC(L.base_weight.data(), out, in).transpose();
+  // spline branch: y[s,:] += b * wt[i][c][:]
+#pragma omp parallel for schedule(static)
+  for (int s = 0; s < B; ++s) {
+    float* ys = y + static_cast<std::size_t>(s) * out;
+    for (int i = 0; i < in; ++i) {
+      const std::size_t si = static_cast<std::size_t>(s) * in + i;
+      const int f = w.first[si];
+      if (f == INT_MIN) continue;
+      for (int r = 0; r < k1; ++r) {
+        const int c = f + r;
+        if (c < 0 || c >= C) continue;
+        const float bv = w.bval[si * k1 + r];
+        const float* wr = &w.wt[(static_cast<std::size_t>(i) * C + c) * out];
+#pragma omp simd
+        for (int o = 0; o < out; ++o) ys[o] += bv * wr[o];
+      }
+    }
+  }
+}
+
+void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* dy, LayerWork& w, float* d_base,
+                        float* d_spline, float* d_scaler, float* dx) {
+  const int in = L.in, out = L.out, C = L.C(), k1 = L.k + 1;
+  // base weight: dWb = dy^T silu(x)
+  Map(d_base, out, in).noalias() = MapC(dy, B, out).transpose() * MapC(w.act.data(), B, in);
+  // gt[i][c][:] = sum_s b[s,i,c] dy[s,:]; each input i owned by one thread
+  w.gt.assign(static_cast<std::size_t>(in) * C * out, 0.0f);
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < in; ++i) {
+    float* gi = &w.gt[static_cast<std::size_t>(i) * C * out];
+    for (int s = 0; s < B; ++s) {
+      const std::size_t si = static_cast<std::size_t>(s) * in + i;
+      const int f = w.first[si];
+      if (f == INT_MIN) continue;
+      const float* ds = dy + static_cast<std::size_t>(s) * out;
+      for (int r = 0; r < k1; ++r) {
+        const int c = f + r;
+        if (c < 0 || c >= C) continue;
+        const float bv = w.bval[si * k1 + r];
+        float* g = gi + static_cast<std::size_t>(c) * out;
+#pragma omp simd
+        for (int o = 0; o < out; ++o) g[o] += bv * ds[o];
+      }
+    }
+  }
+  // spline weight and scaler
+#pragma omp parallel for schedule(static)
+  for (int o = 0; o < out; ++o)
+    for (int i = 0; i < in; ++i) {
+      const std::size_t oi = static_cast<std::size_t>(o) * in + i;
+      float acc = 0;
+      for (int c = 0; c < C; ++c) {
+        const float g = w.gt[(static_cast<std::size_t>(i) * C + c) * out + o];
+        d_spline[oi * C + c] = L.spline_scaler[oi] * g;
+        acc += L.spline_weight[oi * C + c] * g;
+      }
+      d_scaler[oi] = acc;
+    }
+  if (!dx) return;
+  // input: silu'(x) (dy Wb) + sum over local bases of b'(x) (dy . wt[i][c])
+  w.tmp.resize(static_cast<std::size_t>(B) * in);
+  Map(w.tmp.data(), B, in).noalias() = MapC(dy, B, out) * MapC(L.base_weight.data(), out, in);
+#pragma omp parallel for schedule(static)
+  for (int s = 0; s < B; ++s) {
+    const float* ds = dy + static_cast<std::size_t>(s) * out;
+    for (int i = 0; i < in; ++i) {
+      const std::size_t si = static_cast<std::size_t>(s) * in + i;
+      float v = dsilu_f(x[si]) * w.tmp[si];
+      const int f = w.first[si];
+      if (f != INT_MIN) {
+        for (int r = 0; r < k1; ++r) {
+          const int c = f + r;
+          if (c < 0 || c >= C) continue;
+          const float* wr = &w.wt[(static_cast<std::size_t>(i) * C + c) * out];
+          float dot = 0;
+#pragma omp simd reduction(+ : dot)
+          for (int o = 0; o < out; ++o) dot += ds[o] * wr[o];
+          v += w.dval[si * k1 + r] * dot;
+        }
+      }
+      dx[si] = v;
+    }
+  }
+}
+
+OpCount layer_forward_count(const KanLayer& L, int B) {
+  const double Bi = static_cast<double>(B) * L.in, k1 = L.k + 1, out = L.out, C = L.C();
+  OpCount c;
+  // silu ~4, local basis ~ 3k(k+1), base GEMM, spline axpys, weight scaling
+  c.flops = 4 * Bi + 3.0 * L.k * k1 * Bi + 2 * Bi * out + 2 * Bi * k1 * out + L.in * out * C;
+  c.bytes = 4.0 * (Bi /*x*/ + Bi * (1 + 2 * k1 + 1) /*saved*/ + 2.0 * L.in * out * C + L.in * out /*weights*/ +
+                   static_cast<double>(B) * out /*y*/);
+  return c;
+}
+
+OpCount layer_backward_count(const KanLayer& L, int B, bool need_dx) {
+  const double Bi = static_cast<double>(B) * L.in, k1 = L.k + 1, out = L.out, C = L.C();
+  OpCount c;
+  c.flops = 2 * Bi * out + 2 * Bi * k1 * out + 3.0 * L.in * out * C;
+  c.bytes = 4.0 * (Bi * (2 + k1) + static_cast<double>(B) * out + 3.0 * L.in * out * C + 3.0 * L.in * out);
+  if (need_dx) {
+    c.flops += 2 * Bi * out + 2 * Bi * k1 * out + 8 * Bi;
+    c.bytes += 4.0 * (2 * Bi + k1 * Bi);
+  }
+  return c;
+}
+
+KanCpuNet::KanCpuNet(KanNet& net) : net_(net) {
+  work_.resize(net.layers.size());
+  acts_.resize(net.layers.size() + 1);
+  for (const auto& L : net.layers) {
+    grads_.emplace_back(L.base_weight.size());
+    grads_.emplace_back(L.spline_weight.size());
+    grads_.emplace_back(L.spline_scaler.size());
+  }
+}
+
+double KanCpuNet::forward(const float* X, const float* T, int B, const std::function<void(int)>& after_layer) {
+  B_ = B;
+  const auto& ls = net_.layers;
+  acts_[0].assign(X, X + static_cast<std::size_t>(B) * ls.front().in);
+  for (std::size_t l = 0; l < ls.size(); ++l) {
+    acts_[l + 1].resize(static_cast<std::size_t>(B) * ls[l].out);
+    layer_forward_cpu(ls[l], acts_[l].data(), B, acts_[l + 1].data(), work_[l]);
+    if (after_layer) after_layer(static_cast<int>(l));
+  }
+  const auto& y = acts_.back();
+  target_.assign(T, T + y.size());
+  double loss = 0;
+  for (std::size_t j = 0; j < y.size(); ++j) {
+    const double d = static_cast<double>(y[j]) - T[j];
+    loss += d * d;
+  }
+  return loss / static_cast<double>(y.size());
+}
+
+void KanCpuNet::backward(const std::function<void(int)>& ready, const std::function<void(int)>& piece) {
+  const auto& ls = net_.layers;
+  const auto& y = acts_.back();
+  dy_.resize(y.size());
+  const float scale = 2.0f / static_cast<float>(y.size());
+  for (std::size_t j = 0; j < y.size(); ++j) dy_[j] = scale * (y[j] - target_[j]);
+  for (std::size_t l = ls.size(); l-- > 0;) {
+    const bool need_dx = l > 0;
+    dx_.resize(need_dx ? static_cast<std::size_t>(B_) * ls[l].in : 0);
+    layer_backward_cpu(ls[l], acts_[l].data(), B_, dy_.data(), work_[l], grads_[3 * l].data(), grads_[3 * l + 1].data(),
+                       grads_[3 * l + 2].data(), need_dx ? dx_.data() : nullptr);
+    // efficient-kan's order inside a layer: spline_weight, spline_scaler, base_weight
+    ready(static_cast<int>(3 * l + 1));
+    ready(static_cast<int>(3 * l + 2));
+    ready(static_cast<int>(3 * l + 0));
+    if (piece) piece(static_cast<int>(l));
+    std::swap(dy_, dx_);
+  }
+}
+
+}  // namespace ks

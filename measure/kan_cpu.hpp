@@ -1,0 +1,78 @@
+#pragma once
+// The fast fp32 CPU path of the KAN layer. It uses the local support of the
+// B-spline basis: per (sample, input) only k+1 bases are non-zero, found by
+// the same Cox-de Boor recursion restricted to the interval x falls in, so a
+// layer costs 2*B*in*out*(k+1) FLOPs per spline contraction instead of
+// 2*B*in*out*(G+k). The SiLU branch is a GEMM (Eigen); the spline branch
+// is an axpy over the output width (vectorised) for each non-zero basis.
+// Threads: OpenMP over samples or inputs, each output written by one
+// thread, so results do not depend on the thread count's scheduling.
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "kan.hpp"
+
+namespace ks {
+
+struct OpCount {
+  double flops = 0;
+  double bytes = 0;
+};
+
+// What forward keeps for backward.
+struct LayerWork {
+  int B = 0;
+  std::vector<int> first;     // [B*in] index of the first non-zero basis (may be < 0); INT32_MIN: none
+  std::vector<float> bval;    // [B*in][k+1] basis values
+  std::vector<float> dval;    // [B*in][k+1] their derivatives
+  std::vector<float> act;     // [B*in] silu(x)
+  std::vector<float> wt;      // [in][C][out] spline_scaler * spline_weight, transposed
+  std::vector<float> gt;      // [in][C][out] backward workspace
+  std::vector<float> tmp;     // [B*in] backward workspace
+};
+
+// Bases at x from the knots t (G+2k+1 of them): writes the index of the
+// first of the k+1 local bases and their values (and derivatives when db
+// is given). Returns false outside the grid (all bases zero).
+bool local_basis(const float* t, int G, int k, float x, int* first, float* b, float* db);
+
+void layer_forward_cpu(const KanLayer& L, const float* x, int B, float* y, LayerWork& w);
+// Gradients are written (not accumulated). dx may be null (first layer).
+void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* dy, LayerWork& w, float* d_base,
+                        float* d_spline, float* d_scaler, float* dx);
+
+OpCount layer_forward_count(const KanLayer& L, int B);
+OpCount layer_backward_count(const KanLayer& L, int B, bool need_dx);
+
+// A whole net on the CPU: activations and per-layer work kept between
+// forward and backward; gradients per parameter in definition order.
+class KanCpuNet {
+ public:
+  explicit KanCpuNet(KanNet& net);
+  // Returns the MSE loss (mean over B*out) of targets T [B][out].
+  // `after_layer(l)` is called once layer l is done (for timing).
+  double forward(const float* X, const float* T, int B, const std::function<void(int)>& after_layer = nullptr);
+  // Backward from the loss of the last forward. `ready(p)` is called as soon
+  // as parameter p's gradient is final, in efficient-kan's ready order.
+  // `piece()` is called between pieces of work (for communication progress).
+  // `piece(l)` is called after layer l's backward (progress, timing).
+  void backward(const std::function<void(int)>& ready, const std::function<void(int)>& piece);
+  std::vector<std::vector<float>>& grads() { return grads_; }
+  const std::vector<float>& output() const { return acts_.back(); }
+  KanNet& net() { return net_; }
+
+ private:
+  KanNet& net_;
+  int B_ = 0;
+  std::vector<std::vector<float>> acts_;  // acts_[0] = X
+  std::vector<LayerWork> work_;
+  std::vector<float> dy_, dx_;
+  std::vector<float> target_;
+  std::vector<std::vector<float>> grads_;
+};
+
+// Sets the threads the CPU path uses (OpenMP and Eigen).
+void set_cpu_threads(int threads);
+
+}  // namespace ks

@@ -1,0 +1,504 @@
+#include "trainer.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <csignal>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "adam.hpp"
+#include "data.hpp"
+#include "kan.hpp"
+#include "kan_cpu.hpp"
+#include "kanscale/build_info.hpp"
+#include "model/buckets.hpp"
+#include "model/kan_model.hpp"
+#include "model/units.hpp"
+#include "model/yaml_reader.hpp"
+#include "safetensors.hpp"
+#include "sim/report.hpp"
+#include "sim/study.hpp"
+
+namespace ks {
+
+namespace {
+
+std::atomic<int> g_stop{0};
+extern "C" void on_signal(int) { g_stop = 1; }
+
+using Clock = std::chrono::steady_clock;
+
+struct Event {
+  std::string name, cat;
+  int track;  // 0 compute, 1 communication
+  double t0, t1;
+  std::int64_t step;
+};
+
+struct IterRecord {
+  std::int64_t step = 0;
+  int rank = 0;
+  int batch = 0;
+  bool first = false;  // DDP's first iteration (one bucket)
+  double start_s = 0, end_s = 0, compute_s = 0, comm_s = 0, exposed_s = 0, loss = 0;
+};
+
+double peak_rss_bytes() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) * 1024.0;
+}
+
+// Bucket state for one iteration.
+struct BucketRun {
+  std::vector<float> buf;
+  int ready = 0;        // gradients copied in
+  int handle = -1;
+  bool launched = false, done = false, mpi_done = false;
+  double launch_s = 0, start_s = 0, end_s = 0;
+};
+
+std::string model_metadata_key(const KanNet& net) {
+  std::string s;
+  for (auto w : net.widths()) s += (s.empty() ? "" : ",") + std::to_string(w);
+  return s;
+}
+
+void save_checkpoint(const std::string& path, KanNet& net, const Adam& adam, const TrainOptions& o, int world,
+                     std::int64_t step) {
+  StFile model;
+  for (auto& t : kan_state_refs(net)) model.tensors[t.name] = StTensor{t.shape, std::vector<float>(t.data, t.data + t.size())};
+  model.metadata = {{"format", "pt"},
+                    {"producer", std::string("kanscale ") + build::version + " (" + build::git_hash + ")"},
+                    {"kan_widths", model_metadata_key(net)},
+                    {"kan_grid_size", std::to_string(net.layers[0].G)},
+                    {"kan_spline_order", std::to_string(net.layers[0].k)}};
+  StFile state;
+  const auto params = kan_parameter_refs(net);
+  for (std::size_t p = 0; p < params.size(); ++p) {
+    state.tensors["exp_avg." + params[p].name] = StTensor{params[p].shape, adam.exp_avg[p]};
+    state.tensors["exp_avg_sq." + params[p].name] = StTensor{params[p].shape, adam.exp_avg_sq[p]};
+  }
+  state.metadata = {{"step", std::to_string(step)},
+                    {"seed", std::to_string(o.seed)},
+                    {"world_size", std::to_string(world)},
+                    {"batch_per_gpu", std::to_string(o.workload.batch_per_gpu)},
+                    {"dataset_size", std::to_string(o.workload.dataset_size)},
+                    {"task", o.workload.task},
+                    {"lr", std::to_string(adam.lr)},
+                    {"rng", "counter-based: every draw is a function of (seed, stream, index); the step is the state"},
+                    {"kan_widths", model_metadata_key(net)}};
+  write_files_atomic({{optimizer_state_path(path), safetensors_bytes(state)}, {path, safetensors_bytes(model)}});
+}
+
+// Loads a checkpoint's model into a net of the same shape.
+KanNet load_model(const std::string& path, const std::vector<std::int64_t>* expect_widths, int* G_out, int* k_out) {
+  const StFile f = read_safetensors(path);
+  auto meta = [&](const std::string& k) {
+    auto it = f.metadata.find(k);
+    if (it == f.metadata.end()) throw InputError(path + ": checkpoint metadata lacks '" + k + "' (not written by kanscale?)");
+    return it->second;
+  };
+  std::vector<std::int64_t> widths;
+  std::stringstream ss(meta("kan_widths"));
+  std::string item;
+  while (std::getline(ss, item, ',')) widths.push_back(std::stoll(item));
+  const int G = std::stoi(meta("kan_grid_size")), k = std::stoi(meta("kan_spline_order"));
+  if (expect_widths && (*expect_widths != widths)) {
+    throw InputError(path + ": checkpoint holds a KAN of widths [" + meta("kan_widths") + "], the workload asks for another");
+  }
+  KanNet net = init_kan(widths, G, k, 0);
+  for (auto& t : kan_state_refs(net)) {
+    auto it = f.tensors.find(t.name);
+    if (it == f.tensors.end()) throw InputError(path + ": checkpoint lacks tensor '" + t.name + "'");
+    if (it->second.shape != t.shape) throw InputError(path + ": tensor '" + t.name + "' has the wrong shape");
+    std::copy(it->second.data.begin(), it->second.data.end(), t.data);
+  }
+  if (G_out) *G_out = G;
+  if (k_out) *k_out = k;
+  return net;
+}
+
+Stat stat_of(std::vector<double> v) { return stat_over(std::move(v)); }
+
+}  // namespace
+
+std::string optimizer_state_path(const std::string& checkpoint) {
+  const std::string ext = ".safetensors";
+  if (checkpoint.size() > ext.size() && checkpoint.compare(checkpoint.size() - ext.size(), ext.size(), ext) == 0)
+    return checkpoint.substr(0, checkpoint.size() - ext.size()) + ".optim.safetensors";
+  return checkpoint + ".optim.safetensors";
+}
+
+int run_train(const TrainOptions& o, Comm& comm) {
+  const Workload& w = o.workload;
+  const int rank = comm.rank(), world = comm.size();
+  set_cpu_threads(o.threads);
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+
+  const Dataset data(w.task, static_cast<int>(w.widths.front()), static_cast<int>(w.widths.back()), w.dataset_size, o.seed);
+  KanNet net = init_kan(w.widths, w.grid_size, w.spline_order, o.seed);
+  Adam adam;
+  adam.lr = w.learning_rate;
+  auto prefs = kan_parameter_refs(net);
+  std::vector<std::size_t> sizes;
+  for (const auto& p : prefs) sizes.push_back(p.size());
+  adam.init(sizes);
+  std::int64_t start_step = 0;
+  if (!o.resume.empty()) {
+    net = load_model(o.resume, &w.widths, nullptr, nullptr);
+    prefs = kan_parameter_refs(net);
+    const StFile st = read_safetensors(optimizer_state_path(o.resume));
+    auto meta = [&](const std::string& k) {
+      auto it = st.metadata.find(k);
+      if (it == st.metadata.end()) throw InputError(optimizer_state_path(o.resume) + ": lacks metadata '" + k + "'");
+      return it->second;
+    };
+    if (std::stoi(meta("world_size")) != world)
+      throw InputError(o.resume + ": saved with " + meta("world_size") + " ranks, resumed with " + std::to_string(world) +
+                       " (the data shards would differ)");
+    if (meta("seed") != std::to_string(o.seed)) throw InputError(o.resume + ": saved with seed " + meta("seed"));
+    start_step = std::stoll(meta("step"));
+    adam.step = start_step;
+    for (std::size_t p = 0; p < prefs.size(); ++p) {
+      for (const char* which : {"exp_avg.", "exp_avg_sq."}) {
+        auto it = st.tensors.find(which + prefs[p].name);
+        if (it == st.tensors.end() || it->second.data.size() != prefs[p].size())
+          throw InputError(optimizer_state_path(o.resume) + ": missing or mismatched '" + which + prefs[p].name + "'");
+        (std::string(which) == "exp_avg." ? adam.exp_avg[p] : adam.exp_avg_sq[p]) = it->second.data;
+      }
+    }
+  }
+  // DDP construction: parameters (and buffers) broadcast from rank 0.
+  for (auto& t : kan_state_refs(net)) comm.broadcast(t.data, t.size(), 0);
+
+  KanCpuNet cpu(net);
+  std::vector<double> pbytes;
+  for (const auto& p : prefs) pbytes.push_back(4.0 * static_cast<double>(p.size()));
+  const KanShape shape{w.widths, w.grid_size, w.spline_order};
+  const DdpBucketPlans plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), w.ddp);
+
+  const std::int64_t per_rank = (w.dataset_size + world - 1) / world;
+  const std::int64_t batch = std::min<std::int64_t>(w.batch_per_gpu, per_rank);
+  const std::int64_t ipe = (per_rank + batch - 1) / batch;
+  const int epochs = o.epochs > 0 ? o.epochs : w.epochs;
+  const std::int64_t total_steps = o.steps > 0 ? o.steps : ipe * epochs;
+  const float inv_world = 1.0f / static_cast<float>(world);
+  std::vector<float> grids_flat;
+  for (const auto& L : net.layers) grids_flat.insert(grids_flat.end(), L.grid.begin(), L.grid.end());
+
+  std::vector<Event> events;
+  std::vector<IterRecord> records;
+  const auto t_origin = Clock::now();
+  auto now = [&] { return std::chrono::duration<double>(Clock::now() - t_origin).count(); };
+  std::vector<std::int64_t> shard;
+  int shard_epoch = -1;
+  std::vector<float> X, T;
+  double last_loss = 0;
+  std::int64_t step = start_step;
+  bool first_iteration = true;  // of this DDP instance
+  for (; step < total_steps; ++step) {
+    if (!o.checkpoint.empty() && comm.allreduce_max(g_stop.load()) > 0) break;
+    const int epoch = static_cast<int>(step / ipe);
+    const std::int64_t it = step % ipe;
+    if (epoch != shard_epoch) {
+      shard = shard_indices(w.dataset_size, world, rank, o.seed, epoch);
+      shard_epoch = epoch;
+    }
+    const std::int64_t lo = it * batch, hi = std::min<std::int64_t>(lo + batch, static_cast<std::int64_t>(shard.size()));
+    const int B = static_cast<int>(hi - lo);
+    const auto& buckets = first_iteration ? plans.first_iteration : plans.steady;
+    IterRecord rec;
+    rec.step = step;
+    rec.rank = rank;
+    rec.batch = B;
+    rec.first = first_iteration;
+    rec.start_s = now();
+    double comm_busy = 0, exposed = 0;
+
+    // grids broadcast before forward (broadcast_buffers)
+    if (w.ddp.broadcast_buffers && world > 1) {
+      const double t0 = now();
+      comm.broadcast(grids_flat.data(), grids_flat.size(), 0);
+      const double t1 = now();
+      events.push_back({"broadcast buffers (" + comm.backend() + ")", "comm", 1, t0, t1, step});
+      events.push_back({"wait for broadcast", "wait", 0, t0, t1, step});
+      comm_busy += t1 - t0;
+      exposed += t1 - t0;
+    }
+    // the batch
+    double t0 = now();
+    X.resize(static_cast<std::size_t>(B) * data.in());
+    T.resize(static_cast<std::size_t>(B) * data.out());
+    for (int s = 0; s < B; ++s) data.sample(shard[static_cast<std::size_t>(lo + s)], &X[static_cast<std::size_t>(s) * data.in()], &T[static_cast<std::size_t>(s) * data.out()]);
+    events.push_back({"load batch", "host", 0, t0, now(), step});
+    // forward
+    t0 = now();
+    last_loss = cpu.forward(X.data(), T.data(), B, [&](int l) {
+      const double t1 = now();
+      events.push_back({"forward layer " + std::to_string(l), "forward", 0, t0, t1, step});
+      t0 = t1;
+    });
+    rec.loss = last_loss;
+    // backward with DDP's hooks
+    std::vector<BucketRun> runs(buckets.size());
+    std::vector<std::pair<int, std::size_t>> where(prefs.size());  // param -> (bucket, offset)
+    for (std::size_t b = 0; b < buckets.size(); ++b) {
+      std::size_t off = 0;
+      for (int p : buckets[b].params) {
+        where[static_cast<std::size_t>(p)] = {static_cast<int>(b), off};
+        off += prefs[static_cast<std::size_t>(p)].size();
+      }
+      runs[b].buf.resize(off);
+    }
+    std::size_t next_launch = 0;
+    double prev_end = 0;  // end of the previous collective (FIFO)
+    auto finish_if_done = [&](std::size_t b) {
+      BucketRun& r = runs[b];
+      if (r.done || !r.launched) return;
+      if (!r.mpi_done && comm.test(r.handle)) r.mpi_done = true;
+      if (!r.mpi_done) return;
+      if (b > 0 && !runs[b - 1].done) return;  // collectives complete in order
+      const double start = std::max(r.launch_s, b > 0 ? runs[b - 1].end_s : prev_end);
+      const double t = now();
+      if (o.inject_delay_s > 0 && t < start + o.inject_delay_s) return;
+      r.start_s = start;
+      // with an injected delay the collective lasts exactly that long (if MPI finished sooner)
+      r.end_s = o.inject_delay_s > 0 ? start + o.inject_delay_s : t;
+      r.done = true;
+    };
+    auto progress = [&] {
+      for (std::size_t b = 0; b < runs.size(); ++b) finish_if_done(b);
+    };
+    auto launch_ready = [&] {
+      while (next_launch < runs.size() && runs[next_launch].ready == static_cast<int>(buckets[next_launch].params.size())) {
+        BucketRun& r = runs[next_launch];
+        r.launch_s = now();
+        r.handle = comm.iallreduce_sum(r.buf.data(), r.buf.size());
+        r.launched = true;
+        ++next_launch;
+      }
+    };
+    t0 = now();
+    cpu.backward(
+        [&](int p) {
+          const double c0 = now();
+          const auto [b, off] = where[static_cast<std::size_t>(p)];
+          const auto& g = cpu.grads()[static_cast<std::size_t>(p)];
+          float* dst = runs[static_cast<std::size_t>(b)].buf.data() + off;
+          for (std::size_t i = 0; i < g.size(); ++i) dst[i] = g[i] * inv_world;
+          ++runs[static_cast<std::size_t>(b)].ready;
+          launch_ready();
+          events.push_back({"bucket_copy " + prefs[static_cast<std::size_t>(p)].name, "grad_copy", 0, c0, now(), step});
+        },
+        [&](int l) {
+          progress();
+          const double t1 = now();
+          events.push_back({"backward layer " + std::to_string(l), "backward", 0, t0, t1, step});
+          t0 = t1;
+        });
+    // wait for every bucket
+    const double wait0 = now();
+    for (;;) {
+      progress();
+      if (std::all_of(runs.begin(), runs.end(), [](const BucketRun& r) { return r.done; })) break;
+      if (o.inject_delay_s > 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    for (const auto& r : runs) comm.wait(r.handle);
+    comm.release();
+    const double wait1 = std::max(now(), runs.back().end_s);
+    events.push_back({"wait for all-reduce", "wait", 0, wait0, wait1, step});
+    exposed += wait1 - wait0;
+    for (std::size_t b = 0; b < runs.size(); ++b) {
+      const BucketRun& r = runs[b];
+      events.push_back({"allreduce bucket " + std::to_string(b) + " (" + comm.backend() + ")", "comm", 1, r.start_s, r.end_s, step});
+      comm_busy += r.end_s - std::max(r.launch_s, b > 0 ? runs[b - 1].end_s : 0.0);
+    }
+    // copy back, Adam
+    t0 = now();
+    std::vector<const float*> gptr(prefs.size());
+    for (std::size_t p = 0; p < prefs.size(); ++p) {
+      const auto [b, off] = where[p];
+      const float* src = runs[static_cast<std::size_t>(b)].buf.data() + off;
+      if (w.ddp.gradient_as_bucket_view) {
+        gptr[p] = src;  // the gradient is a view of its bucket
+      } else {
+        auto& g = cpu.grads()[p];
+        std::copy(src, src + g.size(), g.begin());
+        gptr[p] = g.data();
+      }
+    }
+    if (!w.ddp.gradient_as_bucket_view) events.push_back({"copy_back", "copy_back", 0, t0, now(), step});
+    t0 = now();
+    std::vector<float*> pptr;
+    for (auto& p : prefs) pptr.push_back(p.data);
+    adam.update(pptr, gptr);
+    rec.end_s = now();
+    events.push_back({"adam", "optimizer", 0, t0, rec.end_s, step});
+    rec.comm_s = comm_busy;
+    rec.exposed_s = exposed;
+    rec.compute_s = (rec.end_s - rec.start_s) - exposed;
+    records.push_back(rec);
+    first_iteration = false;
+    if (!o.quiet && rank == 0 && (step % 50 == 0 || step + 1 == total_steps))
+      std::cerr << "step " << step << "/" << total_steps << " loss " << last_loss << "\n";
+    if (!o.checkpoint.empty() && o.checkpoint_every > 0 && (step + 1) % o.checkpoint_every == 0 && rank == 0)
+      save_checkpoint(o.checkpoint, net, adam, o, world, step + 1);
+  }
+  const bool interrupted = step < total_steps;
+  if (!o.checkpoint.empty() && rank == 0) save_checkpoint(o.checkpoint, net, adam, o, world, step);
+
+  // ---- gather and report (rank 0)
+  nlohmann::json mine = nlohmann::json::array();
+  for (const auto& r : records)
+    mine.push_back({r.step, r.batch, r.first, r.start_s, r.end_s, r.compute_s, r.comm_s, r.exposed_s, r.loss});
+  nlohmann::json evs = nlohmann::json::array();
+  if (!o.trace.empty())
+    for (const auto& e : events) evs.push_back({e.name, e.cat, e.track, e.t0, e.t1, e.step});
+  const double rss = peak_rss_bytes();
+  const auto all = comm.gather(nlohmann::json{{"records", mine}, {"events", evs}, {"rss", rss}}.dump());
+  const auto hosts = comm.hosts();
+  if (rank != 0) return interrupted ? 1 : 0;
+
+  std::vector<double> it_med, cp_med, cm_med, ex_med;
+  double max_rss = 0;
+  nlohmann::json per_iter = nlohmann::json::array();
+  std::ostringstream csv;
+  csv << std::setprecision(9);
+  csv << "# kanscale train " << build::version << " (" << build::git_hash << "); " << o.command_line << "\n";
+  csv << "step,rank,batch,first_iteration,iteration_time_s,compute_time_s,communication_time_s,exposed_communication_s,loss\n";
+  nlohmann::json trace_events = nlohmann::json::array();
+  for (int r = 0; r < world; ++r) {
+    const auto j = nlohmann::json::parse(all[static_cast<std::size_t>(r)]);
+    max_rss = std::max(max_rss, j["rss"].get<double>());
+    std::vector<double> it, cp, cm, ex;
+    for (const auto& row : j["records"]) {
+      const double iter = row[4].get<double>() - row[3].get<double>();
+      csv << row[0] << "," << r << "," << row[1] << "," << (row[2].get<bool>() ? 1 : 0) << "," << iter << "," << row[5]
+          << "," << row[6] << "," << row[7] << "," << row[8] << "\n";
+      per_iter.push_back({{"step", row[0]}, {"rank", r}, {"batch", row[1]}, {"first_iteration", row[2]},
+                          {"iteration_time_s", iter}, {"compute_time_s", row[5]}, {"communication_time_s", row[6]},
+                          {"exposed_communication_s", row[7]}, {"loss", row[8]}});
+      if (row[2].get<bool>()) continue;  // steady state only
+      it.push_back(iter);
+      cp.push_back(row[5].get<double>());
+      cm.push_back(row[6].get<double>());
+      ex.push_back(row[7].get<double>());
+    }
+    if (!it.empty()) {
+      // per rank: the median over its steady iterations
+      it_med.push_back(stat_of(it).median);
+      cp_med.push_back(stat_of(cp).median);
+      cm_med.push_back(stat_of(cm).median);
+      ex_med.push_back(stat_of(ex).median);
+    }
+    if (!o.trace.empty()) {
+      trace_events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", r}, {"args", {{"name", "rank " + std::to_string(r)}}}});
+      trace_events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", 0}, {"args", {{"name", "compute"}}}});
+      trace_events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", 1}, {"args", {{"name", "communication"}}}});
+      for (const auto& e : j["events"]) {
+        trace_events.push_back({{"ph", "X"}, {"name", e[0]}, {"cat", e[1]}, {"pid", r}, {"tid", e[2]},
+                                {"ts", e[3].get<double>() * 1e6}, {"dur", (e[4].get<double>() - e[3].get<double>()) * 1e6},
+                                {"args", {{"iteration", e[5]}}}});
+      }
+    }
+  }
+  const Stat iter = stat_of(it_med), compute = stat_of(cp_med), comm_t = stat_of(cm_med), exp_t = stat_of(ex_med);
+  const double samples_per_s = iter.median > 0 ? static_cast<double>(world * batch) / iter.median : 0;
+  std::cout << "kanscale train: " << w.name << ", KAN [";
+  for (std::size_t i = 0; i < w.widths.size(); ++i) std::cout << (i ? ", " : "") << w.widths[i];
+  std::cout << "] G=" << w.grid_size << " k=" << w.spline_order << ", " << net.parameter_count() << " parameters; "
+            << world << " rank(s) (" << comm.backend() << "), " << o.threads << " thread(s) each, batch " << batch
+            << " per rank; steps " << start_step << ".." << step << (interrupted ? " (interrupted)" : "") << "\n";
+  std::cout << "  final loss " << last_loss << "\n";
+  if (!it_med.empty()) {
+    std::cout << "  steady state (median over ranks of each rank's median; p95 over ranks):\n"
+              << "    iteration   " << format_time(iter.median) << " (p95 " << format_time(iter.p95) << ")\n"
+              << "    samples/s   " << std::fixed << std::setprecision(0) << samples_per_s << std::defaultfloat << "\n"
+              << "    compute     " << format_time(compute.median) << "\n"
+              << "    comm        " << format_time(comm_t.median) << "\n"
+              << "    exposed     " << format_time(exp_t.median) << "\n";
+  }
+  std::cout << "    peak memory " << format_bytes(max_rss) << " (largest rank RSS)\n";
+
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!o.json.empty()) {
+    nlohmann::json j;
+    j["provenance"] = {{"kanscale_version", build::version}, {"git_hash", build::git_hash}, {"command_line", o.command_line},
+                       {"seed", o.seed}, {"workload", {{"name", w.name}, {"file", w.file}}}, {"ranks", world},
+                       {"backend", comm.backend()}, {"threads_per_rank", o.threads}, {"hosts", hosts}};
+    j["summary"] = {{"iteration_time_s", {{"median", iter.median}, {"p95", iter.p95}}},
+                    {"compute_time_s", {{"median", compute.median}, {"p95", compute.p95}}},
+                    {"communication_time_s", {{"median", comm_t.median}, {"p95", comm_t.p95}}},
+                    {"exposed_communication_s", {{"median", exp_t.median}, {"p95", exp_t.p95}}},
+                    {"samples_per_s", samples_per_s}, {"peak_rss_bytes", max_rss}, {"final_loss", last_loss},
+                    {"steps", step - start_step}, {"interrupted", interrupted}};
+    j["iterations"] = per_iter;
+    files.emplace_back(o.json, j.dump(2) + "\n");
+  }
+  if (!o.csv.empty()) files.emplace_back(o.csv, csv.str());
+  if (!o.trace.empty())
+    files.emplace_back(o.trace, nlohmann::json{{"traceEvents", trace_events}, {"displayTimeUnit", "ms"}}.dump() + "\n");
+  write_files_atomic(files);
+  return interrupted ? 1 : 0;
+}
+
+int run_eval(const std::string& checkpoint, const std::string& input_csv, int threads) {
+  set_cpu_threads(threads);
+  KanNet net = load_model(checkpoint, nullptr, nullptr, nullptr);
+  const int in = net.layers.front().in, out = net.layers.back().out;
+  std::ifstream f(input_csv);
+  if (!f) throw InputError(input_csv + ": cannot open file");
+  std::vector<float> X;
+  std::string line;
+  int lineno = 0;
+  while (std::getline(f, line)) {
+    ++lineno;
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<float> row;
+    std::stringstream ss(line);
+    std::string cell;
+    bool numeric = true;
+    while (std::getline(ss, cell, ',')) {
+      char* end = nullptr;
+      const float v = std::strtof(cell.c_str(), &end);
+      if (end == cell.c_str() || *end != '\0' || !std::isfinite(v)) {
+        numeric = false;
+        break;
+      }
+      row.push_back(v);
+    }
+    if (!numeric) {
+      if (lineno == 1) continue;  // a header
+      throw InputError(input_csv + ":" + std::to_string(lineno) + ": expected " + std::to_string(in) + " numbers");
+    }
+    if (static_cast<int>(row.size()) != in)
+      throw InputError(input_csv + ":" + std::to_string(lineno) + ": expected " + std::to_string(in) + " values, got " +
+                       std::to_string(row.size()));
+    X.insert(X.end(), row.begin(), row.end());
+  }
+  const int B = static_cast<int>(X.size() / static_cast<std::size_t>(in));
+  KanCpuNet cpu(net);
+  std::vector<float> T(static_cast<std::size_t>(B) * out, 0.0f);
+  if (B > 0) cpu.forward(X.data(), T.data(), B);
+  std::cout << std::setprecision(9);
+  for (int o = 0; o < out; ++o) std::cout << (o ? "," : "") << "y" << o;
+  std::cout << "\n";
+  for (int s = 0; s < B; ++s) {
+    for (int o = 0; o < out; ++o) std::cout << (o ? "," : "") << cpu.output()[static_cast<std::size_t>(s) * out + o];
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+}  // namespace ks

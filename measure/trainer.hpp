@@ -1,0 +1,42 @@
+#pragma once
+// The live data-parallel trainer: efficient-kan's KAN trained with MSE and
+// Adam, its gradients synchronised the way PyTorch DDP does it (parameters
+// broadcast from rank 0 at start; the grids broadcast before each forward
+// when broadcast_buffers; each gradient copied into its bucket scaled by
+// 1/world; a bucket launched once its gradients are ready and every earlier
+// bucket was launched; a wait for all buckets before the step). The bucket
+// plans come from model/'s planner, the one the simulator uses.
+#include <cstdint>
+#include <string>
+
+#include "comm.hpp"
+#include "model/config.hpp"
+
+namespace ks {
+
+struct TrainOptions {
+  Workload workload;
+  std::int64_t steps = -1;  // optimizer steps in all; -1: the workload's epochs
+  int epochs = -1;          // overrides the workload's
+  int threads = 1;          // CPU threads per rank
+  std::uint64_t seed = 0;
+  std::string json, csv, trace;
+  std::string checkpoint;             // written at the end (and on SIGINT/SIGTERM)
+  std::int64_t checkpoint_every = 0;  // also every N steps
+  std::string resume;                 // a checkpoint to continue from
+  double inject_delay_s = 0;          // added to every bucket's all-reduce
+  bool quiet = false;
+  std::string command_line;
+};
+
+// Runs the training on this process group; rank 0 prints the summary and
+// writes the outputs. Returns the process exit code.
+int run_train(const TrainOptions& o, Comm& comm);
+
+// kanscale eval: predictions of a checkpoint for the rows of a CSV file.
+int run_eval(const std::string& checkpoint, const std::string& input_csv, int threads);
+
+// Checkpoint file names: the model and its sibling optimizer-state file.
+std::string optimizer_state_path(const std::string& checkpoint);
+
+}  // namespace ks
