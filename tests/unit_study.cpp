@@ -70,8 +70,10 @@ TEST_CASE("weak scaling grows the dataset; strong-global-batch splits the batch"
   const auto gb = run_study(c, w, k, o);
   CHECK(gb.points[0].batch_per_gpu == 100);  // 400 / 4
   o.gpus = {3};
-  o.gpus_per_node = 1;
-  CHECK_THROWS_WITH_AS(run_study(c, w, k, o), doctest::Contains("needs 3 nodes"), InputError);
+  o.gpus_per_node = 1;  // 3 nodes of 1 fit, but 400 samples do not split over 3
+  CHECK_THROWS_WITH_AS(run_study(c, w, k, o), doctest::Contains("cannot be split evenly over 3 GPUs"), InputError);
+  o.gpus = {8};  // 8 nodes of 1 > the cluster's 4
+  CHECK_THROWS_WITH_AS(run_study(c, w, k, o), doctest::Contains("needs 8 nodes"), InputError);
 }
 
 TEST_CASE("strong scaling past the data: a rank never runs a batch larger than its shard") {
