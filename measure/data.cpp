@@ -1,5 +1,6 @@
 #include "data.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "model/rng.hpp"
@@ -29,7 +30,25 @@ Dataset::Dataset(std::string task, int in, int out, std::int64_t size, std::uint
   }
 }
 
+bool Dataset::materialize(double max_bytes) {
+  if (4.0 * static_cast<double>(size_) * (in_ + out_) > max_bytes) return false;
+  cache_x_.resize(static_cast<std::size_t>(size_) * in_);
+  cache_y_.resize(static_cast<std::size_t>(size_) * out_);
+  for (std::int64_t i = 0; i < size_; ++i)
+    generate(i, &cache_x_[static_cast<std::size_t>(i) * in_], &cache_y_[static_cast<std::size_t>(i) * out_]);
+  return true;
+}
+
 void Dataset::sample(std::int64_t index, float* x, float* y) const {
+  if (!cache_x_.empty()) {
+    std::copy_n(&cache_x_[static_cast<std::size_t>(index) * in_], in_, x);
+    std::copy_n(&cache_y_[static_cast<std::size_t>(index) * out_], out_, y);
+    return;
+  }
+  generate(index, x, y);
+}
+
+void Dataset::generate(std::int64_t index, float* x, float* y) const {
   const Rng rng(seed_);
   std::vector<double> xd(in_);
   for (int i = 0; i < in_; ++i) {

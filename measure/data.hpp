@@ -21,8 +21,13 @@ class Dataset {
   int in() const { return in_; }
   int out() const { return out_; }
   void sample(std::int64_t index, float* x, float* y) const;
+  // Generates every sample once and serves later requests from memory
+  // (like a TensorDataset) when that takes at most `max_bytes`.
+  bool materialize(double max_bytes);
 
  private:
+  void generate(std::int64_t index, float* x, float* y) const;
+  std::vector<float> cache_x_, cache_y_;
   std::string task_;
   int in_, out_;
   std::int64_t size_;

@@ -2,6 +2,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <stdexcept>
@@ -32,10 +33,36 @@ void set_cpu_threads(int threads) {
   Eigen::setNbThreads(std::max(1, threads));
 }
 
-bool local_basis(const float* t, int G, int k, float x, int* first, float* b, float* db) {
+double measure_gemm_flops(int threads) {
+  set_cpu_threads(threads);
+  const int n = 1024;
+  Eigen::MatrixXf a = Eigen::MatrixXf::Random(n, n), b = Eigen::MatrixXf::Random(n, n), c(n, n);
+  for (int i = 0; i < 2; ++i) c.noalias() = a * b;
+  std::vector<double> t;
+  for (int i = 0; i < 7; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    c.noalias() = a * b;
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return 2.0 * n * n * n / t[3];
+}
+
+namespace {
+// The recursion on the window around x. `inv_ph` (uniform grids): the
+// reciprocals 1/(p h) of the denominators t[j+p] - t[j]; null: divide.
+inline bool local_basis_impl(const float* t, int G, int k, float x, const float* inv_ph, float inv_h, int* first,
+                             float* b, float* db) {
   const int E = G + 2 * k;  // degree-0 intervals [t_j, t_{j+1})
   if (!(x >= t[0] && x < t[E])) return false;
-  int j0 = static_cast<int>(std::upper_bound(t, t + E + 1, x) - t) - 1;  // t[j0] <= x < t[j0+1]
+  int j0;
+  if (inv_ph) {
+    j0 = std::min(E - 1, static_cast<int>((x - t[0]) * inv_h));
+    while (j0 > 0 && x < t[j0]) --j0;  // settle rounding against the stored knots
+    while (j0 < E - 1 && x >= t[j0 + 1]) ++j0;
+  } else {
+    j0 = static_cast<int>(std::upper_bound(t, t + E + 1, x) - t) - 1;  // t[j0] <= x < t[j0+1]
+  }
   // Window w[r] holds B_{j0-k+r, p}; entries whose index is < 0 or beyond
   // level p's last basis (E-1-p) do not exist in the full recursion: zero.
   float w[kMaxOrder + 1] = {0};
@@ -50,8 +77,10 @@ bool local_basis(const float* t, int G, int k, float x, int* first, float* b, fl
         w[r] = 0.0f;
         continue;
       }
-      const float left = (x - t[j]) / (t[j + p] - t[j]) * w[r];
-      const float right = r < k ? (t[j + p + 1] - x) / (t[j + p + 1] - t[j + 1]) * w[r + 1] : 0.0f;
+      const float left = inv_ph ? (x - t[j]) * inv_ph[p] * w[r] : (x - t[j]) / (t[j + p] - t[j]) * w[r];
+      const float right = r >= k ? 0.0f
+                          : inv_ph ? (t[j + p + 1] - x) * inv_ph[p] * w[r + 1]
+                                   : (t[j + p + 1] - x) / (t[j + p + 1] - t[j + 1]) * w[r + 1];
       w[r] = left + right;
     }
   }
@@ -68,8 +97,8 @@ bool local_basis(const float* t, int G, int k, float x, int* first, float* b, fl
           db[r] = 0.0f;
           continue;
         }
-        const float a = lo[r] / (t[j + k] - t[j]);
-        const float c = r < k ? lo[r + 1] / (t[j + k + 1] - t[j + 1]) : 0.0f;
+        const float a = inv_ph ? lo[r] * inv_ph[k] : lo[r] / (t[j + k] - t[j]);
+        const float c = r >= k ? 0.0f : inv_ph ? lo[r + 1] * inv_ph[k] : lo[r + 1] / (t[j + k + 1] - t[j + 1]);
         db[r] = k * (a - c);
       }
     }
@@ -77,15 +106,41 @@ bool local_basis(const float* t, int G, int k, float x, int* first, float* b, fl
   return true;
 }
 
+// Uniform knots (efficient-kan's grid before any update): reciprocal
+// denominators, and the interval found by arithmetic instead of a search.
+struct UniformGrid {
+  bool uniform = false;
+  float inv_h = 0;
+  float inv_ph[kMaxOrder + 1] = {0};
+};
+UniformGrid uniform_grid(const float* t, int G, int k) {
+  UniformGrid u;
+  const int E = G + 2 * k;
+  const double h = (static_cast<double>(t[E]) - t[0]) / E;
+  if (!(h > 0)) return u;
+  for (int j = 0; j <= E; ++j)
+    if (std::fabs(t[j] - (t[0] + j * h)) > 1e-5 * h) return u;
+  u.uniform = true;
+  u.inv_h = static_cast<float>(1.0 / h);
+  for (int p = 1; p <= k; ++p) u.inv_ph[p] = static_cast<float>(1.0 / (p * h));
+  return u;
+}
+}  // namespace
+
+bool local_basis(const float* t, int G, int k, float x, int* first, float* b, float* db) {
+  return local_basis_impl(t, G, k, x, nullptr, 0.0f, first, b, db);
+}
+
 void layer_forward_cpu(const KanLayer& L, const float* x, int B, float* y, LayerWork& w) {
   if (L.k > kMaxOrder) throw std::invalid_argument("spline order above 16");
   const int in = L.in, out = L.out, C = L.C(), K = L.knots(), k1 = L.k + 1;
+  const std::size_t IC = static_cast<std::size_t>(in) * C;
   w.B = B;
   w.first.resize(static_cast<std::size_t>(B) * in);
-  w.bval.resize(static_cast<std::size_t>(B) * in * k1);
   w.dval.resize(static_cast<std::size_t>(B) * in * k1);
   w.act.resize(static_cast<std::size_t>(B) * in);
-  w.wt.resize(static_cast<std::size_t>(in) * C * out);
+  w.bmat.resize(static_cast<std::size_t>(B) * IC);
+  w.wt.resize(IC * out);
   // scaled, transposed spline weight: wt[i][c][o] = scaler[o][i] * spline[o][i][c]
 #pragma omp parallel for schedule(static)
   for (int i = 0; i < in; ++i)
@@ -93,65 +148,45 @@ void layer_forward_cpu(const KanLayer& L, const float* x, int B, float* y, Layer
       const std::size_t oi = static_cast<std::size_t>(o) * in + i;
       for (int c = 0; c < C; ++c) w.wt[(static_cast<std::size_t>(i) * C + c) * out + o] = L.spline_scaler[oi] * L.spline_weight[oi * C + c];
     }
+  // Bases by local support (k+1 per sample and input, O(k^2) work), laid
+  // into the rows of a [B][in*C] matrix so the contraction is one GEMM.
+  std::vector<UniformGrid> ug(static_cast<std::size_t>(in));
+  for (int i = 0; i < in; ++i) ug[i] = uniform_grid(&L.grid[static_cast<std::size_t>(i) * K], L.G, L.k);
 #pragma omp parallel for schedule(static)
   for (int s = 0; s < B; ++s) {
+    float* row = &w.bmat[static_cast<std::size_t>(s) * IC];
+    std::fill(row, row + IC, 0.0f);
     for (int i = 0; i < in; ++i) {
       const std::size_t si = static_cast<std::size_t>(s) * in + i;
       const float xv = x[si];
       w.act[si] = silu_f(xv);
-      if (!local_basis(&L.grid[static_cast<std::size_t>(i) * K], L.G, L.k, xv, &w.first[si], &w.bval[si * k1], &w.dval[si * k1])) {
+      float bv[kMaxOrder + 1];
+      const UniformGrid& g = ug[i];
+      if (!local_basis_impl(&L.grid[static_cast<std::size_t>(i) * K], L.G, L.k, xv, g.uniform ? g.inv_ph : nullptr,
+                            g.inv_h, &w.first[si], bv, &w.dval[si * k1])) {
         w.first[si] = INT_MIN;
+        continue;
+      }
+      for (int r = 0; r < k1; ++r) {
+        const int c = w.first[si] + r;
+        if (c >= 0 && c < C) row[static_cast<std::size_t>(i) * C + c] = bv[r];
       }
     }
   }
-  // base branch: y = silu(x) Wb^T
   Map Y(y, B, out);
   Y.noalias() = MapC(w.act.data(), B, in) * MapC(L.base_weight.data(), out, in).transpose();
-  // spline branch: y[s,:] += b * wt[i][c][:]
-#pragma omp parallel for schedule(static)
-  for (int s = 0; s < B; ++s) {
-    float* ys = y + static_cast<std::size_t>(s) * out;
-    for (int i = 0; i < in; ++i) {
-      const std::size_t si = static_cast<std::size_t>(s) * in + i;
-      const int f = w.first[si];
-      if (f == INT_MIN) continue;
-      for (int r = 0; r < k1; ++r) {
-        const int c = f + r;
-        if (c < 0 || c >= C) continue;
-        const float bv = w.bval[si * k1 + r];
-        const float* wr = &w.wt[(static_cast<std::size_t>(i) * C + c) * out];
-#pragma omp simd
-        for (int o = 0; o < out; ++o) ys[o] += bv * wr[o];
-      }
-    }
-  }
+  Y.noalias() += MapC(w.bmat.data(), B, static_cast<Eigen::Index>(IC)) * MapC(w.wt.data(), static_cast<Eigen::Index>(IC), out);
 }
 
 void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* dy, LayerWork& w, float* d_base,
                         float* d_spline, float* d_scaler, float* dx) {
   const int in = L.in, out = L.out, C = L.C(), k1 = L.k + 1;
+  const auto IC = static_cast<Eigen::Index>(in) * C;
   // base weight: dWb = dy^T silu(x)
   Map(d_base, out, in).noalias() = MapC(dy, B, out).transpose() * MapC(w.act.data(), B, in);
-  // gt[i][c][:] = sum_s b[s,i,c] dy[s,:]; each input i owned by one thread
-  w.gt.assign(static_cast<std::size_t>(in) * C * out, 0.0f);
-#pragma omp parallel for schedule(static)
-  for (int i = 0; i < in; ++i) {
-    float* gi = &w.gt[static_cast<std::size_t>(i) * C * out];
-    for (int s = 0; s < B; ++s) {
-      const std::size_t si = static_cast<std::size_t>(s) * in + i;
-      const int f = w.first[si];
-      if (f == INT_MIN) continue;
-      const float* ds = dy + static_cast<std::size_t>(s) * out;
-      for (int r = 0; r < k1; ++r) {
-        const int c = f + r;
-        if (c < 0 || c >= C) continue;
-        const float bv = w.bval[si * k1 + r];
-        float* g = gi + static_cast<std::size_t>(c) * out;
-#pragma omp simd
-        for (int o = 0; o < out; ++o) g[o] += bv * ds[o];
-      }
-    }
-  }
+  // gt[i][c][:] = sum_s b[s,i,c] dy[s,:]
+  w.gt.resize(static_cast<std::size_t>(IC) * out);
+  Map(w.gt.data(), IC, out).noalias() = MapC(w.bmat.data(), B, IC).transpose() * MapC(dy, B, out);
   // spline weight and scaler
 #pragma omp parallel for schedule(static)
   for (int o = 0; o < out; ++o)
@@ -166,12 +201,14 @@ void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* d
       d_scaler[oi] = acc;
     }
   if (!dx) return;
-  // input: silu'(x) (dy Wb) + sum over local bases of b'(x) (dy . wt[i][c])
+  // input: silu'(x) (dy Wb) + sum over the k+1 local bases of b'(x) (dy wt^T)[s, i*C+c]
   w.tmp.resize(static_cast<std::size_t>(B) * in);
   Map(w.tmp.data(), B, in).noalias() = MapC(dy, B, out) * MapC(L.base_weight.data(), out, in);
+  w.dsp.resize(static_cast<std::size_t>(B) * IC);
+  Map(w.dsp.data(), B, IC).noalias() = MapC(dy, B, out) * MapC(w.wt.data(), IC, out).transpose();
 #pragma omp parallel for schedule(static)
   for (int s = 0; s < B; ++s) {
-    const float* ds = dy + static_cast<std::size_t>(s) * out;
+    const float* ds = &w.dsp[static_cast<std::size_t>(s) * IC];
     for (int i = 0; i < in; ++i) {
       const std::size_t si = static_cast<std::size_t>(s) * in + i;
       float v = dsilu_f(x[si]) * w.tmp[si];
@@ -179,12 +216,7 @@ void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* d
       if (f != INT_MIN) {
         for (int r = 0; r < k1; ++r) {
           const int c = f + r;
-          if (c < 0 || c >= C) continue;
-          const float* wr = &w.wt[(static_cast<std::size_t>(i) * C + c) * out];
-          float dot = 0;
-#pragma omp simd reduction(+ : dot)
-          for (int o = 0; o < out; ++o) dot += ds[o] * wr[o];
-          v += w.dval[si * k1 + r] * dot;
+          if (c >= 0 && c < C) v += w.dval[si * k1 + r] * ds[static_cast<std::size_t>(i) * C + c];
         }
       }
       dx[si] = v;
@@ -192,24 +224,24 @@ void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* d
   }
 }
 
+// FLOPs the CPU path executes (its GEMMs run over all C bases; the zeros of
+// the local support are multiplied too, at GEMM speed).
 OpCount layer_forward_count(const KanLayer& L, int B) {
   const double Bi = static_cast<double>(B) * L.in, k1 = L.k + 1, out = L.out, C = L.C();
   OpCount c;
-  // silu ~4, local basis ~ 3k(k+1), base GEMM, spline axpys, weight scaling
-  c.flops = 4 * Bi + 3.0 * L.k * k1 * Bi + 2 * Bi * out + 2 * Bi * k1 * out + L.in * out * C;
-  c.bytes = 4.0 * (Bi /*x*/ + Bi * (1 + 2 * k1 + 1) /*saved*/ + 2.0 * L.in * out * C + L.in * out /*weights*/ +
-                   static_cast<double>(B) * out /*y*/);
+  c.flops = 4 * Bi + 3.0 * L.k * k1 * Bi + 2 * Bi * out * (C + 1) + L.in * out * C;
+  c.bytes = 4.0 * (Bi * (2 + C + k1) + 2.0 * L.in * out * C + L.in * out + 2.0 * B * out);
   return c;
 }
 
 OpCount layer_backward_count(const KanLayer& L, int B, bool need_dx) {
   const double Bi = static_cast<double>(B) * L.in, k1 = L.k + 1, out = L.out, C = L.C();
   OpCount c;
-  c.flops = 2 * Bi * out + 2 * Bi * k1 * out + 3.0 * L.in * out * C;
-  c.bytes = 4.0 * (Bi * (2 + k1) + static_cast<double>(B) * out + 3.0 * L.in * out * C + 3.0 * L.in * out);
+  c.flops = 2 * Bi * out * (C + 1) + 3.0 * L.in * out * C;
+  c.bytes = 4.0 * (Bi * (1 + C) + static_cast<double>(B) * out + 3.0 * L.in * out * C + 3.0 * L.in * out);
   if (need_dx) {
-    c.flops += 2 * Bi * out + 2 * Bi * k1 * out + 8 * Bi;
-    c.bytes += 4.0 * (2 * Bi + k1 * Bi);
+    c.flops += 2 * Bi * out * (C + 1) + 2 * Bi * k1 + 8 * Bi;
+    c.bytes += 4.0 * (Bi * (2 + C + k1) + static_cast<double>(B) * out);
   }
   return c;
 }

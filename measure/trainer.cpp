@@ -146,7 +146,8 @@ int run_train(const TrainOptions& o, Comm& comm) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
 
-  const Dataset data(w.task, static_cast<int>(w.widths.front()), static_cast<int>(w.widths.back()), w.dataset_size, o.seed);
+  Dataset data(w.task, static_cast<int>(w.widths.front()), static_cast<int>(w.widths.back()), w.dataset_size, o.seed);
+  data.materialize(512.0 * 1024 * 1024);  // in memory when it fits in 512 MiB, like a TensorDataset
   KanNet net = init_kan(w.widths, w.grid_size, w.spline_order, o.seed);
   Adam adam;
   adam.lr = w.learning_rate;
@@ -415,21 +416,23 @@ int run_train(const TrainOptions& o, Comm& comm) {
   }
   const Stat iter = stat_of(it_med), compute = stat_of(cp_med), comm_t = stat_of(cm_med), exp_t = stat_of(ex_med);
   const double samples_per_s = iter.median > 0 ? static_cast<double>(world * batch) / iter.median : 0;
-  std::cout << "kanscale train: " << w.name << ", KAN [";
-  for (std::size_t i = 0; i < w.widths.size(); ++i) std::cout << (i ? ", " : "") << w.widths[i];
-  std::cout << "] G=" << w.grid_size << " k=" << w.spline_order << ", " << net.parameter_count() << " parameters; "
+  std::ostringstream summary_sink;
+  std::ostream& out = o.print_summary ? std::cout : summary_sink;
+  out << "kanscale train: " << w.name << ", KAN [";
+  for (std::size_t i = 0; i < w.widths.size(); ++i) out << (i ? ", " : "") << w.widths[i];
+  out << "] G=" << w.grid_size << " k=" << w.spline_order << ", " << net.parameter_count() << " parameters; "
             << world << " rank(s) (" << comm.backend() << "), " << o.threads << " thread(s) each, batch " << batch
             << " per rank; steps " << start_step << ".." << step << (interrupted ? " (interrupted)" : "") << "\n";
-  std::cout << "  final loss " << last_loss << "\n";
+  out << "  final loss " << last_loss << "\n";
   if (!it_med.empty()) {
-    std::cout << "  steady state (median over ranks of each rank's median; p95 over ranks):\n"
+    out << "  steady state (median over ranks of each rank's median; p95 over ranks):\n"
               << "    iteration   " << format_time(iter.median) << " (p95 " << format_time(iter.p95) << ")\n"
               << "    samples/s   " << std::fixed << std::setprecision(0) << samples_per_s << std::defaultfloat << "\n"
               << "    compute     " << format_time(compute.median) << "\n"
               << "    comm        " << format_time(comm_t.median) << "\n"
               << "    exposed     " << format_time(exp_t.median) << "\n";
   }
-  std::cout << "    peak memory " << format_bytes(max_rss) << " (largest rank RSS)\n";
+  out << "    peak memory " << format_bytes(max_rss) << " (largest rank RSS)\n";
 
   std::vector<std::pair<std::string, std::string>> files;
   if (!o.json.empty()) {

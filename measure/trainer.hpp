@@ -26,6 +26,7 @@ struct TrainOptions {
   std::string resume;                 // a checkpoint to continue from
   double inject_delay_s = 0;          // added to every bucket's all-reduce
   bool quiet = false;
+  bool print_summary = true;
   std::string command_line;
 };
 
