@@ -165,7 +165,12 @@ int bench_kernels(const std::vector<std::string>& args) {
   for (const auto& c : cases) {
     set_cpu_threads(1);
     KanNet net = init_kan(c.widths, c.G, 3, 1);
-    std::vector<float> X(static_cast<std::size_t>(batch) * c.widths.front(), 0.3f), T(static_cast<std::size_t>(batch) * c.widths.back(), 0.1f);
+    // the same kind of data the trainer feeds: uniform inputs, a teacher's targets
+    std::vector<float> X(static_cast<std::size_t>(batch) * c.widths.front()), T(static_cast<std::size_t>(batch) * c.widths.back());
+    std::mt19937 gen2(11);
+    std::uniform_real_distribution<float> u2(-1.f, 1.f);
+    for (auto& v : X) v = u2(gen2);
+    for (auto& v : T) v = u2(gen2);
     KanCpuNet cpu(net);
     Adam adam;
     auto prefs = kan_parameter_refs(net);
