@@ -5,6 +5,13 @@
 
 #include "commands.hpp"
 #include "measure/comm.hpp"
+#include "measure/interference.hpp"
+#include "measure/kan.hpp"
+#include "measure/kan_cpu.hpp"
+#include "model/units.hpp"
+#include "sim/report.hpp"
+#include <iomanip>
+#include <nlohmann/json.hpp>
 #include "measure/trainer.hpp"
 #include "model/yaml_reader.hpp"
 #include "options.hpp"
@@ -81,6 +88,56 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
   o.command_line = cmdline;
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
   return run_train(o, *comm);
+}
+
+// kanscale bench interference: under mpirun, the compute slowdown while
+// all-reduces run on the same rank (the calibration's `interference`).
+int bench_interference(const std::vector<std::string>& args, const std::string& cmdline) {
+  std::string wl = "configs/workloads/default.yaml", bytes = "64MiB", json;
+  int repeats = 20, threads = 1;
+  po::options_description desc("bench interference options");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("workload", po::value(&wl)->default_value(wl), "workload YAML (its KAN and batch)")
+      ("bytes", po::value(&bytes)->default_value(bytes), "all-reduce size")
+      ("repeat", po::value(&repeats)->default_value(repeats), "rounds alone and with communication")
+      ("threads", po::value(&threads)->default_value(threads), "CPU threads per rank")
+      ("json", po::value(&json)->value_name("FILE"), "results as JSON");
+  po::variables_map vm;
+  if (!parse_args(args, desc, "usage: mpirun -np P kanscale bench interference [--workload W] [--bytes 64MiB]", vm)) return 0;
+  if (repeats < 3) throw InputError("--repeat: at least 3");
+  double nbytes = 0;
+  try {
+    nbytes = parse_size_bytes(bytes);
+  } catch (const UnitError& e) {
+    throw InputError(std::string("--bytes: ") + e.what());
+  }
+  if (!(nbytes >= 4)) throw InputError("--bytes: at least 4B");
+  const Workload w = load_workload(wl);
+  auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
+  set_cpu_threads(threads);
+  KanNet net = init_kan(w.widths, w.grid_size, w.spline_order, w.seed);
+  const InterferenceResult r = measure_interference(*comm, net, static_cast<int>(w.batch_per_gpu), nbytes, repeats);
+  const double worst = comm->allreduce_max(r.interference());
+  const double mean = comm->allreduce_sum(r.interference()) / comm->size();
+  if (comm->rank() != 0) return 0;
+  std::cout << "kanscale bench interference: " << w.name << " forward+backward (batch " << w.batch_per_gpu << ") on "
+            << comm->size() << " rank(s) (" << comm->backend() << "), " << threads << " thread(s) each; all-reduce of "
+            << format_bytes(nbytes) << " progressed between layers; median of " << repeats << " interleaved rounds\n"
+            << "  rank 0: alone " << format_time(r.alone_s) << " (IQR " << format_time(r.alone_iqr_s) << "), with communication "
+            << format_time(r.with_comm_s) << " (IQR " << format_time(r.with_comm_iqr_s) << "), " << r.allreduces
+            << " all-reduces completed\n"
+            << "  interference (slowdown while communicating): rank 0 " << std::fixed << std::setprecision(3)
+            << r.interference() << ", mean over ranks " << mean << ", worst " << worst << "\n";
+  if (comm->size() == 1) std::cout << "  (one rank: the all-reduce is a no-op; run under mpirun for a measurement)\n";
+  if (!json.empty()) {
+    nlohmann::json j = {{"command_line", cmdline}, {"ranks", comm->size()}, {"threads_per_rank", threads},
+                        {"allreduce_bytes", nbytes}, {"alone_s", r.alone_s}, {"with_communication_s", r.with_comm_s},
+                        {"interference_rank0", r.interference()}, {"interference_mean", mean}, {"interference_max", worst},
+                        };
+    write_files_atomic({{json, j.dump(2) + "\n"}});
+  }
+  return 0;
 }
 
 int eval(const std::vector<std::string>& args, const std::string& cmdline) {

@@ -318,3 +318,19 @@ ddp: {bucket_cap: "32KiB", first_bucket: "16KiB", broadcast_buffers: false}
     CHECK(std::fabs(measured - predicted) <= 3e-4 + 0.03 * predicted);
   }
 }
+
+TEST_CASE("bench interference runs to the end under mpirun (ranks that started different numbers of all-reduces)") {
+  Dir d;
+  const std::string w = small(d, "w.yaml", 256);
+  std::string err;
+  for (const char* bytes : {"4KiB", "1MiB"}) {
+    CAPTURE(bytes);
+    REQUIRE(sh("timeout 120 " + mpirun(2) + kExe + " bench interference --repeat 3 --workload " + w + " --bytes " + bytes +
+                   " --json " + (d / "i.json"),
+               &err, &d) == 0);
+    const auto j = nlohmann::json::parse(slurp(d / "i.json"));
+    CHECK(j["ranks"] == 2);
+    CHECK(j["alone_s"].get<double>() > 0);
+    CHECK(std::isfinite(j["interference_mean"].get<double>()));
+  }
+}

@@ -1,0 +1,81 @@
+#include "interference.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "kan_cpu.hpp"
+
+namespace ks {
+
+namespace {
+struct Quartiles {
+  double median, iqr;
+};
+Quartiles quartiles(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const auto at = [&](double q) { return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))]; };
+  return {at(0.5), at(0.75) - at(0.25)};
+}
+}  // namespace
+
+InterferenceResult measure_interference(Comm& comm, KanNet& net, int batch, double allreduce_bytes, int repeats) {
+  KanCpuNet cpu(net);
+  std::mt19937 gen(static_cast<unsigned>(17 + comm.rank()));
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> X(static_cast<std::size_t>(batch) * net.layers.front().in), T(static_cast<std::size_t>(batch) * net.layers.back().out);
+  for (auto& v : X) v = u(gen);
+  for (auto& v : T) v = u(gen);
+  std::vector<float> buf(static_cast<std::size_t>(allreduce_bytes / 4), 1.0f);
+  InterferenceResult res;
+  int handle = -1;
+  bool active = false;
+  auto progress = [&](bool comm_on) {
+    if (!comm_on) return;
+    if (active && comm.test(handle)) {
+      active = false;
+      ++res.allreduces;
+      comm.release();
+    }
+    if (!active) {
+      handle = comm.iallreduce_sum(buf.data(), buf.size());
+      active = true;
+    }
+  };
+  auto run = [&](bool comm_on) {
+    const auto t0 = std::chrono::steady_clock::now();
+    cpu.forward(X.data(), T.data(), batch, [&](int) { progress(comm_on); });
+    cpu.backward([](int) {}, [&](int) { progress(comm_on); });
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  std::vector<double> alone, with;
+  run(false);  // warm-up
+  for (int r = 0; r < repeats; ++r) {
+    comm.barrier();
+    alone.push_back(run(false));
+    comm.barrier();
+    with.push_back(run(true));
+  }
+  // Ranks start their next all-reduce when they see the last one finish, so
+  // they may have started different numbers: match the counts (collectives
+  // pair up in order), then wait for them all.
+  std::int64_t started = res.allreduces + (active ? 1 : 0);
+  const auto target = static_cast<std::int64_t>(comm.allreduce_max(static_cast<double>(started)));
+  std::vector<int> pending;
+  if (active) pending.push_back(handle);
+  while (started < target) {
+    pending.push_back(comm.iallreduce_sum(buf.data(), buf.size()));
+    ++started;
+  }
+  for (int h : pending) comm.wait(h);
+  comm.release();
+  comm.barrier();
+  const auto a = quartiles(alone), w = quartiles(with);
+  res.alone_s = a.median;
+  res.alone_iqr_s = a.iqr;
+  res.with_comm_s = w.median;
+  res.with_comm_iqr_s = w.iqr;
+  return res;
+}
+
+}  // namespace ks
