@@ -325,7 +325,7 @@ TEST_CASE("bench interference runs to the end under mpirun (ranks that started d
   std::string err;
   for (const char* bytes : {"4KiB", "1MiB"}) {
     CAPTURE(bytes);
-    REQUIRE(sh("timeout 120 " + mpirun(2) + kExe + " bench interference --repeat 3 --workload " + w + " --bytes " + bytes +
+    REQUIRE(sh("timeout 120 env " + mpirun(2) + kExe + " bench interference --repeat 3 --workload " + w + " --bytes " + bytes +
                    " --json " + (d / "i.json"),
                &err, &d) == 0);
     const auto j = nlohmann::json::parse(slurp(d / "i.json"));
