@@ -89,7 +89,7 @@ int bench_kernels(const std::vector<std::string>& args) {
             << "\n\n";
   std::cout << std::left << std::setw(22) << "shape" << std::setw(4) << "G" << std::setw(9) << "threads" << std::setw(12)
             << "time" << std::setw(14) << "samples/s" << std::setw(10) << "GFLOP/s" << std::setw(10) << "% GEMM"
-            << std::setw(12) << "dense-eq" << "IQR/med\n";
+            << std::setw(12) << "dense-eq" << "p95/med\n";
   std::map<int, double> peak;
   for (int t : threads) peak[t] = measure_gemm_flops(t);
   for (const auto& c : cases) {

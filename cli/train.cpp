@@ -63,7 +63,7 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
     return 0;
   if (c.workload.empty()) throw InputError("missing required option --workload");
   if (backend == "cuda") {
-    throw InputError("--backend cuda: the CUDA kernels are not built yet (see the README's status); use --backend cpu");
+    throw InputError("--backend cuda: the trainer does not run the CUDA kernels yet (see the README); use --backend cpu");
   }
   if (backend != "cpu") throw InputError("--backend: expected cpu or cuda, got \"" + backend + "\"");
   if (threads < 1) throw InputError("--threads: must be at least 1");
@@ -87,7 +87,20 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
   o.quiet = quiet;
   o.command_line = cmdline;
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
-  return run_train(o, *comm);
+  // An error on one rank must not leave the others waiting in a collective:
+  // say it here, with the rank, then end them all.
+  try {
+    return run_train(o, *comm);
+  } catch (const InputError& e) {
+    std::cerr << "kanscale: " << e.what() << (comm->size() > 1 ? " (rank " + std::to_string(comm->rank()) + ")" : "") << "\n";
+    comm->abort(2);
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "kanscale train: error: " << e.what()
+              << (comm->size() > 1 ? " (rank " + std::to_string(comm->rank()) + ")" : "") << "\n";
+    comm->abort(1);
+    return 1;
+  }
 }
 
 // kanscale bench interference: under mpirun, the compute slowdown while
@@ -123,10 +136,10 @@ int bench_interference(const std::vector<std::string>& args, const std::string& 
   if (comm->rank() != 0) return 0;
   std::cout << "kanscale bench interference: " << w.name << " forward+backward (batch " << w.batch_per_gpu << ") on "
             << comm->size() << " rank(s) (" << comm->backend() << "), " << threads << " thread(s) each; all-reduce of "
-            << format_bytes(nbytes) << " progressed between layers; median of " << repeats << " interleaved rounds\n"
+            << format_bytes(nbytes) << " per round, progressed between layers; median of " << repeats << " interleaved rounds\n"
             << "  rank 0: alone " << format_time(r.alone_s) << " (IQR " << format_time(r.alone_iqr_s) << "), with communication "
             << format_time(r.with_comm_s) << " (IQR " << format_time(r.with_comm_iqr_s) << "), " << r.allreduces
-            << " all-reduces completed\n"
+            << " of " << repeats << " all-reduces finished within the compute\n"
             << "  interference (slowdown while communicating): rank 0 " << std::fixed << std::setprecision(3)
             << r.interference() << ", mean over ranks " << mean << ", worst " << worst << "\n";
   if (comm->size() == 1) std::cout << "  (one rank: the all-reduce is a no-op; run under mpirun for a measurement)\n";

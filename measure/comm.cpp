@@ -33,6 +33,7 @@ class SelfComm final : public Comm {
   double allreduce_sum(double v) override { return v; }
   std::vector<std::string> gather(const std::string& s) override { return {s}; }
   std::vector<std::string> hosts() override { return {hostname()}; }
+  void abort(int) override {}
 };
 
 #if KANSCALE_HAVE_MPI
@@ -113,6 +114,9 @@ class MpiComm final : public Comm {
   std::vector<std::string> hosts() override {
     auto all = gather(hostname());
     return all;
+  }
+  void abort(int code) override {
+    if (size_ > 1) MPI_Abort(MPI_COMM_WORLD, code);
   }
 
  private:

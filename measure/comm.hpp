@@ -30,6 +30,8 @@ class Comm {
   virtual std::vector<std::string> gather(const std::string& s) = 0;
   // Every rank's host name (for metadata).
   virtual std::vector<std::string> hosts() = 0;
+  // Ends every rank (MPI_Abort) after an error on this one; no-op alone.
+  virtual void abort(int code) = 0;
 };
 
 std::unique_ptr<Comm> make_self_comm();

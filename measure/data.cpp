@@ -59,7 +59,7 @@ void Dataset::generate(std::int64_t index, float* x, float* y) const {
   if (task_ == "pykan-exp-sin") {
     y[0] = static_cast<float>(std::exp(std::sin(pi * xd[0]) + xd[1] * xd[1]));
   } else if (task_ == "pykan-bessel") {
-    y[0] = static_cast<float>(std::exp(std::cyl_bessel_j(0.0, 20.0 * xd[0]) + xd[1] * xd[1]));
+    y[0] = static_cast<float>(std::exp(std::cyl_bessel_j(0.0, std::fabs(20.0 * xd[0]))  /* J0 is even; libstdc++ wants x >= 0 */ + xd[1] * xd[1]));
   } else if (task_ == "pykan-exp-sin-4d") {
     y[0] = static_cast<float>(std::exp((std::sin(pi * (xd[0] * xd[0] + xd[1] * xd[1])) +
                                         std::sin(pi * (xd[2] * xd[2] + xd[3] * xd[3]))) / 2));

@@ -28,25 +28,30 @@ InterferenceResult measure_interference(Comm& comm, KanNet& net, int batch, doub
   for (auto& v : T) v = u(gen);
   std::vector<float> buf(static_cast<std::size_t>(allreduce_bytes / 4), 1.0f);
   InterferenceResult res;
-  int handle = -1;
-  bool active = false;
-  auto progress = [&](bool comm_on) {
-    if (!comm_on) return;
-    if (active && comm.test(handle)) {
-      active = false;
-      ++res.allreduces;
+  // One all-reduce per round with communication, started before the compute
+  // and progressed between layers, so every rank issues the same collectives
+  // in the same order; the time to finish it after the compute is not
+  // counted (it is communication, not slowed compute).
+  auto run = [&](bool comm_on) {
+    int handle = -1;
+    bool done = true;
+    if (comm_on) {
+      handle = comm.iallreduce_sum(buf.data(), buf.size());
+      done = false;
+    }
+    auto progress = [&] {
+      if (!done && comm.test(handle)) done = true;
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    cpu.forward(X.data(), T.data(), batch, [&](int) { progress(); });
+    cpu.backward([](int) {}, [&](int) { progress(); });
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (comm_on) {
+      if (done) ++res.allreduces;  // finished within the compute
+      comm.wait(handle);
       comm.release();
     }
-    if (!active) {
-      handle = comm.iallreduce_sum(buf.data(), buf.size());
-      active = true;
-    }
-  };
-  auto run = [&](bool comm_on) {
-    const auto t0 = std::chrono::steady_clock::now();
-    cpu.forward(X.data(), T.data(), batch, [&](int) { progress(comm_on); });
-    cpu.backward([](int) {}, [&](int) { progress(comm_on); });
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return t;
   };
   std::vector<double> alone, with;
   run(false);  // warm-up
@@ -56,19 +61,6 @@ InterferenceResult measure_interference(Comm& comm, KanNet& net, int batch, doub
     comm.barrier();
     with.push_back(run(true));
   }
-  // Ranks start their next all-reduce when they see the last one finish, so
-  // they may have started different numbers: match the counts (collectives
-  // pair up in order), then wait for them all.
-  std::int64_t started = res.allreduces + (active ? 1 : 0);
-  const auto target = static_cast<std::int64_t>(comm.allreduce_max(static_cast<double>(started)));
-  std::vector<int> pending;
-  if (active) pending.push_back(handle);
-  while (started < target) {
-    pending.push_back(comm.iallreduce_sum(buf.data(), buf.size()));
-    ++started;
-  }
-  for (int h : pending) comm.wait(h);
-  comm.release();
   comm.barrier();
   const auto a = quartiles(alone), w = quartiles(with);
   res.alone_s = a.median;

@@ -42,7 +42,11 @@ KanNet init_kan(const std::vector<std::int64_t>& widths, int G, int k, std::uint
     const double h = (L.grid_hi - L.grid_lo) / G;
     L.grid.resize(static_cast<std::size_t>(L.in) * K);
     for (int i = 0; i < L.in; ++i)
-      for (int j = 0; j < K; ++j) L.grid[static_cast<std::size_t>(i) * K + j] = static_cast<float>(L.grid_lo + (j - k) * h);
+      for (int j = 0; j < K; ++j) {
+        // as efficient-kan computes them: (arange(-k, G+k+1) * h + lo) in fp32
+        const float jh = static_cast<float>(j - k) * static_cast<float>(h);
+        L.grid[static_cast<std::size_t>(i) * K + j] = jh + static_cast<float>(L.grid_lo);
+      }
     const double bound = 1.0 / std::sqrt(static_cast<double>(L.in));
     auto uniform = [&](std::vector<float>& v, std::size_t n, std::uint64_t s) {
       v.resize(n);

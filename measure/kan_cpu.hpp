@@ -9,8 +9,8 @@
 // Measured (kanscale bench kernels): GEMMs over the C bases at 60-80% of the
 // machine's SGEMM rate beat a sparse axpy formulation, which is bound by
 // memory traffic on the [in][C][out] weights, for every G up to 20.
-// Threads: OpenMP and Eigen; every output is written by one thread, so the
-// results do not depend on scheduling.
+// Threads: OpenMP and Eigen. Results are reproducible for a given thread
+// count; a different count splits GEMM sums differently (last-bit changes).
 #include <cstdint>
 #include <functional>
 #include <vector>

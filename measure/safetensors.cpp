@@ -69,6 +69,7 @@ StFile read_safetensors(const std::string& path) {
       throw bad("tensor '" + it.key() + "' lacks dtype, shape or data_offsets");
     if (t["dtype"] != "F32") throw bad("tensor '" + it.key() + "' has dtype " + t["dtype"].dump() + ", kanscale reads F32");
     StTensor st;
+    if (!t["shape"].is_array()) throw bad("tensor '" + it.key() + "' has a shape that is not a list");
     std::uint64_t n = 1;
     for (const auto& d : t["shape"]) {
       if (!d.is_number_integer() || d.get<std::int64_t>() < 0) throw bad("tensor '" + it.key() + "' has a bad shape");
@@ -76,7 +77,8 @@ StFile read_safetensors(const std::string& path) {
       n *= static_cast<std::uint64_t>(d.get<std::int64_t>());
     }
     const auto& o = t["data_offsets"];
-    if (!o.is_array() || o.size() != 2) throw bad("tensor '" + it.key() + "' has bad data_offsets");
+    if (!o.is_array() || o.size() != 2 || !o[0].is_number_unsigned() || !o[1].is_number_unsigned())
+      throw bad("tensor '" + it.key() + "' has bad data_offsets");
     const auto a = o[0].get<std::uint64_t>(), b = o[1].get<std::uint64_t>();
     if (b < a || b > data_size) throw bad("tensor '" + it.key() + "' lies outside the data (truncated?)");
     if (b - a != 4 * n) throw bad("tensor '" + it.key() + "': shape and data_offsets disagree");

@@ -37,6 +37,36 @@ extern "C" void on_signal(int) { g_stop = 1; }
 
 using Clock = std::chrono::steady_clock;
 
+std::int64_t meta_int(const std::string& file, const std::string& key, const std::string& value) {
+  std::size_t pos = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(value, &pos);
+  } catch (...) {
+    pos = 0;
+  }
+  if (pos == 0 || pos != value.size()) throw InputError(file + ": metadata '" + key + "' is not an integer: \"" + value + "\"");
+  return v;
+}
+
+// Signal handlers only while a run that can save itself is in progress.
+struct StopOnSignal {
+  bool active;
+  void (*old_int)(int) = nullptr;
+  void (*old_term)(int) = nullptr;
+  explicit StopOnSignal(bool on) : active(on) {
+    g_stop = 0;
+    if (!active) return;
+    old_int = std::signal(SIGINT, on_signal);
+    old_term = std::signal(SIGTERM, on_signal);
+  }
+  ~StopOnSignal() {
+    if (!active) return;
+    std::signal(SIGINT, old_int);
+    std::signal(SIGTERM, old_term);
+  }
+};
+
 struct Event {
   std::string name, cat;
   int track;  // 0 compute, 1 communication
@@ -81,7 +111,8 @@ void save_checkpoint(const std::string& path, KanNet& net, const Adam& adam, con
                     {"producer", std::string("kanscale ") + build::version + " (" + build::git_hash + ")"},
                     {"kan_widths", model_metadata_key(net)},
                     {"kan_grid_size", std::to_string(net.layers[0].G)},
-                    {"kan_spline_order", std::to_string(net.layers[0].k)}};
+                    {"kan_spline_order", std::to_string(net.layers[0].k)},
+                    {"step", std::to_string(step)}};
   StFile state;
   const auto params = kan_parameter_refs(net);
   for (std::size_t p = 0; p < params.size(); ++p) {
@@ -95,13 +126,14 @@ void save_checkpoint(const std::string& path, KanNet& net, const Adam& adam, con
                     {"dataset_size", std::to_string(o.workload.dataset_size)},
                     {"task", o.workload.task},
                     {"lr", std::to_string(adam.lr)},
+                    {"threads", std::to_string(o.threads)},
                     {"rng", "counter-based: every draw is a function of (seed, stream, index); the step is the state"},
                     {"kan_widths", model_metadata_key(net)}};
   write_files_atomic({{optimizer_state_path(path), safetensors_bytes(state)}, {path, safetensors_bytes(model)}});
 }
 
 // Loads a checkpoint's model into a net of the same shape.
-KanNet load_model(const std::string& path, const std::vector<std::int64_t>* expect_widths, int* G_out, int* k_out) {
+KanNet load_model(const std::string& path, const Workload* expect, int* G_out, int* k_out) {
   const StFile f = read_safetensors(path);
   auto meta = [&](const std::string& k) {
     auto it = f.metadata.find(k);
@@ -111,10 +143,13 @@ KanNet load_model(const std::string& path, const std::vector<std::int64_t>* expe
   std::vector<std::int64_t> widths;
   std::stringstream ss(meta("kan_widths"));
   std::string item;
-  while (std::getline(ss, item, ',')) widths.push_back(std::stoll(item));
-  const int G = std::stoi(meta("kan_grid_size")), k = std::stoi(meta("kan_spline_order"));
-  if (expect_widths && (*expect_widths != widths)) {
-    throw InputError(path + ": checkpoint holds a KAN of widths [" + meta("kan_widths") + "], the workload asks for another");
+  while (std::getline(ss, item, ',')) widths.push_back(meta_int(path, "kan_widths", item));
+  const int G = static_cast<int>(meta_int(path, "kan_grid_size", meta("kan_grid_size")));
+  const int k = static_cast<int>(meta_int(path, "kan_spline_order", meta("kan_spline_order")));
+  if (widths.size() < 2 || G < 1 || k < 1 || k > 16) throw InputError(path + ": checkpoint metadata describes no valid KAN");
+  if (expect && (expect->widths != widths || expect->grid_size != G || expect->spline_order != k)) {
+    throw InputError(path + ": checkpoint holds a KAN of widths [" + meta("kan_widths") + "], G=" + std::to_string(G) +
+                     ", k=" + std::to_string(k) + "; the workload asks for another");
   }
   KanNet net = init_kan(widths, G, k, 0);
   for (auto& t : kan_state_refs(net)) {
@@ -130,6 +165,8 @@ KanNet load_model(const std::string& path, const std::vector<std::int64_t>* expe
 
 Stat stat_of(std::vector<double> v) { return stat_over(std::move(v)); }
 
+
+
 }  // namespace
 
 std::string optimizer_state_path(const std::string& checkpoint) {
@@ -143,8 +180,7 @@ int run_train(const TrainOptions& o, Comm& comm) {
   const Workload& w = o.workload;
   const int rank = comm.rank(), world = comm.size();
   set_cpu_threads(o.threads);
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  const StopOnSignal stop_guard(!o.checkpoint.empty());
 
   Dataset data(w.task, static_cast<int>(w.widths.front()), static_cast<int>(w.widths.back()), w.dataset_size, o.seed);
   data.materialize(512.0 * 1024 * 1024);  // in memory when it fits in 512 MiB, like a TensorDataset
@@ -157,7 +193,7 @@ int run_train(const TrainOptions& o, Comm& comm) {
   adam.init(sizes);
   std::int64_t start_step = 0;
   if (!o.resume.empty()) {
-    net = load_model(o.resume, &w.widths, nullptr, nullptr);
+    net = load_model(o.resume, &w, nullptr, nullptr);
     prefs = kan_parameter_refs(net);
     const StFile st = read_safetensors(optimizer_state_path(o.resume));
     auto meta = [&](const std::string& k) {
@@ -165,11 +201,24 @@ int run_train(const TrainOptions& o, Comm& comm) {
       if (it == st.metadata.end()) throw InputError(optimizer_state_path(o.resume) + ": lacks metadata '" + k + "'");
       return it->second;
     };
-    if (std::stoi(meta("world_size")) != world)
-      throw InputError(o.resume + ": saved with " + meta("world_size") + " ranks, resumed with " + std::to_string(world) +
-                       " (the data shards would differ)");
-    if (meta("seed") != std::to_string(o.seed)) throw InputError(o.resume + ": saved with seed " + meta("seed"));
-    start_step = std::stoll(meta("step"));
+    const std::string sp = optimizer_state_path(o.resume);
+    // Everything that decides the arithmetic or the data order must match
+    // for the continuation to be bit-identical.
+    auto same = [&](const std::string& key, const std::string& now_value, const char* why) {
+      if (meta(key) != now_value)
+        throw InputError(sp + ": saved with " + key + " " + meta(key) + ", resumed with " + now_value + " (" + why + ")");
+    };
+    same("world_size", std::to_string(world), "the data shards would differ");
+    same("seed", std::to_string(o.seed), "the data order would differ");
+    same("batch_per_gpu", std::to_string(w.batch_per_gpu), "the batches would differ");
+    same("dataset_size", std::to_string(w.dataset_size), "the data would differ");
+    same("task", w.task, "the data would differ");
+    same("lr", std::to_string(w.learning_rate), "the updates would differ");
+    same("threads", std::to_string(o.threads), "sums split over threads round differently");
+    start_step = meta_int(sp, "step", meta("step"));
+    const StFile model_file = read_safetensors(o.resume);
+    if (model_file.metadata.count("step") == 0 || model_file.metadata.at("step") != meta("step"))
+      throw InputError(o.resume + ": the model and " + sp + " are from different steps");
     adam.step = start_step;
     for (std::size_t p = 0; p < prefs.size(); ++p) {
       for (const char* which : {"exp_avg.", "exp_avg_sq."}) {
@@ -194,11 +243,33 @@ int run_train(const TrainOptions& o, Comm& comm) {
   const std::int64_t ipe = (per_rank + batch - 1) / batch;
   const int epochs = o.epochs > 0 ? o.epochs : w.epochs;
   const std::int64_t total_steps = o.steps > 0 ? o.steps : ipe * epochs;
+  if (total_steps <= start_step) {
+    throw InputError(o.resume + ": the checkpoint is at step " + std::to_string(start_step) +
+                     "; ask for more steps (--steps or --epochs) than that");
+  }
   const float inv_world = 1.0f / static_cast<float>(world);
   std::vector<float> grids_flat;
   for (const auto& L : net.layers) grids_flat.insert(grids_flat.end(), L.grid.begin(), L.grid.end());
 
+  // Rank 0 writes; every rank learns whether it worked, so a failure ends all
+  // of them with rank 0's message instead of leaving the others waiting.
+  auto save_everywhere = [&](std::int64_t at_step) {
+    std::string error;
+    if (rank == 0) {
+      try {
+        save_checkpoint(o.checkpoint, net, adam, o, world, at_step);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    }
+    if (comm.allreduce_max(error.empty() ? 0.0 : 1.0) > 0)
+      throw std::runtime_error(rank == 0 ? error : "rank 0 could not write the checkpoint");
+  };
   std::vector<Event> events;
+  const bool keep_events = !o.trace.empty();
+  auto record_event = [&](Event e) {
+    if (keep_events) events.push_back(std::move(e));
+  };
   std::vector<IterRecord> records;
   const auto t_origin = Clock::now();
   auto now = [&] { return std::chrono::duration<double>(Clock::now() - t_origin).count(); };
@@ -230,10 +301,21 @@ int run_train(const TrainOptions& o, Comm& comm) {
     // grids broadcast before forward (broadcast_buffers)
     if (w.ddp.broadcast_buffers && world > 1) {
       const double t0 = now();
+      // DDP broadcasts the module's buffers (coalesced): copy in, broadcast, copy back
+      std::size_t off = 0;
+      for (const auto& L : net.layers) {
+        std::copy(L.grid.begin(), L.grid.end(), grids_flat.begin() + static_cast<std::ptrdiff_t>(off));
+        off += L.grid.size();
+      }
       comm.broadcast(grids_flat.data(), grids_flat.size(), 0);
+      off = 0;
+      for (auto& L : net.layers) {
+        std::copy(grids_flat.begin() + static_cast<std::ptrdiff_t>(off), grids_flat.begin() + static_cast<std::ptrdiff_t>(off + L.grid.size()), L.grid.begin());
+        off += L.grid.size();
+      }
       const double t1 = now();
-      events.push_back({"broadcast buffers (" + comm.backend() + ")", "comm", 1, t0, t1, step});
-      events.push_back({"wait for broadcast", "wait", 0, t0, t1, step});
+      record_event({"broadcast buffers (" + comm.backend() + ")", "comm", 1, t0, t1, step});
+      record_event({"wait for broadcast", "wait", 0, t0, t1, step});
       comm_busy += t1 - t0;
       exposed += t1 - t0;
     }
@@ -242,12 +324,12 @@ int run_train(const TrainOptions& o, Comm& comm) {
     X.resize(static_cast<std::size_t>(B) * data.in());
     T.resize(static_cast<std::size_t>(B) * data.out());
     for (int s = 0; s < B; ++s) data.sample(shard[static_cast<std::size_t>(lo + s)], &X[static_cast<std::size_t>(s) * data.in()], &T[static_cast<std::size_t>(s) * data.out()]);
-    events.push_back({"load batch", "host", 0, t0, now(), step});
+    record_event({"load batch", "host", 0, t0, now(), step});
     // forward
     t0 = now();
     last_loss = cpu.forward(X.data(), T.data(), B, [&](int l) {
       const double t1 = now();
-      events.push_back({"forward layer " + std::to_string(l), "forward", 0, t0, t1, step});
+      record_event({"forward layer " + std::to_string(l), "forward", 0, t0, t1, step});
       t0 = t1;
     });
     rec.loss = last_loss;
@@ -300,12 +382,12 @@ int run_train(const TrainOptions& o, Comm& comm) {
           for (std::size_t i = 0; i < g.size(); ++i) dst[i] = g[i] * inv_world;
           ++runs[static_cast<std::size_t>(b)].ready;
           launch_ready();
-          events.push_back({"bucket_copy " + prefs[static_cast<std::size_t>(p)].name, "grad_copy", 0, c0, now(), step});
+          record_event({"bucket_copy " + prefs[static_cast<std::size_t>(p)].name, "grad_copy", 0, c0, now(), step});
         },
         [&](int l) {
           progress();
           const double t1 = now();
-          events.push_back({"backward layer " + std::to_string(l), "backward", 0, t0, t1, step});
+          record_event({"backward layer " + std::to_string(l), "backward", 0, t0, t1, step});
           t0 = t1;
         });
     // wait for every bucket
@@ -318,11 +400,11 @@ int run_train(const TrainOptions& o, Comm& comm) {
     for (const auto& r : runs) comm.wait(r.handle);
     comm.release();
     const double wait1 = std::max(now(), runs.back().end_s);
-    events.push_back({"wait for all-reduce", "wait", 0, wait0, wait1, step});
+    record_event({"wait for all-reduce", "wait", 0, wait0, wait1, step});
     exposed += wait1 - wait0;
     for (std::size_t b = 0; b < runs.size(); ++b) {
       const BucketRun& r = runs[b];
-      events.push_back({"allreduce bucket " + std::to_string(b) + " (" + comm.backend() + ")", "comm", 1, r.start_s, r.end_s, step});
+      record_event({"allreduce bucket " + std::to_string(b) + " (" + comm.backend() + ")", "comm", 1, r.start_s, r.end_s, step});
       comm_busy += r.end_s - std::max(r.launch_s, b > 0 ? runs[b - 1].end_s : 0.0);
     }
     // copy back, Adam
@@ -339,25 +421,28 @@ int run_train(const TrainOptions& o, Comm& comm) {
         gptr[p] = g.data();
       }
     }
-    if (!w.ddp.gradient_as_bucket_view) events.push_back({"copy_back", "copy_back", 0, t0, now(), step});
+    if (!w.ddp.gradient_as_bucket_view) record_event({"copy_back", "copy_back", 0, t0, now(), step});
     t0 = now();
     std::vector<float*> pptr;
     for (auto& p : prefs) pptr.push_back(p.data);
     adam.update(pptr, gptr);
     rec.end_s = now();
-    events.push_back({"adam", "optimizer", 0, t0, rec.end_s, step});
+    record_event({"adam", "optimizer", 0, t0, rec.end_s, step});
     rec.comm_s = comm_busy;
     rec.exposed_s = exposed;
     rec.compute_s = (rec.end_s - rec.start_s) - exposed;
     records.push_back(rec);
+    // Without --json/--csv only a recent window feeds the summary: a long run
+    // must not grow without bound.
+    if (o.json.empty() && o.csv.empty() && records.size() > 20000) records.erase(records.begin(), records.begin() + 10000);
     first_iteration = false;
     if (!o.quiet && rank == 0 && (step % 50 == 0 || step + 1 == total_steps))
       std::cerr << "step " << step << "/" << total_steps << " loss " << last_loss << "\n";
-    if (!o.checkpoint.empty() && o.checkpoint_every > 0 && (step + 1) % o.checkpoint_every == 0 && rank == 0)
-      save_checkpoint(o.checkpoint, net, adam, o, world, step + 1);
+    if (!o.checkpoint.empty() && o.checkpoint_every > 0 && (step + 1) % o.checkpoint_every == 0)
+      save_everywhere(step + 1);
   }
   const bool interrupted = step < total_steps;
-  if (!o.checkpoint.empty() && rank == 0) save_checkpoint(o.checkpoint, net, adam, o, world, step);
+  if (!o.checkpoint.empty()) save_everywhere(step);
 
   // ---- gather and report (rank 0)
   nlohmann::json mine = nlohmann::json::array();

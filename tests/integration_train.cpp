@@ -334,3 +334,51 @@ TEST_CASE("bench interference runs to the end under mpirun (ranks that started d
     CHECK(std::isfinite(j["interference_mean"].get<double>()));
   }
 }
+
+TEST_CASE("resume refuses what would break bit-identity; a failed checkpoint write ends every rank") {
+  Dir d;
+  const std::string w = small(d, "w.yaml", 32);
+  std::string err;
+  REQUIRE(sh(kExe + " train --quiet --workload " + w + " --steps 4 --checkpoint " + (d / "a.safetensors"), &err, &d) == 0);
+  // another batch size
+  const std::string w64 = small(d, "w64.yaml", 64);
+  CHECK(sh(kExe + " train --quiet --workload " + w64 + " --steps 8 --resume " + (d / "a.safetensors"), &err, &d) == 2);
+  CHECK(err.find("saved with batch_per_gpu 32, resumed with 64") != std::string::npos);
+  // another grid size
+  std::string g8 = slurp(w);
+  g8.replace(g8.find("grid_size: 5"), 12, "grid_size: 8");
+  std::ofstream(d / "g8.yaml") << g8;
+  CHECK(sh(kExe + " train --quiet --workload " + (d / "g8.yaml") + " --steps 8 --resume " + (d / "a.safetensors"), &err, &d) == 2);
+  CHECK(err.find("G=5, k=3; the workload asks for another") != std::string::npos);
+  // another thread count
+  CHECK(sh(kExe + " train --quiet --threads 2 --workload " + w + " --steps 8 --resume " + (d / "a.safetensors"), &err, &d) == 2);
+  // nothing left to do
+  CHECK(sh(kExe + " train --quiet --workload " + w + " --steps 4 --resume " + (d / "a.safetensors"), &err, &d) == 2);
+  CHECK(err.find("checkpoint is at step 4") != std::string::npos);
+  // a model file and an optimizer file of different steps
+  REQUIRE(sh(kExe + " train --quiet --workload " + w + " --steps 6 --checkpoint " + (d / "b.safetensors"), &err, &d) == 0);
+  std::system(("cp " + (d / "a.optim.safetensors") + " " + (d / "b.optim.safetensors")).c_str());
+  CHECK(sh(kExe + " train --quiet --workload " + w + " --steps 8 --resume " + (d / "b.safetensors"), &err, &d) == 2);
+  CHECK(err.find("are from different steps") != std::string::npos);
+  // rank 0 cannot write: both ranks end (no hang), with rank 0's reason
+  const int rc = sh("timeout 60 env " + mpirun(2) + kExe + " train --quiet --workload " + w +
+                        " --steps 10 --checkpoint-every 3 --checkpoint /nonexistent-dir/x.safetensors",
+                    &err, &d);
+  CHECK(rc != 0);
+  CHECK(rc != 124);  // not the timeout
+  CHECK(err.find("/nonexistent-dir/x.optim.safetensors: cannot open for writing") != std::string::npos);
+}
+
+TEST_CASE("every task trains; pykan-bessel included") {
+  Dir d;
+  const std::string w = workload(d, "b.yaml", R"(name: bessel
+kan: {widths: [2, 5, 1]}
+task: pykan-bessel
+batch_per_gpu: 64
+dataset_size: 256
+seed: 1
+)");
+  std::string err;
+  CHECK(sh(kExe + " train --quiet --workload " + w + " --steps 3", &err, &d) == 0);
+  CAPTURE(err);
+}
