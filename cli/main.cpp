@@ -18,6 +18,7 @@ static void usage(std::ostream& os) {
         "commands:\n"
         "  simulate   predict DDP training of a KAN on 1..N GPUs of a cluster (discrete-event replay)\n"
         "  train      train a KAN for real (CPU kernels); data-parallel under mpirun, like PyTorch DDP\n"
+        "  measure    collective sweeps in nccl-tests' format (measure allreduce, measure broadcast)\n"
         "  eval       predictions of a trained checkpoint for the rows of a CSV file\n"
         "  bench      benchmarks of kanscale itself (bench sim, bench kernels)\n\n"
         "kanscale <command> --help shows a command's options. kanscale --version prints the build.\n";
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
     if (cmd == "bench") return ks::cli::bench(rest, cmdline);
     if (cmd == "train") return ks::cli::train(rest, cmdline);
     if (cmd == "eval") return ks::cli::eval(rest, cmdline);
+    if (cmd == "measure") return ks::cli::measure(rest, cmdline);
     std::cerr << "kanscale: unknown command '" << cmd << "'\n";
     usage(std::cerr);
     return 2;

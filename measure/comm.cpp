@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #if KANSCALE_HAVE_MPI
@@ -34,6 +35,10 @@ class SelfComm final : public Comm {
   std::vector<std::string> gather(const std::string& s) override { return {s}; }
   std::vector<std::string> hosts() override { return {hostname()}; }
   void abort(int) override {}
+  void allreduce_floats(const float* send, float* recv, std::size_t n) override {
+    if (send != recv) std::copy(send, send + n, recv);
+  }
+  std::string library_version() const override { return "none (one process)"; }
 };
 
 #if KANSCALE_HAVE_MPI
@@ -117,6 +122,18 @@ class MpiComm final : public Comm {
   }
   void abort(int code) override {
     if (size_ > 1) MPI_Abort(MPI_COMM_WORLD, code);
+  }
+  void allreduce_floats(const float* send, float* recv, std::size_t n) override {
+    check(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+          "MPI_Allreduce", rank_);
+  }
+  std::string library_version() const override {
+    char v[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(v, &len);
+    std::string s(v, static_cast<std::size_t>(len));
+    const auto nl = s.find_first_of("\n,");
+    return nl == std::string::npos ? s : s.substr(0, nl);
   }
 
  private:

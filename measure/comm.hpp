@@ -30,6 +30,10 @@ class Comm {
   virtual std::vector<std::string> gather(const std::string& s) = 0;
   // Every rank's host name (for metadata).
   virtual std::vector<std::string> hosts() = 0;
+  // Blocking sum all-reduce; send == recv is in place.
+  virtual void allreduce_floats(const float* send, float* recv, std::size_t n) = 0;
+  // The collective library's own version string.
+  virtual std::string library_version() const = 0;
   // Ends every rank (MPI_Abort) after an error on this one; no-op alone.
   virtual void abort(int code) = 0;
 };

@@ -382,3 +382,61 @@ seed: 1
   CHECK(sh(kExe + " train --quiet --workload " + w + " --steps 3", &err, &d) == 0);
   CAPTURE(err);
 }
+
+TEST_CASE("measure allreduce under mpirun: every result verified, nccl-tests' busbw, and resume equals an uninterrupted sweep") {
+  Dir d;
+  std::string err;
+  const std::string base = "timeout 120 env " + mpirun(3) + kExe + " measure allreduce -b 8 -e 1M -f 4 -n 3 -w 1";
+  REQUIRE(sh(base + " --json " + (d / "a.json"), &err, &d) == 0);
+  const auto a = nlohmann::json::parse(slurp(d / "a.json"));
+  CHECK(a["metadata"]["ranks"] == 3);
+  // sizes 8 * 4^j up to 1 MiB: 8, 32, ..., 8 * 4^8 = 512 KiB: 9 points
+  REQUIRE(a["points"].size() == 9);
+  for (const auto& p : a["points"]) {
+    CHECK(p["out_of_place"]["wrong"] == 0);
+    CHECK(p["in_place"]["wrong"] == 0);
+    CHECK(p["count"].get<double>() * 4 == p["size_bytes"].get<double>());
+    // busbw = algbw * 2(n-1)/n = algbw * 4/3
+    CHECK(p["out_of_place"]["busbw_GBps"].get<double>() ==
+          doctest::Approx(p["out_of_place"]["algbw_GBps"].get<double>() * 4.0 / 3.0));
+    CHECK(p["out_of_place"]["algbw_GBps"].get<double>() ==
+          doctest::Approx(p["size_bytes"].get<double>() / p["out_of_place"]["time_us"].get<double>() / 1e3));
+  }
+  // interrupted after 4 points, then resumed
+  REQUIRE(sh(base + " --json " + (d / "b.json") + " --max-points 4", &err, &d) == 0);
+  CHECK(nlohmann::json::parse(slurp(d / "b.json"))["points"].size() == 4);
+  REQUIRE(sh(base + " --resume " + (d / "b.json"), &err, &d) == 0);
+  const auto c = nlohmann::json::parse(slurp(d / "b.json"));
+  REQUIRE(c["points"].size() == a["points"].size());
+  for (std::size_t i = 0; i < a["points"].size(); ++i) {
+    CHECK(c["points"][i]["size_bytes"] == a["points"][i]["size_bytes"]);
+    CHECK(c["points"][i]["count"] == a["points"][i]["count"]);
+    CHECK(c["points"][i]["in_place"]["wrong"] == a["points"][i]["in_place"]["wrong"]);
+  }
+  for (const char* k : {"op", "ranks", "min_bytes", "max_bytes", "factor", "iters", "warmup_iters", "hosts"})
+    CHECK(c["metadata"][k] == a["metadata"][k]);
+  // a resume file of another sweep is refused before anything runs
+  CHECK(sh("timeout 120 env " + mpirun(3) + kExe + " measure allreduce -b 8 -e 4M -f 4 -n 3 -w 1 --resume " + (d / "a.json"),
+           &err, &d) == 2);
+  CHECK(err.find("was measured with another max_bytes") != std::string::npos);
+  std::ofstream(d / "junk.json") << "{not json";
+  CHECK(sh(kExe + " measure allreduce --resume " + (d / "junk.json"), &err, &d) == 2);
+  CHECK(err.find("junk.json: not a kanscale sweep file") != std::string::npos);
+  CHECK(sh(kExe + " measure allreduce -b 8x", &err, &d) == 2);
+}
+
+TEST_CASE("measure broadcast from a non-zero root is verified on every rank") {
+  Dir d;
+  std::string err;
+  REQUIRE(sh("timeout 120 env " + mpirun(3) + kExe + " measure broadcast -r 1 -b 4 -e 64K -f 8 -n 2 -w 1 --json " + (d / "b.json") +
+                 " --csv " + (d / "b.csv"),
+             &err, &d) == 0);
+  const auto j = nlohmann::json::parse(slurp(d / "b.json"));
+  for (const auto& p : j["points"]) {
+    CHECK(p["root"] == 1);
+    CHECK(p["out_of_place"]["wrong"] == 0);
+    CHECK(p["in_place"]["wrong"] == 0);
+    CHECK(p["out_of_place"]["busbw_GBps"] == p["out_of_place"]["algbw_GBps"]);  // broadcast: factor 1
+  }
+  CHECK(slurp(d / "b.csv").find("size_bytes,count,type,redop,root,oop_time_us") != std::string::npos);
+}

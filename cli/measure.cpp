@@ -1,0 +1,99 @@
+// kanscale measure allreduce|broadcast: nccl-tests-style collective sweeps.
+#include <boost/program_options.hpp>
+
+#include <cmath>
+#include <iostream>
+
+#include "commands.hpp"
+#include "measure/collective_sweep.hpp"
+#include "measure/comm.hpp"
+#include "model/units.hpp"
+#include "model/yaml_reader.hpp"
+#include "options.hpp"
+
+namespace po = boost::program_options;
+
+namespace ks::cli {
+
+namespace {
+bool under_mpirun() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+
+// nccl-tests' size arguments: a number with an optional K, M or G (binary),
+// or a kanscale size ("256MiB").
+double parse_sweep_size(const std::string& s, const char* option) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  const std::string rest = end ? std::string(end) : "";
+  double f = 0;
+  if (end != s.c_str() && (rest.empty() || rest == "K" || rest == "M" || rest == "G")) {
+    f = rest.empty() ? 1 : rest == "K" ? 1024.0 : rest == "M" ? 1048576.0 : 1073741824.0;
+    if (std::isfinite(v) && v > 0) return v * f;
+  }
+  try {
+    const double b = parse_size_bytes(s);
+    if (b > 0) return b;
+  } catch (const UnitError& e) {
+    throw InputError(std::string(option) + ": " + e.what() + " (or nccl-tests' form: 8, 64K, 256M, 1G)");
+  }
+  throw InputError(std::string(option) + ": expected a positive size such as 8, 64K, 256M or 1GiB, got \"" + s + "\"");
+}
+}  // namespace
+
+int measure(const std::vector<std::string>& args, const std::string& cmdline) {
+  if (args.empty() || (args[0] != "allreduce" && args[0] != "broadcast")) {
+    throw InputError("measure: expected what to measure: kanscale measure allreduce|broadcast [options]");
+  }
+  SweepOptions o;
+  o.op = args[0];
+  o.command_line = cmdline;
+  std::string b = "8", e = "256M";
+  int check = 1;
+  po::options_description desc("measure " + o.op + " options (nccl-tests' letters)");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("minbytes,b", po::value(&b)->default_value(b), "smallest size")
+      ("maxbytes,e", po::value(&e)->default_value(e), "largest size")
+      ("stepfactor,f", po::value(&o.factor)->default_value(o.factor), "size factor between points")
+      ("iters,n", po::value(&o.iters)->default_value(o.iters), "timed iterations per point")
+      ("warmup_iters,w", po::value(&o.warmup)->default_value(o.warmup), "warm-up iterations per point")
+      ("check,c", po::value(&check)->default_value(check), "verify every result (1) or not (0)")
+      ("root,r", po::value(&o.root)->default_value(o.root), "broadcast root")
+      ("json", po::value(&o.json)->value_name("FILE"), "results as JSON (rewritten after every point)")
+      ("csv", po::value(&o.csv)->value_name("FILE"), "results as CSV (rewritten after every point)")
+      ("resume", po::value(&o.resume)->value_name("FILE"), "continue the sweep in this JSON file")
+      ("max-points", po::value(&o.max_points), "stop after this many new points (tests of --resume)");
+  po::variables_map vm;
+  if (!parse_args({args.begin() + 1, args.end()}, desc,
+                  "usage: mpirun -np P kanscale measure " + o.op + " [-b 8] [-e 256M] [-f 2] [-n 20] [-w 5] [-c 1] [--json F] [--csv F] [--resume F]",
+                  vm))
+    return 0;
+  o.min_bytes = parse_sweep_size(b, "-b");
+  o.max_bytes = parse_sweep_size(e, "-e");
+  if (o.max_bytes < o.min_bytes) throw InputError("-e: the largest size is below the smallest (-b)");
+  if (!(o.factor >= 1)) throw InputError("-f: the size factor must be at least 1");
+  if (o.iters < 1) throw InputError("-n: at least 1 iteration");
+  if (o.warmup < 0) throw InputError("-w: must not be negative");
+  if (check != 0 && check != 1) throw InputError("-c: 0 or 1");
+  o.check = check == 1;
+  if (o.max_points < 0) throw InputError("--max-points: must not be negative");
+  if (!o.resume.empty() && o.json.empty()) o.json = o.resume;  // continue writing the same file
+  auto comm = under_mpirun() ? make_mpi_comm() : make_self_comm();
+  if (o.root < 0 || o.root >= comm->size()) throw InputError("-r: the root must be a rank, 0.." + std::to_string(comm->size() - 1));
+  try {
+    const auto wrong = run_sweep(*comm, o, std::cout);
+    return wrong == 0 ? 0 : 1;
+  } catch (const InputError& ex) {
+    if (comm->rank() == 0) std::cerr << "kanscale: " << ex.what() << "\n";
+    return 2;
+  } catch (const std::exception& ex) {
+    std::cerr << "kanscale measure: error: " << ex.what() << " (rank " << comm->rank() << ")\n";
+    comm->abort(1);
+    return 1;
+  }
+}
+
+}  // namespace ks::cli

@@ -1,0 +1,263 @@
+#include "collective_sweep.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "kanscale/build_info.hpp"
+#include "model/units.hpp"
+#include "model/yaml_reader.hpp"
+#include "sim/report.hpp"
+
+namespace ks {
+
+namespace {
+
+// Values whose sums over up to 2^16 ranks stay exact in fp32.
+inline float pattern(int rank, std::size_t i) { return static_cast<float>((rank + 1) * static_cast<int>(i % 7 + 1)); }
+inline float expected_sum(int ranks, std::size_t i) {
+  return static_cast<float>(static_cast<double>(i % 7 + 1) * ranks * (ranks + 1) / 2);
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+nlohmann::json point_json(const SweepPoint& p, const std::string& redop, int root) {
+  auto side = [&](int s) {
+    return nlohmann::json{{"time_us", p.time_us[s]}, {"algbw_GBps", p.algbw_GBps[s]}, {"busbw_GBps", p.busbw_GBps[s]},
+                          {"wrong", p.wrong[s]}};
+  };
+  return {{"size_bytes", p.bytes}, {"count", p.count}, {"type", "float"}, {"redop", redop}, {"root", root},
+          {"out_of_place", side(0)}, {"in_place", side(1)}};
+}
+
+}  // namespace
+
+std::vector<double> sweep_sizes(const SweepOptions& o) {
+  std::vector<double> s;
+  for (double b = o.min_bytes; b <= o.max_bytes * (1 + 1e-12); b = o.factor > 1 ? b * o.factor : b + 1e300) {
+    const double r = std::floor(b / 4) * 4;
+    if (r >= 4 && (s.empty() || r != s.back())) s.push_back(r);
+    if (!(o.factor > 1)) break;
+  }
+  return s;
+}
+
+double bus_factor(const std::string& op, int ranks) {
+  return op == "allreduce" ? 2.0 * (ranks - 1) / ranks : 1.0;
+}
+
+std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
+  const int rank = comm.rank(), n = comm.size();
+  const bool allreduce = o.op == "allreduce";
+  const std::string redop = allreduce ? "sum" : "none";
+  const int root = allreduce ? -1 : o.root;
+  const auto sizes = sweep_sizes(o);
+  const std::vector<std::string> host_list = comm.hosts();
+  std::set<std::string> unique_hosts(host_list.begin(), host_list.end());
+
+  nlohmann::json meta = {{"kanscale_version", build::version},
+                         {"git_hash", build::git_hash},
+                         {"command_line", o.command_line},
+                         {"op", o.op},
+                         {"backend", comm.backend()},
+                         {"library", comm.library_version()},
+                         {"ranks", n},
+                         {"nodes", unique_hosts.size()},
+                         {"ranks_per_node", unique_hosts.empty() ? 0.0 : static_cast<double>(n) / unique_hosts.size()},
+                         {"hosts", host_list},
+                         {"min_bytes", o.min_bytes},
+                         {"max_bytes", o.max_bytes},
+                         {"factor", o.factor},
+                         {"iters", o.iters},
+                         {"warmup_iters", o.warmup},
+                         {"check", o.check},
+                         {"date_utc", utc_now()},
+                         {"timing", "per rank: mean of the timed iterations after a barrier; reported: the maximum over ranks"}};
+
+  // --resume: rank 0 reads and checks the file; every rank learns how many
+  // points are done (or that the file is unusable).
+  std::vector<nlohmann::json> done;
+  float status[2] = {0, 0};  // [done points, error]
+  std::string resume_error;
+  if (rank == 0 && !o.resume.empty()) {
+    try {
+      std::ifstream in(o.resume);
+      if (!in) throw InputError(o.resume + ": cannot open file");
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(in);
+      } catch (const std::exception& e) {
+        throw InputError(o.resume + ": not a kanscale sweep file: " + e.what());
+      }
+      if (!j.contains("metadata") || !j.contains("points") || !j["points"].is_array())
+        throw InputError(o.resume + ": not a kanscale sweep file (no metadata/points)");
+      for (const char* k : {"op", "ranks", "min_bytes", "max_bytes", "factor", "iters", "warmup_iters", "check"}) {
+        if (!j["metadata"].contains(k) || j["metadata"][k] != meta[k])
+          throw InputError(o.resume + ": was measured with another " + std::string(k) + " (" +
+                           (j["metadata"].contains(k) ? j["metadata"][k].dump() : "none") + ", now " + meta[k].dump() + ")");
+      }
+      for (std::size_t i = 0; i < j["points"].size(); ++i) {
+        if (i >= sizes.size() || j["points"][i]["size_bytes"] != sizes[i])
+          throw InputError(o.resume + ": point " + std::to_string(i) + " is not this sweep's size " +
+                           (i < sizes.size() ? std::to_string(static_cast<long long>(sizes[i])) : "(none)"));
+        done.push_back(j["points"][i]);
+      }
+      status[0] = static_cast<float>(done.size());
+    } catch (const InputError& e) {
+      resume_error = e.what();
+      status[1] = 1;
+    }
+  }
+  comm.broadcast(status, 2, 0);
+  if (status[1] > 0) throw InputError(rank == 0 ? resume_error : o.resume + ": unusable (see rank 0)");
+  const std::size_t start = static_cast<std::size_t>(status[0]);
+
+  const std::size_t max_count = sizes.empty() ? 0 : static_cast<std::size_t>(sizes.back() / 4);
+  std::vector<float> send(max_count), recv(max_count);
+  const bool tty = isatty(STDERR_FILENO);
+  if (rank == 0) {
+    out << "# kanscale measure " << o.op << ": " << n << " rank(s) on " << unique_hosts.size() << " node(s), "
+        << comm.backend() << " (" << comm.library_version() << ")\n";
+    for (int r = 0; r < n; ++r) out << "#  Rank " << std::setw(3) << r << " on " << host_list[static_cast<std::size_t>(r)] << "\n";
+    out << "#\n"
+        << "#                                                              out-of-place                       in-place          \n"
+        << "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+        << "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       \n";
+  }
+  auto print_row = [&](const nlohmann::json& p) {
+    char line[256];
+    const auto& a = p["out_of_place"];
+    const auto& b = p["in_place"];
+    std::snprintf(line, sizeof line, "%12.0f  %12lld  %8s  %6s  %6d  %7.2f %6.2f %6.2f %6lld  %7.2f %6.2f %6.2f %6lld\n",
+                  p["size_bytes"].get<double>(), p["count"].get<long long>(), "float", redop.c_str(), root,
+                  a["time_us"].get<double>(), a["algbw_GBps"].get<double>(), a["busbw_GBps"].get<double>(),
+                  a["wrong"].get<long long>(), b["time_us"].get<double>(), b["algbw_GBps"].get<double>(),
+                  b["busbw_GBps"].get<double>(), b["wrong"].get<long long>());
+    out << line;
+  };
+  for (const auto& p : done)
+    if (rank == 0) print_row(p);
+
+  auto write_files = [&](const std::vector<nlohmann::json>& pts) {
+    if (rank != 0) return;
+    std::vector<std::pair<std::string, std::string>> files;
+    nlohmann::json j = {{"metadata", meta}, {"points", pts}};
+    if (!o.json.empty()) files.emplace_back(o.json, j.dump(2) + "\n");
+    if (!o.csv.empty()) {
+      std::ostringstream c;
+      c << std::setprecision(9);
+      for (auto it = meta.begin(); it != meta.end(); ++it) c << "# " << it.key() << ": " << it.value().dump() << "\n";
+      c << "size_bytes,count,type,redop,root,oop_time_us,oop_algbw_GBps,oop_busbw_GBps,oop_wrong,ip_time_us,ip_algbw_GBps,"
+           "ip_busbw_GBps,ip_wrong\n";
+      for (const auto& p : pts) {
+        const auto& a = p["out_of_place"];
+        const auto& b = p["in_place"];
+        c << p["size_bytes"].get<double>() << "," << p["count"] << ",float," << redop << "," << root << ","
+          << a["time_us"].get<double>() << "," << a["algbw_GBps"].get<double>() << "," << a["busbw_GBps"].get<double>()
+          << "," << a["wrong"] << "," << b["time_us"].get<double>() << "," << b["algbw_GBps"].get<double>() << ","
+          << b["busbw_GBps"].get<double>() << "," << b["wrong"] << "\n";
+      }
+      files.emplace_back(o.csv, c.str());
+    }
+    write_files_atomic(files);
+  };
+
+  std::int64_t total_wrong = 0;
+  for (const auto& p : done) total_wrong += p["out_of_place"]["wrong"].get<std::int64_t>() + p["in_place"]["wrong"].get<std::int64_t>();
+  double busbw_sum = 0;
+  int busbw_n = 0;
+  for (const auto& p : done) {
+    busbw_sum += p["out_of_place"]["busbw_GBps"].get<double>();
+    ++busbw_n;
+  }
+  int new_points = 0;
+  for (std::size_t si = start; si < sizes.size(); ++si) {
+    if (o.max_points > 0 && new_points >= o.max_points) break;
+    SweepPoint pt;
+    pt.bytes = sizes[si];
+    pt.count = static_cast<std::int64_t>(sizes[si] / 4);
+    const std::size_t cnt = static_cast<std::size_t>(pt.count);
+    for (int inplace = 0; inplace < 2; ++inplace) {
+      float* dst = recv.data();
+      const float* src = inplace ? recv.data() : send.data();
+      auto fill = [&] {
+        for (std::size_t i = 0; i < cnt; ++i) {
+          send[i] = pattern(rank, i);
+          recv[i] = inplace ? pattern(rank, i) : 0.0f;
+        }
+        if (!allreduce && rank != o.root) std::fill(recv.begin(), recv.begin() + static_cast<std::ptrdiff_t>(cnt), 0.0f);
+      };
+      auto once = [&] {
+        if (allreduce) {
+          comm.allreduce_floats(src, dst, cnt);
+        } else {
+          // out of place: the root copies its input into the output first
+          if (!inplace && rank == o.root) std::copy(send.begin(), send.begin() + static_cast<std::ptrdiff_t>(cnt), recv.begin());
+          comm.broadcast(dst, cnt, o.root);
+        }
+      };
+      fill();
+      for (int w = 0; w < o.warmup; ++w) once();
+      comm.barrier();
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int it = 0; it < o.iters; ++it) once();
+      const double mean_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / std::max(1, o.iters);
+      const double t = comm.allreduce_max(mean_s);
+      pt.time_us[inplace] = t * 1e6;
+      pt.algbw_GBps[inplace] = pt.bytes / t / 1e9;
+      pt.busbw_GBps[inplace] = pt.algbw_GBps[inplace] * bus_factor(o.op, n);
+      if (o.check) {
+        fill();
+        once();
+        std::int64_t wrong = 0;
+        for (std::size_t i = 0; i < cnt; ++i) {
+          const float want = allreduce ? expected_sum(n, i) : pattern(o.root, i);
+          wrong += recv[i] != want;
+        }
+        pt.wrong[inplace] = static_cast<std::int64_t>(comm.allreduce_sum(static_cast<double>(wrong)));
+      } else {
+        pt.wrong[inplace] = -1;
+      }
+    }
+    total_wrong += std::max<std::int64_t>(0, pt.wrong[0]) + std::max<std::int64_t>(0, pt.wrong[1]);
+    busbw_sum += pt.busbw_GBps[0];
+    ++busbw_n;
+    done.push_back(point_json(pt, redop, root));
+    ++new_points;
+    if (rank == 0) {
+      print_row(done.back());
+      out.flush();
+      write_files(done);  // every finished point is on disk at once
+      if (tty) {
+        const int width = 30, filled = static_cast<int>(width * done.size() / sizes.size());
+        std::cerr << "\r[" << std::string(static_cast<std::size_t>(filled), '#') << std::string(static_cast<std::size_t>(width - filled), ' ')
+                  << "] " << done.size() << "/" << sizes.size() << " " << format_bytes(pt.bytes) << "      " << std::flush;
+      } else {
+        std::cerr << "point " << done.size() << "/" << sizes.size() << ": " << format_bytes(pt.bytes) << " done\n";
+      }
+    }
+  }
+  if (rank == 0) {
+    if (tty) std::cerr << "\n";
+    if (new_points == 0) write_files(done);
+    out << "# Out of bounds values : " << total_wrong << (total_wrong == 0 ? " OK" : " FAILED") << "\n";
+    out << "# Avg bus bandwidth    : " << std::fixed << std::setprecision(5) << (busbw_n ? busbw_sum / busbw_n : 0.0)
+        << std::defaultfloat << "\n#\n";
+  }
+  return total_wrong;
+}
+
+}  // namespace ks

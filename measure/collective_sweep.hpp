@@ -1,0 +1,44 @@
+#pragma once
+// kanscale measure allreduce: a collective sweep in the manner of
+// nccl-tests' all_reduce_perf / broadcast_perf (sizes from -b to -e by a
+// factor -f, -w warm-up and -n timed iterations, -c check), on the MPI (or
+// one-process) backend. Every finished point is written at once (JSON and
+// CSV, atomically); --resume continues an interrupted sweep.
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "comm.hpp"
+
+namespace ks {
+
+struct SweepOptions {
+  std::string op = "allreduce";  // allreduce | broadcast
+  double min_bytes = 8, max_bytes = 256.0 * 1024 * 1024, factor = 2;
+  int iters = 20, warmup = 5;
+  bool check = true;
+  int root = 0;                 // broadcast
+  std::string json, csv, resume;
+  int max_points = 0;           // stop after this many new points (0: all); for tests of --resume
+  std::string command_line;
+};
+
+struct SweepPoint {
+  double bytes = 0;
+  std::int64_t count = 0;
+  double time_us[2] = {0, 0};  // out-of-place, in-place (max over ranks of the mean per iteration)
+  double algbw_GBps[2] = {0, 0}, busbw_GBps[2] = {0, 0};
+  std::int64_t wrong[2] = {0, 0};  // elements that differ from the expected result, all ranks
+};
+
+// The sizes of a sweep (bytes, multiples of 4, as nccl-tests rounds them).
+std::vector<double> sweep_sizes(const SweepOptions& o);
+// Bus-bandwidth factor: all-reduce 2(n-1)/n, broadcast 1 (nccl-tests' PERFORMANCE.md).
+double bus_factor(const std::string& op, int ranks);
+
+// Runs the sweep; rank 0 prints nccl-tests' table to `out` and writes the
+// files. Returns the total #wrong.
+std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out);
+
+}  // namespace ks
