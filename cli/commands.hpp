@@ -8,6 +8,7 @@ int bench(const std::vector<std::string>& args, const std::string& cmdline);
 int bench_kernels(const std::vector<std::string>& args);
 int bench_interference(const std::vector<std::string>& args, const std::string& cmdline);
 int measure(const std::vector<std::string>& args, const std::string& cmdline);
+int fit(const std::vector<std::string>& args, const std::string& cmdline);
 int train(const std::vector<std::string>& args, const std::string& cmdline);
 int eval(const std::vector<std::string>& args, const std::string& cmdline);
 }  // namespace ks::cli

@@ -19,6 +19,7 @@ static void usage(std::ostream& os) {
         "  simulate   predict DDP training of a KAN on 1..N GPUs of a cluster (discrete-event replay)\n"
         "  train      train a KAN for real (CPU kernels); data-parallel under mpirun, like PyTorch DDP\n"
         "  measure    collective sweeps in nccl-tests' format (measure allreduce, measure broadcast)\n"
+        "  fit        a calibration fitted from measurement files\n"
         "  eval       predictions of a trained checkpoint for the rows of a CSV file\n"
         "  bench      benchmarks of kanscale itself (bench sim, bench kernels)\n\n"
         "kanscale <command> --help shows a command's options. kanscale --version prints the build.\n";
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
     if (cmd == "train") return ks::cli::train(rest, cmdline);
     if (cmd == "eval") return ks::cli::eval(rest, cmdline);
     if (cmd == "measure") return ks::cli::measure(rest, cmdline);
+    if (cmd == "fit") return ks::cli::fit(rest, cmdline);
     std::cerr << "kanscale: unknown command '" << cmd << "'\n";
     usage(std::cerr);
     return 2;

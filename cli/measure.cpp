@@ -7,6 +7,10 @@
 #include "commands.hpp"
 #include "measure/collective_sweep.hpp"
 #include "measure/comm.hpp"
+#include "measure/kernel_bench.hpp"
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
 #include "model/units.hpp"
 #include "model/yaml_reader.hpp"
 #include "options.hpp"
@@ -43,9 +47,62 @@ double parse_sweep_size(const std::string& s, const char* option) {
 }
 }  // namespace
 
+int measure_kernels(const std::vector<std::string>& args, const std::string& cmdline) {
+  std::string plan_file = "configs/measure/cpu-default.yaml", shapes, json, csv, backend = "cpu";
+  int repeats = 0, threads = 0;
+  po::options_description desc("measure kernels options");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("plan", po::value(&plan_file)->default_value(plan_file), "measurement plan YAML (configs/measure/)")
+      ("shapes", po::value(&shapes)->value_name("B:IN:OUT:G:K,..."), "shapes instead of the plan's")
+      ("repeat", po::value(&repeats), "repetitions (default: the plan's)")
+      ("threads", po::value(&threads), "CPU threads per rank (default: the plan's)")
+      ("backend", po::value(&backend)->default_value(backend), "cpu (cuda: not yet)")
+      ("json", po::value(&json)->value_name("FILE"), "rows and metadata as JSON")
+      ("csv", po::value(&csv)->value_name("FILE"), "rows as CSV (units in the column names)");
+  po::variables_map vm;
+  if (!parse_args(args, desc, "usage: [mpirun -np P] kanscale measure kernels [--plan F | --shapes ...] --json F [--csv F]", vm))
+    return 0;
+  if (backend != "cpu") throw InputError("--backend: only cpu is measured so far");
+  if (json.empty() && csv.empty()) throw InputError("give --json and/or --csv: the measurements are for kanscale fit");
+  KernelPlan plan = shapes.empty() ? load_kernel_plan(plan_file) : KernelPlan{};
+  if (!shapes.empty()) {
+    std::stringstream ss(shapes);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      long long v[5];
+      char tail = 0;
+      if (std::sscanf(item.c_str(), "%lld:%lld:%lld:%lld:%lld%c", &v[0], &v[1], &v[2], &v[3], &v[4], &tail) != 5 ||
+          *std::min_element(v, v + 5) < 1 || v[4] > 16)
+        throw InputError("--shapes: expected B:IN:OUT:G:K entries (positive integers, K <= 16), got \"" + item + "\"");
+      plan.shapes.push_back({v[0], v[1], v[2], static_cast<int>(v[3]), static_cast<int>(v[4])});
+    }
+  }
+  if (vm.count("repeat")) plan.repeats = repeats;
+  if (vm.count("threads")) plan.threads = threads;
+  if (plan.repeats < 3) throw InputError("--repeat: at least 3 (median and spread)");
+  if (plan.threads < 1) throw InputError("--threads: at least 1");
+  auto comm = under_mpirun() ? make_mpi_comm() : make_self_comm();
+  try {
+    const auto rows = run_kernel_plan(*comm, plan, json, csv, cmdline);
+    if (comm->rank() == 0) {
+      int unstable = 0;
+      for (const auto& r : rows) unstable += r.unstable;
+      std::cout << "kanscale measure kernels: " << rows.size() << " measurements (" << plan.shapes.size() << " shapes x ops, "
+                << comm->size() << " rank(s)); " << unstable << " unstable (CV > 5%)\n";
+    }
+  } catch (const std::exception& ex) {
+    std::cerr << "kanscale measure kernels: error: " << ex.what() << " (rank " << comm->rank() << ")\n";
+    comm->abort(1);
+    return 1;
+  }
+  return 0;
+}
+
 int measure(const std::vector<std::string>& args, const std::string& cmdline) {
+  if (!args.empty() && args[0] == "kernels") return measure_kernels({args.begin() + 1, args.end()}, cmdline);
   if (args.empty() || (args[0] != "allreduce" && args[0] != "broadcast")) {
-    throw InputError("measure: expected what to measure: kanscale measure allreduce|broadcast [options]");
+    throw InputError("measure: expected what to measure: kanscale measure kernels|allreduce|broadcast [options]");
   }
   SweepOptions o;
   o.op = args[0];

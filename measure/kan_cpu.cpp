@@ -7,6 +7,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "model/kan_model.hpp"
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -225,25 +227,26 @@ void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* d
 }
 
 // FLOPs the CPU path executes (its GEMMs run over all C bases; the zeros of
-// the local support are multiplied too, at GEMM speed).
+// the local support are multiplied too, at GEMM speed): model/'s counts.
 OpCount layer_forward_count(const KanLayer& L, int B) {
-  const double Bi = static_cast<double>(B) * L.in, k1 = L.k + 1, out = L.out, C = L.C();
-  OpCount c;
-  c.flops = 4 * Bi + 3.0 * L.k * k1 * Bi + 2 * Bi * out * (C + 1) + L.in * out * C;
-  c.bytes = 4.0 * (Bi * (2 + C + k1) + 2.0 * L.in * out * C + L.in * out + 2.0 * B * out);
-  return c;
+  const auto c = kanscale_layer_forward(L.in, L.out, L.G, L.k, B);
+  return {c.flops, c.bytes};
 }
 
 OpCount layer_backward_count(const KanLayer& L, int B, bool need_dx) {
-  const double Bi = static_cast<double>(B) * L.in, k1 = L.k + 1, out = L.out, C = L.C();
-  OpCount c;
-  c.flops = 2 * Bi * out * (C + 1) + 3.0 * L.in * out * C;
-  c.bytes = 4.0 * (Bi * (1 + C) + static_cast<double>(B) * out + 3.0 * L.in * out * C + 3.0 * L.in * out);
-  if (need_dx) {
-    c.flops += 2 * Bi * out * (C + 1) + 2 * Bi * k1 + 8 * Bi;
-    c.bytes += 4.0 * (Bi * (2 + C + k1) + static_cast<double>(B) * out);
+  const auto c = kanscale_layer_backward(L.in, L.out, L.G, L.k, B, need_dx);
+  return {c.flops, c.bytes};
+}
+
+double mse_forward_backward(const float* y, const float* t, std::size_t n, float* dy) {
+  double loss = 0;
+  const float scale = 2.0f / static_cast<float>(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    const double d = static_cast<double>(y[j]) - t[j];
+    loss += d * d;
+    dy[j] = scale * (y[j] - t[j]);
   }
-  return c;
+  return loss / static_cast<double>(n);
 }
 
 KanCpuNet::KanCpuNet(KanNet& net) : net_(net) {

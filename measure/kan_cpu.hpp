@@ -77,6 +77,9 @@ class KanCpuNet {
   std::vector<std::vector<float>> grads_;
 };
 
+// MSE (mean over n) of y against t, and its gradient dy = 2(y-t)/n.
+double mse_forward_backward(const float* y, const float* t, std::size_t n, float* dy);
+
 // Sets the threads the CPU path uses (OpenMP and Eigen).
 void set_cpu_threads(int threads);
 // This machine's FP32 GEMM rate (FLOP/s) at `threads`: Eigen SGEMM 1024^3,

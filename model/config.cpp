@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kan_model.hpp"
 #include "yaml_reader.hpp"
 
 namespace ks {
@@ -28,10 +29,10 @@ const char* to_string(Proto p) {
 const char* to_string(Precision p) { return p == Precision::fp32 ? "fp32" : "tf32"; }
 const char* to_string(Implementation i) { return i == Implementation::efficient_kan ? "efficient-kan" : "kanscale"; }
 
-double OpCost::time_s(double flops, double bytes) const {
+double OpCost::time_s(double flops, double bytes, double elements) const {
   const double tf = flop_rate > 0 ? flops / flop_rate : 0.0;
   const double tb = byte_rate > 0 ? bytes / byte_rate : 0.0;
-  return fixed_s + (roofline ? std::max(tf, tb) : tf + tb);
+  return fixed_s + (roofline ? std::max(tf, tb) : tf + tb) + elements * element_s;
 }
 
 // ---------------------------------------------------------------- NCCL tables
@@ -81,7 +82,7 @@ static Cluster read_cluster(YamlMap m) {
 
   YamlMap g = m.map("gpu");
   c.gpu.model = g.string("model");
-  c.gpu.compute_capability = g.number("compute_capability", Bound::positive);
+  c.gpu.compute_capability = g.number_opt("compute_capability", Bound::positive).value_or(0.0);  // GPUs (NCCL's rules)
   c.gpu.fp32_flops = g.quantity("fp32", Quantity::flop_rate, Bound::positive);
   c.gpu.tf32_flops = g.quantity_opt("tf32", Quantity::flop_rate, Bound::positive).value_or(c.gpu.fp32_flops);
   c.gpu.memory_bandwidth_Bps = g.quantity("memory_bandwidth", Quantity::rate, Bound::positive);
@@ -166,11 +167,6 @@ static Workload read_workload(YamlMap m) {
     d->finish();
   }
   m.finish();
-  if (w.implementation == Implementation::kanscale) {
-    m.fail("implementation",
-           "\"kanscale\" kernels have no datasheet cost model yet: they are modelled once measured "
-           "(kanscale measure/fit); use \"efficient-kan\"");
-  }
   return w;
 }
 
@@ -210,6 +206,8 @@ static void read_op_cost(YamlMap& parent, const std::string& key, OpCost* cost) 
   cost->flop_rate = m->quantity_opt("flop_rate", Quantity::flop_rate, Bound::positive).value_or(cost->flop_rate);
   cost->byte_rate = m->quantity_opt("byte_rate", Quantity::rate, Bound::positive).value_or(cost->byte_rate);
   if (auto comb = m->choice_opt("combine", {"max", "sum"})) cost->roofline = *comb == "max";
+  cost->element_s = m->quantity_opt("per_element", Quantity::time, Bound::non_negative).value_or(cost->element_s);
+  m->ignore("fit");  // the fit's quality, recorded for people
   m->finish();
 }
 
@@ -233,6 +231,15 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
   if (auto comp = m.map_opt("compute")) {
     read_op_cost(*comp, "gemm", &k.gemm);
     read_op_cost(*comp, "elementwise", &k.elementwise);
+    if (auto ops = comp->map_opt("ops")) {
+      for (const auto& cls : kanscale_cost_classes()) {
+        if (!ops->has(cls)) continue;
+        OpCost c{0, 0, 0, false};
+        read_op_cost(*ops, cls, &c);
+        k.ops[cls] = c;
+      }
+      ops->finish();
+    }
     k.host_overhead_s = comp->quantity_opt("host_overhead", Quantity::time, Bound::non_negative).value_or(0.0);
     k.jitter_sigma = comp->number_opt("jitter_sigma", Bound::non_negative).value_or(0.0);
     if (k.jitter_sigma > 1.0) {

@@ -2,6 +2,7 @@
 // Typed configuration: clusters, workloads and calibrations, parsed once
 // from YAML at the edge (config.cpp). All values in SI units.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -99,7 +100,8 @@ struct OpCost {
   double flop_rate = 0;  // FLOP/s
   double byte_rate = 0;  // B/s
   bool roofline = true;
-  double time_s(double flops, double bytes) const;
+  double element_s = 0;  // per (sample, input) basis evaluation (fitted kanscale layers)
+  double time_s(double flops, double bytes, double elements = 0) const;
 };
 
 // NCCL tuning constants; the defaults come from the configured NCCL version,
@@ -132,6 +134,7 @@ struct Calibration {
   int concurrency = 1;       // ranks per node the compute terms were measured at
   OpCost gemm;
   OpCost elementwise;
+  std::map<std::string, OpCost> ops;  // fitted cost per op class (implementation kanscale)
   double host_overhead_s = 0;  // per iteration
   double jitter_sigma = 0;     // lognormal sigma of a rank's per-iteration compute factor
   double interference = 0;     // compute slowdown fraction while the rank's collective runs

@@ -2,9 +2,20 @@
 
 #include <algorithm>
 
+#include "yaml_reader.hpp"
+
 namespace ks {
 
 double op_time_s(const Op& op, const Calibration& k) {
+  if (!op.cost_class.empty()) {
+    auto it = k.ops.find(op.cost_class);
+    if (it == k.ops.end()) {
+      throw InputError("calibration '" + k.name + "' has no fitted cost for op '" + op.cost_class +
+                       "': implementation kanscale needs a calibration from `kanscale fit` on `kanscale measure "
+                       "kernels` (the datasheet calibration models efficient-kan only)");
+    }
+    return std::max(0.0, it->second.time_s(op.flops, op.bytes, op.elements));
+  }
   const OpCost& c = op.kind == OpKind::gemm ? k.gemm : k.elementwise;
   return c.time_s(op.flops, op.bytes);
 }
@@ -33,6 +44,32 @@ MemoryEstimate efficient_kan_memory(const KanShape& s, std::int64_t batch, const
   }
   m.transient_bytes = std::max(largest_temp, 2 * largest_saved);
   m.batch_bytes = 4.0 * static_cast<double>(batch) * static_cast<double>(s.widths.front() + s.widths.back());
+  m.buffers_bytes = kan_buffer_bytes(s);
+  m.runtime_bytes = runtime_bytes;
+  m.peak_bytes = m.parameters_bytes + m.gradients_bytes + m.buckets_bytes + m.optimizer_bytes + m.activations_bytes +
+                 m.transient_bytes + m.batch_bytes + m.buffers_bytes + m.runtime_bytes;
+  m.capacity_bytes = capacity_bytes;
+  return m;
+}
+
+MemoryEstimate kanscale_memory(const KanShape& s, std::int64_t batch, const DdpSettings& ddp, double runtime_bytes,
+                               double capacity_bytes) {
+  MemoryEstimate m;
+  const double P = 4.0 * static_cast<double>(kan_parameter_count(s));
+  m.parameters_bytes = P;
+  m.gradients_bytes = P;
+  m.buckets_bytes = ddp.gradient_as_bucket_view ? 0.0 : P;
+  m.optimizer_bytes = 2 * P;
+  const double B = static_cast<double>(batch), C = static_cast<double>(s.coeffs()), k1 = s.spline_order + 1;
+  double largest = 0;
+  for (int l = 0; l < s.layers(); ++l) {
+    const double in = static_cast<double>(s.widths[l]), out = static_cast<double>(s.widths[l + 1]);
+    // bases, derivatives, silu(x), first index, the input; wt [in][C][out]
+    m.activations_bytes += 4.0 * (B * in * (C + k1 + 3) + in * C * out) + 4.0 * B * out;
+    largest = std::max(largest, 4.0 * (B * in * C + in * C * out + B * in));
+  }
+  m.transient_bytes = largest;
+  m.batch_bytes = 4.0 * B * static_cast<double>(s.widths.front() + s.widths.back());
   m.buffers_bytes = kan_buffer_bytes(s);
   m.runtime_bytes = runtime_bytes;
   m.peak_bytes = m.parameters_bytes + m.gradients_bytes + m.buckets_bytes + m.optimizer_bytes + m.activations_bytes +

@@ -32,5 +32,10 @@ struct MemoryEstimate {
 // saved tensor (its gradient and the incoming one during backward).
 MemoryEstimate efficient_kan_memory(const KanShape& s, std::int64_t batch, const DdpSettings& ddp,
                                     double runtime_bytes, double capacity_bytes);
+// kanscale's own layer keeps per layer the [B][in*C] bases, the k+1
+// derivatives, SiLU(x), its input and output; backward adds [B][in*C] and
+// [in*C][out] workspaces (the transient term).
+MemoryEstimate kanscale_memory(const KanShape& s, std::int64_t batch, const DdpSettings& ddp, double runtime_bytes,
+                               double capacity_bytes);
 
 }  // namespace ks

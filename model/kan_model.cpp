@@ -204,4 +204,79 @@ std::vector<Op> efficient_kan_iteration(const KanShape& s, std::int64_t batch, b
   return b.ops;
 }
 
+FlopsBytes kanscale_layer_forward(std::int64_t in_, std::int64_t out_, int G, int k, std::int64_t batch) {
+  const double Bi = static_cast<double>(batch) * in_, k1 = k + 1, out = static_cast<double>(out_), C = G + k;
+  FlopsBytes c;
+  // silu, the local recursion (~3k(k+1)), the two GEMMs over C+1 columns, weight scaling
+  c.flops = 4 * Bi + 3.0 * k * k1 * Bi + 2 * Bi * out * (C + 1) + static_cast<double>(in_) * out * C;
+  c.bytes = 4.0 * (Bi * (2 + C + k1) + 2.0 * in_ * out * C + in_ * out + 2.0 * batch * out);
+  return c;
+}
+
+FlopsBytes kanscale_layer_backward(std::int64_t in_, std::int64_t out_, int G, int k, std::int64_t batch, bool need_dx) {
+  const double Bi = static_cast<double>(batch) * in_, k1 = k + 1, out = static_cast<double>(out_), C = G + k;
+  FlopsBytes c;
+  c.flops = 2 * Bi * out * (C + 1) + 3.0 * in_ * out * C;
+  c.bytes = 4.0 * (Bi * (1 + C) + static_cast<double>(batch) * out + 3.0 * in_ * out * C + 3.0 * in_ * out);
+  if (need_dx) {
+    c.flops += 2 * Bi * out * (C + 1) + 2 * Bi * k1 + 8 * Bi;
+    c.bytes += 4.0 * (Bi * (2 + C + k1) + static_cast<double>(batch) * out);
+  }
+  return c;
+}
+
+const std::vector<std::string>& kanscale_cost_classes() {
+  static const std::vector<std::string> c = {"load_batch", "kan_forward", "mse", "kan_backward", "bucket_copy", "copy_back", "adam"};
+  return c;
+}
+
+std::vector<Op> kanscale_iteration(const KanShape& s, std::int64_t batch, bool gradient_as_bucket_view) {
+  const auto params = kan_parameters(s);
+  const int L = s.layers();
+  const double B = static_cast<double>(batch);
+  std::vector<Op> ops;
+  auto add = [&](std::string name, const char* cls, Phase ph, int layer, double flops, double bytes, int ready = -1,
+                 double elements = 0) {
+    Op o;
+    o.name = std::move(name);
+    o.cost_class = cls;
+    o.phase = ph;
+    o.layer = layer;
+    o.flops = flops;
+    o.bytes = bytes;
+    o.ready_param = ready;
+    o.elements = elements;
+    ops.push_back(o);
+  };
+  const double io = static_cast<double>(s.widths.front() + s.widths.back());
+  add("load batch", "load_batch", Phase::zero_grad, -1, 0, 8.0 * B * io);
+  for (int l = 0; l < L; ++l) {
+    const auto c = kanscale_layer_forward(s.widths[l], s.widths[l + 1], s.grid_size, s.spline_order, batch);
+    add("forward layer " + std::to_string(l), "kan_forward", Phase::forward, l, c.flops, c.bytes, -1,
+        B * static_cast<double>(s.widths[l]));
+  }
+  const double outw = static_cast<double>(s.widths.back());
+  add("mse", "mse", Phase::loss, L - 1, 5 * B * outw, 16 * B * outw);
+  for (int l = L - 1; l >= 0; --l) {
+    const auto c = kanscale_layer_backward(s.widths[l], s.widths[l + 1], s.grid_size, s.spline_order, batch, l > 0);
+    add("backward layer " + std::to_string(l), "kan_backward", Phase::backward, l, c.flops, c.bytes, -1,
+        B * static_cast<double>(s.widths[l]));
+    for (int p : {3 * l + 1, 3 * l + 2, 3 * l + 0}) {
+      const double n = static_cast<double>(params[p].numel);
+      add("bucket_copy " + params[p].name, "bucket_copy", Phase::grad_copy, l, n, 8 * n, p);
+    }
+  }
+  if (!gradient_as_bucket_view) {
+    for (const auto& p : params) {
+      const double n = static_cast<double>(p.numel);
+      add("copy_back " + p.name, "copy_back", Phase::copy_back, p.layer, 0, 8 * n);
+    }
+  }
+  for (const auto& p : params) {
+    const double n = static_cast<double>(p.numel);
+    add("adam " + p.name, "adam", Phase::optimizer, p.layer, 10 * n, 28 * n);
+  }
+  return ops;
+}
+
 }  // namespace ks

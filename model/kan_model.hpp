@@ -52,12 +52,35 @@ struct Op {
   double saved_bytes = 0;  // activations kept for backward (forward ops)
   double temp_bytes = 0;   // largest tensor it writes that is not kept
   int ready_param = -1;    // after this op, this parameter's gradient is in its bucket
+  // Fitted ops (implementation kanscale): the calibration's cost for this
+  // class; empty: the kind's roofline/linear cost.
+  std::string cost_class;
+  double elements = 0;  // (sample, input) pairs whose bases this op evaluates
 };
+
+// FLOPs and bytes of kanscale's own CPU/CUDA layer (measure/kan_cpu):
+// local-support bases in a [B][in*C] matrix, GEMM contractions over all C.
+struct FlopsBytes {
+  double flops = 0;
+  double bytes = 0;
+};
+FlopsBytes kanscale_layer_forward(std::int64_t in, std::int64_t out, int G, int k, std::int64_t batch);
+FlopsBytes kanscale_layer_backward(std::int64_t in, std::int64_t out, int G, int k, std::int64_t batch, bool need_dx);
+
+// The cost classes of kanscale's iteration (what `kanscale measure kernels`
+// times and `kanscale fit` fits): load_batch, kan_forward, mse,
+// kan_backward, bucket_copy, copy_back, adam.
+const std::vector<std::string>& kanscale_cost_classes();
 
 // One training iteration of efficient-kan's KAN under DDP on one rank, in
 // execution order: zero_grad, forward per layer, MSE loss, backward per layer
 // in reverse (with DDP's copy of each gradient into its bucket, scaled by
 // 1/world), copy back from buckets (unless gradient_as_bucket_view), Adam.
 std::vector<Op> efficient_kan_iteration(const KanShape& s, std::int64_t batch, bool gradient_as_bucket_view);
+
+// One iteration of kanscale's own trainer (measure/trainer.cpp): load the
+// batch, forward per layer, MSE, backward per layer (each followed by its
+// three bucket copies), copy back (unless gradient_as_bucket_view), Adam.
+std::vector<Op> kanscale_iteration(const KanShape& s, std::int64_t batch, bool gradient_as_bucket_view);
 
 }  // namespace ks

@@ -37,6 +37,8 @@ class YamlMap {
   static YamlMap load_string(const std::string& text, const std::string& name);
 
   bool has(const std::string& key);  // registers the key as known
+  // Accepts the key with any value (informational entries such as fit quality).
+  void ignore(const std::string& key) { known_.insert(key); }
 
   std::string string(const std::string& key);
   std::optional<std::string> string_opt(const std::string& key);

@@ -75,7 +75,9 @@ std::unique_ptr<ReplaySetup> make_replay_setup(const Cluster& c, const Workload&
   const auto plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), w.ddp);
   const auto coll = make_collective_model(c, k);
   auto s = std::make_unique<ReplaySetup>();
-  s->ops = efficient_kan_iteration(shape, batch_per_gpu, w.ddp.gradient_as_bucket_view);
+  s->ops = w.implementation == Implementation::kanscale
+               ? kanscale_iteration(shape, batch_per_gpu, w.ddp.gradient_as_bucket_view)
+               : efficient_kan_iteration(shape, batch_per_gpu, w.ddp.gradient_as_bucket_view);
   ReplayInput& in = s->input;
   in.ranks = layout.ranks;
   in.ops = &s->ops;
@@ -172,7 +174,9 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
   const double total_iters = static_cast<double>(pt.iterations_per_epoch) * w.epochs;
   pt.time_to_train_s = pt.first_iteration_s.median + (total_iters - 1) * pt.iteration_s.median;
   pt.gpu_hours = gpus * pt.time_to_train_s / 3600.0;
-  pt.memory = efficient_kan_memory(shape, pt.batch_per_gpu, w.ddp, k.runtime_memory_bytes, c.gpu.memory_bytes);
+  pt.memory = w.implementation == Implementation::kanscale
+                  ? kanscale_memory(shape, pt.batch_per_gpu, w.ddp, k.runtime_memory_bytes, c.gpu.memory_bytes)
+                  : efficient_kan_memory(shape, pt.batch_per_gpu, w.ddp, k.runtime_memory_bytes, c.gpu.memory_bytes);
 
   // Bucket plans with timings: first iteration and the last steady one, on rank 0.
   auto rows = [&](const PlannedBuckets& pb, int iteration) {

@@ -1,0 +1,272 @@
+// kanscale fit: calibration from measurement files (kanscale measure kernels
+// and measure allreduce JSON), written as a calibration YAML with its
+// provenance and the quality of every fit.
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "commands.hpp"
+#include "kanscale/build_info.hpp"
+#include "model/fit.hpp"
+#include "model/kan_model.hpp"
+#include "model/yaml_reader.hpp"
+#include "options.hpp"
+#include "sim/report.hpp"
+
+namespace po = boost::program_options;
+
+namespace ks::cli {
+
+namespace {
+
+nlohmann::json read_json(const std::string& path, const char* what) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot open file");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(path + ": not JSON (" + std::string(e.what()) + "); expected " + what);
+  }
+}
+
+template <typename T>
+T field(const nlohmann::json& row, const char* key, const std::string& path, std::size_t index) {
+  if (!row.contains(key)) throw InputError(path + ": row " + std::to_string(index) + " lacks '" + key + "'");
+  try {
+    return row[key].get<T>();
+  } catch (const std::exception&) {
+    throw InputError(path + ": row " + std::to_string(index) + ": '" + key + "' has the wrong type");
+  }
+}
+
+std::string num(double v, const char* unit) {
+  char b[64];
+  std::snprintf(b, sizeof b, "\"%.6g%s\"", v, unit);
+  return b;
+}
+
+// The top fraction of points (by `key`) are held out: extrapolation is
+// what users ask of a fit.
+std::vector<bool> hold_out_largest(const std::vector<double>& key, double fraction) {
+  std::vector<double> s = key;
+  std::sort(s.begin(), s.end());
+  const std::size_t n_hold = static_cast<std::size_t>(std::floor(fraction * static_cast<double>(s.size())));
+  std::vector<bool> h(key.size(), false);
+  if (n_hold == 0 || s.size() - n_hold < 4) return h;
+  const double cut = s[s.size() - n_hold];
+  for (std::size_t i = 0; i < key.size(); ++i) h[i] = key[i] >= cut;
+  return h;
+}
+
+std::string quality(const LinearFit& f) {
+  std::ostringstream o;
+  o << std::setprecision(4) << "{r2: " << f.r2 << ", rms_rel_residual: " << f.rms_rel_residual << ", points: " << f.n_fit
+    << ", held_out: " << f.n_holdout;
+  if (f.n_holdout > 0) o << ", held_out_mean_abs_rel_error: " << f.holdout_mean_abs_rel << ", held_out_max_abs_rel_error: " << f.holdout_max_abs_rel;
+  o << ", std_err: [";
+  for (std::size_t j = 0; j < f.std_err.size(); ++j) o << (j ? ", " : "") << f.std_err[j];
+  o << "]}";
+  return o.str();
+}
+
+void report_row(std::ostream& os, const std::string& name, const LinearFit& f, const std::vector<std::string>& units,
+                const std::vector<double>& scales) {
+  os << "  " << std::left << std::setw(20) << name;
+  for (std::size_t j = 0; j < 4; ++j) {
+    std::ostringstream c;
+    if (j >= f.coef.size()) c << "";
+    else if (f.active[j]) c << std::setprecision(3) << f.coef[j] * scales[j] << "+-" << std::setprecision(2) << f.std_err[j] * scales[j] << " " << units[j];
+    else c << "(dropped)";
+    os << std::setw(26) << c.str();
+  }
+  os << "R2 " << std::fixed << std::setprecision(4) << f.r2 << std::defaultfloat;
+  if (f.n_holdout > 0) os << "  held-out " << f.n_holdout << ": mean " << std::setprecision(3) << 100 * f.holdout_mean_abs_rel << "%, max " << 100 * f.holdout_max_abs_rel << "%";
+  os << "  (n=" << f.n_fit << ")\n";
+}
+
+}  // namespace
+
+int fit(const std::vector<std::string>& args, const std::string& cmdline) {
+  std::vector<std::string> kernels, collectives;
+  std::string interference, out, name;
+  po::options_description desc("fit options");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("kernels", po::value(&kernels)->multitoken(), "kanscale measure kernels JSON file(s)")
+      ("collectives", po::value(&collectives)->multitoken(), "kanscale measure allreduce JSON file(s), any rank counts")
+      ("interference", po::value(&interference), "kanscale bench interference JSON")
+      ("name", po::value(&name), "calibration name (default: from the output file)")
+      ("out", po::value(&out)->value_name("FILE"), "calibration YAML to write (configs/calibrations/)");
+  po::variables_map vm;
+  if (!parse_args(args, desc, "usage: kanscale fit --kernels K.json [--collectives A.json ...] [--interference I.json] --out K.yaml", vm))
+    return 0;
+  if (out.empty()) throw InputError("missing required option --out");
+  if (kernels.empty() && collectives.empty()) throw InputError("give --kernels and/or --collectives");
+  if (name.empty()) {
+    name = out.substr(out.find_last_of('/') + 1);
+    name = name.substr(0, name.rfind('.'));
+  }
+  std::ostringstream yaml, report, from;
+  int concurrency = 1;
+  double jitter_sigma = 0;
+  // ---- compute: one fit per cost class over [1, flops, bytes]
+  std::map<std::string, std::vector<std::vector<double>>> X;
+  std::map<std::string, std::vector<double>> Y, key;
+  std::vector<double> cvs;
+  for (const auto& path : kernels) {
+    const auto j = read_json(path, "a kanscale measure kernels file");
+    if (!j.contains("metadata") || !j.contains("rows") || !j["rows"].is_array())
+      throw InputError(path + ": not a kanscale measure kernels file (no metadata/rows)");
+    const auto& m = j["metadata"];
+    concurrency = std::max(concurrency, static_cast<int>(std::lround(m.value("concurrency_ranks_per_node", 1.0))));
+    from << (from.tellp() > 0 ? "; " : "") << path << " (" << m.value("host", "?") << ", " << m.value("cpu_model", "?") << ", "
+         << m.value("date_utc", "?") << ", kanscale " << m.value("git_hash", "?") << ", " << m.value("ranks", 1) << " rank(s))";
+    std::size_t i = 0;
+    for (const auto& r : j["rows"]) {
+      const std::string op = field<std::string>(r, "op", path, i);
+      const auto& classes = kanscale_cost_classes();
+      if (std::find(classes.begin(), classes.end(), op) == classes.end())
+        throw InputError(path + ": row " + std::to_string(i) + ": unknown op '" + op + "'");
+      const double t = field<double>(r, "time_median_s", path, i), fl = field<double>(r, "flops", path, i),
+                   by = field<double>(r, "bytes", path, i);
+      if (!(t > 0) || fl < 0 || by < 0) throw InputError(path + ": row " + std::to_string(i) + ": times must be positive and counts non-negative");
+      const bool layer = op == "kan_forward" || op == "kan_backward";
+      // layers: a fixed term, FLOPs, bytes and the basis evaluations (B*in),
+      // the basis separately from the contractions; the rest move memory
+      // (their FLOPs are proportional to their bytes): fixed and bytes.
+      if (layer) X[op].push_back({1.0, fl, by, field<double>(r, "batch", path, i) * field<double>(r, "in", path, i)});
+      else X[op].push_back({1.0, by});
+      Y[op].push_back(t);
+      key[op].push_back(fl + by);
+      if ((op == "kan_forward" || op == "kan_backward") && !field<bool>(r, "unstable", path, i))
+        cvs.push_back(field<double>(r, "time_cv", path, i));
+      ++i;
+    }
+  }
+  if (!cvs.empty()) {
+    std::sort(cvs.begin(), cvs.end());
+    const double cv = cvs[cvs.size() / 2];
+    jitter_sigma = std::sqrt(std::log(1 + cv * cv));  // lognormal sigma with that CV
+  }
+  double interf = 0;
+  if (!interference.empty()) {
+    const auto j = read_json(interference, "a kanscale bench interference file");
+    if (!j.contains("interference_mean")) throw InputError(interference + ": lacks 'interference_mean'");
+    interf = std::max(0.0, j["interference_mean"].get<double>());
+    from << "; " << interference << " (interference)";
+  }
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  yaml << "# Fitted by kanscale fit " << build::version << " (" << build::git_hash << ") on " << date << "\n# " << cmdline << "\n";
+  yaml << "name: " << name << "\nsource: fitted\nfitted_from: " << nlohmann::json(from.str()).dump() << "\nconcurrency: " << concurrency << "\n";
+  report << "kanscale fit: " << name << "\n";
+  if (!X.empty()) {
+    yaml << "compute:\n  jitter_sigma: " << jitter_sigma << "   # from the median spread (CV) of the layer timings\n"
+         << "  interference: " << interf << (interference.empty() ? "   # not measured (kanscale bench interference)" : "") << "\n"
+         << "  host_overhead: \"0s\"   # the trainer's host work is in load_batch; no separate term\n  ops:\n";
+    report << "compute (time = fixed + flops/flop_rate + bytes/byte_rate; relative least squares, non-negative;\n"
+              "largest 20% of each op's points held out):\n";
+    for (auto& [op, rows] : X) {
+      const bool layer = rows.front().size() == 4;
+      const LinearFit f = layer ? fit_relative_nonneg({"fixed_s", "s_per_flop", "s_per_byte", "s_per_element"}, rows, Y[op],
+                                                      hold_out_largest(key[op], 0.2))
+                                : fit_relative_nonneg({"fixed_s", "s_per_byte"}, rows, Y[op], hold_out_largest(key[op], 0.2));
+      yaml << "    " << op << ": {fixed: " << num(f.coef[0] * 1e6, "us");
+      if (layer) {
+        if (f.active[1] && f.coef[1] > 0) yaml << ", flop_rate: " << num(1e-9 / f.coef[1], "GFLOP/s");
+        if (f.active[2] && f.coef[2] > 0) yaml << ", byte_rate: " << num(1e-9 / f.coef[2], "GB/s");
+        if (f.active[3] && f.coef[3] > 0) yaml << ", per_element: " << num(f.coef[3] * 1e9, "ns");
+        report_row(report, op, f, {"us", "ns/kFLOP", "ns/kB", "ns/elem"}, {1e6, 1e12, 1e12, 1e9});
+      } else {
+        if (f.active[1] && f.coef[1] > 0) yaml << ", byte_rate: " << num(1e-9 / f.coef[1], "GB/s");
+        report_row(report, op, f, {"us", "ns/kB"}, {1e6, 1e12});
+      }
+      yaml << ", combine: sum,\n      fit: " << quality(f) << "}\n";
+    }
+  }
+  // ---- collectives (mpi family): alpha-beta per regime, any rank counts
+  if (!collectives.empty()) {
+    // Regimes: OpenMPI's switch at 10000 B (recursive doubling below, ring
+    // above), and the ring again above 4 MiB, where the buffers leave the
+    // caches (measured here: the time per byte grows there).
+    struct Regime {
+      const char* algo;
+      double below;
+      std::vector<std::vector<double>> x;
+      std::vector<double> y, k;
+      std::vector<int> n;
+    };
+    std::vector<Regime> regimes = {{"recursive_doubling", 10000.0, {}, {}, {}, {}},
+                                   {"ring", 4.0 * 1048576, {}, {}, {}, {}},
+                                   {"ring", 0.0, {}, {}, {}, {}}};
+    for (const auto& path : collectives) {
+      const auto j = read_json(path, "a kanscale measure allreduce file");
+      if (!j.contains("metadata") || !j.contains("points") || j["metadata"].value("op", "") != "allreduce")
+        throw InputError(path + ": not a kanscale measure allreduce file");
+      const int n = j["metadata"].value("ranks", 1);
+      if (n < 2) throw InputError(path + ": measured on one rank: no communication to fit");
+      from << "; " << path << " (" << n << " ranks, " << j["metadata"].value("library", "?") << ", " << j["metadata"].value("date_utc", "?") << ")";
+      std::size_t i = 0;
+      for (const auto& p : j["points"]) {
+        const double bytes = field<double>(p, "size_bytes", path, i);
+        const double t = p["out_of_place"]["time_us"].get<double>() * 1e-6;
+        if (p["out_of_place"]["wrong"].get<long long>() != 0) throw InputError(path + ": point " + std::to_string(i) + " has wrong results");
+        Regime& r = bytes < regimes[0].below ? regimes[0] : bytes < regimes[1].below ? regimes[1] : regimes[2];
+        if (&r == &regimes[0]) {
+          const double st = std::ceil(std::log2(static_cast<double>(n)));
+          r.x.push_back({st, st * bytes});
+        } else {
+          r.x.push_back({2.0 * (n - 1), 2.0 * (n - 1) / n * bytes});
+        }
+        r.y.push_back(t);
+        r.k.push_back(bytes);
+        r.n.push_back(n);
+        ++i;
+      }
+    }
+    auto holdout = [](const std::vector<double>& k, const std::vector<int>& ns) {
+      const int nmax = *std::max_element(ns.begin(), ns.end()), nmin = *std::min_element(ns.begin(), ns.end());
+      if (nmax != nmin) {  // hold out the largest rank count
+        std::vector<bool> h(ns.size());
+        for (std::size_t i = 0; i < ns.size(); ++i) h[i] = ns[i] == nmax;
+        return h;
+      }
+      return hold_out_largest(k, 0.2);
+    };
+    yaml << "collectives:\n  mpi_regimes:\n";
+    report << "collectives (mpi: recursive doubling ceil(log2 n) x (latency + bytes/bw) below 10000 B (OpenMPI's\n"
+              "switch), ring 2(n-1) x latency + 2(n-1)/n x bytes/bw below and above 4 MiB; held out: the largest\n"
+              "rank count, or the largest 20% of sizes):\n";
+    for (std::size_t ri = 0; ri < regimes.size(); ++ri) {
+      Regime& r = regimes[ri];
+      const std::string below = r.below > 0 ? "below: \"" + std::to_string(static_cast<long long>(r.below)) + "B\", " : "";
+      const std::string label = std::string(r.algo) + (ri == 2 ? " (large)" : "");
+      if (r.x.size() < 3) {
+        report << "  " << label << ": too few points (" << r.x.size() << "); left at the link defaults\n";
+        yaml << "    - {" << below << "algorithm: " << r.algo << "}   # not measured: the link's defaults\n";
+        continue;
+      }
+      const LinearFit f = fit_relative_nonneg({"latency_s", "s_per_byte"}, r.x, r.y, holdout(r.k, r.n));
+      yaml << "    - {" << below << "algorithm: " << r.algo << ", latency: " << num(f.coef[0] * 1e6, "us");
+      if (f.active[1] && f.coef[1] > 0) yaml << ", bandwidth: " << num(1e-9 / f.coef[1], "GB/s");
+      yaml << "}   # " << quality(f) << "\n";
+      report_row(report, label, f, {"us", "ns/kB"}, {1e6, 1e12});
+    }
+  }
+  report << "jitter_sigma " << jitter_sigma << ", interference " << interf << ", concurrency " << concurrency << " rank(s) per node\n";
+  write_files_atomic({{out, yaml.str()}});
+  std::cout << report.str() << "wrote " << out << "\n";
+  return 0;
+}
+
+}  // namespace ks::cli

@@ -1,0 +1,283 @@
+#include "kernel_bench.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "adam.hpp"
+#include "data.hpp"
+#include "kan.hpp"
+#include "kan_cpu.hpp"
+#include "kanscale/build_info.hpp"
+#include "model/kan_model.hpp"
+#include "model/units.hpp"
+#include "model/yaml_reader.hpp"
+#include "sim/report.hpp"
+
+namespace ks {
+
+KernelPlan load_kernel_plan(const std::string& path) {
+  YamlMap m = YamlMap::load_file(path);
+  KernelPlan p;
+  p.name = m.string("name");
+  p.repeats = static_cast<int>(m.integer_opt("repeats", 3).value_or(15));
+  p.warmup = static_cast<int>(m.integer_opt("warmup", 0).value_or(3));
+  p.threads = static_cast<int>(m.integer_opt("threads", 1).value_or(1));
+  p.seed = static_cast<std::uint64_t>(m.integer_opt("seed", 0).value_or(1));
+  // shapes: a list of [batch, in, out, G, k]
+  if (!m.has("shapes")) m.fail("shapes", "missing required key");
+  m.finish();
+  // Parse the list through yaml-cpp directly, with positions for errors.
+  YAML::Node root = YAML::LoadFile(path);
+  const YAML::Node shapes = root["shapes"];
+  if (!shapes.IsSequence() || shapes.size() == 0) m.fail("shapes", "expected a list of [batch, in, out, grid_size, spline_order]");
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const YAML::Node s = shapes[i];
+    auto bad = [&](const std::string& what) {
+      throw InputError(path + ":" + std::to_string(s.Mark().line + 1) + ":" + std::to_string(s.Mark().column + 1) +
+                       ": key 'shapes[" + std::to_string(i) + "]': " + what);
+    };
+    if (!s.IsSequence() || s.size() != 5) bad("expected [batch, in, out, grid_size, spline_order]");
+    std::int64_t v[5];
+    for (int j = 0; j < 5; ++j) {
+      try {
+        v[j] = s[j].as<std::int64_t>();
+      } catch (...) {
+        bad("entry " + std::to_string(j) + " is not an integer");
+      }
+      if (v[j] < 1) bad("entries must be at least 1");
+    }
+    if (v[4] > 16) bad("spline order above 16");
+    p.shapes.push_back({v[0], v[1], v[2], static_cast<int>(v[3]), static_cast<int>(v[4])});
+  }
+  return p;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Timing {
+  double median, iqr, cv;
+};
+
+template <typename F>
+Timing time_op(Comm& comm, F&& f, int warmup, int reps) {
+  for (int i = 0; i < warmup; ++i) f();
+  comm.barrier();  // neighbours time at once
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = Clock::now();
+    f();
+    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  std::vector<double> s = t;
+  std::sort(s.begin(), s.end());
+  auto q = [&](double p) { return s[static_cast<std::size_t>(p * static_cast<double>(s.size() - 1))]; };
+  double mean = 0, var = 0;
+  for (double x : t) mean += x;
+  mean /= static_cast<double>(t.size());
+  for (double x : t) var += (x - mean) * (x - mean);
+  var /= std::max<std::size_t>(1, t.size() - 1);
+  return {q(0.5), q(0.75) - q(0.25), mean > 0 ? std::sqrt(var) / mean : 0};
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+std::string host() {
+  char b[256] = {0};
+  gethostname(b, sizeof b - 1);
+  return b;
+}
+
+double memcpy_bandwidth(int reps) {
+  const std::size_t n = 64u << 20;  // 64 MiB
+  std::vector<char> a(n, 1), b(n, 2);
+  std::vector<double> t;
+  for (int i = 0; i < reps + 1; ++i) {
+    const auto t0 = Clock::now();
+    std::memcpy(b.data(), a.data(), n);
+    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    a[static_cast<std::size_t>(i)] = b[static_cast<std::size_t>(i) + 1];
+  }
+  std::sort(t.begin() + 1, t.end());
+  return 2.0 * n / t[1 + (t.size() - 1) / 2];  // read + write
+}
+
+}  // namespace
+
+std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const std::string& json, const std::string& csv,
+                                       const std::string& command_line) {
+  set_cpu_threads(plan.threads);
+  const int rank = comm.rank();
+  std::vector<KernelRow> rows;
+  auto add = [&](const std::string& op, const KernelShape& s, const std::string& detail, double flops, double bytes,
+                 const Timing& t, double ws) {
+    KernelRow r;
+    r.op = op;
+    r.shape = s;
+    r.detail = detail;
+    r.flops = flops;
+    r.bytes = bytes;
+    r.median_s = t.median;
+    r.iqr_s = t.iqr;
+    r.cv = t.cv;
+    r.unstable = t.cv > 0.05;
+    r.workspace_bytes = ws;
+    r.rank = rank;
+    rows.push_back(r);
+  };
+  const bool tty = isatty(STDERR_FILENO);
+  for (std::size_t si = 0; si < plan.shapes.size(); ++si) {
+    const KernelShape& s = plan.shapes[si];
+    const int B = static_cast<int>(s.batch);
+    KanNet net = init_kan({s.in, s.out}, s.G, s.k, plan.seed + si);
+    KanLayer& L = net.layers[0];
+    std::mt19937 gen(static_cast<unsigned>(plan.seed * 7919 + si + 101 * rank));
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    for (auto* v : {&L.base_weight, &L.spline_weight, &L.spline_scaler})
+      for (auto& x : *v) x = u(gen);
+    // fresh random inputs for every repetition set (never zeros)
+    std::vector<float> x(static_cast<std::size_t>(B) * s.in), y(static_cast<std::size_t>(B) * s.out),
+        dy(static_cast<std::size_t>(B) * s.out), t(y.size()), dx(x.size());
+    for (auto& v : x) v = u(gen);
+    for (auto& v : dy) v = u(gen);
+    for (auto& v : t) v = u(gen);
+    LayerWork w;
+    std::vector<float> db(L.base_weight.size()), ds(L.spline_weight.size()), dsc(L.spline_scaler.size());
+    const auto fw = kanscale_layer_forward(s.in, s.out, s.G, s.k, s.batch);
+    const Timing tf = time_op(comm, [&] { layer_forward_cpu(L, x.data(), B, y.data(), w); }, plan.warmup, plan.repeats);
+    const double ws = 4.0 * static_cast<double>(w.bmat.size() + w.dval.size() + w.act.size() + w.wt.size() + w.first.size());
+    add("kan_forward", s, "", fw.flops, fw.bytes, tf, ws);
+    for (bool need_dx : {true, false}) {
+      const auto bw = kanscale_layer_backward(s.in, s.out, s.G, s.k, s.batch, need_dx);
+      const Timing tb = time_op(
+          comm, [&] { layer_backward_cpu(L, x.data(), B, dy.data(), w, db.data(), ds.data(), dsc.data(), need_dx ? dx.data() : nullptr); },
+          plan.warmup, plan.repeats);
+      add("kan_backward", s, need_dx ? "with input gradient" : "without input gradient", bw.flops, bw.bytes, tb,
+          ws + 4.0 * static_cast<double>(w.gt.size() + w.dsp.size() + w.tmp.size()));
+    }
+    // loss
+    {
+      const double n = static_cast<double>(y.size());
+      const Timing tl = time_op(comm, [&] { mse_forward_backward(y.data(), t.data(), y.size(), dy.data()); }, plan.warmup, plan.repeats);
+      add("mse", s, "", 5 * n, 16 * n, tl, 0);
+      for (auto& v : dy) v = u(gen);  // the loss overwrote it
+    }
+    // copies into buckets (scaled) and back, Adam: per parameter of this layer
+    auto prefs = kan_parameter_refs(net);
+    for (std::size_t p = 0; p < prefs.size(); ++p) {
+      const std::size_t n = prefs[p].size();
+      std::vector<float> g(n), bucket(n);
+      for (auto& v : g) v = u(gen);
+      const float inv = 0.5f;
+      const Timing tc = time_op(comm, [&] { for (std::size_t i = 0; i < n; ++i) bucket[i] = g[i] * inv; }, plan.warmup, plan.repeats);
+      add("bucket_copy", s, prefs[p].name, static_cast<double>(n), 8.0 * n, tc, 0);
+      const Timing tk = time_op(comm, [&] { std::copy(bucket.begin(), bucket.end(), g.begin()); }, plan.warmup, plan.repeats);
+      add("copy_back", s, prefs[p].name, 0, 8.0 * n, tk, 0);
+      Adam adam;
+      adam.init({n});
+      std::vector<float> param(prefs[p].data, prefs[p].data + n);
+      const Timing ta = time_op(comm, [&] { adam.update({param.data()}, {g.data()}); }, plan.warmup, plan.repeats);
+      add("adam", s, prefs[p].name, 10.0 * n, 28.0 * n, ta, 0);
+    }
+    // the batch (teacher data held in memory, gathered by index)
+    {
+      Dataset data("teacher", static_cast<int>(s.in), static_cast<int>(s.out), 4 * s.batch, plan.seed);
+      data.materialize(1e12);
+      const auto idx = shard_indices(4 * s.batch, 1, 0, plan.seed, 0);
+      std::vector<float> X(static_cast<std::size_t>(B) * s.in), T(static_cast<std::size_t>(B) * s.out);
+      const Timing tb = time_op(comm, [&] {
+        for (int i = 0; i < B; ++i) data.sample(idx[static_cast<std::size_t>(i)], &X[static_cast<std::size_t>(i) * s.in], &T[static_cast<std::size_t>(i) * s.out]);
+      }, plan.warmup, plan.repeats);
+      add("load_batch", s, "", 0, 8.0 * s.batch * static_cast<double>(s.in + s.out), tb, 0);
+    }
+    if (rank == 0) {
+      if (tty) std::cerr << "\r";
+      std::cerr << "shape " << si + 1 << "/" << plan.shapes.size() << " [" << s.batch << ", " << s.in << ", " << s.out << ", G="
+                << s.G << ", k=" << s.k << "] done" << (tty ? "   " : "\n") << std::flush;
+    }
+  }
+  if (rank == 0 && tty) std::cerr << "\n";
+  // machine ceilings, once
+  const double gemm = measure_gemm_flops(plan.threads);
+  const double membw = memcpy_bandwidth(5);
+  set_cpu_threads(plan.threads);
+
+  // gather every rank's rows
+  nlohmann::json mine = nlohmann::json::array();
+  for (const auto& r : rows) {
+    mine.push_back({{"op", r.op}, {"batch", r.shape.batch}, {"in", r.shape.in}, {"out", r.shape.out}, {"grid_size", r.shape.G},
+                    {"spline_order", r.shape.k}, {"detail", r.detail}, {"flops", r.flops}, {"bytes", r.bytes},
+                    {"time_median_s", r.median_s}, {"time_iqr_s", r.iqr_s}, {"time_cv", r.cv}, {"unstable", r.unstable},
+                    {"workspace_bytes", r.workspace_bytes}, {"rank", r.rank}});
+  }
+  const auto all = comm.gather(mine.dump());
+  const auto hosts = comm.hosts();
+  if (rank != 0) return {};
+  std::set<std::string> nodes(hosts.begin(), hosts.end());
+  nlohmann::json rows_json = nlohmann::json::array();
+  std::vector<KernelRow> out_rows;
+  for (const auto& s : all)
+    for (const auto& r : nlohmann::json::parse(s)) {
+      rows_json.push_back(r);
+      KernelRow k;
+      k.op = r["op"];
+      k.shape = {r["batch"], r["in"], r["out"], r["grid_size"], r["spline_order"]};
+      k.detail = r["detail"];
+      k.flops = r["flops"];
+      k.bytes = r["bytes"];
+      k.median_s = r["time_median_s"];
+      k.iqr_s = r["time_iqr_s"];
+      k.cv = r["time_cv"];
+      k.unstable = r["unstable"];
+      k.workspace_bytes = r["workspace_bytes"];
+      k.rank = r["rank"];
+      out_rows.push_back(k);
+    }
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  nlohmann::json meta = {{"kanscale_version", build::version}, {"git_hash", build::git_hash}, {"command_line", command_line},
+                         {"date_utc", date}, {"plan", plan.name}, {"backend", "cpu"}, {"cpu_model", cpu_model()},
+                         {"host", host()}, {"hosts", hosts}, {"collective_library", comm.library_version()},
+                         {"ranks", comm.size()}, {"nodes", nodes.size()},
+                         {"concurrency_ranks_per_node", static_cast<double>(comm.size()) / std::max<std::size_t>(1, nodes.size())},
+                         {"threads_per_rank", plan.threads}, {"repeats", plan.repeats}, {"warmup", plan.warmup},
+                         {"seed", plan.seed}, {"gemm_flops_per_s", gemm}, {"memcpy_bytes_per_s", membw},
+                         {"unstable_threshold_cv", 0.05}};
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!json.empty()) files.emplace_back(json, nlohmann::json{{"metadata", meta}, {"rows", rows_json}}.dump(2) + "\n");
+  if (!csv.empty()) {
+    std::ostringstream c;
+    c << std::setprecision(9);
+    for (auto it = meta.begin(); it != meta.end(); ++it) c << "# " << it.key() << ": " << it.value().dump() << "\n";
+    c << "op,batch,in,out,grid_size,spline_order,detail,flops,bytes,time_median_s,time_iqr_s,time_cv,unstable,workspace_bytes,rank\n";
+    for (const auto& r : out_rows)
+      c << r.op << "," << r.shape.batch << "," << r.shape.in << "," << r.shape.out << "," << r.shape.G << "," << r.shape.k << ","
+        << r.detail << "," << r.flops << "," << r.bytes << "," << r.median_s << "," << r.iqr_s << "," << r.cv << ","
+        << (r.unstable ? 1 : 0) << "," << r.workspace_bytes << "," << r.rank << "\n";
+    files.emplace_back(csv, c.str());
+  }
+  write_files_atomic(files);
+  return out_rows;
+}
+
+}  // namespace ks

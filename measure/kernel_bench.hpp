@@ -1,0 +1,45 @@
+#pragma once
+// kanscale measure kernels: times every op of kanscale's training iteration
+// (the cost classes of model/kan_model.hpp) over a grid of shapes, on the
+// CPU path. Under mpirun every rank times at once (the neighbours' load is
+// part of what is measured); the concurrency is recorded.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm.hpp"
+
+namespace ks {
+
+struct KernelShape {
+  std::int64_t batch, in, out;
+  int G, k;
+};
+
+struct KernelPlan {
+  std::string name = "cli";
+  std::vector<KernelShape> shapes;
+  int repeats = 15, warmup = 3, threads = 1;
+  std::uint64_t seed = 1;
+};
+
+// Reads configs/measure/*.yaml; errors name file, line and key.
+KernelPlan load_kernel_plan(const std::string& path);
+
+struct KernelRow {
+  std::string op;  // cost class
+  KernelShape shape;
+  std::string detail;  // e.g. which parameter a copy was for
+  double flops = 0, bytes = 0;
+  double median_s = 0, iqr_s = 0, cv = 0;
+  bool unstable = false;  // spread (CV) above 5%
+  double workspace_bytes = 0;
+  int rank = 0;
+};
+
+// Runs the plan on every rank; rank 0 returns all ranks' rows and writes
+// the files (JSON with metadata, CSV with units in every column).
+std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const std::string& json,
+                                       const std::string& csv, const std::string& command_line);
+
+}  // namespace ks
