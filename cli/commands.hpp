@@ -9,6 +9,7 @@ int bench_kernels(const std::vector<std::string>& args);
 int bench_interference(const std::vector<std::string>& args, const std::string& cmdline);
 int measure(const std::vector<std::string>& args, const std::string& cmdline);
 int fit(const std::vector<std::string>& args, const std::string& cmdline);
+int model(const std::vector<std::string>& args, const std::string& cmdline);
 int train(const std::vector<std::string>& args, const std::string& cmdline);
 int eval(const std::vector<std::string>& args, const std::string& cmdline);
 }  // namespace ks::cli

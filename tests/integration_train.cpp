@@ -440,3 +440,48 @@ TEST_CASE("measure broadcast from a non-zero root is verified on every rank") {
   }
   CHECK(slurp(d / "b.csv").find("size_bytes,count,type,redop,root,oop_time_us") != std::string::npos);
 }
+
+TEST_CASE("measure kernels -> fit -> simulate with implementation kanscale, and model queries") {
+  Dir d;
+  std::string err;
+  REQUIRE(sh(kExe + " measure kernels --repeat 3 --shapes 64:8:8:5:3,128:16:16:5:3,128:32:8:8:2,256:16:32:5:3,256:32:32:5:3,"
+                    "512:16:16:10:3 --json " + (d / "k.json") + " --csv " + (d / "k.csv"),
+             &err, &d) == 0);
+  const auto k = nlohmann::json::parse(slurp(d / "k.json"));
+  CHECK(k["metadata"]["repeats"] == 3);
+  CHECK(k["metadata"]["gemm_flops_per_s"].get<double>() > 0);
+  for (const auto& r : k["rows"]) CHECK(r["time_median_s"].get<double>() > 0);
+  CHECK(slurp(d / "k.csv").find("op,batch,in,out,grid_size,spline_order,detail,flops,bytes,time_median_s") != std::string::npos);
+  REQUIRE(sh(kExe + " fit --kernels " + (d / "k.json") + " --out " + (d / "cal.yaml"), &err, &d) == 0);
+  const std::string cal = slurp(d / "cal.yaml");
+  CHECK(cal.find("source: fitted") != std::string::npos);
+  CHECK(cal.find("kan_forward:") != std::string::npos);
+  CHECK(cal.find("k.json") != std::string::npos);  // what it was fitted from
+  // the simulator reads it and predicts kanscale's own iteration
+  const std::string w = workload(d, "w.yaml", R"(name: t
+kan: {widths: [16, 32, 1]}
+batch_per_gpu: 256
+dataset_size: 4096
+implementation: kanscale
+)");
+  REQUIRE(sh(kExe + " simulate --cluster " + kSrc + "/configs/clusters/local-cpu.yaml --workload " + w + " --calibration " +
+                 (d / "cal.yaml") + " --gpus 1,2 --json " + (d / "s.json"),
+             &err, &d) == 0);
+  const auto s = nlohmann::json::parse(slurp(d / "s.json"));
+  CHECK(s["points"][0]["iteration_time_s"]["median"].get<double>() > 0);
+  // without a fitted calibration, kanscale's ops have no cost: one clear line, exit 2
+  CHECK(sh(kExe + " simulate --cluster " + kSrc + "/configs/clusters/local-cpu.yaml --gpus 1,2 --workload " + w, &err, &d) == 2);
+  CHECK(err.find("has no fitted cost for op") != std::string::npos);
+  // model queries print a time
+  std::system((kExe + " model allreduce --cluster " + kSrc + "/configs/clusters/finisterrae3.yaml --bytes 1MiB --gpus 8 > " +
+               (d / "m.txt")).c_str());
+  CHECK(slurp(d / "m.txt").find("430.75 us") != std::string::npos);  // the hand-computed ring/Simple time (unit_collectives)
+  // malformed measurement files
+  std::ofstream(d / "bad.json") << R"({"metadata": {}, "rows": [{"op": "kan_forward", "flops": 1}]})";
+  CHECK(sh(kExe + " fit --kernels " + (d / "bad.json") + " --out " + (d / "x.yaml"), &err, &d) == 2);
+  CHECK(err.find("bad.json: row 0 lacks 'time_median_s'") != std::string::npos);
+  std::ofstream(d / "bad2.json") << "{";
+  CHECK(sh(kExe + " fit --kernels " + (d / "bad2.json") + " --out " + (d / "x.yaml"), &err, &d) == 2);
+  CHECK(err.find("bad2.json: not JSON") != std::string::npos);
+  CHECK_FALSE(std::ifstream(d / "x.yaml").good());
+}

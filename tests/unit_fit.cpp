@@ -1,0 +1,60 @@
+// Fitting recovers known parameters from synthetic measurements.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+
+#include "model/fit.hpp"
+
+using namespace ks;
+
+TEST_CASE("fit recovers known parameters under 5% lognormal noise, within 4 standard errors") {
+  // time = 5 us + flops / 100 GFLOP/s + bytes / 50 GB/s + elements * 20 ns
+  const std::vector<double> truth = {5e-6, 1e-11, 2e-11, 2e-8};
+  std::mt19937 gen(42);
+  std::lognormal_distribution<double> noise(0.0, 0.05);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<std::vector<double>> X;
+  std::vector<double> y;
+  for (int i = 0; i < 400; ++i) {
+    // features spread over decades and not collinear
+    const double flops = std::pow(10.0, 5 + 4 * u(gen)), bytes = std::pow(10.0, 4 + 4 * u(gen)), el = std::pow(10.0, 2 + 3 * u(gen));
+    X.push_back({1.0, flops, bytes, el});
+    double t = 0;
+    for (int j = 0; j < 4; ++j) t += truth[j] * X.back()[j];
+    y.push_back(t * noise(gen));
+  }
+  std::vector<bool> hold(y.size(), false);
+  for (std::size_t i = 0; i < y.size(); i += 5) hold[i] = true;
+  const LinearFit f = fit_relative_nonneg({"fixed", "flop", "byte", "element"}, X, y, hold);
+  for (int j = 0; j < 4; ++j) {
+    CAPTURE(j);
+    CHECK(f.active[j]);
+    CHECK(f.std_err[j] > 0);
+    // a correct estimator lands within 4 standard errors (p ~ 6e-5 to miss)
+    CHECK(std::fabs(f.coef[j] - truth[j]) < 4 * f.std_err[j]);
+  }
+  CHECK(f.n_fit == 320);
+  CHECK(f.n_holdout == 80);
+  // held-out points: the model is right, so the error is the noise (~4% mean |.|)
+  CHECK(f.holdout_mean_abs_rel < 0.08);
+  CHECK(f.rms_rel_residual == doctest::Approx(0.05).epsilon(0.3));
+}
+
+TEST_CASE("a feature with no effect whose estimate goes negative is dropped, not kept negative") {
+  // time = 2 us + bytes / 10 GB/s; the flops column is noise-correlated junk
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::lognormal_distribution<double> noise(0.0, 0.02);
+  std::vector<std::vector<double>> X;
+  std::vector<double> y;
+  for (int i = 0; i < 50; ++i) {
+    const double bytes = std::pow(10.0, 3 + 4 * u(gen));
+    const double t = (2e-6 + bytes * 1e-10) * noise(gen);
+    X.push_back({1.0, bytes * (0.9 + 0.2 * u(gen)) * (t > 0 ? 1 : 1), bytes});
+    y.push_back(t);
+  }
+  const LinearFit f = fit_relative_nonneg({"fixed", "junk", "byte"}, X, y, std::vector<bool>(y.size(), false));
+  for (double c : f.coef) CHECK(c >= 0);
+  CHECK(f.coef[2] + f.coef[1] == doctest::Approx(1e-10).epsilon(0.1));
+}
