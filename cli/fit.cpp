@@ -18,6 +18,7 @@
 #include "kanscale/build_info.hpp"
 #include "model/fit.hpp"
 #include "model/kan_model.hpp"
+#include "model/nccl_tests_log.hpp"
 #include "model/yaml_reader.hpp"
 #include "options.hpp"
 #include "sim/report.hpp"
@@ -96,7 +97,7 @@ void report_row(std::ostream& os, const std::string& name, const LinearFit& f, c
 }  // namespace
 
 int fit(const std::vector<std::string>& args, const std::string& cmdline) {
-  std::vector<std::string> kernels, collectives;
+  std::vector<std::string> kernels, collectives, nccl_logs;
   std::string interference, out, name;
   po::options_description desc("fit options");
   desc.add_options()
@@ -104,18 +105,20 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
       ("kernels", po::value(&kernels)->multitoken(), "kanscale measure kernels JSON file(s)")
       ("collectives", po::value(&collectives)->multitoken(), "kanscale measure allreduce JSON file(s), any rank counts")
       ("interference", po::value(&interference), "kanscale bench interference JSON")
+      ("nccl-tests", po::value(&nccl_logs)->multitoken(), "nccl-tests all_reduce_perf logs (nccl family)")
       ("name", po::value(&name), "calibration name (default: from the output file)")
       ("out", po::value(&out)->value_name("FILE"), "calibration YAML to write (configs/calibrations/)");
   po::variables_map vm;
   if (!parse_args(args, desc, "usage: kanscale fit --kernels K.json [--collectives A.json ...] [--interference I.json] --out K.yaml", vm))
     return 0;
   if (out.empty()) throw InputError("missing required option --out");
-  if (kernels.empty() && collectives.empty()) throw InputError("give --kernels and/or --collectives");
+  if (kernels.empty() && collectives.empty() && nccl_logs.empty())
+    throw InputError("give --kernels, --collectives and/or --nccl-tests");
   if (name.empty()) {
     name = out.substr(out.find_last_of('/') + 1);
     name = name.substr(0, name.rfind('.'));
   }
-  std::ostringstream yaml, report, from;
+  std::ostringstream yaml, report, from, coll;
   int concurrency = 1;
   double jitter_sigma = 0;
   // ---- compute: one fit per cost class over [1, flops, bytes]
@@ -162,13 +165,11 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
     const auto j = read_json(interference, "a kanscale bench interference file");
     if (!j.contains("interference_mean")) throw InputError(interference + ": lacks 'interference_mean'");
     interf = std::max(0.0, j["interference_mean"].get<double>());
-    from << "; " << interference << " (interference)";
+    from << (from.tellp() > 0 ? "; " : "") << interference << " (interference)";
   }
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  yaml << "# Fitted by kanscale fit " << build::version << " (" << build::git_hash << ") on " << date << "\n# " << cmdline << "\n";
-  yaml << "name: " << name << "\nsource: fitted\nfitted_from: " << nlohmann::json(from.str()).dump() << "\nconcurrency: " << concurrency << "\n";
   report << "kanscale fit: " << name << "\n";
   if (!X.empty()) {
     yaml << "compute:\n  jitter_sigma: " << jitter_sigma << "   # from the median spread (CV) of the layer timings\n"
@@ -215,7 +216,7 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
         throw InputError(path + ": not a kanscale measure allreduce file");
       const int n = j["metadata"].value("ranks", 1);
       if (n < 2) throw InputError(path + ": measured on one rank: no communication to fit");
-      from << "; " << path << " (" << n << " ranks, " << j["metadata"].value("library", "?") << ", " << j["metadata"].value("date_utc", "?") << ")";
+      from << (from.tellp() > 0 ? "; " : "") << path << " (" << n << " ranks, " << j["metadata"].value("library", "?") << ", " << j["metadata"].value("date_utc", "?") << ")";
       std::size_t i = 0;
       for (const auto& p : j["points"]) {
         const double bytes = field<double>(p, "size_bytes", path, i);
@@ -243,7 +244,7 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
       }
       return hold_out_largest(k, 0.2);
     };
-    yaml << "collectives:\n  mpi_regimes:\n";
+    coll << "  mpi_regimes:\n";
     report << "collectives (mpi: recursive doubling ceil(log2 n) x (latency + bytes/bw) below 10000 B (OpenMPI's\n"
               "switch), ring 2(n-1) x latency + 2(n-1)/n x bytes/bw below and above 4 MiB; held out: the largest\n"
               "rank count, or the largest 20% of sizes):\n";
@@ -253,18 +254,64 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
       const std::string label = std::string(r.algo) + (ri == 2 ? " (large)" : "");
       if (r.x.size() < 3) {
         report << "  " << label << ": too few points (" << r.x.size() << "); left at the link defaults\n";
-        yaml << "    - {" << below << "algorithm: " << r.algo << "}   # not measured: the link's defaults\n";
+        coll << "    - {" << below << "algorithm: " << r.algo << "}   # not measured: the link's defaults\n";
         continue;
       }
       const LinearFit f = fit_relative_nonneg({"latency_s", "s_per_byte"}, r.x, r.y, holdout(r.k, r.n));
-      yaml << "    - {" << below << "algorithm: " << r.algo << ", latency: " << num(f.coef[0] * 1e6, "us");
-      if (f.active[1] && f.coef[1] > 0) yaml << ", bandwidth: " << num(1e-9 / f.coef[1], "GB/s");
-      yaml << "}   # " << quality(f) << "\n";
+      coll << "    - {" << below << "algorithm: " << r.algo << ", latency: " << num(f.coef[0] * 1e6, "us");
+      if (f.active[1] && f.coef[1] > 0) coll << ", bandwidth: " << num(1e-9 / f.coef[1], "GB/s");
+      coll << "}   # " << quality(f) << "\n";
       report_row(report, label, f, {"us", "ns/kB"}, {1e6, 1e12});
     }
   }
+  // ---- nccl-tests logs (nccl family): the bus bandwidth per level
+  if (!nccl_logs.empty()) {
+    double intra = 0, inter = 0;
+    int n_intra = 0, n_inter = 0;
+    for (const auto& path : nccl_logs) {
+      const NcclTestsLog log = read_nccl_tests_log(path);
+      from << (from.tellp() > 0 ? "; " : "") << path << " (nccl-tests, " << log.ranks << " ranks on " << log.nodes << " node(s)"
+           << (log.nccl_version.empty() ? "" : ", NCCL " + log.nccl_version) << ")";
+      // NCCL's busbw at large sizes is its model's bus bandwidth (latency
+      // amortised): take the best of the sizes >= 32 MiB, or of all sizes.
+      double best_large = 0, best = 0;
+      for (const auto& r : log.rows) {
+        const double b = std::max(r.busbw_GBps[0], r.busbw_GBps[1]);
+        best = std::max(best, b);
+        if (r.bytes >= 32.0 * 1048576) best_large = std::max(best_large, b);
+      }
+      const double v = best_large > 0 ? best_large : best;
+      if (log.nodes <= 1) {
+        intra = std::max(intra, v);
+        ++n_intra;
+      } else {
+        inter = std::max(inter, v);
+        ++n_inter;
+      }
+    }
+    coll << "  nccl:\n";
+    report << "collectives (nccl): bus bandwidth per level = the best busbw at >= 32 MiB (NCCL's busbw there is its\n"
+              "model's bus bandwidth); latencies stay at NCCL's constants (small-message times mix several protocols'\n"
+              "base and per-hop latencies, which one sweep cannot separate)\n";
+    if (n_intra) {
+      coll << "    bus_bandwidth_intra: " << num(intra, "GB/s") << "   # from " << n_intra << " single-node log(s)\n";
+      report << "  intra-node bus bandwidth " << intra << " GB/s (" << n_intra << " log(s))\n";
+    } else {
+      report << "  intra-node bus bandwidth: no single-node log; stays at the cluster's value\n";
+    }
+    if (n_inter) {
+      coll << "    bus_bandwidth_inter: " << num(inter, "GB/s") << "   # from " << n_inter << " multi-node log(s)\n";
+      report << "  inter-node bus bandwidth " << inter << " GB/s (" << n_inter << " log(s))\n";
+    } else {
+      report << "  inter-node bus bandwidth: no multi-node log; stays at the cluster's value\n";
+    }
+  }
+  if (!coll.str().empty()) yaml << "collectives:\n" << coll.str();
+  std::ostringstream head;  // written last: it names every file the fit used
+  head << "# Fitted by kanscale fit " << build::version << " (" << build::git_hash << ") on " << date << "\n# " << cmdline << "\n";
+  head << "name: " << name << "\nsource: fitted\nfitted_from: " << nlohmann::json(from.str()).dump() << "\nconcurrency: " << concurrency << "\n";
   report << "jitter_sigma " << jitter_sigma << ", interference " << interf << ", concurrency " << concurrency << " rank(s) per node\n";
-  write_files_atomic({{out, yaml.str()}});
+  write_files_atomic({{out, head.str() + yaml.str()}});
   std::cout << report.str() << "wrote " << out << "\n";
   return 0;
 }

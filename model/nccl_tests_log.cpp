@@ -1,0 +1,114 @@
+#include "nccl_tests_log.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "yaml_reader.hpp"
+
+namespace ks {
+
+namespace {
+std::vector<std::string> words(const std::string& s) {
+  std::vector<std::string> w;
+  std::stringstream ss(s);
+  std::string x;
+  while (ss >> x) w.push_back(x);
+  return w;
+}
+bool is_number(const std::string& s) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  return *end == '\0';
+}
+// strip a "[0] " prefix that some launchers add to every line
+std::string strip_rank_prefix(std::string s) {
+  for (;;) {
+    const auto p = s.find("[0]");
+    if (p == std::string::npos) return s;
+    s.replace(p, 3, " ");
+  }
+}
+}  // namespace
+
+NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& file) {
+  NcclTestsLog log;
+  log.file = file;
+  std::stringstream in(text);
+  std::string raw;
+  int lineno = 0;
+  std::vector<std::string> header;  // column names of the table
+  std::set<std::string> hosts;
+  while (std::getline(in, raw)) {
+    ++lineno;
+    std::string line = strip_rank_prefix(raw);
+    const auto w = words(line);
+    if (w.empty()) continue;
+    // "#  Rank  0 Group  0 Pid 1234 on host device 0 [0x..] NAME" (any prefix of '#')
+    auto it = std::find(w.begin(), w.end(), "Rank");
+    if (it != w.end() && it + 1 != w.end() && is_number(*(it + 1)) && std::find(w.begin(), w.end(), "on") != w.end() &&
+        (w[0][0] == '#' || std::find(w.begin(), w.end(), "Pid") != w.end())) {
+      const auto on = std::find(w.begin(), w.end(), "on");
+      if (on + 1 != w.end()) {
+        hosts.insert(*(on + 1));
+        log.hosts.push_back(*(on + 1));
+        ++log.ranks;
+      }
+      continue;
+    }
+    if (line.find("NCCL version") != std::string::npos && log.nccl_version.empty()) {
+      const auto p = line.find("NCCL version");
+      log.nccl_version = words(line.substr(p))[2];
+      continue;
+    }
+    // the column header: "# size count type redop [root] time algbw busbw #wrong|error time ..."
+    // (nccl-tests before 2.11 printed it without the '#')
+    if (w.size() > 2 && ((w[0] == "#" && w[1] == "size" && w[2] == "count") || (w[0] == "size" && w[1] == "count"))) {
+      header.assign(w.begin() + (w[0] == "#" ? 1 : 0), w.end());
+      continue;
+    }
+    if (w[0][0] == '#' || header.empty()) continue;
+    if (!is_number(w[0])) continue;  // NCCL_DEBUG lines and the like
+    // a table row: size count type redop [root] then 4 numbers twice
+    const bool has_root = std::find(header.begin(), header.end(), "root") != header.end();
+    const std::size_t base = has_root ? 5 : 4;
+    auto bad = [&](const std::string& what) {
+      return InputError(file + ":" + std::to_string(lineno) + ": " + what + " in a table row: \"" + raw + "\"");
+    };
+    if (w.size() < base + 8) throw bad("expected " + std::to_string(base + 8) + " columns (size, count, type, redop" +
+                                       (has_root ? ", root" : "") + ", then time, algbw, busbw, #wrong out-of-place and in-place)");
+    NcclTestsRow r;
+    r.line = lineno;
+    if (!is_number(w[1])) throw bad("the count is not a number");
+    r.bytes = std::strtod(w[0].c_str(), nullptr);
+    r.count = std::stoll(w[1]);
+    r.type = w[2];
+    r.redop = w[3];
+    for (int side = 0; side < 2; ++side) {
+      const std::size_t o = base + 4 * static_cast<std::size_t>(side);
+      for (std::size_t j = 0; j < 3; ++j)
+        if (!is_number(w[o + j])) throw bad("column " + std::to_string(o + j + 1) + " (\"" + w[o + j] + "\") is not a number");
+      r.time_us[side] = std::strtod(w[o].c_str(), nullptr);
+      r.algbw_GBps[side] = std::strtod(w[o + 1].c_str(), nullptr);
+      r.busbw_GBps[side] = std::strtod(w[o + 2].c_str(), nullptr);
+    }
+    if (r.bytes < 0 || r.time_us[0] <= 0) throw bad("negative size or non-positive time");
+    log.rows.push_back(r);
+  }
+  if (log.rows.empty()) throw InputError(file + ": no nccl-tests table found (a '#  size  count  type ...' header and its rows)");
+  log.nodes = static_cast<int>(hosts.size());
+  return log;
+}
+
+NcclTestsLog read_nccl_tests_log(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot open file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_nccl_tests_log(ss.str(), path);
+}
+
+}  // namespace ks
