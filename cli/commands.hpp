@@ -10,6 +10,7 @@ int bench_interference(const std::vector<std::string>& args, const std::string& 
 int measure(const std::vector<std::string>& args, const std::string& cmdline);
 int fit(const std::vector<std::string>& args, const std::string& cmdline);
 int model(const std::vector<std::string>& args, const std::string& cmdline);
+int validate(const std::vector<std::string>& args, const std::string& cmdline);
 int train(const std::vector<std::string>& args, const std::string& cmdline);
 int eval(const std::vector<std::string>& args, const std::string& cmdline);
 }  // namespace ks::cli

@@ -21,6 +21,7 @@ static void usage(std::ostream& os) {
         "  measure    collective sweeps in nccl-tests' format (measure allreduce, measure broadcast)\n"
         "  fit        a calibration fitted from measurement files\n"
         "  model      query a cost model point by point (model allreduce, model layer)\n"
+        "  validate   live runs beside predictions, with the error stated (validate PLAN)\n"
         "  eval       predictions of a trained checkpoint for the rows of a CSV file\n"
         "  bench      benchmarks of kanscale itself (bench sim, bench kernels)\n\n"
         "kanscale <command> --help shows a command's options. kanscale --version prints the build.\n";
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
     if (cmd == "measure") return ks::cli::measure(rest, cmdline);
     if (cmd == "fit") return ks::cli::fit(rest, cmdline);
     if (cmd == "model") return ks::cli::model(rest, cmdline);
+    if (cmd == "validate") return ks::cli::validate(rest, cmdline);
     std::cerr << "kanscale: unknown command '" << cmd << "'\n";
     usage(std::cerr);
     return 2;

@@ -1,0 +1,91 @@
+// validate's comparison statistics on hand-made cases, and plan errors.
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "model/yaml_reader.hpp"
+#include "validation/validate.hpp"
+
+using namespace ks;
+
+namespace {
+CaseResult hand(int ranks, double pred_ms, std::vector<double> rounds_ms, bool over = false) {
+  CaseResult r;
+  r.c.ranks = ranks;
+  r.c.widths = {4, 1};
+  r.c.oversubscribed = over;
+  r.predicted.iteration_s = pred_ms * 1e-3;
+  r.predicted.compute_s = pred_ms * 1e-3;
+  for (double m : rounds_ms) {
+    Metrics x;
+    x.iteration_s = m * 1e-3;
+    x.compute_s = m * 1e-3;
+    r.rounds.push_back(x);
+  }
+  r.live = median_of(r.rounds);
+  double lo = 1e9, hi = 0;
+  for (double m : rounds_ms) {
+    lo = std::min(lo, m);
+    hi = std::max(hi, m);
+  }
+  r.noise_pct = 100 * (hi - lo) / (r.live.iteration_s * 1e3);
+  return r;
+}
+}  // namespace
+
+TEST_CASE("errors and their summary, by hand") {
+  CHECK(pct_error(11, 10) == doctest::Approx(10.0));
+  CHECK(pct_error(9, 10) == doctest::Approx(-10.0));
+  CHECK(pct_of_iteration(0.002, 0.001, 0.010) == doctest::Approx(10.0));
+  // medians of rounds: 10 (of 9, 10, 11) and 20 (of 20, 20, 21)
+  const std::vector<CaseResult> rs = {hand(1, 11, {9, 10, 11}), hand(2, 18, {20, 20, 21}), hand(4, 100, {10, 10, 10}, true)};
+  CHECK(rs[0].live.iteration_s == doctest::Approx(0.010));
+  CHECK(rs[0].noise_pct == doctest::Approx(20.0));  // (11 - 9) / 10
+  const auto s = summarize(rs);
+  // iteration: |+10%| and |-10%|: mean 10, max 10 (the oversubscribed case is left out)
+  CHECK(s[0].metric == "iteration time");
+  CHECK(s[0].mean_abs_pct == doctest::Approx(10.0));
+  CHECK(s[0].max_abs_pct == doctest::Approx(10.0));
+}
+
+TEST_CASE("the bound: the mean, each case, and each case's noise floor") {
+  ValidationPlan p;
+  p.bound_mean_pct = 5;
+  p.bound_max_pct = 10;
+  std::string why;
+  // errors 2% and -4%: mean 3% <= 5, each <= 10
+  CHECK(judge({hand(1, 10.2, {10, 10, 10}), hand(2, 19.2, {20, 20, 20})}, p, &why));
+  // mean 3.75%... one case at 12% > 10% and its noise (0%): exceeded
+  CHECK_FALSE(judge({hand(1, 11.2, {10, 10, 10}), hand(2, 20, {20, 20, 20}), hand(2, 20, {20, 20, 20}), hand(2, 20, {20, 20, 20})}, p, &why));
+  CHECK(why.find("exceeds the bound 10.0%") != std::string::npos);
+  // the same 12% error within a 30% noise floor (rounds 8.5, 10, 11.5): accepted
+  CHECK(judge({hand(1, 11.2, {8.5, 10, 11.5}), hand(2, 20, {20, 20, 20}), hand(2, 20, {20, 20, 20}), hand(2, 20, {20, 20, 20})}, p, &why));
+  // a large error only in an oversubscribed case is not judged
+  CHECK(judge({hand(1, 10, {10, 10, 10}), hand(4, 30, {10, 10, 10}, true)}, p, &why));
+  // mean 8% > 5% with no noise: exceeded
+  CHECK_FALSE(judge({hand(1, 10.8, {10, 10, 10}), hand(2, 21.6, {20, 20, 20})}, p, &why));
+  CHECK(why.find("mean |error|") != std::string::npos);
+}
+
+TEST_CASE("plans with a missing file, an unknown backend or zero ranks fail before anything runs") {
+  const std::string dir = "/tmp/kanscale-unit-plans";
+  std::system(("mkdir -p " + dir).c_str());
+  const std::string good = std::string("name: t\ncluster: ") + KANSCALE_SOURCE_DIR "/configs/clusters/local-cpu.yaml\ncalibration: " +
+                           KANSCALE_SOURCE_DIR "/configs/calibrations/local-cpu.yaml\n"
+                           "cases:\n  ranks: [1, 2]\n  widths: [[4, 8, 1]]\n  grid_sizes: [5]\n  batch_per_gpu: [16]\n  bucket_caps: [\"1MiB\"]\n";
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  };
+  const ValidationPlan p = load_validation_plan(write("good.yaml", good));
+  CHECK(p.cases.size() == 2);
+  std::string missing = good;
+  missing.replace(missing.find("local-cpu.yaml\ncalibration"), 14, "nonexistent.yaml");
+  CHECK_THROWS_WITH_AS(load_validation_plan(write("m.yaml", missing)), doctest::Contains("key 'cluster': file"), InputError);
+  CHECK_THROWS_WITH_AS(load_validation_plan(write("b.yaml", good + "backend: tpu\n")), doctest::Contains("key 'backend': unknown value \"tpu\""),
+                       InputError);
+  std::string zero = good;
+  zero.replace(zero.find("ranks: [1, 2]"), 13, "ranks: [0, 2]");
+  CHECK_THROWS_WITH_AS(load_validation_plan(write("z.yaml", zero)), doctest::Contains("key 'cases.ranks[0]': must be at least 1"), InputError);
+  std::system(("rm -rf " + dir).c_str());
+}
