@@ -20,12 +20,6 @@ namespace po = boost::program_options;
 namespace ks::cli {
 
 namespace {
-bool under_mpirun() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
-    if (std::getenv(v)) return true;
-  return false;
-}
-
 // nccl-tests' size arguments: a number with an optional K, M or G (binary),
 // or a kanscale size ("256MiB").
 double parse_sweep_size(const std::string& s, const char* option) {
@@ -82,7 +76,7 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
   if (vm.count("threads")) plan.threads = threads;
   if (plan.repeats < 3) throw InputError("--repeat: at least 3 (median and spread)");
   if (plan.threads < 1) throw InputError("--threads: at least 1");
-  auto comm = under_mpirun() ? make_mpi_comm() : make_self_comm();
+  auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
   try {
     const auto rows = run_kernel_plan(*comm, plan, json, csv, cmdline);
     if (comm->rank() == 0) {
@@ -138,7 +132,7 @@ int measure(const std::vector<std::string>& args, const std::string& cmdline) {
   o.check = check == 1;
   if (o.max_points < 0) throw InputError("--max-points: must not be negative");
   if (!o.resume.empty() && o.json.empty()) o.json = o.resume;  // continue writing the same file
-  auto comm = under_mpirun() ? make_mpi_comm() : make_self_comm();
+  auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
   if (o.root < 0 || o.root >= comm->size()) throw InputError("-r: the root must be a rank, 0.." + std::to_string(comm->size() - 1));
   try {
     const auto wrong = run_sweep(*comm, o, std::cout);

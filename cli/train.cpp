@@ -20,15 +20,6 @@ namespace po = boost::program_options;
 
 namespace ks::cli {
 
-namespace {
-// Under mpirun (OpenMPI or any PMI launcher), or forced with --backend mpi.
-bool launched_by_mpirun() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
-    if (std::getenv(v)) return true;
-  return false;
-}
-}  // namespace
-
 int train(const std::vector<std::string>& args, const std::string& cmdline) {
   CommonOptions c;
   std::string backend = "cpu", checkpoint, resume;

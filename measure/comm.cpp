@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 
 #if KANSCALE_HAVE_MPI
@@ -148,6 +149,12 @@ class MpiComm final : public Comm {
 std::unique_ptr<Comm> make_self_comm() { return std::make_unique<SelfComm>(); }
 
 bool mpi_available() { return KANSCALE_HAVE_MPI != 0; }
+
+bool launched_by_mpirun() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (std::getenv(v)) return true;
+  return false;
+}
 
 std::unique_ptr<Comm> make_mpi_comm() {
 #if KANSCALE_HAVE_MPI

@@ -43,5 +43,7 @@ std::unique_ptr<Comm> make_self_comm();
 // std::runtime_error when the build has no MPI.
 std::unique_ptr<Comm> make_mpi_comm();
 bool mpi_available();
+// Whether this process was started by mpirun (OpenMPI, or any PMI launcher).
+bool launched_by_mpirun();
 
 }  // namespace ks

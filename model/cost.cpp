@@ -27,14 +27,32 @@ std::vector<double> op_times_s(const std::vector<Op>& ops, const Calibration& k)
   return t;
 }
 
-MemoryEstimate efficient_kan_memory(const KanShape& s, std::int64_t batch, const DdpSettings& ddp,
-                                    double runtime_bytes, double capacity_bytes) {
+namespace {
+// Parameters, gradients, DDP's buckets and Adam's moments: the same for
+// every implementation (fp32).
+MemoryEstimate parameter_terms(const KanShape& s, const DdpSettings& ddp) {
   MemoryEstimate m;
   const double P = 4.0 * static_cast<double>(kan_parameter_count(s));
   m.parameters_bytes = P;
   m.gradients_bytes = P;
   m.buckets_bytes = ddp.gradient_as_bucket_view ? 0.0 : P;
   m.optimizer_bytes = 2 * P;
+  return m;
+}
+// The batch, the grids, the runtime, and the sum.
+void finish_terms(MemoryEstimate& m, const KanShape& s, std::int64_t batch, double runtime_bytes, double capacity_bytes) {
+  m.batch_bytes = 4.0 * static_cast<double>(batch) * static_cast<double>(s.widths.front() + s.widths.back());
+  m.buffers_bytes = kan_buffer_bytes(s);
+  m.runtime_bytes = runtime_bytes;
+  m.peak_bytes = m.parameters_bytes + m.gradients_bytes + m.buckets_bytes + m.optimizer_bytes + m.activations_bytes +
+                 m.transient_bytes + m.batch_bytes + m.buffers_bytes + m.runtime_bytes;
+  m.capacity_bytes = capacity_bytes;
+}
+}  // namespace
+
+MemoryEstimate efficient_kan_memory(const KanShape& s, std::int64_t batch, const DdpSettings& ddp,
+                                    double runtime_bytes, double capacity_bytes) {
+  MemoryEstimate m = parameter_terms(s, ddp);
   double largest_saved = 0, largest_temp = 0;
   for (const Op& o : efficient_kan_iteration(s, batch, ddp.gradient_as_bucket_view)) {
     if (o.phase != Phase::forward && o.phase != Phase::loss) continue;
@@ -43,23 +61,13 @@ MemoryEstimate efficient_kan_memory(const KanShape& s, std::int64_t batch, const
     largest_temp = std::max(largest_temp, o.temp_bytes);
   }
   m.transient_bytes = std::max(largest_temp, 2 * largest_saved);
-  m.batch_bytes = 4.0 * static_cast<double>(batch) * static_cast<double>(s.widths.front() + s.widths.back());
-  m.buffers_bytes = kan_buffer_bytes(s);
-  m.runtime_bytes = runtime_bytes;
-  m.peak_bytes = m.parameters_bytes + m.gradients_bytes + m.buckets_bytes + m.optimizer_bytes + m.activations_bytes +
-                 m.transient_bytes + m.batch_bytes + m.buffers_bytes + m.runtime_bytes;
-  m.capacity_bytes = capacity_bytes;
+  finish_terms(m, s, batch, runtime_bytes, capacity_bytes);
   return m;
 }
 
 MemoryEstimate kanscale_memory(const KanShape& s, std::int64_t batch, const DdpSettings& ddp, double runtime_bytes,
                                double capacity_bytes) {
-  MemoryEstimate m;
-  const double P = 4.0 * static_cast<double>(kan_parameter_count(s));
-  m.parameters_bytes = P;
-  m.gradients_bytes = P;
-  m.buckets_bytes = ddp.gradient_as_bucket_view ? 0.0 : P;
-  m.optimizer_bytes = 2 * P;
+  MemoryEstimate m = parameter_terms(s, ddp);
   const double B = static_cast<double>(batch), C = static_cast<double>(s.coeffs()), k1 = s.spline_order + 1;
   double largest = 0;
   for (int l = 0; l < s.layers(); ++l) {
@@ -69,12 +77,7 @@ MemoryEstimate kanscale_memory(const KanShape& s, std::int64_t batch, const DdpS
     largest = std::max(largest, 4.0 * (B * in * C + in * C * out + B * in));
   }
   m.transient_bytes = largest;
-  m.batch_bytes = 4.0 * B * static_cast<double>(s.widths.front() + s.widths.back());
-  m.buffers_bytes = kan_buffer_bytes(s);
-  m.runtime_bytes = runtime_bytes;
-  m.peak_bytes = m.parameters_bytes + m.gradients_bytes + m.buckets_bytes + m.optimizer_bytes + m.activations_bytes +
-                 m.transient_bytes + m.batch_bytes + m.buffers_bytes + m.runtime_bytes;
-  m.capacity_bytes = capacity_bytes;
+  finish_terms(m, s, batch, runtime_bytes, capacity_bytes);
   return m;
 }
 
