@@ -82,12 +82,12 @@ std::string quality(const LinearFit& f) {
 void report_row(std::ostream& os, const std::string& name, const LinearFit& f, const std::vector<std::string>& units,
                 const std::vector<double>& scales) {
   os << "  " << std::left << std::setw(20) << name;
-  for (std::size_t j = 0; j < 4; ++j) {
+  for (std::size_t j = 0; j < 5; ++j) {
     std::ostringstream c;
     if (j >= f.coef.size()) c << "";
     else if (f.active[j]) c << std::setprecision(3) << f.coef[j] * scales[j] << "+-" << std::setprecision(2) << f.std_err[j] * scales[j] << " " << units[j];
     else c << "(dropped)";
-    os << std::setw(26) << c.str();
+    os << std::setw(24) << c.str();
   }
   os << "R2 " << std::fixed << std::setprecision(4) << f.r2 << std::defaultfloat;
   if (f.n_holdout > 0) os << "  held-out " << f.n_holdout << ": mean " << std::setprecision(3) << 100 * f.holdout_mean_abs_rel << "%, max " << 100 * f.holdout_max_abs_rel << "%";
@@ -146,7 +146,10 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
       // layers: a fixed term, FLOPs, bytes and the basis evaluations (B*in),
       // the basis separately from the contractions; the rest move memory
       // (their FLOPs are proportional to their bytes): fixed and bytes.
-      if (layer) X[op].push_back({1.0, fl, by, field<double>(r, "batch", path, i) * field<double>(r, "in", path, i)});
+      if (layer)
+        X[op].push_back({1.0, fl, by, field<double>(r, "batch", path, i) * field<double>(r, "in", path, i),
+                         field<double>(r, "in", path, i) * field<double>(r, "out", path, i) *
+                             (field<double>(r, "grid_size", path, i) + field<double>(r, "spline_order", path, i))});
       else X[op].push_back({1.0, by});
       Y[op].push_back(t);
       key[op].push_back(fl + by);
@@ -178,8 +181,8 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
     report << "compute (time = fixed + flops/flop_rate + bytes/byte_rate; relative least squares, non-negative;\n"
               "largest 20% of each op's points held out):\n";
     for (auto& [op, rows] : X) {
-      const bool layer = rows.front().size() == 4;
-      const LinearFit f = layer ? fit_relative_nonneg({"fixed_s", "s_per_flop", "s_per_byte", "s_per_element"}, rows, Y[op],
+      const bool layer = rows.front().size() == 5;
+      const LinearFit f = layer ? fit_relative_nonneg({"fixed_s", "s_per_flop", "s_per_byte", "s_per_element", "s_per_weight"}, rows, Y[op],
                                                       hold_out_largest(key[op], 0.2))
                                 : fit_relative_nonneg({"fixed_s", "s_per_byte"}, rows, Y[op], hold_out_largest(key[op], 0.2));
       yaml << "    " << op << ": {fixed: " << num(f.coef[0] * 1e6, "us");
@@ -187,7 +190,8 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
         if (f.active[1] && f.coef[1] > 0) yaml << ", flop_rate: " << num(1e-9 / f.coef[1], "GFLOP/s");
         if (f.active[2] && f.coef[2] > 0) yaml << ", byte_rate: " << num(1e-9 / f.coef[2], "GB/s");
         if (f.active[3] && f.coef[3] > 0) yaml << ", per_element: " << num(f.coef[3] * 1e9, "ns");
-        report_row(report, op, f, {"us", "ns/kFLOP", "ns/kB", "ns/elem"}, {1e6, 1e12, 1e12, 1e9});
+        if (f.active[4] && f.coef[4] > 0) yaml << ", per_weight: " << num(f.coef[4] * 1e9, "ns");
+        report_row(report, op, f, {"us", "ns/kFLOP", "ns/kB", "ns/elem", "ns/weight"}, {1e6, 1e12, 1e12, 1e9, 1e9});
       } else {
         if (f.active[1] && f.coef[1] > 0) yaml << ", byte_rate: " << num(1e-9 / f.coef[1], "GB/s");
         report_row(report, op, f, {"us", "ns/kB"}, {1e6, 1e12});

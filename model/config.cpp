@@ -29,10 +29,10 @@ const char* to_string(Proto p) {
 const char* to_string(Precision p) { return p == Precision::fp32 ? "fp32" : "tf32"; }
 const char* to_string(Implementation i) { return i == Implementation::efficient_kan ? "efficient-kan" : "kanscale"; }
 
-double OpCost::time_s(double flops, double bytes, double elements) const {
+double OpCost::time_s(double flops, double bytes, double elements, double weights) const {
   const double tf = flop_rate > 0 ? flops / flop_rate : 0.0;
   const double tb = byte_rate > 0 ? bytes / byte_rate : 0.0;
-  return fixed_s + (roofline ? std::max(tf, tb) : tf + tb) + elements * element_s;
+  return fixed_s + (roofline ? std::max(tf, tb) : tf + tb) + elements * element_s + weights * weight_s;
 }
 
 // ---------------------------------------------------------------- NCCL tables
@@ -207,6 +207,7 @@ static void read_op_cost(YamlMap& parent, const std::string& key, OpCost* cost) 
   cost->byte_rate = m->quantity_opt("byte_rate", Quantity::rate, Bound::positive).value_or(cost->byte_rate);
   if (auto comb = m->choice_opt("combine", {"max", "sum"})) cost->roofline = *comb == "max";
   cost->element_s = m->quantity_opt("per_element", Quantity::time, Bound::non_negative).value_or(cost->element_s);
+  cost->weight_s = m->quantity_opt("per_weight", Quantity::time, Bound::non_negative).value_or(cost->weight_s);
   m->ignore("fit");  // the fit's quality, recorded for people
   m->finish();
 }

@@ -101,7 +101,8 @@ struct OpCost {
   double byte_rate = 0;  // B/s
   bool roofline = true;
   double element_s = 0;  // per (sample, input) basis evaluation (fitted kanscale layers)
-  double time_s(double flops, double bytes, double elements = 0) const;
+  double weight_s = 0;   // per spline weight (in*out*C) the layer rearranges (fitted kanscale layers)
+  double time_s(double flops, double bytes, double elements = 0, double weights = 0) const;
 };
 
 // NCCL tuning constants; the defaults come from the configured NCCL version,

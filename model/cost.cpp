@@ -14,7 +14,7 @@ double op_time_s(const Op& op, const Calibration& k) {
                        "': implementation kanscale needs a calibration from `kanscale fit` on `kanscale measure "
                        "kernels` (the datasheet calibration models efficient-kan only)");
     }
-    return std::max(0.0, it->second.time_s(op.flops, op.bytes, op.elements));
+    return std::max(0.0, it->second.time_s(op.flops, op.bytes, op.elements, op.weights));
   }
   const OpCost& c = op.kind == OpKind::gemm ? k.gemm : k.elementwise;
   return c.time_s(op.flops, op.bytes);

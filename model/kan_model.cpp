@@ -236,7 +236,7 @@ std::vector<Op> kanscale_iteration(const KanShape& s, std::int64_t batch, bool g
   const double B = static_cast<double>(batch);
   std::vector<Op> ops;
   auto add = [&](std::string name, const char* cls, Phase ph, int layer, double flops, double bytes, int ready = -1,
-                 double elements = 0) {
+                 double elements = 0, double weights = 0) {
     Op o;
     o.name = std::move(name);
     o.cost_class = cls;
@@ -246,6 +246,7 @@ std::vector<Op> kanscale_iteration(const KanShape& s, std::int64_t batch, bool g
     o.bytes = bytes;
     o.ready_param = ready;
     o.elements = elements;
+    o.weights = weights;
     ops.push_back(o);
   };
   const double io = static_cast<double>(s.widths.front() + s.widths.back());
@@ -253,14 +254,14 @@ std::vector<Op> kanscale_iteration(const KanShape& s, std::int64_t batch, bool g
   for (int l = 0; l < L; ++l) {
     const auto c = kanscale_layer_forward(s.widths[l], s.widths[l + 1], s.grid_size, s.spline_order, batch);
     add("forward layer " + std::to_string(l), "kan_forward", Phase::forward, l, c.flops, c.bytes, -1,
-        B * static_cast<double>(s.widths[l]));
+        B * static_cast<double>(s.widths[l]), static_cast<double>(s.widths[l] * s.widths[l + 1] * s.coeffs()));
   }
   const double outw = static_cast<double>(s.widths.back());
   add("mse", "mse", Phase::loss, L - 1, 5 * B * outw, 16 * B * outw);
   for (int l = L - 1; l >= 0; --l) {
     const auto c = kanscale_layer_backward(s.widths[l], s.widths[l + 1], s.grid_size, s.spline_order, batch, l > 0);
     add("backward layer " + std::to_string(l), "kan_backward", Phase::backward, l, c.flops, c.bytes, -1,
-        B * static_cast<double>(s.widths[l]));
+        B * static_cast<double>(s.widths[l]), static_cast<double>(s.widths[l] * s.widths[l + 1] * s.coeffs()));
     for (int p : {3 * l + 1, 3 * l + 2, 3 * l + 0}) {
       const double n = static_cast<double>(params[p].numel);
       add("bucket_copy " + params[p].name, "bucket_copy", Phase::grad_copy, l, n, 8 * n, p);

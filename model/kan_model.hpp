@@ -56,6 +56,7 @@ struct Op {
   // class; empty: the kind's roofline/linear cost.
   std::string cost_class;
   double elements = 0;  // (sample, input) pairs whose bases this op evaluates
+  double weights = 0;   // spline weights (in*out*C) the op rearranges or reduces
 };
 
 // FLOPs and bytes of kanscale's own CPU/CUDA layer (measure/kan_cpu):
