@@ -166,8 +166,11 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   double interf = 0;
   if (!interference.empty()) {
     const auto j = read_json(interference, "a kanscale bench interference file");
-    if (!j.contains("interference_mean")) throw InputError(interference + ": lacks 'interference_mean'");
-    interf = std::max(0.0, j["interference_mean"].get<double>());
+    // the simulator slows compute only while a collective is in flight:
+    // use the compute lost per second of collective
+    if (!j.contains("interference_per_collective_second_mean"))
+      throw InputError(interference + ": lacks 'interference_per_collective_second_mean' (measured by an older kanscale?)");
+    interf = std::max(0.0, j["interference_per_collective_second_mean"].get<double>());
     from << (from.tellp() > 0 ? "; " : "") << interference << " (interference)";
   }
   std::time_t now = std::time(nullptr);
@@ -176,7 +179,9 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   report << "kanscale fit: " << name << "\n";
   if (!X.empty()) {
     yaml << "compute:\n  jitter_sigma: " << jitter_sigma << "   # from the median spread (CV) of the layer timings\n"
-         << "  interference: " << interf << (interference.empty() ? "   # not measured (kanscale bench interference)" : "") << "\n"
+         << "  interference: " << interf
+         << (interference.empty() ? "   # not measured (kanscale bench interference)" : "   # compute lost per second of collective in flight")
+         << "\n"
          << "  host_overhead: \"0s\"   # the trainer's host work is in load_batch; no separate term\n  ops:\n";
     report << "compute (time = fixed + flops/flop_rate + bytes/byte_rate; relative least squares, non-negative;\n"
               "largest 20% of each op's points held out):\n";

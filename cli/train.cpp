@@ -124,6 +124,7 @@ int bench_interference(const std::vector<std::string>& args, const std::string& 
   const InterferenceResult r = measure_interference(*comm, net, static_cast<int>(w.batch_per_gpu), nbytes, repeats);
   const double worst = comm->allreduce_max(r.interference());
   const double mean = comm->allreduce_sum(r.interference()) / comm->size();
+  const double window_mean = comm->allreduce_sum(r.interference_per_collective_second()) / comm->size();
   if (comm->rank() != 0) return 0;
   std::cout << "kanscale bench interference: " << w.name << " forward+backward (batch " << w.batch_per_gpu << ") on "
             << comm->size() << " rank(s) (" << comm->backend() << "), " << threads << " thread(s) each; all-reduce of "
@@ -132,12 +133,15 @@ int bench_interference(const std::vector<std::string>& args, const std::string& 
             << format_time(r.with_comm_s) << " (IQR " << format_time(r.with_comm_iqr_s) << "), " << r.allreduces
             << " of " << repeats << " all-reduces finished within the compute\n"
             << "  interference (slowdown while communicating): rank 0 " << std::fixed << std::setprecision(3)
-            << r.interference() << ", mean over ranks " << mean << ", worst " << worst << "\n";
+            << r.interference() << ", mean over ranks " << mean << ", worst " << worst << "\n"
+            << "  the all-reduce alone takes " << format_time(r.allreduce_alone_s) << ": compute lost per second of collective in flight "
+            << window_mean << " (the simulator's interference)\n";
   if (comm->size() == 1) std::cout << "  (one rank: the all-reduce is a no-op; run under mpirun for a measurement)\n";
   if (!json.empty()) {
     nlohmann::json j = {{"command_line", cmdline}, {"ranks", comm->size()}, {"threads_per_rank", threads},
                         {"allreduce_bytes", nbytes}, {"alone_s", r.alone_s}, {"with_communication_s", r.with_comm_s},
                         {"interference_rank0", r.interference()}, {"interference_mean", mean}, {"interference_max", worst},
+                        {"allreduce_alone_s", r.allreduce_alone_s}, {"interference_per_collective_second_mean", window_mean},
                         };
     write_files_atomic({{json, j.dump(2) + "\n"}});
   }

@@ -53,7 +53,16 @@ InterferenceResult measure_interference(Comm& comm, KanNet& net, int batch, doub
     }
     return t;
   };
-  std::vector<double> alone, with;
+  std::vector<double> alone, with, ar;
+  // the all-reduce alone, blocking, no compute
+  for (int r = 0; r < repeats; ++r) {
+    comm.barrier();
+    const auto t0 = std::chrono::steady_clock::now();
+    const int h = comm.iallreduce_sum(buf.data(), buf.size());
+    comm.wait(h);
+    comm.release();
+    ar.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
   run(false);  // warm-up
   for (int r = 0; r < repeats; ++r) {
     comm.barrier();
@@ -67,6 +76,7 @@ InterferenceResult measure_interference(Comm& comm, KanNet& net, int batch, doub
   res.alone_iqr_s = a.iqr;
   res.with_comm_s = w.median;
   res.with_comm_iqr_s = w.iqr;
+  res.allreduce_alone_s = quartiles(ar).median;
   return res;
 }
 

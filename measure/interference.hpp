@@ -4,6 +4,7 @@
 // on the CPU path; the communication a non-blocking all-reduce progressed
 // by MPI_Test between layers, as the trainer does, restarted whenever it
 // finishes so that it covers the whole measurement.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -16,8 +17,16 @@ struct InterferenceResult {
   double alone_s = 0;      // median forward+backward time, no communication
   double with_comm_s = 0;  // median while all-reduces run
   double alone_iqr_s = 0, with_comm_iqr_s = 0;
-  std::int64_t allreduces = 0;  // completed during the measurement
+  std::int64_t allreduces = 0;  // rounds whose all-reduce finished within the compute
+  double allreduce_alone_s = 0;  // median time of the same all-reduce with no compute
+  // Slowdown of the whole round: with / alone - 1.
   double interference() const { return alone_s > 0 ? with_comm_s / alone_s - 1.0 : 0.0; }
+  // In the simulator's terms: compute lost per second the collective is in
+  // flight, (with - alone) / allreduce_alone: the replay slows compute by
+  // this factor only while a collective runs.
+  double interference_per_collective_second() const {
+    return allreduce_alone_s > 0 ? std::max(0.0, (with_comm_s - alone_s) / allreduce_alone_s) : 0.0;
+  }
 };
 
 // Alternates rounds alone and with communication (so drifts in machine
