@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "measure/collective_sweep.hpp"
 #include "measure/comm.hpp"
+#include "measure/gpu.hpp"
 #include "measure/kernel_bench.hpp"
 #include <algorithm>
 #include <cstdio>
@@ -51,13 +52,14 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
       ("shapes", po::value(&shapes)->value_name("B:IN:OUT:G:K,..."), "shapes instead of the plan's")
       ("repeat", po::value(&repeats), "repetitions (default: the plan's)")
       ("threads", po::value(&threads), "CPU threads per rank (default: the plan's)")
-      ("backend", po::value(&backend)->default_value(backend), "cpu (cuda: not yet)")
+      ("backend", po::value(&backend), "cpu | cuda (default: the plan's, else cpu)")
       ("json", po::value(&json)->value_name("FILE"), "rows and metadata as JSON")
       ("csv", po::value(&csv)->value_name("FILE"), "rows as CSV (units in the column names)");
   po::variables_map vm;
   if (!parse_args(args, desc, "usage: [mpirun -np P] kanscale measure kernels [--plan F | --shapes ...] --json F [--csv F]", vm))
     return 0;
-  if (backend != "cpu") throw InputError("--backend: only cpu is measured so far");
+  if (vm.count("backend") && backend != "cpu" && backend != "cuda")
+    throw InputError("--backend: expected cpu or cuda, got \"" + backend + "\"");
   if (json.empty() && csv.empty()) throw InputError("give --json and/or --csv: the measurements are for kanscale fit");
   KernelPlan plan = shapes.empty() ? load_kernel_plan(plan_file) : KernelPlan{};
   if (!shapes.empty()) {
@@ -74,6 +76,7 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
   }
   if (vm.count("repeat")) plan.repeats = repeats;
   if (vm.count("threads")) plan.threads = threads;
+  if (vm.count("backend")) plan.backend = backend;
   if (plan.repeats < 3) throw InputError("--repeat: at least 3 (median and spread)");
   if (plan.threads < 1) throw InputError("--threads: at least 1");
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
@@ -93,6 +96,22 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
   return 0;
 }
 
+namespace {
+// The sweep on this rank's GPU over NCCL, bootstrapped over `host`.
+int run_nccl_sweep(Comm& host, const SweepOptions& o) {
+#if KANSCALE_HAVE_CUDA
+  std::string why;
+  if (!cuda_device_available(&why)) throw std::runtime_error("--backend nccl on rank " + std::to_string(host.rank()) + ": " + why);
+  Gpu gpu(local_device_index(cuda_device_count()));
+  auto nccl = make_nccl_comm(host, gpu);
+  return run_sweep(*nccl, o, std::cout) == 0 ? 0 : 1;
+#else
+  (void)o;
+  throw std::runtime_error("rank " + std::to_string(host.rank()) + ": built without CUDA");
+#endif
+}
+}  // namespace
+
 int measure(const std::vector<std::string>& args, const std::string& cmdline) {
   if (!args.empty() && args[0] == "kernels") return measure_kernels({args.begin() + 1, args.end()}, cmdline);
   if (args.empty() || (args[0] != "allreduce" && args[0] != "broadcast")) {
@@ -101,7 +120,7 @@ int measure(const std::vector<std::string>& args, const std::string& cmdline) {
   SweepOptions o;
   o.op = args[0];
   o.command_line = cmdline;
-  std::string b = "8", e = "256M";
+  std::string b = "8", e = "256M", backend = "mpi";
   int check = 1;
   po::options_description desc("measure " + o.op + " options (nccl-tests' letters)");
   desc.add_options()
@@ -113,6 +132,7 @@ int measure(const std::vector<std::string>& args, const std::string& cmdline) {
       ("warmup_iters,w", po::value(&o.warmup)->default_value(o.warmup), "warm-up iterations per point")
       ("check,c", po::value(&check)->default_value(check), "verify every result (1) or not (0)")
       ("root,r", po::value(&o.root)->default_value(o.root), "broadcast root")
+      ("backend", po::value(&backend)->default_value(backend), "mpi (host memory; one process: no communication) | nccl (GPU memory)")
       ("json", po::value(&o.json)->value_name("FILE"), "results as JSON (rewritten after every point)")
       ("csv", po::value(&o.csv)->value_name("FILE"), "results as CSV (rewritten after every point)")
       ("resume", po::value(&o.resume)->value_name("FILE"), "continue the sweep in this JSON file")
@@ -132,9 +152,13 @@ int measure(const std::vector<std::string>& args, const std::string& cmdline) {
   o.check = check == 1;
   if (o.max_points < 0) throw InputError("--max-points: must not be negative");
   if (!o.resume.empty() && o.json.empty()) o.json = o.resume;  // continue writing the same file
+  if (backend != "mpi" && backend != "nccl") throw InputError("--backend: expected mpi or nccl, got \"" + backend + "\"");
+  if (backend == "nccl" && !nccl_available())
+    throw InputError("--backend nccl: this kanscale was built without CUDA and NCCL (nvcc and NCCL were not found)");
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
   if (o.root < 0 || o.root >= comm->size()) throw InputError("-r: the root must be a rank, 0.." + std::to_string(comm->size() - 1));
   try {
+    if (backend == "nccl") return run_nccl_sweep(*comm, o);
     const auto wrong = run_sweep(*comm, o, std::cout);
     return wrong == 0 ? 0 : 1;
   } catch (const InputError& ex) {

@@ -49,18 +49,16 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
   if (!parse_args(args, desc,
                   "usage: kanscale train --workload W [--backend cpu|cuda] [--steps N | --epochs E] [--seed S]\n"
                   "                      [--json F] [--csv F] [--trace F] [--checkpoint F] [--resume F]\n"
-                  "Data-parallel under mpirun -np P (MPI for the CPU backend).",
+                  "Data-parallel under mpirun -np P (MPI for the CPU backend, NCCL for CUDA).",
                   vm))
     return 0;
   if (c.workload.empty()) throw InputError("missing required option --workload");
-  if (backend == "cuda") {
-    throw InputError("--backend cuda: the trainer does not run the CUDA kernels yet (see the README); use --backend cpu");
-  }
   if (backend != "cpu") throw InputError("--backend: expected cpu or cuda, got \"" + backend + "\"");
   if (threads < 1) throw InputError("--threads: must be at least 1");
   if (vm.count("steps") && steps < 1) throw InputError("--steps: must be at least 1");
   if (vm.count("epochs") && epochs < 1) throw InputError("--epochs: must be at least 1");
   if (delay_us < 0) throw InputError("--inject-delay-us: must not be negative");
+  if (backend == "cuda" && delay_us > 0) throw InputError("--inject-delay-us: only the cpu backend injects delays");
   if (checkpoint_every < 0) throw InputError("--checkpoint-every: must not be negative");
   TrainOptions o;
   o.workload = load_workload(c.workload);
@@ -81,7 +79,7 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
   // An error on one rank must not leave the others waiting in a collective:
   // say it here, with the rank, then end them all.
   try {
-    return run_train(o, *comm);
+    return backend == "cuda" ? run_train_cuda(o, *comm) : run_train(o, *comm);
   } catch (const InputError& e) {
     std::cerr << "kanscale: " << e.what() << (comm->size() > 1 ? " (rank " + std::to_string(comm->rank()) + ")" : "") << "\n";
     comm->abort(2);

@@ -126,7 +126,18 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
   const std::size_t start = static_cast<std::size_t>(status[0]);
 
   const std::size_t max_count = sizes.empty() ? 0 : static_cast<std::size_t>(sizes.back() / 4);
+  // Host copies for filling and checking; the buffers themselves live where
+  // the backend wants them (device memory for NCCL).
   std::vector<float> send(max_count), recv(max_count);
+  struct Buffers {
+    Comm& c;
+    float* send;
+    float* recv;
+    ~Buffers() {
+      c.free_buffer(send);
+      c.free_buffer(recv);
+    }
+  } buf{comm, comm.alloc_buffer(max_count), comm.alloc_buffer(max_count)};
   const bool tty = isatty(STDERR_FILENO);
   if (rank == 0) {
     out << "# kanscale measure " << o.op << ": " << n << " rank(s) on " << unique_hosts.size() << " node(s), "
@@ -191,29 +202,33 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
     pt.count = static_cast<std::int64_t>(sizes[si] / 4);
     const std::size_t cnt = static_cast<std::size_t>(pt.count);
     for (int inplace = 0; inplace < 2; ++inplace) {
-      float* dst = recv.data();
-      const float* src = inplace ? recv.data() : send.data();
+      float* dst = buf.recv;
+      const float* src = inplace ? buf.recv : buf.send;
       auto fill = [&] {
         for (std::size_t i = 0; i < cnt; ++i) {
           send[i] = pattern(rank, i);
           recv[i] = inplace ? pattern(rank, i) : 0.0f;
         }
         if (!allreduce && rank != o.root) std::fill(recv.begin(), recv.begin() + static_cast<std::ptrdiff_t>(cnt), 0.0f);
+        comm.to_buffer(buf.send, send.data(), cnt);
+        comm.to_buffer(buf.recv, recv.data(), cnt);
       };
       auto once = [&] {
         if (allreduce) {
           comm.allreduce_floats(src, dst, cnt);
         } else {
           // out of place: the root copies its input into the output first
-          if (!inplace && rank == o.root) std::copy(send.begin(), send.begin() + static_cast<std::ptrdiff_t>(cnt), recv.begin());
+          if (!inplace && rank == o.root) comm.copy_buffer(buf.recv, buf.send, cnt);
           comm.broadcast(dst, cnt, o.root);
         }
       };
       fill();
       for (int w = 0; w < o.warmup; ++w) once();
+      comm.synchronize();
       comm.barrier();
       const auto t0 = std::chrono::steady_clock::now();
       for (int it = 0; it < o.iters; ++it) once();
+      comm.synchronize();  // NCCL returns at once; nccl-tests times to the stream's end too
       const double mean_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / std::max(1, o.iters);
       const double t = comm.allreduce_max(mean_s);
       pt.time_us[inplace] = t * 1e6;
@@ -222,6 +237,8 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
       if (o.check) {
         fill();
         once();
+        comm.synchronize();
+        comm.from_buffer(recv.data(), buf.recv, cnt);
         std::int64_t wrong = 0;
         for (std::size_t i = 0; i < cnt; ++i) {
           const float want = allreduce ? expected_sum(n, i) : pattern(o.root, i);

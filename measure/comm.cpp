@@ -150,6 +150,21 @@ std::unique_ptr<Comm> make_self_comm() { return std::make_unique<SelfComm>(); }
 
 bool mpi_available() { return KANSCALE_HAVE_MPI != 0; }
 
+#if !KANSCALE_HAVE_NCCL
+bool nccl_available() { return false; }
+std::unique_ptr<Comm> make_nccl_comm(Comm&, Gpu&) {
+  throw std::runtime_error("this kanscale was built without NCCL (nvcc and NCCL were not found at configure time)");
+}
+#endif
+
+int local_device_index(int devices) {
+  if (devices < 1) return 0;
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    if (const char* s = std::getenv(v)) return std::atoi(s) % devices;
+  }
+  return 0;
+}
+
 bool launched_by_mpirun() {
   for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
     if (std::getenv(v)) return true;

@@ -3,6 +3,7 @@
 // MPI. Non-blocking all-reduces are progressed by test() between pieces of
 // compute (OpenMPI's blocking calls busy-poll, and a progress thread would
 // steal the core the compute needs).
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -36,6 +37,18 @@ class Comm {
   virtual std::string library_version() const = 0;
   // Ends every rank (MPI_Abort) after an error on this one; no-op alone.
   virtual void abort(int code) = 0;
+
+  // Where the buffers of broadcast and the all-reduces live: host memory
+  // (self, MPI: blocking calls) or device memory (NCCL: calls are ordered on
+  // the communication stream and return at once; synchronize() waits).
+  virtual bool device_buffers() const { return false; }
+  virtual void synchronize() {}
+  // Buffers in that memory, and copies between them and the host.
+  virtual float* alloc_buffer(std::size_t n) { return new float[n == 0 ? 1 : n](); }
+  virtual void free_buffer(float* p) { delete[] p; }
+  virtual void to_buffer(float* dst, const float* host, std::size_t n) { std::copy(host, host + n, dst); }
+  virtual void from_buffer(float* host, const float* src, std::size_t n) { std::copy(src, src + n, host); }
+  virtual void copy_buffer(float* dst, const float* src, std::size_t n) { std::copy(src, src + n, dst); }
 };
 
 std::unique_ptr<Comm> make_self_comm();
@@ -43,6 +56,16 @@ std::unique_ptr<Comm> make_self_comm();
 // std::runtime_error when the build has no MPI.
 std::unique_ptr<Comm> make_mpi_comm();
 bool mpi_available();
+bool nccl_available();
+
+class Gpu;
+// NCCL over the ranks of `host` (which bootstraps it: rank 0's unique id is
+// broadcast over it, and it serves gather/barrier/host-side reductions), on
+// gpu's communication stream. Throws std::runtime_error without NCCL.
+std::unique_ptr<Comm> make_nccl_comm(Comm& host, Gpu& gpu);
+// The GPU this rank uses: the node-local rank (OMPI_COMM_WORLD_LOCAL_RANK,
+// MPI_LOCALRANKID, SLURM_LOCALID) modulo the visible devices.
+int local_device_index(int devices);
 // Whether this process was started by mpirun (OpenMPI, or any PMI launcher).
 bool launched_by_mpirun();
 

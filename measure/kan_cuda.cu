@@ -2,11 +2,16 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <climits>
+#include <cmath>
+#include <cstdio>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "gpu.hpp"
 #include "kan_cuda.hpp"
 
 namespace ks {
@@ -22,26 +27,6 @@ void check(cublasStatus_t s, const char* call) {
   if (s != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(std::string(call) + ": cuBLAS status " + std::to_string(static_cast<int>(s)));
 }
 #define CK(x) check((x), #x)
-
-// Device memory owned by a vector-like holder.
-struct Buf {
-  float* p = nullptr;
-  size_t n = 0;
-  explicit Buf(size_t count) : n(count) {
-    if (n) CK(cudaMalloc(&p, n * sizeof(float)));
-  }
-  Buf(const float* host, size_t count) : Buf(count) {
-    if (n) CK(cudaMemcpy(p, host, n * sizeof(float), cudaMemcpyHostToDevice));
-  }
-  ~Buf() {
-    if (p) cudaFree(p);
-  }
-  Buf(const Buf&) = delete;
-  Buf& operator=(const Buf&) = delete;
-  void to_host(float* host) const {
-    if (n) CK(cudaMemcpy(host, p, n * sizeof(float), cudaMemcpyDeviceToHost));
-  }
-};
 
 struct Cublas {
   cublasHandle_t h{};
@@ -173,94 +158,581 @@ __global__ void input_grad_kernel(const float* x, const float* tmp, const float*
   dx[idx] = v;
 }
 
+
+// dy = 2/n (y - t); loss += sum (y - t)^2 (the CPU path's mse_forward_backward)
+__global__ void mse_kernel(const float* y, const float* t, long n, float scale, float* dy, double* loss) {
+  __shared__ double part[256];
+  const long idx = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
+  double d2 = 0;
+  if (idx < n) {
+    const float d = y[idx] - t[idx];
+    dy[idx] = scale * d;
+    d2 = static_cast<double>(d) * d;
+  }
+  part[threadIdx.x] = d2;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (static_cast<int>(threadIdx.x) < s) part[threadIdx.x] += part[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) atomicAdd(loss, part[0]);
+}
+
+__global__ void scale_copy_kernel(const float* src, float* dst, long n, float a) {
+  const long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
+  if (i < n) dst[i] = a * src[i];
+}
+
+__global__ void fill_kernel(float* dst, long n, float v) {
+  const long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
+  if (i < n) dst[i] = v;
+}
+
+// torch's single-tensor Adam (adam.hpp), the CPU path's order of operations.
+__global__ void adam_kernel(float* x, const float* g, float* m, float* v, long n, float w1, float b2, float w2,
+                            float step_size, float bc2_sqrt, float eps) {
+  const long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const float gi = g[i];
+  const float mi = m[i] + w1 * (gi - m[i]);
+  const float vi = v[i] * b2 + w2 * gi * gi;
+  m[i] = mi;
+  v[i] = vi;
+  const float denom = sqrtf(vi) / bc2_sqrt + eps;
+  x[i] = x[i] - step_size * (mi / denom);
+}
+
 int blocks(long n, int threads) { return static_cast<int>((n + threads - 1) / threads); }
 
-struct DeviceLayer {
-  Buf grid, base, spline, scaler, wt;
-  DeviceLayer(const KanLayer& L)
-      : grid(L.grid.data(), L.grid.size()),
-        base(L.base_weight.data(), L.base_weight.size()),
-        spline(L.spline_weight.data(), L.spline_weight.size()),
-        scaler(L.spline_scaler.data(), L.spline_scaler.size()),
-        wt(static_cast<size_t>(L.in) * L.C() * L.out) {
-    const long n = static_cast<long>(L.in) * L.C() * L.out;
-    scale_weight_kernel<<<blocks(n, 256), 256>>>(spline.p, scaler.p, L.in, L.out, L.C(), wt.p);
+}  // namespace
+
+// ---------------------------------------------------------------- Gpu
+
+struct Gpu::Impl {
+  int device = 0;
+  cudaStream_t compute{}, comm{};
+  std::vector<cudaEvent_t> events;
+  std::size_t next_event = 0;
+  std::map<void*, std::size_t> sizes;
+  double allocated = 0, peak = 0;
+  cudaStream_t s(GpuStream which) const { return which == GpuStream::compute ? compute : comm; }
+  void* raw_alloc(std::size_t bytes) {
+    void* p = nullptr;
+    if (bytes == 0) return nullptr;
+    CK(cudaMalloc(&p, bytes));
+    sizes[p] = bytes;
+    allocated += static_cast<double>(bytes);
+    peak = std::max(peak, allocated);
+    return p;
+  }
+  void raw_free(void* p) {
+    if (!p) return;
+    auto it = sizes.find(p);
+    if (it != sizes.end()) {
+      allocated -= static_cast<double>(it->second);
+      sizes.erase(it);
+    }
+    cudaFree(p);
+  }
+};
+
+Gpu::Gpu(int device) : impl_(std::make_unique<Impl>()) {
+  impl_->device = device;
+  CK(cudaSetDevice(device));
+  // Non-blocking: no implicit ordering with the legacy default stream.
+  CK(cudaStreamCreateWithFlags(&impl_->compute, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&impl_->comm, cudaStreamNonBlocking));
+}
+
+Gpu::~Gpu() {
+  cudaStreamSynchronize(impl_->compute);
+  cudaStreamSynchronize(impl_->comm);
+  for (auto e : impl_->events) cudaEventDestroy(e);
+  for (auto& kv : impl_->sizes) cudaFree(kv.first);
+  cudaStreamDestroy(impl_->compute);
+  cudaStreamDestroy(impl_->comm);
+}
+
+int Gpu::device() const { return impl_->device; }
+
+std::string Gpu::description() const {
+  cudaDeviceProp p{};
+  CK(cudaGetDeviceProperties(&p, impl_->device));
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s, sm_%d%d, %.1f GiB, %d SMs; driver %d.%d, runtime %d.%d", p.name, p.major, p.minor,
+                static_cast<double>(p.totalGlobalMem) / (1u << 30), p.multiProcessorCount, driver / 1000,
+                (driver % 1000) / 10, runtime / 1000, (runtime % 1000) / 10);
+  return buf;
+}
+
+void* Gpu::stream(GpuStream s) const { return impl_->s(s); }
+
+float* Gpu::alloc(std::size_t n) { return static_cast<float*>(impl_->raw_alloc(n * sizeof(float))); }
+void Gpu::free(float* p) { impl_->raw_free(p); }
+double Gpu::allocated_bytes() const { return impl_->allocated; }
+double Gpu::peak_bytes() const { return impl_->peak; }
+void Gpu::reset_peak() { impl_->peak = impl_->allocated; }
+double Gpu::device_used_bytes() const {
+  std::size_t free_b = 0, total_b = 0;
+  CK(cudaMemGetInfo(&free_b, &total_b));
+  return static_cast<double>(total_b - free_b);
+}
+
+float* Gpu::alloc_host(std::size_t n) {
+  void* p = nullptr;
+  if (n) CK(cudaMallocHost(&p, n * sizeof(float)));
+  return static_cast<float*>(p);
+}
+void Gpu::free_host(float* p) {
+  if (p) cudaFreeHost(p);
+}
+
+void Gpu::copy(float* dst, const float* src, std::size_t n, GpuStream s) {
+  if (n) CK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDefault, impl_->s(s)));
+}
+
+void Gpu::fill(float* dst, float value, std::size_t n, GpuStream s) {
+  if (!n) return;
+  fill_kernel<<<blocks(static_cast<long>(n), 256), 256, 0, impl_->s(s)>>>(dst, static_cast<long>(n), value);
+  CK(cudaGetLastError());
+}
+
+void Gpu::scale_copy(const float* src, float* dst, std::size_t n, float a, GpuStream s) {
+  if (!n) return;
+  scale_copy_kernel<<<blocks(static_cast<long>(n), 256), 256, 0, impl_->s(s)>>>(src, dst, static_cast<long>(n), a);
+  CK(cudaGetLastError());
+}
+
+int Gpu::mark(GpuStream s) {
+  auto& ev = impl_->events;
+  if (impl_->next_event == ev.size()) {
+    cudaEvent_t e{};
+    CK(cudaEventCreate(&e));
+    ev.push_back(e);
+  }
+  CK(cudaEventRecord(ev[impl_->next_event], impl_->s(s)));
+  return static_cast<int>(impl_->next_event++);
+}
+
+void Gpu::wait(GpuStream waiter, int mark) {
+  CK(cudaStreamWaitEvent(impl_->s(waiter), impl_->events.at(static_cast<std::size_t>(mark)), 0));
+}
+
+bool Gpu::reached(int mark) {
+  const cudaError_t e = cudaEventQuery(impl_->events.at(static_cast<std::size_t>(mark)));
+  if (e == cudaErrorNotReady) {
+    (void)cudaGetLastError();  // not an error: clear it
+    return false;
+  }
+  CK(e);
+  return true;
+}
+
+void Gpu::synchronize() {
+  CK(cudaStreamSynchronize(impl_->compute));
+  CK(cudaStreamSynchronize(impl_->comm));
+}
+
+double Gpu::seconds(int a, int b) {
+  float ms = 0;
+  CK(cudaEventElapsedTime(&ms, impl_->events.at(static_cast<std::size_t>(a)), impl_->events.at(static_cast<std::size_t>(b))));
+  return ms * 1e-3;
+}
+
+void Gpu::clear_marks() { impl_->next_event = 0; }
+
+namespace {
+template <typename F>
+double median_seconds(Gpu& g, F&& f, int reps) {
+  std::vector<double> t;
+  f();  // warm-up
+  for (int r = 0; r < reps; ++r) {
+    g.clear_marks();
+    const int a = g.mark(GpuStream::compute);
+    f();
+    const int b = g.mark(GpuStream::compute);
+    g.synchronize();
+    t.push_back(g.seconds(a, b));
+  }
+  g.clear_marks();
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+}  // namespace
+
+double Gpu::sgemm_flops() {
+  const int n = 8192;
+  const std::size_t nn = static_cast<std::size_t>(n) * n;
+  float* a = alloc(nn);
+  float* b = alloc(nn);
+  float* c = alloc(nn);
+  fill(a, 0.5f, nn, GpuStream::compute);
+  fill(b, 0.25f, nn, GpuStream::compute);
+  Cublas cb;
+  CK(cublasSetStream(cb.h, impl_->compute));
+  const double s = median_seconds(*this, [&] { gemm_rm(cb.h, false, false, n, n, n, a, n, b, n, c, 0.0f); }, 5);
+  free(a);
+  free(b);
+  free(c);
+  return 2.0 * n * static_cast<double>(n) * n / s;
+}
+
+double Gpu::copy_bandwidth() {
+  const std::size_t n = (1u << 30) / sizeof(float);
+  float* a = alloc(n);
+  float* b = alloc(n);
+  fill(a, 1.0f, n, GpuStream::compute);
+  const double s = median_seconds(*this, [&] { copy(b, a, n, GpuStream::compute); }, 5);
+  free(a);
+  free(b);
+  return 2.0 * static_cast<double>(n * sizeof(float)) / s;
+}
+
+// ---------------------------------------------------------------- KanGpuNet
+
+struct KanGpuNet::Impl {
+  Gpu& gpu;
+  Cublas cb;
+  int max_batch = 0, B = 0;
+  struct Layer {
+    int in, out, G, k;
+    float *grid, *base, *spline, *scaler, *wt;
+    float *gbase, *gspline, *gscaler;
+    float *act, *bmat, *dval, *gt, *tmp, *dsp;
+    int* first;
+    int C() const { return G + k; }
+  };
+  std::vector<Layer> layers;
+  std::vector<float*> acts;  // acts[0]: the input batch; acts[l+1]: layer l's output
+  float *target = nullptr, *dy0 = nullptr, *dy1 = nullptr, *grids = nullptr;
+  std::size_t grids_n = 0;
+  double* loss = nullptr;
+  std::vector<float*> m, v;  // Adam state per parameter
+  explicit Impl(Gpu& g) : gpu(g) {}
+  ~Impl() {
+    gpu.synchronize();
+    for (auto& L : layers) {
+      for (float* p : {L.base, L.spline, L.scaler, L.wt, L.gbase, L.gspline, L.gscaler, L.act, L.bmat, L.dval, L.gt, L.tmp,
+                       L.dsp})
+        gpu.free(p);
+      gpu.impl_->raw_free(L.first);
+    }
+    for (float* p : acts) gpu.free(p);
+    for (float* p : {target, dy0, dy1, grids}) gpu.free(p);
+    for (float* p : m) gpu.free(p);
+    for (float* p : v) gpu.free(p);
+    gpu.impl_->raw_free(loss);
+  }
+  cudaStream_t cs() const { return gpu.impl_->compute; }
+  float* zeros(std::size_t n) {
+    float* p = gpu.alloc(n);
+    if (n) CK(cudaMemsetAsync(p, 0, n * sizeof(float), cs()));
+    return p;
+  }
+  std::size_t psize(int p) const {
+    const Layer& L = layers[static_cast<std::size_t>(p / 3)];
+    const std::size_t oi = static_cast<std::size_t>(L.out) * L.in;
+    return p % 3 == 1 ? oi * L.C() : oi;
+  }
+  float* param(int p) const {
+    const Layer& L = layers[static_cast<std::size_t>(p / 3)];
+    return p % 3 == 0 ? L.base : p % 3 == 1 ? L.spline : L.scaler;
+  }
+  float* grad(int p) const {
+    const Layer& L = layers[static_cast<std::size_t>(p / 3)];
+    return p % 3 == 0 ? L.gbase : p % 3 == 1 ? L.gspline : L.gscaler;
+  }
+  void forward_layer(std::size_t l, int Bn) {
+    Layer& L = layers[l];
+    const int C = L.C();
+    if (L.k > kMaxOrder) throw std::invalid_argument("spline order above 16");
+    const long nw = static_cast<long>(L.in) * C * L.out;
+    scale_weight_kernel<<<blocks(nw, 256), 256, 0, cs()>>>(L.spline, L.scaler, L.in, L.out, C, L.wt);
+    CK(cudaGetLastError());
+    basis(l, Bn);
+    gemm_rm(cb.h, false, true, Bn, L.out, L.in, L.act, L.in, L.base, L.in, acts[l + 1], 0.0f);              // act Wb^T
+    gemm_rm(cb.h, false, false, Bn, L.out, L.in * C, L.bmat, L.in * C, L.wt, L.out, acts[l + 1], 1.0f);  // + bmat wt
+  }
+  void basis(std::size_t l, int Bn) {
+    Layer& L = layers[l];
+    CK(cudaMemsetAsync(L.bmat, 0, sizeof(float) * static_cast<std::size_t>(Bn) * L.in * L.C(), cs()));
+    basis_kernel<<<blocks(static_cast<long>(Bn) * L.in, 256), 256, 0, cs()>>>(acts[l], L.grid, Bn, L.in, L.G, L.k, L.act,
+                                                                              L.bmat, L.first, L.dval);
+    CK(cudaGetLastError());
+  }
+  void backward_layer(std::size_t l, const float* dy, float* dx) {
+    Layer& L = layers[l];
+    const int in = L.in, out = L.out, C = L.C();
+    gemm_rm(cb.h, true, false, out, in, B, dy, out, L.act, in, L.gbase, 0.0f);        // dy^T act
+    gemm_rm(cb.h, true, false, in * C, out, B, L.bmat, in * C, dy, out, L.gt, 0.0f);  // bmat^T dy
+    spline_grad_kernel<<<blocks(static_cast<long>(out) * in, 256), 256, 0, cs()>>>(L.gt, L.spline, L.scaler, in, out, C,
+                                                                                   L.gspline, L.gscaler);
+    CK(cudaGetLastError());
+    if (!dx) return;
+    gemm_rm(cb.h, false, false, B, in, out, dy, out, L.base, in, L.tmp, 0.0f);    // dy Wb
+    gemm_rm(cb.h, false, true, B, in * C, out, dy, out, L.wt, out, L.dsp, 0.0f);  // dy wt^T
+    input_grad_kernel<<<blocks(static_cast<long>(B) * in, 256), 256, 0, cs()>>>(acts[l], L.tmp, L.dsp, L.first, L.dval, B,
+                                                                                in, C, L.k, dx);
     CK(cudaGetLastError());
   }
 };
 
-struct DeviceForward {
-  Buf x, act, bmat, dval, y;
-  int* first = nullptr;
-  DeviceForward(const KanLayer& L, const float* hx, int B)
-      : x(hx, static_cast<size_t>(B) * L.in),
-        act(static_cast<size_t>(B) * L.in),
-        bmat(static_cast<size_t>(B) * L.in * L.C()),
-        dval(static_cast<size_t>(B) * L.in * (L.k + 1)),
-        y(static_cast<size_t>(B) * L.out) {
-    CK(cudaMalloc(&first, sizeof(int) * static_cast<size_t>(B) * L.in));
+KanGpuNet::KanGpuNet(Gpu& gpu, const KanNet& net, int max_batch) : impl_(std::make_unique<Impl>(gpu)) {
+  Impl& d = *impl_;
+  if (max_batch < 1) throw std::invalid_argument("KanGpuNet: max_batch must be at least 1");
+  d.max_batch = max_batch;
+  CK(cublasSetStream(d.cb.h, d.cs()));
+  const std::size_t Bm = static_cast<std::size_t>(max_batch);
+  for (const auto& L : net.layers) d.grids_n += L.grid.size();
+  d.grids = d.zeros(d.grids_n);
+  d.acts.push_back(d.zeros(Bm * static_cast<std::size_t>(net.layers.front().in)));
+  std::size_t widest = 0, off = 0;
+  for (const auto& L : net.layers) {
+    Impl::Layer g{};
+    g.in = L.in;
+    g.out = L.out;
+    g.G = L.G;
+    g.k = L.k;
+    const std::size_t oi = static_cast<std::size_t>(L.out) * L.in, C = static_cast<std::size_t>(L.C());
+    g.grid = d.grids + off;
+    off += L.grid.size();
+    g.base = d.zeros(oi);
+    g.spline = d.zeros(oi * C);
+    g.scaler = d.zeros(oi);
+    g.wt = d.zeros(oi * C);
+    g.gbase = d.zeros(oi);
+    g.gspline = d.zeros(oi * C);
+    g.gscaler = d.zeros(oi);
+    const std::size_t bi = Bm * static_cast<std::size_t>(L.in);
+    g.act = d.zeros(bi);
+    g.bmat = d.zeros(bi * C);
+    g.dval = d.zeros(bi * static_cast<std::size_t>(L.k + 1));
+    g.gt = d.zeros(oi * C);
+    g.tmp = d.zeros(bi);
+    g.dsp = d.zeros(bi * C);
+    g.first = static_cast<int*>(gpu.impl_->raw_alloc(sizeof(int) * bi));
+    d.layers.push_back(g);
+    d.acts.push_back(d.zeros(Bm * static_cast<std::size_t>(L.out)));
+    widest = std::max({widest, bi, Bm * static_cast<std::size_t>(L.out)});
   }
-  ~DeviceForward() {
-    if (first) cudaFree(first);
+  d.target = d.zeros(Bm * static_cast<std::size_t>(net.layers.back().out));
+  d.dy0 = d.zeros(widest);
+  d.dy1 = d.zeros(widest);
+  d.loss = static_cast<double*>(gpu.impl_->raw_alloc(sizeof(double)));
+  for (int p = 0; p < parameters(); ++p) {
+    d.m.push_back(d.zeros(size(p)));
+    d.v.push_back(d.zeros(size(p)));
   }
-};
-
-void forward_on_device(cublasHandle_t h, const KanLayer& L, const DeviceLayer& d, DeviceForward& f, int B) {
-  const int in = L.in, out = L.out, C = L.C();
-  if (L.k > kMaxOrder) throw std::invalid_argument("spline order above 16");
-  CK(cudaMemset(f.bmat.p, 0, f.bmat.n * sizeof(float)));
-  basis_kernel<<<blocks(static_cast<long>(B) * in, 256), 256>>>(f.x.p, d.grid.p, B, in, L.G, L.k, f.act.p, f.bmat.p,
-                                                                  f.first, f.dval.p);
-  CK(cudaGetLastError());
-  gemm_rm(h, false, true, B, out, in, f.act.p, in, d.base.p, in, f.y.p, 0.0f);         // act Wb^T
-  gemm_rm(h, false, false, B, out, in * C, f.bmat.p, in * C, d.wt.p, out, f.y.p, 1.0f);  // + bmat wt
+  upload(net);
 }
 
-}  // namespace
+KanGpuNet::~KanGpuNet() = default;
+
+int KanGpuNet::parameters() const { return static_cast<int>(3 * impl_->layers.size()); }
+std::size_t KanGpuNet::size(int p) const { return impl_->psize(p); }
+float* KanGpuNet::param(int p) { return impl_->param(p); }
+float* KanGpuNet::grad(int p) { return impl_->grad(p); }
+float* KanGpuNet::grids() { return impl_->grids; }
+std::size_t KanGpuNet::grids_size() const { return impl_->grids_n; }
+
+void KanGpuNet::upload(const KanNet& net) {
+  Impl& d = *impl_;
+  d.gpu.synchronize();
+  if (net.layers.size() != d.layers.size()) throw std::invalid_argument("KanGpuNet::upload: another net");
+  for (std::size_t l = 0; l < d.layers.size(); ++l) {
+    const KanLayer& L = net.layers[l];
+    const Impl::Layer& g = d.layers[l];
+    if (L.in != g.in || L.out != g.out || L.G != g.G || L.k != g.k) throw std::invalid_argument("KanGpuNet::upload: another net");
+    CK(cudaMemcpy(g.grid, L.grid.data(), L.grid.size() * sizeof(float), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g.base, L.base_weight.data(), L.base_weight.size() * sizeof(float), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g.spline, L.spline_weight.data(), L.spline_weight.size() * sizeof(float), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(g.scaler, L.spline_scaler.data(), L.spline_scaler.size() * sizeof(float), cudaMemcpyHostToDevice));
+  }
+}
+
+void KanGpuNet::download(KanNet& net) const {
+  const Impl& d = *impl_;
+  d.gpu.synchronize();
+  for (std::size_t l = 0; l < d.layers.size(); ++l) {
+    KanLayer& L = net.layers[l];
+    const Impl::Layer& g = d.layers[l];
+    CK(cudaMemcpy(L.grid.data(), g.grid, L.grid.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(L.base_weight.data(), g.base, L.base_weight.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(L.spline_weight.data(), g.spline, L.spline_weight.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(L.spline_scaler.data(), g.scaler, L.spline_scaler.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  }
+}
+
+void KanGpuNet::forward(const float* X, const float* T, int B, const std::function<void(int)>& after_layer) {
+  Impl& d = *impl_;
+  if (B < 1 || B > d.max_batch) throw std::invalid_argument("KanGpuNet::forward: batch outside 1..max_batch");
+  d.B = B;
+  const auto& first = d.layers.front();
+  const auto& last = d.layers.back();
+  CK(cudaMemcpyAsync(d.acts[0], X, sizeof(float) * static_cast<std::size_t>(B) * first.in, cudaMemcpyDefault, d.cs()));
+  if (T) CK(cudaMemcpyAsync(d.target, T, sizeof(float) * static_cast<std::size_t>(B) * last.out, cudaMemcpyDefault, d.cs()));
+  for (std::size_t l = 0; l < d.layers.size(); ++l) {
+    d.forward_layer(l, B);
+    if (after_layer) after_layer(static_cast<int>(l));
+  }
+  const long n = static_cast<long>(B) * last.out;
+  CK(cudaMemsetAsync(d.loss, 0, sizeof(double), d.cs()));
+  mse_kernel<<<blocks(n, 256), 256, 0, d.cs()>>>(d.acts.back(), d.target, n, 2.0f / static_cast<float>(n), d.dy0, d.loss);
+  CK(cudaGetLastError());
+}
+
+double KanGpuNet::loss() {
+  Impl& d = *impl_;
+  double v = 0;
+  CK(cudaMemcpyAsync(&v, d.loss, sizeof(double), cudaMemcpyDeviceToHost, d.cs()));
+  CK(cudaStreamSynchronize(d.cs()));
+  return v / (static_cast<double>(d.B) * d.layers.back().out);
+}
+
+std::vector<float> KanGpuNet::output() {
+  Impl& d = *impl_;
+  std::vector<float> y(static_cast<std::size_t>(d.B) * d.layers.back().out);
+  CK(cudaMemcpyAsync(y.data(), d.acts.back(), y.size() * sizeof(float), cudaMemcpyDeviceToHost, d.cs()));
+  CK(cudaStreamSynchronize(d.cs()));
+  return y;
+}
+
+void KanGpuNet::backward(const std::function<void(int)>& ready, const std::function<void(int)>& after_layer) {
+  Impl& d = *impl_;
+  float* dy = d.dy0;
+  float* dx = d.dy1;
+  for (std::size_t l = d.layers.size(); l-- > 0;) {
+    d.backward_layer(l, dy, l > 0 ? dx : nullptr);
+    if (ready) {
+      ready(static_cast<int>(3 * l + 1));
+      ready(static_cast<int>(3 * l + 2));
+      ready(static_cast<int>(3 * l + 0));
+    }
+    if (after_layer) after_layer(static_cast<int>(l));
+    std::swap(dy, dx);
+  }
+}
+
+void KanGpuNet::layer_backward(int l, const float* dy_device, float* dx_device) {
+  impl_->backward_layer(static_cast<std::size_t>(l), dy_device, dx_device);
+}
+
+void KanGpuNet::layer_forward(int l, int B) {
+  Impl& d = *impl_;
+  if (B < 1 || B > d.max_batch) throw std::invalid_argument("KanGpuNet::layer_forward: batch outside 1..max_batch");
+  d.B = B;
+  d.forward_layer(static_cast<std::size_t>(l), B);
+}
+
+void KanGpuNet::loss_only(int B) {
+  Impl& d = *impl_;
+  const long n = static_cast<long>(B) * d.layers.back().out;
+  CK(cudaMemsetAsync(d.loss, 0, sizeof(double), d.cs()));
+  mse_kernel<<<blocks(n, 256), 256, 0, d.cs()>>>(d.acts.back(), d.target, n, 2.0f / static_cast<float>(n), d.dy0, d.loss);
+  CK(cudaGetLastError());
+}
+
+float* KanGpuNet::input() { return impl_->acts[0]; }
+
+void KanGpuNet::adam_step_param(const Adam& hyper, std::int64_t step, int p, const float* grad) {
+  Impl& d = *impl_;
+  const double bc1 = 1.0 - std::pow(hyper.beta1, static_cast<double>(step));
+  const double bc2 = 1.0 - std::pow(hyper.beta2, static_cast<double>(step));
+  const float step_size = static_cast<float>(hyper.lr / bc1), bc2_sqrt = static_cast<float>(std::sqrt(bc2));
+  const long n = static_cast<long>(size(p));
+  adam_kernel<<<blocks(n, 256), 256, 0, d.cs()>>>(param(p), grad, d.m[static_cast<std::size_t>(p)], d.v[static_cast<std::size_t>(p)],
+                                                  n, static_cast<float>(1.0 - hyper.beta1), static_cast<float>(hyper.beta2),
+                                                  static_cast<float>(1.0 - hyper.beta2), step_size, bc2_sqrt,
+                                                  static_cast<float>(hyper.eps));
+  CK(cudaGetLastError());
+}
+
+void KanGpuNet::adam_step(const Adam& hyper, std::int64_t step, const std::vector<const float*>& grads) {
+  for (int p = 0; p < parameters(); ++p) adam_step_param(hyper, step, p, grads.at(static_cast<std::size_t>(p)));
+}
+
+void KanGpuNet::adam_download(Adam& state) const {
+  const Impl& d = *impl_;
+  d.gpu.synchronize();
+  state.exp_avg.resize(d.m.size());
+  state.exp_avg_sq.resize(d.v.size());
+  for (std::size_t p = 0; p < d.m.size(); ++p) {
+    state.exp_avg[p].resize(size(static_cast<int>(p)));
+    state.exp_avg_sq[p].resize(size(static_cast<int>(p)));
+    CK(cudaMemcpy(state.exp_avg[p].data(), d.m[p], state.exp_avg[p].size() * sizeof(float), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(state.exp_avg_sq[p].data(), d.v[p], state.exp_avg_sq[p].size() * sizeof(float), cudaMemcpyDeviceToHost));
+  }
+}
+
+void KanGpuNet::adam_upload(const Adam& state) {
+  Impl& d = *impl_;
+  d.gpu.synchronize();
+  if (state.exp_avg.size() != d.m.size()) throw std::invalid_argument("KanGpuNet::adam_upload: another net");
+  for (std::size_t p = 0; p < d.m.size(); ++p) {
+    if (state.exp_avg[p].size() != size(static_cast<int>(p))) throw std::invalid_argument("KanGpuNet::adam_upload: another net");
+    CK(cudaMemcpy(d.m[p], state.exp_avg[p].data(), state.exp_avg[p].size() * sizeof(float), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d.v[p], state.exp_avg_sq[p].data(), state.exp_avg_sq[p].size() * sizeof(float), cudaMemcpyHostToDevice));
+  }
+}
+
+// ---------------------------------------------------------------- queries and host wrappers
 
 bool cuda_device_available(std::string* why) {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess || n == 0) {
     if (why) *why = e != cudaSuccess ? std::string("no usable CUDA device: ") + cudaGetErrorString(e) : "no CUDA device";
+    (void)cudaGetLastError();
     return false;
   }
   return true;
 }
 
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+namespace {
+KanNet one_layer(const KanLayer& L) {
+  KanNet n;
+  n.layers.push_back(L);
+  return n;
+}
+}  // namespace
+
 void layer_forward_cuda(const KanLayer& L, const float* x, int B, float* y) {
-  Cublas cb;
-  DeviceLayer d(L);
-  DeviceForward f(L, x, B);
-  forward_on_device(cb.h, L, d, f, B);
-  f.y.to_host(y);
+  Gpu gpu(0);
+  KanGpuNet net(gpu, one_layer(L), B);
+  net.forward(x, nullptr, B);
+  const auto out = net.output();
+  std::copy(out.begin(), out.end(), y);
 }
 
 void layer_backward_cuda(const KanLayer& L, const float* x, int B, const float* dy, float* d_base, float* d_spline,
                          float* d_scaler, float* dx) {
-  const int in = L.in, out = L.out, C = L.C();
-  Cublas cb;
-  DeviceLayer d(L);
-  DeviceForward f(L, x, B);
-  forward_on_device(cb.h, L, d, f, B);
-  Buf ddy(dy, static_cast<size_t>(B) * out), gbase(static_cast<size_t>(out) * in), gt(static_cast<size_t>(in) * C * out),
-      gspline(L.spline_weight.size()), gscaler(L.spline_scaler.size());
-  gemm_rm(cb.h, true, false, out, in, B, ddy.p, out, f.act.p, in, gbase.p, 0.0f);         // dy^T act
-  gemm_rm(cb.h, true, false, in * C, out, B, f.bmat.p, in * C, ddy.p, out, gt.p, 0.0f);    // bmat^T dy
-  spline_grad_kernel<<<blocks(static_cast<long>(out) * in, 256), 256>>>(gt.p, d.spline.p, d.scaler.p, in, out, C,
-                                                                         gspline.p, gscaler.p);
-  CK(cudaGetLastError());
-  gbase.to_host(d_base);
-  gspline.to_host(d_spline);
-  gscaler.to_host(d_scaler);
-  if (!dx) return;
-  Buf tmp(static_cast<size_t>(B) * in), dsp(static_cast<size_t>(B) * in * C), ddx(static_cast<size_t>(B) * in);
-  gemm_rm(cb.h, false, false, B, in, out, ddy.p, out, d.base.p, in, tmp.p, 0.0f);        // dy Wb
-  gemm_rm(cb.h, false, true, B, in * C, out, ddy.p, out, d.wt.p, out, dsp.p, 0.0f);      // dy wt^T
-  input_grad_kernel<<<blocks(static_cast<long>(B) * in, 256), 256>>>(f.x.p, tmp.p, dsp.p, f.first, f.dval.p, B, in, C,
-                                                                       L.k, ddx.p);
-  CK(cudaGetLastError());
-  ddx.to_host(dx);
+  Gpu gpu(0);
+  KanGpuNet net(gpu, one_layer(L), B);
+  net.forward(x, nullptr, B);
+  const std::size_t ny = static_cast<std::size_t>(B) * L.out, nx = static_cast<std::size_t>(B) * L.in;
+  float* ddy = gpu.alloc(ny);
+  float* ddx = gpu.alloc(nx);
+  gpu.copy(ddy, dy, ny, GpuStream::compute);
+  net.layer_backward(0, ddy, dx ? ddx : nullptr);
+  gpu.synchronize();
+  CK(cudaMemcpy(d_base, net.grad(0), net.size(0) * sizeof(float), cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(d_spline, net.grad(1), net.size(1) * sizeof(float), cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(d_scaler, net.grad(2), net.size(2) * sizeof(float), cudaMemcpyDeviceToHost));
+  if (dx) CK(cudaMemcpy(dx, ddx, nx * sizeof(float), cudaMemcpyDeviceToHost));
+  gpu.free(ddy);
+  gpu.free(ddx);
 }
 
 }  // namespace ks

@@ -3,16 +3,15 @@
 // sm_90). Same algorithm as the CPU path: a kernel computes SiLU and the k+1
 // local bases per (sample, input) into a [B][in*C] matrix, cuBLAS does the
 // contractions, small kernels do the spline-weight and input gradients.
-// This header is plain C++: callers never see CUDA types.
+// This header is plain C++: callers never see CUDA types. The kernels run
+// inside KanGpuNet (gpu.hpp); these wrappers build a one-layer net.
 #include <string>
 
+#include "gpu.hpp"
 #include "kan.hpp"
 #include "kan_cpu.hpp"
 
 namespace ks {
-
-// Whether a CUDA device can run the kernels; `why` says why not.
-bool cuda_device_available(std::string* why);
 
 // Host-array wrappers (they copy to the device, run, copy back): for tests
 // and microbenchmarks. Same contracts as layer_forward_cpu/backward_cpu.

@@ -1,5 +1,7 @@
 #include "kernel_bench.hpp"
 
+#include <malloc.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,7 +20,9 @@
 #include "adam.hpp"
 #include "data.hpp"
 #include "kan.hpp"
+#include "gpu.hpp"
 #include "kan_cpu.hpp"
+#include "kernel_bench_detail.hpp"
 #include "kanscale/build_info.hpp"
 #include "model/kan_model.hpp"
 #include "model/units.hpp"
@@ -35,6 +39,8 @@ KernelPlan load_kernel_plan(const std::string& path) {
   p.warmup = static_cast<int>(m.integer_opt("warmup", 0).value_or(3));
   p.threads = static_cast<int>(m.integer_opt("threads", 1).value_or(1));
   p.seed = static_cast<std::uint64_t>(m.integer_opt("seed", 0).value_or(1));
+  p.backend = m.string_opt("backend").value_or("cpu");
+  if (p.backend != "cpu" && p.backend != "cuda") m.fail("backend", "expected cpu or cuda, got \"" + p.backend + "\"");
   // shapes: a list of [batch, in, out, G, k]
   if (!m.has("shapes")) m.fail("shapes", "missing required key");
   m.finish();
@@ -64,13 +70,26 @@ KernelPlan load_kernel_plan(const std::string& path) {
   return p;
 }
 
+namespace kernel_bench_detail {
+
+Timing summarize(const std::vector<double>& t) {
+  std::vector<double> s = t;
+  std::sort(s.begin(), s.end());
+  auto q = [&](double p) { return s[static_cast<std::size_t>(p * static_cast<double>(s.size() - 1))]; };
+  double mean = 0, var = 0;
+  for (double x : t) mean += x;
+  mean /= static_cast<double>(t.size());
+  for (double x : t) var += (x - mean) * (x - mean);
+  var /= static_cast<double>(std::max<std::size_t>(1, t.size() - 1));
+  return {q(0.5), q(0.75) - q(0.25), mean > 0 ? std::sqrt(var) / mean : 0};
+}
+
+}  // namespace kernel_bench_detail
+
 namespace {
 
+using namespace kernel_bench_detail;
 using Clock = std::chrono::steady_clock;
-
-struct Timing {
-  double median, iqr, cv;
-};
 
 template <typename F>
 Timing time_op(Comm& comm, F&& f, int warmup, int reps) {
@@ -82,15 +101,21 @@ Timing time_op(Comm& comm, F&& f, int warmup, int reps) {
     f();
     t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
-  std::vector<double> s = t;
-  std::sort(s.begin(), s.end());
-  auto q = [&](double p) { return s[static_cast<std::size_t>(p * static_cast<double>(s.size() - 1))]; };
-  double mean = 0, var = 0;
-  for (double x : t) mean += x;
-  mean /= static_cast<double>(t.size());
-  for (double x : t) var += (x - mean) * (x - mean);
-  var /= std::max<std::size_t>(1, t.size() - 1);
-  return {q(0.5), q(0.75) - q(0.25), mean > 0 ? std::sqrt(var) / mean : 0};
+  return summarize(t);
+}
+
+// Bytes the allocator holds for the program (glibc's accounting: the main
+// arena's allocated blocks and the mmapped ones).
+double heap_in_use() {
+  const struct mallinfo2 mi = mallinfo2();
+  return static_cast<double>(mi.uordblks) + static_cast<double>(mi.hblkhd);
+}
+
+double rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  double pages = 0, resident = 0;
+  f >> pages >> resident;
+  return resident * static_cast<double>(sysconf(_SC_PAGESIZE));
 }
 
 std::string cpu_model() {
@@ -121,6 +146,89 @@ double memcpy_bandwidth(int reps) {
   return 2.0 * n / t[1 + (t.size() - 1) / 2];  // read + write
 }
 
+// Times shape `si` on the CPU path and adds its rows; returns the heap bytes
+// a training step of that one-layer net holds at its peak (parameters,
+// gradients, Adam state, a bucket, activations and workspaces).
+double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, const AddRow& add_row) {
+  const int rank = comm.rank();
+  const double heap0 = heap_in_use();
+  double peak = 0;
+  {
+    const KernelShape& s = plan.shapes[si];
+    const int B = static_cast<int>(s.batch);
+    KanNet net = init_kan({s.in, s.out}, s.G, s.k, plan.seed + si);
+    KanLayer& L = net.layers[0];
+    std::mt19937 gen(static_cast<unsigned>(plan.seed * 7919 + si + 101 * rank));
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    for (auto* v : {&L.base_weight, &L.spline_weight, &L.spline_scaler})
+      for (auto& x : *v) x = u(gen);
+    // fresh random inputs for every repetition set (never zeros)
+    std::vector<float> x(static_cast<std::size_t>(B) * s.in), y(static_cast<std::size_t>(B) * s.out),
+        dy(static_cast<std::size_t>(B) * s.out), t(y.size()), dx(x.size());
+    for (auto& v : x) v = u(gen);
+    for (auto& v : dy) v = u(gen);
+    for (auto& v : t) v = u(gen);
+    LayerWork w;
+    std::vector<float> db(L.base_weight.size()), ds(L.spline_weight.size()), dsc(L.spline_scaler.size());
+    const auto fw = kanscale_layer_forward(s.in, s.out, s.G, s.k, s.batch);
+    const Timing tf = time_op(comm, [&] { layer_forward_cpu(L, x.data(), B, y.data(), w); }, plan.warmup, plan.repeats);
+    const double ws = 4.0 * static_cast<double>(w.bmat.size() + w.dval.size() + w.act.size() + w.wt.size() + w.first.size());
+    add_row("kan_forward", "", fw.flops, fw.bytes, tf, ws);
+    for (bool need_dx : {true, false}) {
+      const auto bw = kanscale_layer_backward(s.in, s.out, s.G, s.k, s.batch, need_dx);
+      const Timing tb = time_op(
+          comm, [&] { layer_backward_cpu(L, x.data(), B, dy.data(), w, db.data(), ds.data(), dsc.data(), need_dx ? dx.data() : nullptr); },
+          plan.warmup, plan.repeats);
+      add_row("kan_backward", need_dx ? "with input gradient" : "without input gradient", bw.flops, bw.bytes, tb,
+          ws + 4.0 * static_cast<double>(w.gt.size() + w.dsp.size() + w.tmp.size()));
+    }
+    // loss
+    {
+      const double n = static_cast<double>(y.size());
+      const Timing tl = time_op(comm, [&] { mse_forward_backward(y.data(), t.data(), y.size(), dy.data()); }, plan.warmup, plan.repeats);
+      add_row("mse", "", 5 * n, 16 * n, tl, 0);
+      for (auto& v : dy) v = u(gen);  // the loss overwrote it
+    }
+    // copies into buckets (scaled) and back, Adam: per parameter of this layer
+    auto prefs = kan_parameter_refs(net);
+    for (std::size_t p = 0; p < prefs.size(); ++p) {
+      const std::size_t n = prefs[p].size();
+      std::vector<float> g(n), bucket(n);
+      for (auto& v : g) v = u(gen);
+      const float inv = 0.5f;
+      const Timing tc = time_op(comm, [&] { for (std::size_t i = 0; i < n; ++i) bucket[i] = g[i] * inv; }, plan.warmup, plan.repeats);
+      add_row("bucket_copy", prefs[p].name, static_cast<double>(n), 8.0 * n, tc, 0);
+      const Timing tk = time_op(comm, [&] { std::copy(bucket.begin(), bucket.end(), g.begin()); }, plan.warmup, plan.repeats);
+      add_row("copy_back", prefs[p].name, 0, 8.0 * n, tk, 0);
+      Adam adam;
+      adam.init({n});
+      std::vector<float> param(prefs[p].data, prefs[p].data + n);
+      const Timing ta = time_op(comm, [&] { adam.update({param.data()}, {g.data()}); }, plan.warmup, plan.repeats);
+      add_row("adam", prefs[p].name, 10.0 * n, 28.0 * n, ta, 0);
+    }
+    // the batch (teacher data held in memory, gathered by index)
+    {
+      Dataset data("teacher", static_cast<int>(s.in), static_cast<int>(s.out), 4 * s.batch, plan.seed);
+      data.materialize(1e12);
+      const auto idx = shard_indices(4 * s.batch, 1, 0, plan.seed, 0);
+      std::vector<float> X(static_cast<std::size_t>(B) * s.in), T(static_cast<std::size_t>(B) * s.out);
+      const Timing tb = time_op(comm, [&] {
+        for (int i = 0; i < B; ++i) data.sample(idx[static_cast<std::size_t>(i)], &X[static_cast<std::size_t>(i) * s.in], &T[static_cast<std::size_t>(i) * s.out]);
+      }, plan.warmup, plan.repeats);
+      add_row("load_batch", "", 0, 8.0 * s.batch * static_cast<double>(s.in + s.out), tb, 0);
+    }
+    // the training step's state held at once: Adam's two moments and a
+    // bucket beside the parameters, gradients, activations and workspaces
+    Adam adam;
+    std::vector<std::size_t> sizes;
+    for (const auto& p : kan_parameter_refs(net)) sizes.push_back(p.size());
+    adam.init(sizes);
+    std::vector<float> bucket(static_cast<std::size_t>(net.parameter_count()), 1.0f);
+    peak = heap_in_use() - heap0;
+  }
+  return peak;
+}
+
 }  // namespace
 
 std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const std::string& json, const std::string& csv,
@@ -145,70 +253,28 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
     rows.push_back(r);
   };
   const bool tty = isatty(STDERR_FILENO);
+#if KANSCALE_HAVE_CUDA
+  std::unique_ptr<Gpu> gpu;
+  if (plan.backend == "cuda") {
+    std::string why;
+    if (!cuda_device_available(&why)) throw std::runtime_error("--backend cuda on rank " + std::to_string(rank) + ": " + why);
+    gpu = std::make_unique<Gpu>(local_device_index(cuda_device_count()));
+  }
+#define KS_GPU_OR(on_gpu, on_cpu) (gpu ? (on_gpu) : (on_cpu))
+#else
+  if (plan.backend == "cuda") throw InputError("backend cuda: this kanscale was built without CUDA (nvcc was not found)");
+#define KS_GPU_OR(on_gpu, on_cpu) (on_cpu)
+#endif
+  const double runtime_bytes = KS_GPU_OR(gpu->device_used_bytes(), rss_bytes());
+  nlohmann::json memory = nlohmann::json::array();
   for (std::size_t si = 0; si < plan.shapes.size(); ++si) {
     const KernelShape& s = plan.shapes[si];
-    const int B = static_cast<int>(s.batch);
-    KanNet net = init_kan({s.in, s.out}, s.G, s.k, plan.seed + si);
-    KanLayer& L = net.layers[0];
-    std::mt19937 gen(static_cast<unsigned>(plan.seed * 7919 + si + 101 * rank));
-    std::uniform_real_distribution<float> u(-1.f, 1.f);
-    for (auto* v : {&L.base_weight, &L.spline_weight, &L.spline_scaler})
-      for (auto& x : *v) x = u(gen);
-    // fresh random inputs for every repetition set (never zeros)
-    std::vector<float> x(static_cast<std::size_t>(B) * s.in), y(static_cast<std::size_t>(B) * s.out),
-        dy(static_cast<std::size_t>(B) * s.out), t(y.size()), dx(x.size());
-    for (auto& v : x) v = u(gen);
-    for (auto& v : dy) v = u(gen);
-    for (auto& v : t) v = u(gen);
-    LayerWork w;
-    std::vector<float> db(L.base_weight.size()), ds(L.spline_weight.size()), dsc(L.spline_scaler.size());
-    const auto fw = kanscale_layer_forward(s.in, s.out, s.G, s.k, s.batch);
-    const Timing tf = time_op(comm, [&] { layer_forward_cpu(L, x.data(), B, y.data(), w); }, plan.warmup, plan.repeats);
-    const double ws = 4.0 * static_cast<double>(w.bmat.size() + w.dval.size() + w.act.size() + w.wt.size() + w.first.size());
-    add("kan_forward", s, "", fw.flops, fw.bytes, tf, ws);
-    for (bool need_dx : {true, false}) {
-      const auto bw = kanscale_layer_backward(s.in, s.out, s.G, s.k, s.batch, need_dx);
-      const Timing tb = time_op(
-          comm, [&] { layer_backward_cpu(L, x.data(), B, dy.data(), w, db.data(), ds.data(), dsc.data(), need_dx ? dx.data() : nullptr); },
-          plan.warmup, plan.repeats);
-      add("kan_backward", s, need_dx ? "with input gradient" : "without input gradient", bw.flops, bw.bytes, tb,
-          ws + 4.0 * static_cast<double>(w.gt.size() + w.dsp.size() + w.tmp.size()));
-    }
-    // loss
-    {
-      const double n = static_cast<double>(y.size());
-      const Timing tl = time_op(comm, [&] { mse_forward_backward(y.data(), t.data(), y.size(), dy.data()); }, plan.warmup, plan.repeats);
-      add("mse", s, "", 5 * n, 16 * n, tl, 0);
-      for (auto& v : dy) v = u(gen);  // the loss overwrote it
-    }
-    // copies into buckets (scaled) and back, Adam: per parameter of this layer
-    auto prefs = kan_parameter_refs(net);
-    for (std::size_t p = 0; p < prefs.size(); ++p) {
-      const std::size_t n = prefs[p].size();
-      std::vector<float> g(n), bucket(n);
-      for (auto& v : g) v = u(gen);
-      const float inv = 0.5f;
-      const Timing tc = time_op(comm, [&] { for (std::size_t i = 0; i < n; ++i) bucket[i] = g[i] * inv; }, plan.warmup, plan.repeats);
-      add("bucket_copy", s, prefs[p].name, static_cast<double>(n), 8.0 * n, tc, 0);
-      const Timing tk = time_op(comm, [&] { std::copy(bucket.begin(), bucket.end(), g.begin()); }, plan.warmup, plan.repeats);
-      add("copy_back", s, prefs[p].name, 0, 8.0 * n, tk, 0);
-      Adam adam;
-      adam.init({n});
-      std::vector<float> param(prefs[p].data, prefs[p].data + n);
-      const Timing ta = time_op(comm, [&] { adam.update({param.data()}, {g.data()}); }, plan.warmup, plan.repeats);
-      add("adam", s, prefs[p].name, 10.0 * n, 28.0 * n, ta, 0);
-    }
-    // the batch (teacher data held in memory, gathered by index)
-    {
-      Dataset data("teacher", static_cast<int>(s.in), static_cast<int>(s.out), 4 * s.batch, plan.seed);
-      data.materialize(1e12);
-      const auto idx = shard_indices(4 * s.batch, 1, 0, plan.seed, 0);
-      std::vector<float> X(static_cast<std::size_t>(B) * s.in), T(static_cast<std::size_t>(B) * s.out);
-      const Timing tb = time_op(comm, [&] {
-        for (int i = 0; i < B; ++i) data.sample(idx[static_cast<std::size_t>(i)], &X[static_cast<std::size_t>(i) * s.in], &T[static_cast<std::size_t>(i) * s.out]);
-      }, plan.warmup, plan.repeats);
-      add("load_batch", s, "", 0, 8.0 * s.batch * static_cast<double>(s.in + s.out), tb, 0);
-    }
+    auto add_row = [&](const std::string& op, const std::string& detail, double flops, double bytes, const Timing& t, double ws) {
+      add(op, s, detail, flops, bytes, t, ws);
+    };
+    const double peak = KS_GPU_OR(measure_shape_cuda(comm, *gpu, plan, si, add_row), measure_shape_cpu(comm, plan, si, add_row));
+    memory.push_back({{"batch", s.batch}, {"in", s.in}, {"out", s.out}, {"grid_size", s.G}, {"spline_order", s.k},
+                      {"peak_bytes", peak}, {"rank", rank}});
     if (rank == 0) {
       if (tty) std::cerr << "\r";
       std::cerr << "shape " << si + 1 << "/" << plan.shapes.size() << " [" << s.batch << ", " << s.in << ", " << s.out << ", G="
@@ -217,8 +283,8 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
   }
   if (rank == 0 && tty) std::cerr << "\n";
   // machine ceilings, once
-  const double gemm = measure_gemm_flops(plan.threads);
-  const double membw = memcpy_bandwidth(5);
+  const double gemm = KS_GPU_OR(gpu->sgemm_flops(), measure_gemm_flops(plan.threads));
+  const double membw = KS_GPU_OR(gpu->copy_bandwidth(), memcpy_bandwidth(5));
   set_cpu_threads(plan.threads);
 
   // gather every rank's rows
@@ -229,14 +295,18 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
                     {"time_median_s", r.median_s}, {"time_iqr_s", r.iqr_s}, {"time_cv", r.cv}, {"unstable", r.unstable},
                     {"workspace_bytes", r.workspace_bytes}, {"rank", r.rank}});
   }
-  const auto all = comm.gather(mine.dump());
+  const auto all = comm.gather(nlohmann::json{{"rows", mine}, {"memory", memory}, {"runtime_bytes", runtime_bytes}}.dump());
   const auto hosts = comm.hosts();
   if (rank != 0) return {};
   std::set<std::string> nodes(hosts.begin(), hosts.end());
-  nlohmann::json rows_json = nlohmann::json::array();
+  nlohmann::json rows_json = nlohmann::json::array(), memory_json = nlohmann::json::array();
   std::vector<KernelRow> out_rows;
-  for (const auto& s : all)
-    for (const auto& r : nlohmann::json::parse(s)) {
+  double runtime_max = 0;
+  for (const auto& s : all) {
+    const auto part = nlohmann::json::parse(s);
+    for (const auto& m : part["memory"]) memory_json.push_back(m);
+    runtime_max = std::max(runtime_max, part["runtime_bytes"].get<double>());
+    for (const auto& r : part["rows"]) {
       rows_json.push_back(r);
       KernelRow k;
       k.op = r["op"];
@@ -252,11 +322,18 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
       k.rank = r["rank"];
       out_rows.push_back(k);
     }
+  }
   const std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   nlohmann::json meta = {{"kanscale_version", build::version}, {"git_hash", build::git_hash}, {"command_line", command_line},
-                         {"date_utc", date}, {"plan", plan.name}, {"backend", "cpu"}, {"cpu_model", cpu_model()},
+                         {"date_utc", date}, {"plan", plan.name}, {"backend", plan.backend}, {"cpu_model", cpu_model()},
+                         {"gpu", KS_GPU_OR(gpu->description(), std::string("none"))},
+                         {"runtime_memory_bytes", runtime_max},
+                         {"runtime_memory_what", KS_GPU_OR("device memory in use before any kanscale allocation (CUDA context)",
+                                                           "resident set size before any shape (MPI, OpenMP, libraries)")},
+                         {"peak_memory_what", KS_GPU_OR("device allocation high-water mark of a training step (kanscale's allocations)",
+                                                        "heap bytes held at the peak of a training step (glibc's accounting)")},
                          {"host", host()}, {"hosts", hosts}, {"collective_library", comm.library_version()},
                          {"ranks", comm.size()}, {"nodes", nodes.size()},
                          {"concurrency_ranks_per_node", static_cast<double>(comm.size()) / std::max<std::size_t>(1, nodes.size())},
@@ -264,7 +341,7 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
                          {"seed", plan.seed}, {"gemm_flops_per_s", gemm}, {"memcpy_bytes_per_s", membw},
                          {"unstable_threshold_cv", 0.05}};
   std::vector<std::pair<std::string, std::string>> files;
-  if (!json.empty()) files.emplace_back(json, nlohmann::json{{"metadata", meta}, {"rows", rows_json}}.dump(2) + "\n");
+  if (!json.empty()) files.emplace_back(json, nlohmann::json{{"metadata", meta}, {"rows", rows_json}, {"memory", memory_json}}.dump(2) + "\n");
   if (!csv.empty()) {
     std::ostringstream c;
     c << std::setprecision(9);
@@ -278,6 +355,7 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
   }
   write_files_atomic(files);
   return out_rows;
+#undef KS_GPU_OR
 }
 
 }  // namespace ks

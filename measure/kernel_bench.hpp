@@ -1,8 +1,9 @@
 #pragma once
 // kanscale measure kernels: times every op of kanscale's training iteration
 // (the cost classes of model/kan_model.hpp) over a grid of shapes, on the
-// CPU path. Under mpirun every rank times at once (the neighbours' load is
-// part of what is measured); the concurrency is recorded.
+// CPU or the CUDA path, with each shape's peak memory. Under mpirun every
+// rank times at once (the neighbours' load is part of what is measured);
+// the concurrency is recorded.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@ struct KernelShape {
 struct KernelPlan {
   std::string name = "cli";
   std::vector<KernelShape> shapes;
+  std::string backend = "cpu";  // cpu | cuda
   int repeats = 15, warmup = 3, threads = 1;
   std::uint64_t seed = 1;
 };

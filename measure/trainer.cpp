@@ -1,4 +1,5 @@
 #include "trainer.hpp"
+#include "trainer_detail.hpp"
 
 #include <sys/resource.h>
 
@@ -30,7 +31,7 @@
 
 namespace ks {
 
-namespace {
+namespace train_detail {
 
 std::atomic<int> g_stop{0};
 extern "C" void on_signal(int) { g_stop = 1; }
@@ -49,45 +50,13 @@ std::int64_t meta_int(const std::string& file, const std::string& key, const std
   return v;
 }
 
-// Signal handlers only while a run that can save itself is in progress.
-struct StopOnSignal {
-  bool active;
-  void (*old_int)(int) = nullptr;
-  void (*old_term)(int) = nullptr;
-  explicit StopOnSignal(bool on) : active(on) {
-    g_stop = 0;
-    if (!active) return;
-    old_int = std::signal(SIGINT, on_signal);
-    old_term = std::signal(SIGTERM, on_signal);
-  }
-  ~StopOnSignal() {
-    if (!active) return;
-    std::signal(SIGINT, old_int);
-    std::signal(SIGTERM, old_term);
-  }
-};
-
-struct Event {
-  std::string name, cat;
-  int track;  // 0 compute, 1 communication
-  double t0, t1;
-  std::int64_t step;
-};
-
-struct IterRecord {
-  std::int64_t step = 0;
-  int rank = 0;
-  int batch = 0;
-  bool first = false;  // DDP's first iteration (one bucket)
-  double start_s = 0, end_s = 0, compute_s = 0, comm_s = 0, exposed_s = 0, loss = 0;
-};
-
 double peak_rss_bytes() {
   struct rusage ru {};
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<double>(ru.ru_maxrss) * 1024.0;
 }
 
+namespace {
 // Bucket state for one iteration.
 struct BucketRun {
   std::vector<float> buf;
@@ -96,6 +65,8 @@ struct BucketRun {
   bool launched = false, done = false, mpi_done = false;
   double launch_s = 0, start_s = 0, end_s = 0;
 };
+
+}  // namespace
 
 std::string model_metadata_key(const KanNet& net) {
   std::string s;
@@ -165,27 +136,15 @@ KanNet load_model(const std::string& path, const Workload* expect, int* G_out, i
 
 Stat stat_of(std::vector<double> v) { return stat_over(std::move(v)); }
 
-
-
-}  // namespace
-
-std::string optimizer_state_path(const std::string& checkpoint) {
-  const std::string ext = ".safetensors";
-  if (checkpoint.size() > ext.size() && checkpoint.compare(checkpoint.size() - ext.size(), ext.size(), ext) == 0)
-    return checkpoint.substr(0, checkpoint.size() - ext.size()) + ".optim.safetensors";
-  return checkpoint + ".optim.safetensors";
-}
-
-int run_train(const TrainOptions& o, Comm& comm) {
+Setup prepare(const TrainOptions& o, Comm& comm) {
   const Workload& w = o.workload;
-  const int rank = comm.rank(), world = comm.size();
-  set_cpu_threads(o.threads);
-  const StopOnSignal stop_guard(!o.checkpoint.empty());
-
-  Dataset data(w.task, static_cast<int>(w.widths.front()), static_cast<int>(w.widths.back()), w.dataset_size, o.seed);
+  const int world = comm.size();
+  Setup setup{Dataset(w.task, static_cast<int>(w.widths.front()), static_cast<int>(w.widths.back()), w.dataset_size, o.seed),
+              init_kan(w.widths, w.grid_size, w.spline_order, o.seed)};
+  Dataset& data = setup.data;
   data.materialize(512.0 * 1024 * 1024);  // in memory when it fits in 512 MiB, like a TensorDataset
-  KanNet net = init_kan(w.widths, w.grid_size, w.spline_order, o.seed);
-  Adam adam;
+  KanNet& net = setup.net;
+  Adam& adam = setup.adam;
   adam.lr = w.learning_rate;
   auto prefs = kan_parameter_refs(net);
   std::vector<std::size_t> sizes;
@@ -232,21 +191,170 @@ int run_train(const TrainOptions& o, Comm& comm) {
   // DDP construction: parameters (and buffers) broadcast from rank 0.
   for (auto& t : kan_state_refs(net)) comm.broadcast(t.data, t.size(), 0);
 
-  KanCpuNet cpu(net);
   std::vector<double> pbytes;
   for (const auto& p : prefs) pbytes.push_back(4.0 * static_cast<double>(p.size()));
   const KanShape shape{w.widths, w.grid_size, w.spline_order};
-  const DdpBucketPlans plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), w.ddp);
+  setup.plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), w.ddp);
 
   const std::int64_t per_rank = (w.dataset_size + world - 1) / world;
-  const std::int64_t batch = std::min<std::int64_t>(w.batch_per_gpu, per_rank);
-  const std::int64_t ipe = (per_rank + batch - 1) / batch;
+  setup.batch = std::min<std::int64_t>(w.batch_per_gpu, per_rank);
+  setup.ipe = (per_rank + setup.batch - 1) / setup.batch;
   const int epochs = o.epochs > 0 ? o.epochs : w.epochs;
-  const std::int64_t total_steps = o.steps > 0 ? o.steps : ipe * epochs;
-  if (total_steps <= start_step) {
+  setup.total_steps = o.steps > 0 ? o.steps : setup.ipe * epochs;
+  if (setup.total_steps <= start_step) {
     throw InputError(o.resume + ": the checkpoint is at step " + std::to_string(start_step) +
                      "; ask for more steps (--steps or --epochs) than that");
   }
+  setup.start_step = start_step;
+  return setup;
+}
+
+// Gathers every rank's records at rank 0, which prints the summary and
+// writes the JSON, CSV and trace files.
+int report(const TrainOptions& o, Comm& comm, const KanNet& net, const std::vector<IterRecord>& records,
+           const std::vector<Event>& events, const ReportContext& c) {
+  const Workload& w = o.workload;
+  const int rank = comm.rank(), world = comm.size();
+  const std::int64_t start_step = c.start_step, step = c.step, batch = c.batch;
+  const double last_loss = c.last_loss;
+  const bool interrupted = step < c.total_steps;
+  nlohmann::json mine = nlohmann::json::array();
+  for (const auto& r : records)
+    mine.push_back({r.step, r.batch, r.first, r.start_s, r.end_s, r.compute_s, r.comm_s, r.exposed_s, r.loss});
+  nlohmann::json evs = nlohmann::json::array();
+  if (!o.trace.empty())
+    for (const auto& e : events) evs.push_back({e.name, e.cat, e.track, e.t0, e.t1, e.step});
+  const double rss = peak_rss_bytes();
+  const auto all = comm.gather(nlohmann::json{{"records", mine}, {"events", evs}, {"rss", rss}, {"device", c.device_peak_bytes}}.dump());
+  const auto hosts = comm.hosts();
+  if (rank != 0) return interrupted ? 1 : 0;
+
+  std::vector<double> it_med, cp_med, cm_med, ex_med;
+  double max_rss = 0, max_device = -1;
+  nlohmann::json per_iter = nlohmann::json::array();
+  std::ostringstream csv;
+  csv << std::setprecision(9);
+  csv << "# kanscale train " << build::version << " (" << build::git_hash << "); " << o.command_line << "\n";
+  csv << "step,rank,batch,first_iteration,iteration_time_s,compute_time_s,communication_time_s,exposed_communication_s,loss\n";
+  nlohmann::json trace_events = nlohmann::json::array();
+  for (int r = 0; r < world; ++r) {
+    const auto j = nlohmann::json::parse(all[static_cast<std::size_t>(r)]);
+    max_rss = std::max(max_rss, j["rss"].get<double>());
+    max_device = std::max(max_device, j["device"].get<double>());
+    std::vector<double> it, cp, cm, ex;
+    for (const auto& row : j["records"]) {
+      const double iter = row[4].get<double>() - row[3].get<double>();
+      csv << row[0] << "," << r << "," << row[1] << "," << (row[2].get<bool>() ? 1 : 0) << "," << iter << "," << row[5]
+          << "," << row[6] << "," << row[7] << "," << row[8] << "\n";
+      per_iter.push_back({{"step", row[0]}, {"rank", r}, {"batch", row[1]}, {"first_iteration", row[2]},
+                          {"iteration_time_s", iter}, {"compute_time_s", row[5]}, {"communication_time_s", row[6]},
+                          {"exposed_communication_s", row[7]}, {"loss", row[8]}});
+      if (row[2].get<bool>()) continue;  // steady state only
+      it.push_back(iter);
+      cp.push_back(row[5].get<double>());
+      cm.push_back(row[6].get<double>());
+      ex.push_back(row[7].get<double>());
+    }
+    if (!it.empty()) {
+      // per rank: the median over its steady iterations
+      it_med.push_back(stat_of(it).median);
+      cp_med.push_back(stat_of(cp).median);
+      cm_med.push_back(stat_of(cm).median);
+      ex_med.push_back(stat_of(ex).median);
+    }
+    if (!o.trace.empty()) {
+      trace_events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", r}, {"args", {{"name", "rank " + std::to_string(r)}}}});
+      trace_events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", 0}, {"args", {{"name", "compute"}}}});
+      trace_events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", 1}, {"args", {{"name", "communication"}}}});
+      for (const auto& e : j["events"]) {
+        trace_events.push_back({{"ph", "X"}, {"name", e[0]}, {"cat", e[1]}, {"pid", r}, {"tid", e[2]},
+                                {"ts", e[3].get<double>() * 1e6}, {"dur", (e[4].get<double>() - e[3].get<double>()) * 1e6},
+                                {"args", {{"iteration", e[5]}}}});
+      }
+    }
+  }
+  const Stat iter = stat_of(it_med), compute = stat_of(cp_med), comm_t = stat_of(cm_med), exp_t = stat_of(ex_med);
+  const double samples_per_s = iter.median > 0 ? static_cast<double>(world * batch) / iter.median : 0;
+  std::ostringstream summary_sink;
+  std::ostream& out = o.print_summary ? std::cout : summary_sink;
+  out << "kanscale train: " << w.name << ", KAN [";
+  for (std::size_t i = 0; i < w.widths.size(); ++i) out << (i ? ", " : "") << w.widths[i];
+  out << "] G=" << w.grid_size << " k=" << w.spline_order << ", " << net.parameter_count() << " parameters; "
+            << world << " rank(s) (" << c.backend << "), " << o.threads << " thread(s) each, batch " << batch
+            << " per rank; steps " << start_step << ".." << step << (interrupted ? " (interrupted)" : "") << "\n";
+  out << "  final loss " << last_loss << "\n";
+  if (!it_med.empty()) {
+    out << "  steady state (median over ranks of each rank's median; p95 over ranks):\n"
+              << "    iteration   " << format_time(iter.median) << " (p95 " << format_time(iter.p95) << ")\n"
+              << "    samples/s   " << std::fixed << std::setprecision(0) << samples_per_s << std::defaultfloat << "\n"
+              << "    compute     " << format_time(compute.median) << "\n"
+              << "    comm        " << format_time(comm_t.median) << "\n"
+              << "    exposed     " << format_time(exp_t.median) << "\n";
+  }
+  out << "    peak memory " << format_bytes(max_rss) << " (largest rank RSS)\n";
+  if (max_device >= 0) out << "    peak device " << format_bytes(max_device) << " (largest rank's device allocations)\n";
+
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!o.json.empty()) {
+    nlohmann::json j;
+    j["provenance"] = {{"kanscale_version", build::version}, {"git_hash", build::git_hash}, {"command_line", o.command_line},
+                       {"seed", o.seed}, {"workload", {{"name", w.name}, {"file", w.file}}}, {"ranks", world},
+                       {"backend", c.backend}, {"threads_per_rank", o.threads}, {"hosts", hosts}};
+    j["summary"] = {{"iteration_time_s", {{"median", iter.median}, {"p95", iter.p95}}},
+                    {"compute_time_s", {{"median", compute.median}, {"p95", compute.p95}}},
+                    {"communication_time_s", {{"median", comm_t.median}, {"p95", comm_t.p95}}},
+                    {"exposed_communication_s", {{"median", exp_t.median}, {"p95", exp_t.p95}}},
+                    {"samples_per_s", samples_per_s}, {"peak_rss_bytes", max_rss},
+                    {"peak_device_bytes", max_device >= 0 ? nlohmann::json(max_device) : nlohmann::json(nullptr)}, {"final_loss", last_loss},
+                    {"steps", step - start_step}, {"interrupted", interrupted}};
+    j["iterations"] = per_iter;
+    files.emplace_back(o.json, j.dump(2) + "\n");
+  }
+  if (!o.csv.empty()) files.emplace_back(o.csv, csv.str());
+  if (!o.trace.empty())
+    files.emplace_back(o.trace, nlohmann::json{{"traceEvents", trace_events}, {"displayTimeUnit", "ms"}}.dump() + "\n");
+  write_files_atomic(files);
+  return interrupted ? 1 : 0;
+}
+
+bool stop_requested() { return g_stop.load() != 0; }
+
+StopOnSignal::StopOnSignal(bool on) : active(on) {
+  g_stop = 0;
+  if (!active) return;
+  old_int = std::signal(SIGINT, on_signal);
+  old_term = std::signal(SIGTERM, on_signal);
+}
+
+StopOnSignal::~StopOnSignal() {
+  if (!active) return;
+  std::signal(SIGINT, old_int);
+  std::signal(SIGTERM, old_term);
+}
+
+}  // namespace train_detail
+
+std::string optimizer_state_path(const std::string& checkpoint) {
+  const std::string ext = ".safetensors";
+  if (checkpoint.size() > ext.size() && checkpoint.compare(checkpoint.size() - ext.size(), ext.size(), ext) == 0)
+    return checkpoint.substr(0, checkpoint.size() - ext.size()) + ".optim.safetensors";
+  return checkpoint + ".optim.safetensors";
+}
+
+int run_train(const TrainOptions& o, Comm& comm) {
+  using namespace train_detail;
+  const Workload& w = o.workload;
+  const int rank = comm.rank(), world = comm.size();
+  set_cpu_threads(o.threads);
+  const StopOnSignal stop_guard(!o.checkpoint.empty());
+  Setup setup = prepare(o, comm);
+  Dataset& data = setup.data;
+  KanNet& net = setup.net;
+  Adam& adam = setup.adam;
+  auto prefs = kan_parameter_refs(net);
+  const std::int64_t start_step = setup.start_step, batch = setup.batch, ipe = setup.ipe, total_steps = setup.total_steps;
+  const DdpBucketPlans& plans = setup.plans;
+  KanCpuNet cpu(net);
   const float inv_world = 1.0f / static_cast<float>(world);
   std::vector<float> grids_flat;
   for (const auto& L : net.layers) grids_flat.insert(grids_flat.end(), L.grid.begin(), L.grid.end());
@@ -441,107 +549,19 @@ int run_train(const TrainOptions& o, Comm& comm) {
     if (!o.checkpoint.empty() && o.checkpoint_every > 0 && (step + 1) % o.checkpoint_every == 0)
       save_everywhere(step + 1);
   }
-  const bool interrupted = step < total_steps;
   if (!o.checkpoint.empty()) save_everywhere(step);
 
-  // ---- gather and report (rank 0)
-  nlohmann::json mine = nlohmann::json::array();
-  for (const auto& r : records)
-    mine.push_back({r.step, r.batch, r.first, r.start_s, r.end_s, r.compute_s, r.comm_s, r.exposed_s, r.loss});
-  nlohmann::json evs = nlohmann::json::array();
-  if (!o.trace.empty())
-    for (const auto& e : events) evs.push_back({e.name, e.cat, e.track, e.t0, e.t1, e.step});
-  const double rss = peak_rss_bytes();
-  const auto all = comm.gather(nlohmann::json{{"records", mine}, {"events", evs}, {"rss", rss}}.dump());
-  const auto hosts = comm.hosts();
-  if (rank != 0) return interrupted ? 1 : 0;
-
-  std::vector<double> it_med, cp_med, cm_med, ex_med;
-  double max_rss = 0;
-  nlohmann::json per_iter = nlohmann::json::array();
-  std::ostringstream csv;
-  csv << std::setprecision(9);
-  csv << "# kanscale train " << build::version << " (" << build::git_hash << "); " << o.command_line << "\n";
-  csv << "step,rank,batch,first_iteration,iteration_time_s,compute_time_s,communication_time_s,exposed_communication_s,loss\n";
-  nlohmann::json trace_events = nlohmann::json::array();
-  for (int r = 0; r < world; ++r) {
-    const auto j = nlohmann::json::parse(all[static_cast<std::size_t>(r)]);
-    max_rss = std::max(max_rss, j["rss"].get<double>());
-    std::vector<double> it, cp, cm, ex;
-    for (const auto& row : j["records"]) {
-      const double iter = row[4].get<double>() - row[3].get<double>();
-      csv << row[0] << "," << r << "," << row[1] << "," << (row[2].get<bool>() ? 1 : 0) << "," << iter << "," << row[5]
-          << "," << row[6] << "," << row[7] << "," << row[8] << "\n";
-      per_iter.push_back({{"step", row[0]}, {"rank", r}, {"batch", row[1]}, {"first_iteration", row[2]},
-                          {"iteration_time_s", iter}, {"compute_time_s", row[5]}, {"communication_time_s", row[6]},
-                          {"exposed_communication_s", row[7]}, {"loss", row[8]}});
-      if (row[2].get<bool>()) continue;  // steady state only
-      it.push_back(iter);
-      cp.push_back(row[5].get<double>());
-      cm.push_back(row[6].get<double>());
-      ex.push_back(row[7].get<double>());
-    }
-    if (!it.empty()) {
-      // per rank: the median over its steady iterations
-      it_med.push_back(stat_of(it).median);
-      cp_med.push_back(stat_of(cp).median);
-      cm_med.push_back(stat_of(cm).median);
-      ex_med.push_back(stat_of(ex).median);
-    }
-    if (!o.trace.empty()) {
-      trace_events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", r}, {"args", {{"name", "rank " + std::to_string(r)}}}});
-      trace_events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", 0}, {"args", {{"name", "compute"}}}});
-      trace_events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", 1}, {"args", {{"name", "communication"}}}});
-      for (const auto& e : j["events"]) {
-        trace_events.push_back({{"ph", "X"}, {"name", e[0]}, {"cat", e[1]}, {"pid", r}, {"tid", e[2]},
-                                {"ts", e[3].get<double>() * 1e6}, {"dur", (e[4].get<double>() - e[3].get<double>()) * 1e6},
-                                {"args", {{"iteration", e[5]}}}});
-      }
-    }
-  }
-  const Stat iter = stat_of(it_med), compute = stat_of(cp_med), comm_t = stat_of(cm_med), exp_t = stat_of(ex_med);
-  const double samples_per_s = iter.median > 0 ? static_cast<double>(world * batch) / iter.median : 0;
-  std::ostringstream summary_sink;
-  std::ostream& out = o.print_summary ? std::cout : summary_sink;
-  out << "kanscale train: " << w.name << ", KAN [";
-  for (std::size_t i = 0; i < w.widths.size(); ++i) out << (i ? ", " : "") << w.widths[i];
-  out << "] G=" << w.grid_size << " k=" << w.spline_order << ", " << net.parameter_count() << " parameters; "
-            << world << " rank(s) (" << comm.backend() << "), " << o.threads << " thread(s) each, batch " << batch
-            << " per rank; steps " << start_step << ".." << step << (interrupted ? " (interrupted)" : "") << "\n";
-  out << "  final loss " << last_loss << "\n";
-  if (!it_med.empty()) {
-    out << "  steady state (median over ranks of each rank's median; p95 over ranks):\n"
-              << "    iteration   " << format_time(iter.median) << " (p95 " << format_time(iter.p95) << ")\n"
-              << "    samples/s   " << std::fixed << std::setprecision(0) << samples_per_s << std::defaultfloat << "\n"
-              << "    compute     " << format_time(compute.median) << "\n"
-              << "    comm        " << format_time(comm_t.median) << "\n"
-              << "    exposed     " << format_time(exp_t.median) << "\n";
-  }
-  out << "    peak memory " << format_bytes(max_rss) << " (largest rank RSS)\n";
-
-  std::vector<std::pair<std::string, std::string>> files;
-  if (!o.json.empty()) {
-    nlohmann::json j;
-    j["provenance"] = {{"kanscale_version", build::version}, {"git_hash", build::git_hash}, {"command_line", o.command_line},
-                       {"seed", o.seed}, {"workload", {{"name", w.name}, {"file", w.file}}}, {"ranks", world},
-                       {"backend", comm.backend()}, {"threads_per_rank", o.threads}, {"hosts", hosts}};
-    j["summary"] = {{"iteration_time_s", {{"median", iter.median}, {"p95", iter.p95}}},
-                    {"compute_time_s", {{"median", compute.median}, {"p95", compute.p95}}},
-                    {"communication_time_s", {{"median", comm_t.median}, {"p95", comm_t.p95}}},
-                    {"exposed_communication_s", {{"median", exp_t.median}, {"p95", exp_t.p95}}},
-                    {"samples_per_s", samples_per_s}, {"peak_rss_bytes", max_rss}, {"final_loss", last_loss},
-                    {"steps", step - start_step}, {"interrupted", interrupted}};
-    j["iterations"] = per_iter;
-    files.emplace_back(o.json, j.dump(2) + "\n");
-  }
-  if (!o.csv.empty()) files.emplace_back(o.csv, csv.str());
-  if (!o.trace.empty())
-    files.emplace_back(o.trace, nlohmann::json{{"traceEvents", trace_events}, {"displayTimeUnit", "ms"}}.dump() + "\n");
-  write_files_atomic(files);
-  return interrupted ? 1 : 0;
+  return report(o, comm, net, records, events, ReportContext{start_step, step, total_steps, batch, last_loss, -1.0, comm.backend()});
 }
 
+#if !(KANSCALE_HAVE_CUDA && KANSCALE_HAVE_NCCL)
+int run_train_cuda(const TrainOptions&, Comm&) {
+  throw InputError("--backend cuda: this kanscale was built without CUDA and NCCL (nvcc and NCCL were not found at configure time)");
+}
+#endif
+
 int run_eval(const std::string& checkpoint, const std::string& input_csv, int threads) {
+  using train_detail::load_model;
   set_cpu_threads(threads);
   KanNet net = load_model(checkpoint, nullptr, nullptr, nullptr);
   const int in = net.layers.front().in, out = net.layers.back().out;

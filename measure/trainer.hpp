@@ -34,6 +34,11 @@ struct TrainOptions {
 // writes the outputs. Returns the process exit code.
 int run_train(const TrainOptions& o, Comm& comm);
 
+// The same on the CUDA backend: the model on this rank's GPU (the node-local
+// rank modulo the visible devices), NCCL between ranks bootstrapped over
+// `host`. Throws when the build or the machine has no CUDA/NCCL.
+int run_train_cuda(const TrainOptions& o, Comm& host);
+
 // kanscale eval: predictions of a checkpoint for the rows of a CSV file.
 int run_eval(const std::string& checkpoint, const std::string& input_csv, int threads);
 

@@ -1,0 +1,34 @@
+#pragma once
+// Shared by the CPU and the CUDA kernel microbenchmarks (kernel_bench.cpp,
+// kernel_bench_cuda.cpp). Not a public interface.
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "comm.hpp"
+#include "kernel_bench.hpp"
+
+namespace ks {
+
+class Gpu;
+
+namespace kernel_bench_detail {
+
+struct Timing {
+  double median, iqr, cv;
+};
+// Median, interquartile range and coefficient of variation of repetitions.
+Timing summarize(const std::vector<double>& t);
+
+using AddRow = std::function<void(const std::string& op, const std::string& detail, double flops, double bytes,
+                                  const Timing& t, double workspace_bytes)>;
+
+// Times shape `si` of the plan on the GPU (CUDA events around each op,
+// every rank at once) and adds its rows; returns the peak device bytes a
+// training step of that one-layer net allocates (parameters, gradients,
+// Adam state, a bucket, activations and workspaces).
+double measure_shape_cuda(Comm& comm, Gpu& gpu, const KernelPlan& plan, std::size_t si, const AddRow& add);
+
+}  // namespace kernel_bench_detail
+}  // namespace ks

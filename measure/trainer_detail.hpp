@@ -1,0 +1,75 @@
+#pragma once
+// What the CPU and the CUDA trainer loops share (measure/trainer.cpp,
+// measure/trainer_cuda.cpp): the setup (data, model, optimizer, resume,
+// DDP's construction broadcast, bucket plans), the records each iteration
+// leaves, checkpoints and the report. Not a public interface.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "adam.hpp"
+#include "comm.hpp"
+#include "data.hpp"
+#include "kan.hpp"
+#include "model/buckets.hpp"
+#include "trainer.hpp"
+
+namespace ks::train_detail {
+
+// One timed piece of an iteration, in the simulator's track and event names.
+struct Event {
+  std::string name, cat;
+  int track;  // 0 compute, 1 communication
+  double t0, t1;
+  std::int64_t step;
+};
+
+struct IterRecord {
+  std::int64_t step = 0;
+  int rank = 0;
+  int batch = 0;
+  bool first = false;  // DDP's first iteration (one bucket)
+  double start_s = 0, end_s = 0, compute_s = 0, comm_s = 0, exposed_s = 0, loss = 0;
+};
+
+struct Setup {
+  Setup(Dataset d, KanNet n) : data(std::move(d)), net(std::move(n)) {}
+  Dataset data;
+  KanNet net;
+  Adam adam;
+  std::int64_t start_step = 0, batch = 0, ipe = 0, total_steps = 0;  // ipe: iterations per epoch
+  DdpBucketPlans plans;
+};
+
+// Data, model and optimizer (from --resume when given, every setting that
+// decides the arithmetic checked), parameters broadcast from rank 0 over
+// `host` (host memory), the bucket plans.
+Setup prepare(const TrainOptions& o, Comm& host);
+
+void save_checkpoint(const std::string& path, KanNet& net, const Adam& adam, const TrainOptions& o, int world,
+                     std::int64_t step);
+KanNet load_model(const std::string& path, const Workload* expect, int* G_out, int* k_out);
+
+struct ReportContext {
+  std::int64_t start_step, step, total_steps, batch;
+  double last_loss;
+  double device_peak_bytes;  // < 0: no device
+  std::string backend;       // the gradient all-reduce's: self, mpi, nccl
+};
+// Rank 0 prints the summary and writes --json/--csv/--trace (atomically);
+// returns the exit code (1 when interrupted).
+int report(const TrainOptions& o, Comm& host, const KanNet& net, const std::vector<IterRecord>& records,
+           const std::vector<Event>& events, const ReportContext& c);
+
+// SIGINT/SIGTERM set a flag (checked between iterations) while active.
+struct StopOnSignal {
+  bool active;
+  void (*old_int)(int) = nullptr;
+  void (*old_term)(int) = nullptr;
+  explicit StopOnSignal(bool on);
+  ~StopOnSignal();
+};
+bool stop_requested();
+
+}  // namespace ks::train_detail
