@@ -16,6 +16,7 @@
 
 #include "commands.hpp"
 #include "kanscale/build_info.hpp"
+#include "model/cost.hpp"
 #include "model/fit.hpp"
 #include "model/kan_model.hpp"
 #include "model/nccl_tests_log.hpp"
@@ -125,6 +126,11 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   std::map<std::string, std::vector<std::vector<double>>> X;
   std::map<std::string, std::vector<double>> Y, key;
   std::vector<double> cvs;
+  // memory: per shape, the peak of a one-layer training step
+  std::vector<std::vector<double>> mem_x;
+  std::vector<double> mem_y;
+  double runtime_bytes = -1;
+  std::string runtime_what;
   for (const auto& path : kernels) {
     const auto j = read_json(path, "a kanscale measure kernels file");
     if (!j.contains("metadata") || !j.contains("rows") || !j["rows"].is_array())
@@ -133,6 +139,25 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
     concurrency = std::max(concurrency, static_cast<int>(std::lround(m.value("concurrency_ranks_per_node", 1.0))));
     from << (from.tellp() > 0 ? "; " : "") << path << " (" << m.value("host", "?") << ", " << m.value("cpu_model", "?") << ", "
          << m.value("date_utc", "?") << ", kanscale " << m.value("git_hash", "?") << ", " << m.value("ranks", 1) << " rank(s))";
+    if (m.contains("runtime_memory_bytes")) {
+      runtime_bytes = std::max(runtime_bytes, m["runtime_memory_bytes"].get<double>());
+      runtime_what = m.value("runtime_memory_what", "");
+    }
+    if (j.contains("memory")) {
+      std::size_t mi = 0;
+      for (const auto& r : j["memory"]) {
+        const double peak = field<double>(r, "peak_bytes", path, mi);
+        const KanShape shape{{field<std::int64_t>(r, "in", path, mi), field<std::int64_t>(r, "out", path, mi)},
+                             field<int>(r, "grid_size", path, mi), field<int>(r, "spline_order", path, mi)};
+        const auto est = kanscale_memory(shape, field<std::int64_t>(r, "batch", path, mi), DdpSettings{}, 0, 0);
+        if (peak > 0) {  // a shape whose state came from freed blocks reads 0: nothing to learn from it
+          mem_x.push_back({1.0, static_cast<double>(kan_parameter_count(shape)),
+                           est.activations_bytes + est.transient_bytes + est.batch_bytes});
+          mem_y.push_back(peak);
+        }
+        ++mi;
+      }
+    }
     std::size_t i = 0;
     for (const auto& r : j["rows"]) {
       const std::string op = field<std::string>(r, "op", path, i);
@@ -316,6 +341,27 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
     }
   }
   if (!coll.str().empty()) yaml << "collectives:\n" << coll.str();
+  // ---- memory: peak = fixed + per_parameter x P + activation_factor x A
+  if (runtime_bytes >= 0 || !mem_y.empty()) {
+    yaml << "memory:\n";
+    if (runtime_bytes >= 0) {
+      yaml << "  runtime: " << num(runtime_bytes, "B") << "   # measured: " << runtime_what << " (largest rank)\n";
+      report << "memory: runtime " << format_bytes(runtime_bytes) << " (" << runtime_what << ")\n";
+    }
+    if (mem_y.size() >= 4) {
+      const LinearFit f = fit_relative_nonneg({"fixed_bytes", "bytes_per_parameter", "activation_factor"}, mem_x, mem_y,
+                                              hold_out_largest(mem_y, 0.2));
+      yaml << "  fixed: " << num(f.coef[0], "B") << "\n  per_parameter: " << num(f.coef[1], "B")
+           << "   # the model's own accounting: 20 B (parameter, gradient, bucket, Adam's two moments)\n"
+           << "  activation_factor: " << f.coef[2] << "   # on the model's activation, workspace and batch bytes\n"
+           << "  fit: " << quality(f) << "\n";
+      report << "memory (peak of a one-layer training step = fixed + per_parameter x P + factor x the model's activation\n"
+                "bytes; relative least squares, largest 20% held out):\n";
+      report_row(report, "peak", f, {"KiB", "B/param", "x"}, {1.0 / 1024, 1.0, 1.0});
+    } else {
+      report << "memory: " << mem_y.size() << " shape(s) with a peak: too few to fit; the model's own accounting stays\n";
+    }
+  }
   std::ostringstream head;  // written last: it names every file the fit used
   head << "# Fitted by kanscale fit " << build::version << " (" << build::git_hash << ") on " << date << "\n# " << cmdline << "\n";
   head << "name: " << name << "\nsource: fitted\nfitted_from: " << nlohmann::json(from.str()).dump() << "\nconcurrency: " << concurrency << "\n";

@@ -279,6 +279,12 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
   }
   if (auto mem = m.map_opt("memory")) {
     k.runtime_memory_bytes = mem->quantity_opt("runtime", Quantity::size, Bound::non_negative).value_or(k.runtime_memory_bytes);
+    // fitted terms (kanscale fit): peak = runtime + fixed + per_parameter x P
+    //                                      + activation_factor x (activations + transients + batch)
+    k.memory_fixed_bytes = mem->quantity_opt("fixed", Quantity::size, Bound::non_negative).value_or(0.0);
+    k.memory_bytes_per_parameter = mem->quantity_opt("per_parameter", Quantity::size, Bound::non_negative);
+    k.memory_activation_factor = mem->number_opt("activation_factor", Bound::non_negative);
+    mem->ignore("fit");
     mem->finish();
   }
   m.finish();

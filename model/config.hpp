@@ -144,6 +144,11 @@ struct Calibration {
   std::optional<double> nccl_bus_bw_inter_Bps;
   std::vector<MpiRegime> mpi_regimes;
   double runtime_memory_bytes = 0;
+  // Fitted memory terms (kanscale fit); unset: the memory model's own
+  // accounting (4 bytes per parameter per copy, factor 1 on activations).
+  double memory_fixed_bytes = 0;
+  std::optional<double> memory_bytes_per_parameter;
+  std::optional<double> memory_activation_factor;
 };
 
 Cluster load_cluster(const std::string& path);

@@ -81,4 +81,25 @@ MemoryEstimate kanscale_memory(const KanShape& s, std::int64_t batch, const DdpS
   return m;
 }
 
+MemoryEstimate calibrated_memory(MemoryEstimate m, const KanShape& s, const Calibration& k) {
+  if (k.memory_bytes_per_parameter) {
+    const double P = static_cast<double>(kan_parameter_count(s));
+    const double modelled = m.parameters_bytes + m.gradients_bytes + m.buckets_bytes + m.optimizer_bytes;
+    const double f = modelled > 0 ? *k.memory_bytes_per_parameter * P / modelled : 0.0;
+    m.parameters_bytes *= f;
+    m.gradients_bytes *= f;
+    m.buckets_bytes *= f;
+    m.optimizer_bytes *= f;
+  }
+  if (k.memory_activation_factor) {
+    m.activations_bytes *= *k.memory_activation_factor;
+    m.transient_bytes *= *k.memory_activation_factor;
+    m.batch_bytes *= *k.memory_activation_factor;
+  }
+  m.runtime_bytes += k.memory_fixed_bytes;
+  m.peak_bytes = m.parameters_bytes + m.gradients_bytes + m.buckets_bytes + m.optimizer_bytes + m.activations_bytes +
+                 m.transient_bytes + m.batch_bytes + m.buffers_bytes + m.runtime_bytes;
+  return m;
+}
+
 }  // namespace ks

@@ -37,5 +37,10 @@ MemoryEstimate efficient_kan_memory(const KanShape& s, std::int64_t batch, const
 // [in*C][out] workspaces (the transient term).
 MemoryEstimate kanscale_memory(const KanShape& s, std::int64_t batch, const DdpSettings& ddp, double runtime_bytes,
                                double capacity_bytes);
+// The same with a calibration's fitted memory terms applied (when it has
+// them): parameter-state bytes become per_parameter x P, the activation,
+// transient and batch terms are scaled by activation_factor, and the fixed
+// term joins the runtime.
+MemoryEstimate calibrated_memory(MemoryEstimate m, const KanShape& s, const Calibration& k);
 
 }  // namespace ks

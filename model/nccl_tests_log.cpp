@@ -1,6 +1,7 @@
 #include "nccl_tests_log.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -57,6 +58,14 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
         log.hosts.push_back(*(on + 1));
         ++log.ranks;
       }
+      continue;
+    }
+    // nccl-tests >= 2.18: "# nccl-tests version 2.18.2 nccl-headers=23007 nccl-library=23007"
+    // (NCCL_VERSION_CODE: major*10000 + minor*100 + patch)
+    if (const auto lib = line.find("nccl-library="); lib != std::string::npos && log.nccl_version.empty()) {
+      const long code = std::strtol(line.c_str() + lib + 13, nullptr, 10);
+      if (code >= 10000)
+        log.nccl_version = std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." + std::to_string(code % 100);
       continue;
     }
     if (line.find("NCCL version") != std::string::npos && log.nccl_version.empty()) {

@@ -175,7 +175,7 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
   pt.time_to_train_s = pt.first_iteration_s.median + (total_iters - 1) * pt.iteration_s.median;
   pt.gpu_hours = gpus * pt.time_to_train_s / 3600.0;
   pt.memory = w.implementation == Implementation::kanscale
-                  ? kanscale_memory(shape, pt.batch_per_gpu, w.ddp, k.runtime_memory_bytes, c.gpu.memory_bytes)
+                  ? calibrated_memory(kanscale_memory(shape, pt.batch_per_gpu, w.ddp, k.runtime_memory_bytes, c.gpu.memory_bytes), shape, k)
                   : efficient_kan_memory(shape, pt.batch_per_gpu, w.ddp, k.runtime_memory_bytes, c.gpu.memory_bytes);
 
   // Bucket plans with timings: first iteration and the last steady one, on rank 0.

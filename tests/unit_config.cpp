@@ -31,6 +31,10 @@ collectives:
     - {algorithm: ring, latency: "5us", bandwidth: "9GB/s"}
 memory:
   runtime: "600MiB"
+  fixed: "2KiB"
+  per_parameter: "24B"
+  activation_factor: 1.5
+  fit: {r2: 0.99}
 )";
 }  // namespace
 
@@ -77,6 +81,9 @@ TEST_CASE("a calibration file overrides the datasheet values") {
   CHECK(k.mpi_regimes[0].max_bytes == 10000);
   CHECK(*k.mpi_regimes[1].bandwidth_Bps == 9e9);
   CHECK(k.runtime_memory_bytes == 600.0 * 1048576);
+  CHECK(k.memory_fixed_bytes == 2048);
+  CHECK(*k.memory_bytes_per_parameter == 24);
+  CHECK(*k.memory_activation_factor == 1.5);
 }
 
 TEST_CASE("calibration and cluster errors name file, line and key") {

@@ -55,3 +55,22 @@ TEST_CASE("op model: FLOPs of a layer's two forward GEMMs are 2*B*in*out*(C+1)")
     if (o.phase == Phase::forward && o.kind == OpKind::gemm) gemm_flops += o.flops;
   CHECK(gemm_flops == 2.0 * 64 * 16 * 32 * (8 + 1));
 }
+
+TEST_CASE("fitted memory terms replace the model's accounting (hand calculation)") {
+  const KanShape s{{2, 3, 1}, 5, 3};  // 90 parameters (see above)
+  const auto m = kanscale_memory(s, 4, DdpSettings{}, 1000, 0);
+  Calibration k;
+  CHECK(calibrated_memory(m, s, k).peak_bytes == m.peak_bytes);  // nothing fitted: unchanged
+  k.memory_bytes_per_parameter = 24.0;
+  k.memory_activation_factor = 2.0;
+  k.memory_fixed_bytes = 500;
+  const auto c = calibrated_memory(m, s, k);
+  // parameter state: 24 B x 90 = 2160 (the model's 5 x 4 B x 90 = 1800, scaled)
+  CHECK(c.parameters_bytes + c.gradients_bytes + c.buckets_bytes + c.optimizer_bytes == doctest::Approx(2160));
+  CHECK(c.activations_bytes == 2 * m.activations_bytes);
+  CHECK(c.transient_bytes == 2 * m.transient_bytes);
+  CHECK(c.batch_bytes == 2 * m.batch_bytes);
+  CHECK(c.runtime_bytes == 1500);
+  CHECK(c.peak_bytes == doctest::Approx(2160 + 2 * (m.activations_bytes + m.transient_bytes + m.batch_bytes) +
+                                        m.buffers_bytes + 1500));
+}

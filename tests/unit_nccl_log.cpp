@@ -1,5 +1,7 @@
-// nccl-tests log parsing on logs in nccl-tests' layouts. The numbers below
-// are made up for the tests (laid out as all_reduce_perf prints them).
+// nccl-tests log parsing: real published logs (tests/fixtures/nccl-tests/,
+// each with its source beside it), and made-up logs in the older layouts
+// and broken ones (their numbers invented, laid out as all_reduce_perf
+// prints them).
 #include <doctest/doctest.h>
 
 #include "model/nccl_tests_log.hpp"
@@ -67,4 +69,52 @@ TEST_CASE("malformed logs: the file and line of the bad row, or no table at all"
   const std::string nan_time = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
                                "           8             2     float     sum      -1    abc    0.00    0.00      0    39.50    0.00    0.00      0\n";
   CHECK_THROWS_WITH_AS(parse_nccl_tests_log(nan_time, "z.log"), doctest::Contains("z.log:2: column 6"), InputError);
+}
+
+namespace {
+const std::string kFixtures = std::string(KANSCALE_SOURCE_DIR) + "/tests/fixtures/nccl-tests/";
+}
+
+// Expected values below are read off the fixture files by eye.
+TEST_CASE("real log: 16 H100s on 2 nodes (A3 Mega), older layout, in-place columns") {
+  const auto p = read_nccl_tests_log(kFixtures + "h100_2node_16rank_allreduce.log");
+  CHECK(p.ranks == 16);
+  CHECK(p.nodes == 2);
+  CHECK(p.hosts.front() == "ztan-mig-235z");
+  CHECK(p.hosts.back() == "ztan-mig-gq73");
+  CHECK(p.nccl_version.empty());  // not printed in this log
+  REQUIRE(p.rows.size() == 31);   // 8 B .. 8 GiB by 2
+  CHECK(p.rows.front().bytes == 8);
+  CHECK(p.rows.front().time_us[0] == 135.8);
+  CHECK(p.rows.front().time_us[1] == 123.5);
+  CHECK(p.rows.back().bytes == 8589934592.0);
+  CHECK(p.rows.back().count == 2147483648LL);
+  CHECK(p.rows.back().time_us[0] == 47535);
+  CHECK(p.rows.back().busbw_GBps[0] == 338.82);
+  CHECK(p.rows.back().busbw_GBps[1] == 337.35);
+  // busbw = algbw x 2(n-1)/n (nccl-tests' PERFORMANCE.md): 180.71 x 30/16 = 338.83
+  CHECK(p.rows.back().algbw_GBps[0] * 2 * 15 / 16 == doctest::Approx(p.rows.back().busbw_GBps[0]).epsilon(1e-4));
+}
+
+TEST_CASE("real log: 8 GH200s on 2 nodes (CSCS Alps), nccl-tests 2.17 with start/concluded lines") {
+  const auto p = read_nccl_tests_log(kFixtures + "gh200_2node_8rank_allreduce_nccltests2.17.1.log");
+  CHECK(p.ranks == 8);
+  CHECK(p.nodes == 2);
+  REQUIRE(p.rows.size() == 25);  // 8 B .. 128 MiB
+  CHECK(p.rows[17].bytes == 1048576);
+  CHECK(p.rows[17].time_us[0] == 164.3);
+  CHECK(p.rows[17].time_us[1] == 187.7);
+  CHECK(p.rows.back().busbw_GBps[1] == 123.11);
+  CHECK(p.rows.back().line == 41);  // the file's 41st line
+}
+
+TEST_CASE("real log: 2 GH200s on 2 nodes, nccl-tests 2.18 layout (version line, wider #wrong)") {
+  const auto p = read_nccl_tests_log(kFixtures + "gh200_2node_2rank_allreduce_nccltests2.18.2.log");
+  CHECK(p.ranks == 2);
+  CHECK(p.nodes == 2);
+  CHECK(p.nccl_version == "2.30.7");  // nccl-library=23007
+  REQUIRE(p.rows.size() == 8);       // 1 MiB .. 128 MiB
+  CHECK(p.rows.front().time_us[0] == 339.61);
+  CHECK(p.rows.back().busbw_GBps[0] == 22.86);
+  CHECK(p.rows.back().busbw_GBps[1] == 22.88);
 }
