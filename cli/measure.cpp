@@ -43,8 +43,9 @@ double parse_sweep_size(const std::string& s, const char* option) {
 }  // namespace
 
 int measure_kernels(const std::vector<std::string>& args, const std::string& cmdline) {
-  std::string plan_file = "configs/measure/cpu-default.yaml", shapes, json, csv, backend = "cpu";
+  std::string plan_file = "configs/measure/cpu-default.yaml", shapes, json, csv, backend = "cpu", resume;
   int repeats = 0, threads = 0;
+  KernelPlan plan;
   po::options_description desc("measure kernels options");
   desc.add_options()
       ("help,h", "show this help")
@@ -54,14 +55,19 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
       ("threads", po::value(&threads), "CPU threads per rank (default: the plan's)")
       ("backend", po::value(&backend), "cpu | cuda (default: the plan's, else cpu)")
       ("json", po::value(&json)->value_name("FILE"), "rows and metadata as JSON")
-      ("csv", po::value(&csv)->value_name("FILE"), "rows as CSV (units in the column names)");
+      ("csv", po::value(&csv)->value_name("FILE"), "rows as CSV (units in the column names)")
+      ("resume", po::value(&resume)->value_name("FILE"), "continue an interrupted run of the same plan (its JSON file)")
+      ("max-shapes", po::value(&plan.max_shapes), "stop after this many new shapes (tests of --resume)");
   po::variables_map vm;
   if (!parse_args(args, desc, "usage: [mpirun -np P] kanscale measure kernels [--plan F | --shapes ...] --json F [--csv F]", vm))
     return 0;
   if (vm.count("backend") && backend != "cpu" && backend != "cuda")
     throw InputError("--backend: expected cpu or cuda, got \"" + backend + "\"");
+  if (!resume.empty() && json.empty()) json = resume;  // continue writing the same file
   if (json.empty() && csv.empty()) throw InputError("give --json and/or --csv: the measurements are for kanscale fit");
-  KernelPlan plan = shapes.empty() ? load_kernel_plan(plan_file) : KernelPlan{};
+  const int max_shapes = plan.max_shapes;
+  plan = shapes.empty() ? load_kernel_plan(plan_file) : KernelPlan{};
+  plan.max_shapes = max_shapes;
   if (!shapes.empty()) {
     std::stringstream ss(shapes);
     std::string item;
@@ -81,13 +87,16 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
   if (plan.threads < 1) throw InputError("--threads: at least 1");
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
   try {
-    const auto rows = run_kernel_plan(*comm, plan, json, csv, cmdline);
+    const auto rows = run_kernel_plan(*comm, plan, json, csv, cmdline, resume);
     if (comm->rank() == 0) {
       int unstable = 0;
       for (const auto& r : rows) unstable += r.unstable;
       std::cout << "kanscale measure kernels: " << rows.size() << " measurements (" << plan.shapes.size() << " shapes x ops, "
                 << comm->size() << " rank(s)); " << unstable << " unstable (CV > 5%)\n";
     }
+  } catch (const InputError& ex) {
+    if (comm->rank() == 0) std::cerr << "kanscale: " << ex.what() << "\n";
+    return 2;
   } catch (const std::exception& ex) {
     std::cerr << "kanscale measure kernels: error: " << ex.what() << " (rank " << comm->rank() << ")\n";
     comm->abort(1);

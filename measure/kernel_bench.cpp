@@ -231,27 +231,65 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
 
 }  // namespace
 
+namespace {
+
+KernelRow row_of(const nlohmann::json& r) {
+  KernelRow k;
+  k.op = r["op"];
+  k.shape = {r["batch"], r["in"], r["out"], r["grid_size"], r["spline_order"]};
+  k.detail = r["detail"];
+  k.flops = r["flops"];
+  k.bytes = r["bytes"];
+  k.median_s = r["time_median_s"];
+  k.iqr_s = r["time_iqr_s"];
+  k.cv = r["time_cv"];
+  k.unstable = r["unstable"];
+  k.workspace_bytes = r["workspace_bytes"];
+  k.rank = r["rank"];
+  return k;
+}
+
+nlohmann::json shapes_json(const KernelPlan& plan) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& s : plan.shapes) a.push_back({s.batch, s.in, s.out, s.G, s.k});
+  return a;
+}
+
+// Rank 0: what an earlier, interrupted run of the same plan finished.
+struct Resumed {
+  nlohmann::json rows = nlohmann::json::array(), memory = nlohmann::json::array();
+  std::size_t shapes_done = 0;
+};
+
+Resumed read_resume(const std::string& path, const nlohmann::json& meta) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot open file");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw InputError(path + ": not a kanscale measure kernels file: " + e.what());
+  }
+  if (!j.contains("metadata") || !j.contains("rows") || !j.contains("memory") || !j["metadata"].contains("shapes_done"))
+    throw InputError(path + ": not a kanscale measure kernels file (no metadata/rows/memory/shapes_done)");
+  for (const char* k : {"plan", "backend", "ranks", "threads_per_rank", "repeats", "warmup", "seed", "shapes"}) {
+    if (!j["metadata"].contains(k) || j["metadata"][k] != meta[k])
+      throw InputError(path + ": was measured with another " + std::string(k) + " (" +
+                       (j["metadata"].contains(k) ? j["metadata"][k].dump() : "none") + ", now " + meta[k].dump() + ")");
+  }
+  Resumed r;
+  r.rows = j["rows"];
+  r.memory = j["memory"];
+  r.shapes_done = j["metadata"]["shapes_done"].get<std::size_t>();
+  return r;
+}
+
+}  // namespace
+
 std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const std::string& json, const std::string& csv,
-                                       const std::string& command_line) {
+                                       const std::string& command_line, const std::string& resume) {
   set_cpu_threads(plan.threads);
   const int rank = comm.rank();
-  std::vector<KernelRow> rows;
-  auto add = [&](const std::string& op, const KernelShape& s, const std::string& detail, double flops, double bytes,
-                 const Timing& t, double ws) {
-    KernelRow r;
-    r.op = op;
-    r.shape = s;
-    r.detail = detail;
-    r.flops = flops;
-    r.bytes = bytes;
-    r.median_s = t.median;
-    r.iqr_s = t.iqr;
-    r.cv = t.cv;
-    r.unstable = t.cv > 0.05;
-    r.workspace_bytes = ws;
-    r.rank = rank;
-    rows.push_back(r);
-  };
   const bool tty = isatty(STDERR_FILENO);
 #if KANSCALE_HAVE_CUDA
   std::unique_ptr<Gpu> gpu;
@@ -265,96 +303,102 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
   if (plan.backend == "cuda") throw InputError("backend cuda: this kanscale was built without CUDA (nvcc was not found)");
 #define KS_GPU_OR(on_gpu, on_cpu) (on_cpu)
 #endif
-  const double runtime_bytes = KS_GPU_OR(gpu->device_used_bytes(), rss_bytes());
-  nlohmann::json memory = nlohmann::json::array();
-  for (std::size_t si = 0; si < plan.shapes.size(); ++si) {
-    const KernelShape& s = plan.shapes[si];
-    auto add_row = [&](const std::string& op, const std::string& detail, double flops, double bytes, const Timing& t, double ws) {
-      add(op, s, detail, flops, bytes, t, ws);
-    };
-    const double peak = KS_GPU_OR(measure_shape_cuda(comm, *gpu, plan, si, add_row), measure_shape_cpu(comm, plan, si, add_row));
-    memory.push_back({{"batch", s.batch}, {"in", s.in}, {"out", s.out}, {"grid_size", s.G}, {"spline_order", s.k},
-                      {"peak_bytes", peak}, {"rank", rank}});
-    if (rank == 0) {
-      if (tty) std::cerr << "\r";
-      std::cerr << "shape " << si + 1 << "/" << plan.shapes.size() << " [" << s.batch << ", " << s.in << ", " << s.out << ", G="
-                << s.G << ", k=" << s.k << "] done" << (tty ? "   " : "\n") << std::flush;
-    }
-  }
-  if (rank == 0 && tty) std::cerr << "\n";
-  // machine ceilings, once
+  const double runtime_mine = KS_GPU_OR(gpu->device_used_bytes(), rss_bytes());
+  // machine ceilings, once, before the shapes (every file written carries them)
   const double gemm = KS_GPU_OR(gpu->sgemm_flops(), measure_gemm_flops(plan.threads));
   const double membw = KS_GPU_OR(gpu->copy_bandwidth(), memcpy_bandwidth(5));
   set_cpu_threads(plan.threads);
-
-  // gather every rank's rows
-  nlohmann::json mine = nlohmann::json::array();
-  for (const auto& r : rows) {
-    mine.push_back({{"op", r.op}, {"batch", r.shape.batch}, {"in", r.shape.in}, {"out", r.shape.out}, {"grid_size", r.shape.G},
-                    {"spline_order", r.shape.k}, {"detail", r.detail}, {"flops", r.flops}, {"bytes", r.bytes},
-                    {"time_median_s", r.median_s}, {"time_iqr_s", r.iqr_s}, {"time_cv", r.cv}, {"unstable", r.unstable},
-                    {"workspace_bytes", r.workspace_bytes}, {"rank", r.rank}});
-  }
-  const auto all = comm.gather(nlohmann::json{{"rows", mine}, {"memory", memory}, {"runtime_bytes", runtime_bytes}}.dump());
+  const double runtime_bytes = comm.allreduce_max(runtime_mine);
   const auto hosts = comm.hosts();
-  if (rank != 0) return {};
   std::set<std::string> nodes(hosts.begin(), hosts.end());
-  nlohmann::json rows_json = nlohmann::json::array(), memory_json = nlohmann::json::array();
-  std::vector<KernelRow> out_rows;
-  double runtime_max = 0;
-  for (const auto& s : all) {
-    const auto part = nlohmann::json::parse(s);
-    for (const auto& m : part["memory"]) memory_json.push_back(m);
-    runtime_max = std::max(runtime_max, part["runtime_bytes"].get<double>());
-    for (const auto& r : part["rows"]) {
-      rows_json.push_back(r);
-      KernelRow k;
-      k.op = r["op"];
-      k.shape = {r["batch"], r["in"], r["out"], r["grid_size"], r["spline_order"]};
-      k.detail = r["detail"];
-      k.flops = r["flops"];
-      k.bytes = r["bytes"];
-      k.median_s = r["time_median_s"];
-      k.iqr_s = r["time_iqr_s"];
-      k.cv = r["time_cv"];
-      k.unstable = r["unstable"];
-      k.workspace_bytes = r["workspace_bytes"];
-      k.rank = r["rank"];
-      out_rows.push_back(k);
-    }
-  }
   const std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   nlohmann::json meta = {{"kanscale_version", build::version}, {"git_hash", build::git_hash}, {"command_line", command_line},
                          {"date_utc", date}, {"plan", plan.name}, {"backend", plan.backend}, {"cpu_model", cpu_model()},
                          {"gpu", KS_GPU_OR(gpu->description(), std::string("none"))},
-                         {"runtime_memory_bytes", runtime_max},
-                         {"runtime_memory_what", KS_GPU_OR("device memory in use before any kanscale allocation (CUDA context)",
-                                                           "resident set size before any shape (MPI, OpenMP, libraries)")},
-                         {"peak_memory_what", KS_GPU_OR("device allocation high-water mark of a training step (kanscale's allocations)",
-                                                        "heap bytes held at the peak of a training step (glibc's accounting)")},
                          {"host", host()}, {"hosts", hosts}, {"collective_library", comm.library_version()},
                          {"ranks", comm.size()}, {"nodes", nodes.size()},
                          {"concurrency_ranks_per_node", static_cast<double>(comm.size()) / std::max<std::size_t>(1, nodes.size())},
                          {"threads_per_rank", plan.threads}, {"repeats", plan.repeats}, {"warmup", plan.warmup},
-                         {"seed", plan.seed}, {"gemm_flops_per_s", gemm}, {"memcpy_bytes_per_s", membw},
+                         {"seed", plan.seed}, {"shapes", shapes_json(plan)}, {"shapes_done", 0},
+                         {"gemm_flops_per_s", gemm}, {"memcpy_bytes_per_s", membw},
+                         {"runtime_memory_bytes", runtime_bytes},
+                         {"runtime_memory_what", KS_GPU_OR("device memory in use before any kanscale allocation (CUDA context)",
+                                                           "resident set size before any shape (MPI, OpenMP, libraries)")},
+                         {"peak_memory_what", KS_GPU_OR("device allocation high-water mark of a training step (kanscale's allocations)",
+                                                        "heap bytes held at the peak of a training step (glibc's accounting)")},
                          {"unstable_threshold_cv", 0.05}};
-  std::vector<std::pair<std::string, std::string>> files;
-  if (!json.empty()) files.emplace_back(json, nlohmann::json{{"metadata", meta}, {"rows", rows_json}, {"memory", memory_json}}.dump(2) + "\n");
-  if (!csv.empty()) {
-    std::ostringstream c;
-    c << std::setprecision(9);
-    for (auto it = meta.begin(); it != meta.end(); ++it) c << "# " << it.key() << ": " << it.value().dump() << "\n";
-    c << "op,batch,in,out,grid_size,spline_order,detail,flops,bytes,time_median_s,time_iqr_s,time_cv,unstable,workspace_bytes,rank\n";
-    for (const auto& r : out_rows)
-      c << r.op << "," << r.shape.batch << "," << r.shape.in << "," << r.shape.out << "," << r.shape.G << "," << r.shape.k << ","
-        << r.detail << "," << r.flops << "," << r.bytes << "," << r.median_s << "," << r.iqr_s << "," << r.cv << ","
-        << (r.unstable ? 1 : 0) << "," << r.workspace_bytes << "," << r.rank << "\n";
-    files.emplace_back(csv, c.str());
+  // --resume: rank 0 reads and checks; every rank learns where to start
+  Resumed done;
+  float status[2] = {0, 0};  // shapes done, error
+  std::string resume_error;
+  if (rank == 0 && !resume.empty()) {
+    try {
+      done = read_resume(resume, meta);
+      status[0] = static_cast<float>(done.shapes_done);
+    } catch (const InputError& e) {
+      resume_error = e.what();
+      status[1] = 1;
+    }
   }
-  write_files_atomic(files);
-  return out_rows;
+  comm.broadcast(status, 2, 0);
+  if (status[1] > 0) throw InputError(rank == 0 ? resume_error : resume + ": unusable (see rank 0)");
+  const std::size_t start = static_cast<std::size_t>(status[0]);
+
+  auto write = [&](std::size_t shapes_done) {
+    meta["shapes_done"] = shapes_done;
+    std::vector<std::pair<std::string, std::string>> files;
+    if (!json.empty())
+      files.emplace_back(json, nlohmann::json{{"metadata", meta}, {"rows", done.rows}, {"memory", done.memory}}.dump(2) + "\n");
+    if (!csv.empty()) {
+      std::ostringstream c;
+      c << std::setprecision(9);
+      for (auto it = meta.begin(); it != meta.end(); ++it) c << "# " << it.key() << ": " << it.value().dump() << "\n";
+      c << "op,batch,in,out,grid_size,spline_order,detail,flops,bytes,time_median_s,time_iqr_s,time_cv,unstable,workspace_bytes,rank\n";
+      for (const auto& j : done.rows) {
+        const KernelRow r = row_of(j);
+        c << r.op << "," << r.shape.batch << "," << r.shape.in << "," << r.shape.out << "," << r.shape.G << "," << r.shape.k << ","
+          << r.detail << "," << r.flops << "," << r.bytes << "," << r.median_s << "," << r.iqr_s << "," << r.cv << ","
+          << (r.unstable ? 1 : 0) << "," << r.workspace_bytes << "," << r.rank << "\n";
+      }
+      files.emplace_back(csv, c.str());
+    }
+    write_files_atomic(files);
+  };
+
+  for (std::size_t si = start; si < plan.shapes.size(); ++si) {
+    if (plan.max_shapes > 0 && si - start >= static_cast<std::size_t>(plan.max_shapes)) break;
+    const KernelShape& s = plan.shapes[si];
+    nlohmann::json mine = nlohmann::json::array();
+    auto add_row = [&](const std::string& op, const std::string& detail, double flops, double bytes, const Timing& t, double ws) {
+      mine.push_back({{"op", op}, {"batch", s.batch}, {"in", s.in}, {"out", s.out}, {"grid_size", s.G}, {"spline_order", s.k},
+                      {"detail", detail}, {"flops", flops}, {"bytes", bytes}, {"time_median_s", t.median},
+                      {"time_iqr_s", t.iqr}, {"time_cv", t.cv}, {"unstable", t.cv > 0.05}, {"workspace_bytes", ws},
+                      {"rank", rank}});
+    };
+    const double peak = KS_GPU_OR(measure_shape_cuda(comm, *gpu, plan, si, add_row), measure_shape_cpu(comm, plan, si, add_row));
+    const nlohmann::json memory = {{"batch", s.batch}, {"in", s.in}, {"out", s.out}, {"grid_size", s.G},
+                                   {"spline_order", s.k}, {"peak_bytes", peak}, {"rank", rank}};
+    // every finished shape is on disk at once (all ranks' rows)
+    const auto all = comm.gather(nlohmann::json{{"rows", mine}, {"memory", memory}}.dump());
+    if (rank != 0) continue;
+    for (const auto& part_text : all) {
+      const auto part = nlohmann::json::parse(part_text);
+      for (const auto& r : part["rows"]) done.rows.push_back(r);
+      done.memory.push_back(part["memory"]);
+    }
+    write(si + 1);
+    if (tty) std::cerr << "\r";
+    std::cerr << "shape " << si + 1 << "/" << plan.shapes.size() << " [" << s.batch << ", " << s.in << ", " << s.out << ", G=" << s.G
+              << ", k=" << s.k << "] done" << (tty ? "   " : "\n") << std::flush;
+  }
+  if (rank != 0) return {};
+  if (tty) std::cerr << "\n";
+  if (start >= plan.shapes.size()) write(plan.shapes.size());
+  std::vector<KernelRow> out;
+  for (const auto& j : done.rows) out.push_back(row_of(j));
+  return out;
 #undef KS_GPU_OR
 }
 

@@ -23,6 +23,7 @@ struct KernelPlan {
   std::string backend = "cpu";  // cpu | cuda
   int repeats = 15, warmup = 3, threads = 1;
   std::uint64_t seed = 1;
+  int max_shapes = 0;  // stop after this many new shapes (0: all); for tests of --resume
 };
 
 // Reads configs/measure/*.yaml; errors name file, line and key.
@@ -40,8 +41,11 @@ struct KernelRow {
 };
 
 // Runs the plan on every rank; rank 0 returns all ranks' rows and writes
-// the files (JSON with metadata, CSV with units in every column).
+// the files (JSON with metadata, CSV with units in every column) after
+// every shape, so an interrupted run loses at most the shape in progress;
+// `resume` (a JSON file of the same plan) continues after its last shape.
 std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const std::string& json,
-                                       const std::string& csv, const std::string& command_line);
+                                       const std::string& csv, const std::string& command_line,
+                                       const std::string& resume = "");
 
 }  // namespace ks
