@@ -46,6 +46,7 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
   std::string plan_file = "configs/measure/cpu-default.yaml", shapes, json, csv, backend = "cpu", resume;
   int repeats = 0, threads = 0;
   KernelPlan plan;
+  std::string flush;
   po::options_description desc("measure kernels options");
   desc.add_options()
       ("help,h", "show this help")
@@ -57,7 +58,8 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
       ("json", po::value(&json)->value_name("FILE"), "rows and metadata as JSON")
       ("csv", po::value(&csv)->value_name("FILE"), "rows as CSV (units in the column names)")
       ("resume", po::value(&resume)->value_name("FILE"), "continue an interrupted run of the same plan (its JSON file)")
-      ("max-shapes", po::value(&plan.max_shapes), "stop after this many new shapes (tests of --resume)");
+      ("max-shapes", po::value(&plan.max_shapes), "stop after this many new shapes (tests of --resume)")
+      ("flush", po::value(&flush), "evict the caches before every repetition by touching this much memory (e.g. 64MiB)");
   po::variables_map vm;
   if (!parse_args(args, desc, "usage: [mpirun -np P] kanscale measure kernels [--plan F | --shapes ...] --json F [--csv F]", vm))
     return 0;
@@ -83,6 +85,13 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
   if (vm.count("repeat")) plan.repeats = repeats;
   if (vm.count("threads")) plan.threads = threads;
   if (vm.count("backend")) plan.backend = backend;
+  if (vm.count("flush")) {
+    try {
+      plan.flush_bytes = parse_size_bytes(flush);
+    } catch (const UnitError& e) {
+      throw InputError(std::string("--flush: ") + e.what());
+    }
+  }
   if (plan.repeats < 3) throw InputError("--repeat: at least 3 (median and spread)");
   if (plan.threads < 1) throw InputError("--threads: at least 1");
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();

@@ -40,6 +40,7 @@ KernelPlan load_kernel_plan(const std::string& path) {
   p.threads = static_cast<int>(m.integer_opt("threads", 1).value_or(1));
   p.seed = static_cast<std::uint64_t>(m.integer_opt("seed", 0).value_or(1));
   p.backend = m.string_opt("backend").value_or("cpu");
+  p.flush_bytes = m.quantity_opt("flush_between_repeats", Quantity::size, Bound::non_negative).value_or(0.0);
   if (p.backend != "cpu" && p.backend != "cuda") m.fail("backend", "expected cpu or cuda, got \"" + p.backend + "\"");
   // shapes: a list of [batch, in, out, G, k]
   if (!m.has("shapes")) m.fail("shapes", "missing required key");
@@ -91,12 +92,28 @@ namespace {
 using namespace kernel_bench_detail;
 using Clock = std::chrono::steady_clock;
 
+// Evicts the caches between repetitions when the plan asks (flush_bytes):
+// in training an op finds its weights and workspaces evicted by the other
+// layers and the optimizer, not left warm by its previous repetition.
+std::vector<char> g_flush;
+volatile char g_flush_sink = 0;
+void flush_caches() {
+  if (g_flush.empty()) return;
+  char acc = 0;
+  for (std::size_t i = 0; i < g_flush.size(); i += 64) {
+    g_flush[i] = static_cast<char>(g_flush[i] + 1);
+    acc = static_cast<char>(acc ^ g_flush[i]);
+  }
+  g_flush_sink = acc;
+}
+
 template <typename F>
 Timing time_op(Comm& comm, F&& f, int warmup, int reps) {
   for (int i = 0; i < warmup; ++i) f();
   comm.barrier();  // neighbours time at once
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
+    flush_caches();
     const auto t0 = Clock::now();
     f();
     t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
@@ -309,6 +326,7 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
   const double membw = KS_GPU_OR(gpu->copy_bandwidth(), memcpy_bandwidth(5));
   set_cpu_threads(plan.threads);
   const double runtime_bytes = comm.allreduce_max(runtime_mine);
+  g_flush.assign(static_cast<std::size_t>(plan.flush_bytes), 1);
   const auto hosts = comm.hosts();
   std::set<std::string> nodes(hosts.begin(), hosts.end());
   const std::time_t now = std::time(nullptr);
@@ -322,6 +340,7 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
                          {"concurrency_ranks_per_node", static_cast<double>(comm.size()) / std::max<std::size_t>(1, nodes.size())},
                          {"threads_per_rank", plan.threads}, {"repeats", plan.repeats}, {"warmup", plan.warmup},
                          {"seed", plan.seed}, {"shapes", shapes_json(plan)}, {"shapes_done", 0},
+                         {"flush_between_repeats_bytes", plan.flush_bytes},
                          {"gemm_flops_per_s", gemm}, {"memcpy_bytes_per_s", membw},
                          {"runtime_memory_bytes", runtime_bytes},
                          {"runtime_memory_what", KS_GPU_OR("device memory in use before any kanscale allocation (CUDA context)",
@@ -393,6 +412,8 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
     std::cerr << "shape " << si + 1 << "/" << plan.shapes.size() << " [" << s.batch << ", " << s.in << ", " << s.out << ", G=" << s.G
               << ", k=" << s.k << "] done" << (tty ? "   " : "\n") << std::flush;
   }
+  g_flush.clear();
+  g_flush.shrink_to_fit();
   if (rank != 0) return {};
   if (tty) std::cerr << "\n";
   if (start >= plan.shapes.size()) write(plan.shapes.size());

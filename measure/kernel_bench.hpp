@@ -23,6 +23,7 @@ struct KernelPlan {
   std::string backend = "cpu";  // cpu | cuda
   int repeats = 15, warmup = 3, threads = 1;
   std::uint64_t seed = 1;
+  double flush_bytes = 0;  // caches evicted (a buffer this large touched) before every timed repetition
   int max_shapes = 0;  // stop after this many new shapes (0: all); for tests of --resume
 };
 
