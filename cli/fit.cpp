@@ -131,6 +131,7 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   std::vector<double> mem_y;
   double runtime_bytes = -1;
   std::string runtime_what;
+  nlohmann::json cache_probe = nlohmann::json::array();
   for (const auto& path : kernels) {
     const auto j = read_json(path, "a kanscale measure kernels file");
     if (!j.contains("metadata") || !j.contains("rows") || !j["rows"].is_array())
@@ -139,6 +140,7 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
     concurrency = std::max(concurrency, static_cast<int>(std::lround(m.value("concurrency_ranks_per_node", 1.0))));
     from << (from.tellp() > 0 ? "; " : "") << path << " (" << m.value("host", "?") << ", " << m.value("cpu_model", "?") << ", "
          << m.value("date_utc", "?") << ", kanscale " << m.value("git_hash", "?") << ", " << m.value("ranks", 1) << " rank(s))";
+    if (m.contains("cache_probe_bytes_GBps") && cache_probe.empty()) cache_probe = m["cache_probe_bytes_GBps"];
     if (m.contains("runtime_memory_bytes")) {
       runtime_bytes = std::max(runtime_bytes, m["runtime_memory_bytes"].get<double>());
       runtime_what = m.value("runtime_memory_what", "");
@@ -166,19 +168,21 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
         throw InputError(path + ": row " + std::to_string(i) + ": unknown op '" + op + "'");
       const double t = field<double>(r, "time_median_s", path, i), fl = field<double>(r, "flops", path, i),
                    by = field<double>(r, "bytes", path, i);
+      // cold rows (caches evicted before each repetition) get their own fits
+      const std::string key_op = r.value("cache", "warm") == "cold" ? op + "@cold" : op;
       if (!(t > 0) || fl < 0 || by < 0) throw InputError(path + ": row " + std::to_string(i) + ": times must be positive and counts non-negative");
       const bool layer = op == "kan_forward" || op == "kan_backward";
       // layers: a fixed term, FLOPs, bytes and the basis evaluations (B*in),
       // the basis separately from the contractions; the rest move memory
       // (their FLOPs are proportional to their bytes): fixed and bytes.
       if (layer)
-        X[op].push_back({1.0, fl, by, field<double>(r, "batch", path, i) * field<double>(r, "in", path, i),
+        X[key_op].push_back({1.0, fl, by, field<double>(r, "batch", path, i) * field<double>(r, "in", path, i),
                          field<double>(r, "in", path, i) * field<double>(r, "out", path, i) *
                              (field<double>(r, "grid_size", path, i) + field<double>(r, "spline_order", path, i))});
-      else X[op].push_back({1.0, by});
-      Y[op].push_back(t);
-      key[op].push_back(fl + by);
-      if ((op == "kan_forward" || op == "kan_backward") && !field<bool>(r, "unstable", path, i))
+      else X[key_op].push_back({1.0, by});
+      Y[key_op].push_back(t);
+      key[key_op].push_back(fl + by);
+      if (key_op == op && (op == "kan_forward" || op == "kan_backward") && !field<bool>(r, "unstable", path, i))
         cvs.push_back(field<double>(r, "time_cv", path, i));
       ++i;
     }
@@ -207,14 +211,36 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
          << "  interference: " << interf
          << (interference.empty() ? "   # not measured (kanscale bench interference)" : "   # compute lost per second of collective in flight")
          << "\n"
-         << "  host_overhead: \"0s\"   # the trainer's host work is in load_batch; no separate term\n  ops:\n";
+         << "  host_overhead: \"0s\"   # the trainer's host work is in load_batch; no separate term\n";
+    if (!cache_probe.empty()) {
+      yaml << "  cache_probe:   # read bandwidth against buffer size, all ranks at once: [bytes, GB/s]\n    [";
+      for (std::size_t c = 0; c < cache_probe.size(); ++c)
+        yaml << (c ? ", " : "") << "[" << cache_probe[c][0].get<double>() << ", " << cache_probe[c][1].get<double>() << "]";
+      yaml << "]\n";
+    }
     report << "compute (time = fixed + flops/flop_rate + bytes/byte_rate; relative least squares, non-negative;\n"
               "largest 20% of each op's points held out):\n";
-    for (auto& [op, rows] : X) {
+    bool cold_header = false;
+    yaml << "  ops:\n";
+    // warm fits first, then the cold ones (std::map orders "op@cold" after "op"; split by the suffix)
+    std::vector<std::string> order;
+    for (const auto& kv : X)
+      if (kv.first.find("@cold") == std::string::npos) order.push_back(kv.first);
+    for (const auto& kv : X)
+      if (kv.first.find("@cold") != std::string::npos) order.push_back(kv.first);
+    for (const auto& key_name : order) {
+      const auto& rows = X[key_name];
+      const bool cold = key_name.find("@cold") != std::string::npos;
+      const std::string op = cold ? key_name.substr(0, key_name.find('@')) : key_name;
+      if (cold && !cold_header) {
+        yaml << "  ops_cold:   # the same ops with the caches evicted before each repetition\n";
+        report << "cold (caches evicted before each repetition):\n";
+        cold_header = true;
+      }
       const bool layer = rows.front().size() == 5;
-      const LinearFit f = layer ? fit_relative_nonneg({"fixed_s", "s_per_flop", "s_per_byte", "s_per_element", "s_per_weight"}, rows, Y[op],
-                                                      hold_out_largest(key[op], 0.2))
-                                : fit_relative_nonneg({"fixed_s", "s_per_byte"}, rows, Y[op], hold_out_largest(key[op], 0.2));
+      const LinearFit f = layer ? fit_relative_nonneg({"fixed_s", "s_per_flop", "s_per_byte", "s_per_element", "s_per_weight"}, rows,
+                                                      Y[key_name], hold_out_largest(key[key_name], 0.2))
+                                : fit_relative_nonneg({"fixed_s", "s_per_byte"}, rows, Y[key_name], hold_out_largest(key[key_name], 0.2));
       yaml << "    " << op << ": {fixed: " << num(f.coef[0] * 1e6, "us");
       if (layer) {
         if (f.active[1] && f.coef[1] > 0) yaml << ", flop_rate: " << num(1e-9 / f.coef[1], "GFLOP/s");

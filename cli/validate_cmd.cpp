@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <fstream>
 #include <iostream>
 
 #include "commands.hpp"
@@ -15,7 +16,8 @@ namespace po = boost::program_options;
 namespace ks::cli {
 
 int validate(const std::vector<std::string>& args, const std::string& cmdline) {
-  std::string plan_file, out = "validation-report";
+  std::string plan_file, out = "validation-report", emit, collect, calibration;
+  bool published = false;
   int rounds = 0, steps = 0;
   po::options_description desc("validate options");
   desc.add_options()
@@ -23,13 +25,22 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
       ("plan", po::value(&plan_file)->value_name("FILE"), "validation plan (validation/plans/)")
       ("out", po::value(&out)->default_value(out), "directory for report.md, results.json and the plots")
       ("rounds", po::value(&rounds), "rounds (default: the plan's)")
-      ("steps", po::value(&steps), "steps per live run (default: the plan's)");
+      ("steps", po::value(&steps), "steps per live run (default: the plan's)")
+      ("emit", po::value(&emit)->value_name("DIR"), "write the schedule as job scripts (Slurm, mpirun) into DIR; run nothing")
+      ("collect", po::value(&collect)->value_name("DIR"), "compare what the emitted scripts left in DIR")
+      ("published", po::bool_switch(&published), "only the comparison with the plan's published figures (no live runs)")
+      ("calibration", po::value(&calibration)->value_name("FILE"),
+       "predict from this calibration instead of the plan's (what-ifs; negative controls with --collect)");
   po::positional_options_description pos;
   pos.add("plan", 1);
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
   if (vm.count("help")) {
-    std::cout << "usage: kanscale validate PLAN [--out DIR] [--rounds R] [--steps S]\n\n" << desc << "\n";
+    std::cout << "usage: kanscale validate PLAN [--out DIR] [--rounds R] [--steps S]\n"
+                 "       kanscale validate PLAN --emit DIR      (then run DIR/run-slurm.sbatch or DIR/run-mpirun.sh)\n"
+                 "       kanscale validate PLAN --collect DIR [--out REPORT]\n"
+                 "       kanscale validate PLAN --published [--out REPORT]\n\n"
+              << desc << "\n";
     return 0;
   }
   po::notify(vm);
@@ -43,10 +54,28 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
     if (steps < 3) throw InputError("--steps: at least 3 (the first iteration and steady ones)");
     plan.steps = steps;
   }
+  if (vm.count("calibration")) {
+    if (!std::ifstream(calibration)) throw InputError("--calibration: file \"" + calibration + "\" does not exist");
+    plan.calibration_file = calibration;
+    plan.measure.enabled = false;
+    plan.datasheet = false;
+  }
   char exe[PATH_MAX] = {0};
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) throw std::runtime_error("cannot find the kanscale executable (/proc/self/exe)");
-  return run_validation(plan, out, std::string(exe, static_cast<std::size_t>(n)), cmdline);
+  const std::string self(exe, static_cast<std::size_t>(n));
+  if (!emit.empty() + !collect.empty() + published > 1) throw InputError("validate: give at most one of --emit, --collect, --published");
+  if (published) return published_comparison(plan, out, cmdline);
+  if (!emit.empty()) {
+    if (plan.cases.empty()) throw InputError(plan.file + ": no cases to emit (the plan has only a published: section)");
+    emit_validation(plan, emit, self);
+    std::cout << "kanscale validate: wrote " << emit << "/run-slurm.sbatch and " << emit << "/run-mpirun.sh (" << plan.rounds
+              << " rounds, " << plan.cases.size() << " cases); afterwards: kanscale validate " << plan.file << " --collect " << emit
+              << "\n";
+    return 0;
+  }
+  if (!collect.empty()) return collect_validation(plan, collect, out, self, cmdline);
+  return run_validation(plan, out, self, cmdline);
 }
 
 }  // namespace ks::cli

@@ -107,6 +107,47 @@ void flush_caches() {
   g_flush_sink = acc;
 }
 
+// The working set a rank can keep in cache while its neighbours run too:
+// read bandwidth over buffers of 64 KiB .. 128 MiB (all ranks at once);
+// the largest size still read faster than the geometric mean of the
+// in-cache plateau (the best of the sizes up to 512 KiB) and the memory
+// plateau (the worst of the sizes from 64 MiB).
+nlohmann::json g_probe = nlohmann::json::array();
+double probe_effective_cache(Comm& comm) {
+  std::vector<std::pair<double, double>> bw;  // (bytes, B/s)
+  for (std::size_t bytes = 64u << 10; bytes <= (128u << 20); bytes *= 2) {
+    std::vector<float> buf(bytes / sizeof(float), 1.0f);
+    const int passes = static_cast<int>(std::max<std::size_t>(2, (256u << 20) / bytes));
+    comm.barrier();
+    std::vector<double> t;
+    volatile float sink = 0;
+    for (int r = 0; r < 3; ++r) {
+      const auto t0 = Clock::now();
+      float acc = 0;
+      for (int p = 0; p < passes; ++p) {
+#pragma omp simd reduction(+ : acc)
+        for (std::size_t i = 0; i < buf.size(); ++i) acc += buf[i];
+      }
+      sink = acc;
+      t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    (void)sink;
+    std::sort(t.begin(), t.end());
+    bw.emplace_back(static_cast<double>(bytes), static_cast<double>(bytes) * passes / t[1]);
+    g_probe.push_back({bw.back().first, bw.back().second / 1e9});
+  }
+  double hi = 0, lo = 1e300;
+  for (const auto& [b, v] : bw) {
+    if (b <= (512u << 10)) hi = std::max(hi, v);
+    if (b >= (64u << 20)) lo = std::min(lo, v);
+  }
+  const double mid = std::sqrt(hi * lo);
+  double cache = 0;
+  for (const auto& [b, v] : bw)
+    if (v > mid) cache = b;
+  return cache;
+}
+
 template <typename F>
 Timing time_op(Comm& comm, F&& f, int warmup, int reps) {
   for (int i = 0; i < warmup; ++i) f();
@@ -326,7 +367,7 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
   const double membw = KS_GPU_OR(gpu->copy_bandwidth(), memcpy_bandwidth(5));
   set_cpu_threads(plan.threads);
   const double runtime_bytes = comm.allreduce_max(runtime_mine);
-  g_flush.assign(static_cast<std::size_t>(plan.flush_bytes), 1);
+  const double effective_cache = KS_GPU_OR(0.0, comm.allreduce_max(probe_effective_cache(comm)));
   const auto hosts = comm.hosts();
   std::set<std::string> nodes(hosts.begin(), hosts.end());
   const std::time_t now = std::time(nullptr);
@@ -341,6 +382,10 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
                          {"threads_per_rank", plan.threads}, {"repeats", plan.repeats}, {"warmup", plan.warmup},
                          {"seed", plan.seed}, {"shapes", shapes_json(plan)}, {"shapes_done", 0},
                          {"flush_between_repeats_bytes", plan.flush_bytes},
+                         {"effective_cache_bytes", effective_cache},
+                         {"cache_probe_bytes_GBps", g_probe},
+                         {"effective_cache_what", "largest buffer a rank reads at more than the geometric mean of its in-cache and "
+                                                  "in-memory bandwidths, all ranks reading at once (0: not probed)"},
                          {"gemm_flops_per_s", gemm}, {"memcpy_bytes_per_s", membw},
                          {"runtime_memory_bytes", runtime_bytes},
                          {"runtime_memory_what", KS_GPU_OR("device memory in use before any kanscale allocation (CUDA context)",
@@ -390,13 +435,22 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
     if (plan.max_shapes > 0 && si - start >= static_cast<std::size_t>(plan.max_shapes)) break;
     const KernelShape& s = plan.shapes[si];
     nlohmann::json mine = nlohmann::json::array();
+    std::string cache = "warm";
     auto add_row = [&](const std::string& op, const std::string& detail, double flops, double bytes, const Timing& t, double ws) {
       mine.push_back({{"op", op}, {"batch", s.batch}, {"in", s.in}, {"out", s.out}, {"grid_size", s.G}, {"spline_order", s.k},
                       {"detail", detail}, {"flops", flops}, {"bytes", bytes}, {"time_median_s", t.median},
                       {"time_iqr_s", t.iqr}, {"time_cv", t.cv}, {"unstable", t.cv > 0.05}, {"workspace_bytes", ws},
-                      {"rank", rank}});
+                      {"cache", cache}, {"rank", rank}});
     };
+    // warm: repetitions back to back; cold: caches evicted before each one
+    g_flush.clear();
     const double peak = KS_GPU_OR(measure_shape_cuda(comm, *gpu, plan, si, add_row), measure_shape_cpu(comm, plan, si, add_row));
+    if (plan.flush_bytes > 0 && plan.backend == "cpu") {
+      cache = "cold";
+      g_flush.assign(static_cast<std::size_t>(plan.flush_bytes), 1);
+      measure_shape_cpu(comm, plan, si, add_row);
+      g_flush.clear();
+    }
     const nlohmann::json memory = {{"batch", s.batch}, {"in", s.in}, {"out", s.out}, {"grid_size", s.G},
                                    {"spline_order", s.k}, {"peak_bytes", peak}, {"rank", rank}};
     // every finished shape is on disk at once (all ranks' rows)

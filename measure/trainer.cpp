@@ -220,7 +220,7 @@ int report(const TrainOptions& o, Comm& comm, const KanNet& net, const std::vect
   const bool interrupted = step < c.total_steps;
   nlohmann::json mine = nlohmann::json::array();
   for (const auto& r : records)
-    mine.push_back({r.step, r.batch, r.first, r.start_s, r.end_s, r.compute_s, r.comm_s, r.exposed_s, r.loss});
+    mine.push_back({r.step, r.batch, r.first, r.start_s, r.end_s, r.compute_s, r.comm_s, r.exposed_s, r.loss, r.bucket_s});
   nlohmann::json evs = nlohmann::json::array();
   if (!o.trace.empty())
     for (const auto& e : events) evs.push_back({e.name, e.cat, e.track, e.t0, e.t1, e.step});
@@ -230,6 +230,7 @@ int report(const TrainOptions& o, Comm& comm, const KanNet& net, const std::vect
   if (rank != 0) return interrupted ? 1 : 0;
 
   std::vector<double> it_med, cp_med, cm_med, ex_med;
+  std::vector<std::vector<double>> bucket_meds;  // [bucket][rank]: each rank's median over steady iterations
   double max_rss = 0, max_device = -1;
   nlohmann::json per_iter = nlohmann::json::array();
   std::ostringstream csv;
@@ -242,6 +243,7 @@ int report(const TrainOptions& o, Comm& comm, const KanNet& net, const std::vect
     max_rss = std::max(max_rss, j["rss"].get<double>());
     max_device = std::max(max_device, j["device"].get<double>());
     std::vector<double> it, cp, cm, ex;
+    std::vector<std::vector<double>> bucket_s;
     for (const auto& row : j["records"]) {
       const double iter = row[4].get<double>() - row[3].get<double>();
       csv << row[0] << "," << r << "," << row[1] << "," << (row[2].get<bool>() ? 1 : 0) << "," << iter << "," << row[5]
@@ -250,6 +252,9 @@ int report(const TrainOptions& o, Comm& comm, const KanNet& net, const std::vect
                           {"iteration_time_s", iter}, {"compute_time_s", row[5]}, {"communication_time_s", row[6]},
                           {"exposed_communication_s", row[7]}, {"loss", row[8]}});
       if (row[2].get<bool>()) continue;  // steady state only
+      const auto bs = row[9].get<std::vector<double>>();
+      if (bucket_s.size() < bs.size()) bucket_s.resize(bs.size());
+      for (std::size_t b = 0; b < bs.size(); ++b) bucket_s[b].push_back(bs[b]);
       it.push_back(iter);
       cp.push_back(row[5].get<double>());
       cm.push_back(row[6].get<double>());
@@ -262,6 +267,8 @@ int report(const TrainOptions& o, Comm& comm, const KanNet& net, const std::vect
       cm_med.push_back(stat_of(cm).median);
       ex_med.push_back(stat_of(ex).median);
     }
+    if (bucket_meds.size() < bucket_s.size()) bucket_meds.resize(bucket_s.size());
+    for (std::size_t b = 0; b < bucket_s.size(); ++b) bucket_meds[b].push_back(stat_of(bucket_s[b]).median);
     if (!o.trace.empty()) {
       trace_events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", r}, {"args", {{"name", "rank " + std::to_string(r)}}}});
       trace_events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", 0}, {"args", {{"name", "compute"}}}});
@@ -307,6 +314,9 @@ int report(const TrainOptions& o, Comm& comm, const KanNet& net, const std::vect
                     {"samples_per_s", samples_per_s}, {"peak_rss_bytes", max_rss},
                     {"peak_device_bytes", max_device >= 0 ? nlohmann::json(max_device) : nlohmann::json(nullptr)}, {"final_loss", last_loss},
                     {"steps", step - start_step}, {"interrupted", interrupted}};
+    nlohmann::json buckets = nlohmann::json::array();
+    for (const auto& v : bucket_meds) buckets.push_back(stat_of(v).median);
+    j["summary"]["bucket_communication_s"] = buckets;  // per bucket (steady plan): median over ranks of each rank's median
     j["iterations"] = per_iter;
     files.emplace_back(o.json, j.dump(2) + "\n");
   }
@@ -514,6 +524,7 @@ int run_train(const TrainOptions& o, Comm& comm) {
       const BucketRun& r = runs[b];
       record_event({"allreduce bucket " + std::to_string(b) + " (" + comm.backend() + ")", "comm", 1, r.start_s, r.end_s, step});
       comm_busy += r.end_s - std::max(r.launch_s, b > 0 ? runs[b - 1].end_s : 0.0);
+      rec.bucket_s.push_back(r.end_s - r.start_s);
     }
     // copy back, Adam
     t0 = now();

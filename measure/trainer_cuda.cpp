@@ -209,7 +209,10 @@ int run_train_cuda(const TrainOptions& o, Comm& host) {
     rec.loss = last_loss;
     auto at = [&](int m) { return rec.start_s + gpu.seconds(m0, m); };
     double comm_busy = 0, exposed = 0;
-    for (const auto& d : buckets) comm_busy += gpu.seconds(d.start_mark, d.end_mark);
+    for (const auto& d : buckets) {
+      comm_busy += gpu.seconds(d.start_mark, d.end_mark);
+      rec.bucket_s.push_back(gpu.seconds(d.start_mark, d.end_mark));
+    }
     exposed += gpu.seconds(wait0, wait1);
     if (bc0 >= 0) {
       comm_busy += gpu.seconds(bc0, bc1);

@@ -31,6 +31,7 @@ struct IterRecord {
   int batch = 0;
   bool first = false;  // DDP's first iteration (one bucket)
   double start_s = 0, end_s = 0, compute_s = 0, comm_s = 0, exposed_s = 0, loss = 0;
+  std::vector<double> bucket_s;  // each bucket's all-reduce, from its start (launched, previous done) to its end
 };
 
 struct Setup {

@@ -232,14 +232,23 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
   if (auto comp = m.map_opt("compute")) {
     read_op_cost(*comp, "gemm", &k.gemm);
     read_op_cost(*comp, "elementwise", &k.elementwise);
-    if (auto ops = comp->map_opt("ops")) {
+    for (const char* table : {"ops", "ops_cold"}) {
+      auto ops = comp->map_opt(table);
+      if (!ops) continue;
       for (const auto& cls : kanscale_cost_classes()) {
         if (!ops->has(cls)) continue;
         OpCost c{0, 0, 0, false};
         read_op_cost(*ops, cls, &c);
-        k.ops[cls] = c;
+        (std::string(table) == "ops" ? k.ops : k.ops_cold)[cls] = c;
       }
       ops->finish();
+    }
+    if (comp->has("cache_probe")) {
+      const auto pts = comp->number_pairs("cache_probe");
+      for (const auto& [bytes, gbps] : pts) {
+        if (!(bytes > 0) || !(gbps > 0)) comp->fail("cache_probe", "expected [bytes, GB/s] pairs of positive numbers");
+        k.cache_probe.emplace_back(bytes, gbps * 1e9);
+      }
     }
     k.host_overhead_s = comp->quantity_opt("host_overhead", Quantity::time, Bound::non_negative).value_or(0.0);
     k.jitter_sigma = comp->number_opt("jitter_sigma", Bound::non_negative).value_or(0.0);
@@ -289,6 +298,30 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
   }
   m.finish();
   return k;
+}
+
+double cold_fraction_for(const Calibration& k, double ws) {
+  const auto& p = k.cache_probe;
+  if (p.size() < 2 || !(ws > 0)) return 0.0;
+  double hi = 0, lo = 1e300;
+  for (const auto& [b, bw] : p) {
+    hi = std::max(hi, bw);
+    lo = std::min(lo, bw);
+  }
+  if (!(hi > lo)) return 0.0;
+  double bw = p.front().second;
+  if (ws >= p.back().first) {
+    bw = p.back().second;
+  } else if (ws > p.front().first) {
+    for (std::size_t i = 1; i < p.size(); ++i) {
+      if (ws <= p[i].first) {
+        const double a = std::log(p[i - 1].first), b = std::log(p[i].first), t = (std::log(ws) - a) / (b - a);
+        bw = p[i - 1].second + t * (p[i].second - p[i - 1].second);
+        break;
+      }
+    }
+  }
+  return std::clamp((hi - bw) / (hi - lo), 0.0, 1.0);
 }
 
 Calibration load_calibration(const std::string& path, const Cluster& c, Precision precision) {

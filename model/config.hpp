@@ -135,7 +135,13 @@ struct Calibration {
   int concurrency = 1;       // ranks per node the compute terms were measured at
   OpCost gemm;
   OpCost elementwise;
-  std::map<std::string, OpCost> ops;  // fitted cost per op class (implementation kanscale)
+  std::map<std::string, OpCost> ops;  // fitted cost per op class (implementation kanscale), caches warm
+  std::map<std::string, OpCost> ops_cold;  // the same with the caches evicted (when measured)
+  // Read bandwidth against buffer size (bytes, B/s), measured with every
+  // rank of a node reading at once: where an iteration's working set falls
+  // on it says how far its ops are from warm toward cold.
+  std::vector<std::pair<double, double>> cache_probe;
+  double cold_fraction = 0;  // set per case by the simulator (cold_fraction_for), not read from files
   double host_overhead_s = 0;  // per iteration
   double jitter_sigma = 0;     // lognormal sigma of a rank's per-iteration compute factor
   double interference = 0;     // compute slowdown fraction while the rank's collective runs
@@ -155,6 +161,11 @@ Cluster load_cluster(const std::string& path);
 Cluster parse_cluster(const std::string& yaml_text, const std::string& name);
 Workload load_workload(const std::string& path);
 Workload parse_workload(const std::string& yaml_text, const std::string& name);
+
+// How far from cache-warm toward cache-cold a working set runs: the drop of
+// the measured read bandwidth at that size, from the best (in cache) to the
+// worst (in memory), log-linearly interpolated in size; 0 without a probe.
+double cold_fraction_for(const Calibration& k, double working_set_bytes);
 
 // The calibration a cluster file implies from datasheet numbers alone.
 Calibration datasheet_calibration(const Cluster& c, Precision precision);

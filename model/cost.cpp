@@ -14,7 +14,11 @@ double op_time_s(const Op& op, const Calibration& k) {
                        "': implementation kanscale needs a calibration from `kanscale fit` on `kanscale measure "
                        "kernels` (the datasheet calibration models efficient-kan only)");
     }
-    return std::max(0.0, it->second.time_s(op.flops, op.bytes, op.elements, op.weights));
+    const double warm = std::max(0.0, it->second.time_s(op.flops, op.bytes, op.elements, op.weights));
+    const auto cold = k.ops_cold.find(op.cost_class);
+    if (k.cold_fraction <= 0 || cold == k.ops_cold.end()) return warm;
+    const double c = std::max(0.0, cold->second.time_s(op.flops, op.bytes, op.elements, op.weights));
+    return warm + k.cold_fraction * (c - warm);
   }
   const OpCost& c = op.kind == OpKind::gemm ? k.gemm : k.elementwise;
   return c.time_s(op.flops, op.bytes);

@@ -281,6 +281,38 @@ std::optional<std::vector<double>> YamlMap::number_list_opt(const std::string& k
   return out;
 }
 
+std::vector<std::string> YamlMap::string_list(const std::string& key) {
+  YAML::Node n = required(key);
+  if (!n.IsSequence() || n.size() == 0) fail_at(n.Mark(), key, "wrong type: expected a non-empty list of strings");
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    if (!n[i].IsScalar()) fail_at(n[i].Mark(), key + "[" + std::to_string(i) + "]", "wrong type: expected a string");
+    out.push_back(n[i].Scalar());
+  }
+  return out;
+}
+
+std::vector<std::pair<double, double>> YamlMap::number_pairs(const std::string& key) {
+  YAML::Node n = required(key);
+  if (!n.IsSequence()) fail_at(n.Mark(), key, "wrong type: expected a list of [number, number] pairs");
+  std::vector<std::pair<double, double>> out;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const YAML::Node e = n[i];
+    const std::string k = key + "[" + std::to_string(i) + "]";
+    if (!e.IsSequence() || e.size() != 2) fail_at(e.Mark(), k, "expected a pair [number, number]");
+    double v[2];
+    for (int j = 0; j < 2; ++j) {
+      char* end = nullptr;
+      const std::string s = e[j].IsScalar() ? e[j].Scalar() : "";
+      v[j] = std::strtod(s.c_str(), &end);
+      if (!e[j].IsScalar() || end == s.c_str() || *end != '\0' || !std::isfinite(v[j]))
+        fail_at(e[j].Mark(), k, "wrong type: expected a finite number");
+    }
+    out.emplace_back(v[0], v[1]);
+  }
+  return out;
+}
+
 std::optional<YamlMap> YamlMap::map_opt(const std::string& key) {
   YAML::Node n = value(key);
   if (!n.IsDefined()) return std::nullopt;

@@ -11,6 +11,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "units.hpp"
@@ -59,6 +60,10 @@ class YamlMap {
   std::vector<std::int64_t> integer_list(const std::string& key, std::int64_t min_value, std::size_t min_length);
   std::vector<std::string> choice_list(const std::string& key, const std::vector<std::string>& choices);
   std::optional<std::vector<double>> number_list_opt(const std::string& key, Bound bound);
+  // A non-empty list of strings.
+  std::vector<std::string> string_list(const std::string& key);
+  // A list of [a, b] number pairs (e.g. a measured curve).
+  std::vector<std::pair<double, double>> number_pairs(const std::string& key);
 
   YamlMap map(const std::string& key);
   std::optional<YamlMap> map_opt(const std::string& key);

@@ -81,7 +81,17 @@ std::unique_ptr<ReplaySetup> make_replay_setup(const Cluster& c, const Workload&
   ReplayInput& in = s->input;
   in.ranks = layout.ranks;
   in.ops = &s->ops;
-  in.op_time_s = op_times_s(s->ops, k);
+  if (w.implementation == Implementation::kanscale && !k.ops_cold.empty()) {
+    // how far from cache-warm toward cold this rank's working set runs
+    // (everything a training step touches but the runtime)
+    Calibration kc = k;
+    const MemoryEstimate m = calibrated_memory(kanscale_memory(shape, batch_per_gpu, w.ddp, 0.0, 0.0), shape, k);
+    kc.cold_fraction = cold_fraction_for(k, m.peak_bytes - m.runtime_bytes);
+    s->cold_fraction = kc.cold_fraction;
+    in.op_time_s = op_times_s(s->ops, kc);
+  } else {
+    in.op_time_s = op_times_s(s->ops, k);
+  }
   auto planned = [&](const std::vector<Bucket>& bs) {
     PlannedBuckets pb;
     pb.buckets = bs;

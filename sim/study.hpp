@@ -82,6 +82,7 @@ StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& k,
 struct ReplaySetup {
   std::vector<Op> ops;
   ReplayInput input;
+  double cold_fraction = 0;  // how far from cache-warm toward cold the op times are (cold_fraction_for)
   ReplaySetup() = default;
   ReplaySetup(const ReplaySetup&) = delete;
   ReplaySetup& operator=(const ReplaySetup&) = delete;
