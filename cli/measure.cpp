@@ -7,7 +7,7 @@
 #include "commands.hpp"
 #include "measure/collective_sweep.hpp"
 #include "measure/comm.hpp"
-#include "measure/gpu.hpp"
+#include "measure/cuda_plugin.hpp"
 #include "measure/kernel_bench.hpp"
 #include <algorithm>
 #include <cstdio>
@@ -96,7 +96,15 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
   if (plan.threads < 1) throw InputError("--threads: at least 1");
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
   try {
-    const auto rows = run_kernel_plan(*comm, plan, json, csv, cmdline, resume);
+    std::vector<KernelRow> rows;
+    if (plan.backend == "cuda") {
+      std::string why;
+      const CudaPlugin* cuda = cuda_plugin(&why);
+      if (!cuda) throw InputError("backend cuda: " + why);
+      rows = cuda->kernel_plan(*comm, plan, json, csv, cmdline, resume);
+    } else {
+      rows = run_kernel_plan(*comm, plan, json, csv, cmdline, resume);
+    }
     if (comm->rank() == 0) {
       int unstable = 0;
       for (const auto& r : rows) unstable += r.unstable;
@@ -115,18 +123,12 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
 }
 
 namespace {
-// The sweep on this rank's GPU over NCCL, bootstrapped over `host`.
+// The sweep on this rank's GPU over NCCL (the CUDA plugin).
 int run_nccl_sweep(Comm& host, const SweepOptions& o) {
-#if KANSCALE_HAVE_CUDA
   std::string why;
-  if (!cuda_device_available(&why)) throw std::runtime_error("--backend nccl on rank " + std::to_string(host.rank()) + ": " + why);
-  Gpu gpu(local_device_index(cuda_device_count()));
-  auto nccl = make_nccl_comm(host, gpu);
-  return run_sweep(*nccl, o, std::cout) == 0 ? 0 : 1;
-#else
-  (void)o;
-  throw std::runtime_error("rank " + std::to_string(host.rank()) + ": built without CUDA");
-#endif
+  const CudaPlugin* cuda = cuda_plugin(&why);
+  if (!cuda) throw InputError("--backend nccl: " + why);
+  return cuda->nccl_sweep(host, o, std::cout) == 0 ? 0 : 1;
 }
 }  // namespace
 
@@ -171,8 +173,6 @@ int measure(const std::vector<std::string>& args, const std::string& cmdline) {
   if (o.max_points < 0) throw InputError("--max-points: must not be negative");
   if (!o.resume.empty() && o.json.empty()) o.json = o.resume;  // continue writing the same file
   if (backend != "mpi" && backend != "nccl") throw InputError("--backend: expected mpi or nccl, got \"" + backend + "\"");
-  if (backend == "nccl" && !nccl_available())
-    throw InputError("--backend nccl: this kanscale was built without CUDA and NCCL (nvcc and NCCL were not found)");
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
   if (o.root < 0 || o.root >= comm->size()) throw InputError("-r: the root must be a rank, 0.." + std::to_string(comm->size() - 1));
   try {

@@ -12,6 +12,7 @@
 #include "sim/report.hpp"
 #include <iomanip>
 #include <nlohmann/json.hpp>
+#include "measure/cuda_plugin.hpp"
 #include "measure/trainer.hpp"
 #include "model/yaml_reader.hpp"
 #include "options.hpp"
@@ -53,7 +54,7 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
                   vm))
     return 0;
   if (c.workload.empty()) throw InputError("missing required option --workload");
-  if (backend != "cpu") throw InputError("--backend: expected cpu or cuda, got \"" + backend + "\"");
+  if (backend != "cpu" && backend != "cuda") throw InputError("--backend: expected cpu or cuda, got \"" + backend + "\"");
   if (threads < 1) throw InputError("--threads: must be at least 1");
   if (vm.count("steps") && steps < 1) throw InputError("--steps: must be at least 1");
   if (vm.count("epochs") && epochs < 1) throw InputError("--epochs: must be at least 1");
@@ -79,7 +80,13 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
   // An error on one rank must not leave the others waiting in a collective:
   // say it here, with the rank, then end them all.
   try {
-    return backend == "cuda" ? run_train_cuda(o, *comm) : run_train(o, *comm);
+    if (backend == "cuda") {
+      std::string why;
+      const CudaPlugin* cuda = cuda_plugin(&why);
+      if (!cuda) throw InputError("--backend cuda: " + why);
+      return cuda->train(o, *comm);
+    }
+    return run_train(o, *comm);
   } catch (const InputError& e) {
     std::cerr << "kanscale: " << e.what() << (comm->size() > 1 ? " (rank " + std::to_string(comm->rank()) + ")" : "") << "\n";
     comm->abort(2);

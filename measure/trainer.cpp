@@ -565,12 +565,6 @@ int run_train(const TrainOptions& o, Comm& comm) {
   return report(o, comm, net, records, events, ReportContext{start_step, step, total_steps, batch, last_loss, -1.0, comm.backend()});
 }
 
-#if !(KANSCALE_HAVE_CUDA && KANSCALE_HAVE_NCCL)
-int run_train_cuda(const TrainOptions&, Comm&) {
-  throw InputError("--backend cuda: this kanscale was built without CUDA and NCCL (nvcc and NCCL were not found at configure time)");
-}
-#endif
-
 int run_eval(const std::string& checkpoint, const std::string& input_csv, int threads) {
   using train_detail::load_model;
   set_cpu_threads(threads);

@@ -240,3 +240,17 @@ TEST_CASE("cli: when one output cannot be written, none is") {
   CHECK(r.code == 2);
   CHECK(r.err.find("named twice") != std::string::npos);
 }
+
+TEST_CASE("the CUDA backends without a GPU (or without the plugin) fail with one clear line") {
+  // Whether the build has the plugin (nvcc found) or not, this machine has
+  // no usable GPU: each command names what is missing and exits non-zero.
+  TempDir d;
+  const std::string w = std::string(KANSCALE_SOURCE_DIR) + "/configs/workloads/pykan-exp-sin.yaml";
+  for (const std::string& args : {"train --backend cuda --steps 2 --workload " + w, std::string("measure allreduce --backend nccl -e 1K"),
+                                  "measure kernels --backend cuda --shapes 8:4:4:5:3 --json " + d.path + "/k.json"}) {
+    CAPTURE(args);
+    const auto r = run(args, d);
+    CHECK(r.code != 0);
+    CHECK((r.err.find("CUDA") != std::string::npos || r.err.find("libkanscale_cuda.so") != std::string::npos));
+  }
+}
