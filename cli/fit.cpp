@@ -266,10 +266,12 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
       std::vector<std::vector<double>> x;
       std::vector<double> y, k;
       std::vector<int> n;
+      std::vector<std::vector<double>> lx;  // launch: [1, bytes]
+      std::vector<double> ly, lk;
     };
-    std::vector<Regime> regimes = {{"recursive_doubling", 10000.0, {}, {}, {}, {}},
-                                   {"ring", 4.0 * 1048576, {}, {}, {}, {}},
-                                   {"ring", 0.0, {}, {}, {}, {}}};
+    std::vector<Regime> regimes = {{"recursive_doubling", 10000.0, {}, {}, {}, {}, {}, {}, {}},
+                                   {"ring", 4.0 * 1048576, {}, {}, {}, {}, {}, {}, {}},
+                                   {"ring", 0.0, {}, {}, {}, {}, {}, {}, {}}};
     for (const auto& path : collectives) {
       const auto j = read_json(path, "a kanscale measure allreduce file");
       if (!j.contains("metadata") || !j.contains("points") || j["metadata"].value("op", "") != "allreduce")
@@ -292,6 +294,14 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
         r.y.push_back(t);
         r.k.push_back(bytes);
         r.n.push_back(n);
+        if (j["metadata"].value("nonblocking", false) && p["in_place"].contains("launch_us")) {
+          const double lt = p["in_place"]["launch_us"].get<double>() * 1e-6;  // in place: as the trainer issues it
+          if (lt > 0) {
+            r.lx.push_back({1.0, bytes});
+            r.ly.push_back(lt);
+            r.lk.push_back(bytes);
+          }
+        }
         ++i;
       }
     }
@@ -320,7 +330,15 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
       const LinearFit f = fit_relative_nonneg({"latency_s", "s_per_byte"}, r.x, r.y, holdout(r.k, r.n));
       coll << "    - {" << below << "algorithm: " << r.algo << ", latency: " << num(f.coef[0] * 1e6, "us");
       if (f.active[1] && f.coef[1] > 0) coll << ", bandwidth: " << num(1e-9 / f.coef[1], "GB/s");
-      coll << "}   # " << quality(f) << "\n";
+      std::string launch_quality;
+      if (r.lx.size() >= 3) {
+        const LinearFit lf = fit_relative_nonneg({"launch_s", "launch_s_per_byte"}, r.lx, r.ly, hold_out_largest(r.lk, 0.2));
+        coll << ", launch: " << num(lf.coef[0] * 1e6, "us");
+        if (lf.active[1] && lf.coef[1] > 0) coll << ", launch_byte_rate: " << num(1e-9 / lf.coef[1], "GB/s");
+        launch_quality = " launch " + quality(lf);
+        report_row(report, label + " launch", lf, {"us", "ns/kB"}, {1e6, 1e12});
+      }
+      coll << "}   # " << quality(f) << launch_quality << "\n";
       report_row(report, label, f, {"us", "ns/kB"}, {1e6, 1e12});
     }
   }

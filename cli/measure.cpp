@@ -153,6 +153,7 @@ int measure(const std::vector<std::string>& args, const std::string& cmdline) {
       ("check,c", po::value(&check)->default_value(check), "verify every result (1) or not (0)")
       ("root,r", po::value(&o.root)->default_value(o.root), "broadcast root")
       ("backend", po::value(&backend)->default_value(backend), "mpi (host memory; one process: no communication) | nccl (GPU memory)")
+      ("nonblocking", po::bool_switch(&o.nonblocking), "mpi: MPI_Iallreduce completed by MPI_Test polling, as the trainer does")
       ("json", po::value(&o.json)->value_name("FILE"), "results as JSON (rewritten after every point)")
       ("csv", po::value(&o.csv)->value_name("FILE"), "results as CSV (rewritten after every point)")
       ("resume", po::value(&o.resume)->value_name("FILE"), "continue the sweep in this JSON file")

@@ -37,7 +37,7 @@ std::string utc_now() {
 nlohmann::json point_json(const SweepPoint& p, const std::string& redop, int root) {
   auto side = [&](int s) {
     return nlohmann::json{{"time_us", p.time_us[s]}, {"algbw_GBps", p.algbw_GBps[s]}, {"busbw_GBps", p.busbw_GBps[s]},
-                          {"wrong", p.wrong[s]}};
+                          {"wrong", p.wrong[s]}, {"launch_us", p.launch_us[s]}};
   };
   return {{"size_bytes", p.bytes}, {"count", p.count}, {"type", "float"}, {"redop", redop}, {"root", root},
           {"out_of_place", side(0)}, {"in_place", side(1)}};
@@ -84,6 +84,7 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
                          {"iters", o.iters},
                          {"warmup_iters", o.warmup},
                          {"check", o.check},
+                         {"nonblocking", o.nonblocking && allreduce && !comm.device_buffers()},
                          {"date_utc", utc_now()},
                          {"timing", "per rank: mean of the timed iterations after a barrier; reported: the maximum over ranks"}};
 
@@ -104,7 +105,7 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
       }
       if (!j.contains("metadata") || !j.contains("points") || !j["points"].is_array())
         throw InputError(o.resume + ": not a kanscale sweep file (no metadata/points)");
-      for (const char* k : {"op", "ranks", "min_bytes", "max_bytes", "factor", "iters", "warmup_iters", "check"}) {
+      for (const char* k : {"op", "ranks", "min_bytes", "max_bytes", "factor", "iters", "warmup_iters", "check", "nonblocking"}) {
         if (!j["metadata"].contains(k) || j["metadata"][k] != meta[k])
           throw InputError(o.resume + ": was measured with another " + std::string(k) + " (" +
                            (j["metadata"].contains(k) ? j["metadata"][k].dump() : "none") + ", now " + meta[k].dump() + ")");
@@ -202,6 +203,7 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
     pt.count = static_cast<std::int64_t>(sizes[si] / 4);
     const std::size_t cnt = static_cast<std::size_t>(pt.count);
     for (int inplace = 0; inplace < 2; ++inplace) {
+      double launch_sum = 0;  // time inside the non-blocking call itself
       float* dst = buf.recv;
       const float* src = inplace ? buf.recv : buf.send;
       auto fill = [&] {
@@ -214,7 +216,17 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
         comm.to_buffer(buf.recv, recv.data(), cnt);
       };
       auto once = [&] {
-        if (allreduce) {
+        if (allreduce && o.nonblocking) {
+          // what the trainer does: an in-place non-blocking all-reduce,
+          // completed by polling (out of place: the input copied in first)
+          if (!inplace) comm.copy_buffer(dst, src, cnt);
+          const auto l0 = std::chrono::steady_clock::now();
+          const int h = comm.iallreduce_sum(dst, cnt);
+          launch_sum += std::chrono::duration<double>(std::chrono::steady_clock::now() - l0).count();
+          while (!comm.test(h)) {
+          }
+          comm.release();
+        } else if (allreduce) {
           comm.allreduce_floats(src, dst, cnt);
         } else {
           // out of place: the root copies its input into the output first
@@ -226,12 +238,14 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
       for (int w = 0; w < o.warmup; ++w) once();
       comm.synchronize();
       comm.barrier();
+      launch_sum = 0;
       const auto t0 = std::chrono::steady_clock::now();
       for (int it = 0; it < o.iters; ++it) once();
       comm.synchronize();  // NCCL returns at once; nccl-tests times to the stream's end too
       const double mean_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / std::max(1, o.iters);
       const double t = comm.allreduce_max(mean_s);
       pt.time_us[inplace] = t * 1e6;
+      pt.launch_us[inplace] = comm.allreduce_max(launch_sum / std::max(1, o.iters)) * 1e6;
       pt.algbw_GBps[inplace] = pt.bytes / t / 1e9;
       pt.busbw_GBps[inplace] = pt.algbw_GBps[inplace] * bus_factor(o.op, n);
       if (o.check) {

@@ -19,6 +19,10 @@ struct SweepOptions {
   int iters = 20, warmup = 5;
   bool check = true;
   int root = 0;                 // broadcast
+  // MPI all-reduce as the trainer issues it (MPI_Iallreduce completed by
+  // MPI_Test polling) instead of the blocking MPI_Allreduce; NCCL calls are
+  // asynchronous either way.
+  bool nonblocking = false;
   std::string json, csv, resume;
   int max_points = 0;           // stop after this many new points (0: all); for tests of --resume
   std::string command_line;
@@ -28,6 +32,7 @@ struct SweepPoint {
   double bytes = 0;
   std::int64_t count = 0;
   double time_us[2] = {0, 0};  // out-of-place, in-place (max over ranks of the mean per iteration)
+  double launch_us[2] = {0, 0};  // --nonblocking: time inside MPI_Iallreduce itself (same statistic)
   double algbw_GBps[2] = {0, 0}, busbw_GBps[2] = {0, 0};
   std::int64_t wrong[2] = {0, 0};  // elements that differ from the expected result, all ranks
 };

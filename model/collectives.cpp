@@ -158,6 +158,12 @@ double MpiModel::link_bandwidth(const Layout& l, const MpiRegime& r) const {
   return std::min(c_.intra.bandwidth_Bps, c_.net.nics_per_node * c_.net.nic_bandwidth_Bps / l.ranks_per_node());
 }
 
+double MpiModel::launch_time(const MpiRegime& r, double bytes) {
+  double t = r.launch_s.value_or(0.0);
+  if (r.launch_Bps && *r.launch_Bps > 0) t += bytes / *r.launch_Bps;
+  return t;
+}
+
 CollectiveEstimate MpiModel::allreduce(double bytes, const Layout& l) const {
   if (l.ranks <= 1) return {0.0, "none", ""};
   const MpiRegime& r = regime(bytes);
@@ -165,10 +171,10 @@ CollectiveEstimate MpiModel::allreduce(double bytes, const Layout& l) const {
   if (r.algorithm == MpiAlgo::recursive_doubling) {
     // ceil(log2 p) exchange steps, each of the whole message
     const double steps = std::ceil(std::log2(p));
-    return {steps * (a + bytes / bw), "recursive_doubling", ""};
+    return {steps * (a + bytes / bw), "recursive_doubling", "", launch_time(r, bytes)};
   }
   // ring: reduce-scatter then all-gather, 2(p-1) steps of bytes/p
-  return {2 * (p - 1) * a + 2 * (p - 1) / p * bytes / bw, "ring", ""};
+  return {2 * (p - 1) * a + 2 * (p - 1) / p * bytes / bw, "ring", "", launch_time(r, bytes)};
 }
 
 CollectiveEstimate MpiModel::broadcast(double bytes, const Layout& l) const {

@@ -20,8 +20,12 @@ struct Layout {
 
 struct CollectiveEstimate {
   double time_s = 0;
+  // CPU time the issuing call itself takes on the rank's compute track
+  // (MPI_Iallreduce initiation: libnbc's schedule and first round); part of
+  // time_s, not added to it. 0 for NCCL (an asynchronous enqueue).
   std::string algorithm;  // "ring", "tree", "recursive_doubling", "none"
   std::string protocol;   // "LL", "LL128", "Simple", "" (mpi)
+  double launch_s = 0;
   std::string label() const { return protocol.empty() ? algorithm : algorithm + "/" + protocol; }
 };
 
@@ -75,6 +79,7 @@ class MpiModel : public CollectiveModel {
   const MpiRegime& regime(double bytes) const;
   double link_latency(const Layout& l, const MpiRegime& r) const;
   double link_bandwidth(const Layout& l, const MpiRegime& r) const;
+  static double launch_time(const MpiRegime& r, double bytes);
   Cluster c_;
   std::vector<MpiRegime> regimes_;
 };

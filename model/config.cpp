@@ -279,6 +279,8 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
         g.algorithm = r.choice("algorithm", {"recursive_doubling", "ring"}) == "ring" ? MpiAlgo::ring : MpiAlgo::recursive_doubling;
         g.latency_s = r.quantity_opt("latency", Quantity::time, Bound::non_negative);
         g.bandwidth_Bps = r.quantity_opt("bandwidth", Quantity::rate, Bound::positive);
+        g.launch_s = r.quantity_opt("launch", Quantity::time, Bound::non_negative);
+        g.launch_Bps = r.quantity_opt("launch_byte_rate", Quantity::rate, Bound::positive);
         r.finish();
         k.mpi_regimes.push_back(g);
       }

@@ -126,6 +126,10 @@ struct MpiRegime {
   MpiAlgo algorithm = MpiAlgo::ring;
   std::optional<double> latency_s;      // per step; default: the link's latency
   std::optional<double> bandwidth_Bps;  // default: the link's bandwidth
+  // The non-blocking call's own CPU time on the issuing rank: launch +
+  // bytes / launch_byte_rate (fitted from a --nonblocking sweep; unset: 0).
+  std::optional<double> launch_s;
+  std::optional<double> launch_Bps;
 };
 
 struct Calibration {

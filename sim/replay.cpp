@@ -89,6 +89,7 @@ struct RankState {
   double work_pos = 0;      // nominal work done in this stage so far
   double wait_start = 0;
   bool computing = false;  // a piece of work is scheduled
+  bool launch_tail = false;  // the current piece is the last launches' CPU time
   EventId pending = 0;
 };
 
@@ -250,17 +251,32 @@ class Sim {
         }
         break;
       case kMain: {
+        if (s.launch_tail) {  // the last launches' CPU time is done: wait
+          s.launch_tail = false;
+          s.stage = kWaitFinal;
+          s.wait_start = now;
+          if (ended_[last_coll(s.iter)]) finish_wait_final(r, now);
+          break;
+        }
         for (int b : p.ready_at[s.seg]) ready_[static_cast<std::size_t>(r) * max_buckets_ + b] = 1;
         const int nb = static_cast<int>(p.pb->buckets.size());
-        // Launch strictly in bucket order.
+        // Launch strictly in bucket order. Each launch call holds the
+        // compute track for its own CPU time (MPI's non-blocking initiation).
+        double launch_cpu = 0;
         while (s.next_launch < nb && ready_[static_cast<std::size_t>(r) * max_buckets_ + s.next_launch]) {
           const int it = s.iter;
           const int b = s.next_launch++;
           launch(r, coll_index(it, b), now);
+          launch_cpu += p.pb->allreduce[static_cast<std::size_t>(b)].launch_s;
         }
         if (s.seg + 1 < static_cast<int>(p.seg_end.size())) {
           ++s.seg;
-          begin_work(r, p.seg_end[s.seg] - p.seg_end[s.seg - 1], now);
+          begin_work(r, p.seg_end[s.seg] - p.seg_end[s.seg - 1] + launch_cpu / s.factor, now);
+        } else if (launch_cpu > 0) {
+          // the last launches: their CPU time before the final wait
+          ++s.seg;
+          s.launch_tail = true;
+          begin_work(r, launch_cpu / s.factor, now);
         } else {
           s.stage = kWaitFinal;
           s.wait_start = now;

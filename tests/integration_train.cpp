@@ -560,3 +560,62 @@ implementation: kanscale
   CHECK(err.find("bad2.json: not JSON") != std::string::npos);
   CHECK_FALSE(std::ifstream(d / "x.yaml").good());
 }
+
+TEST_CASE("validation in the suite: the small plan passes its noise-derived bound; 4x-wrong bandwidth fails it") {
+  // validation/plans/ci-small.yaml: a communication-heavy model on 1 and 2
+  // ranks, calibrated from microbenchmarks measured in the same rounds; the
+  // bound is max(25%, 3 x the mean noise floor this run measures). The
+  // negative control predicts the same live runs (--collect) from the same
+  // calibration with every all-reduce bandwidth divided by 4: communication
+  // is ~a third of the 2-rank iteration, so that prediction is ~+100% off.
+  Dir d;
+  std::string err;
+  const std::string in_src = "cd " + kSrc + " && ";
+  REQUIRE(sh(in_src + "timeout 170 " + kExe + " validate validation/plans/ci-small.yaml --out " + (d / "ok"), &err, &d) == 0);
+  const auto ok = nlohmann::json::parse(slurp(d / "ok/results.json"));
+  CHECK(ok["bound_met"] == true);
+  double comm_share = 0;
+  for (const auto& c : ok["cases"])
+    if (c["ranks"] == 2)
+      comm_share = c["measured_median"]["communication_time_s"].get<double>() / c["measured_median"]["iteration_time_s"].get<double>();
+  CAPTURE(comm_share);
+  CHECK(comm_share > 0.15);  // communication really is a large share here
+  // the negative control
+  std::string cal = slurp(d / "ok/work/results/calibration-tcp.yaml");
+  int changed = 0;
+  for (std::size_t pos = cal.find("bandwidth: \""); pos != std::string::npos; pos = cal.find("bandwidth: \"", pos + 1)) {
+    const std::size_t a = pos + 12, b = cal.find("GB/s\"", a);
+    REQUIRE(b != std::string::npos);
+    const double bw = std::stod(cal.substr(a, b - a));
+    cal.replace(a, b - a, std::to_string(bw / 4));
+    ++changed;
+  }
+  REQUIRE(changed >= 1);
+  std::ofstream(d / "bad.yaml") << cal;
+  CHECK(sh(in_src + kExe + " validate validation/plans/ci-small.yaml --collect " + (d / "ok/work") + " --calibration " + (d / "bad.yaml") +
+               " --out " + (d / "bad"),
+           &err, &d) == 1);
+  const auto bad = nlohmann::json::parse(slurp(d / "bad/results.json"));
+  CHECK(bad["bound_met"] == false);
+  CHECK(bad["why"].get<std::string>().find("np2") != std::string::npos);
+}
+
+TEST_CASE("validate --emit writes Slurm and mpirun scripts whose jobs --collect then compares") {
+  Dir d;
+  std::string err;
+  const std::string in_src = "cd " + kSrc + " && ";
+  REQUIRE(sh(in_src + kExe + " validate validation/plans/ci-small.yaml --rounds 1 --emit " + (d / "run"), &err, &d) == 0);
+  const std::string sb = slurp(d / "run/run-slurm.sbatch"), mr = slurp(d / "run/run-mpirun.sh");
+  CHECK(sb.find("#SBATCH --nodes=1") != std::string::npos);
+  CHECK(sb.find("srun --nodes=1 --ntasks=2") != std::string::npos);
+  CHECK(mr.find("measure kernels --plan measure-plan.yaml") != std::string::npos);
+  CHECK(mr.find("train --quiet --backend cpu --workload cases/case1.yaml") != std::string::npos);
+  // run the plain script as a user would, then collect
+  REQUIRE(sh("KANSCALE=" + kExe + " timeout 120 bash " + (d / "run/run-mpirun.sh"), &err, &d) == 0);
+  const int rc = sh(in_src + kExe + " validate validation/plans/ci-small.yaml --rounds 1 --collect " + (d / "run") + " --out " + (d / "rep"),
+                    &err, &d);
+  CHECK((rc == 0 || rc == 1));  // compared (the bound may go either way with one round)
+  const auto j = nlohmann::json::parse(slurp(d / "rep/results.json"));
+  CHECK(j["cases"].size() == 2);
+  CHECK(slurp(d / "rep/report.md").find("## Cases") != std::string::npos);
+}

@@ -119,6 +119,7 @@ ValidationPlan load_validation_plan(const std::string& path) {
     if (b->has("noise_factor")) {
       p.noise_factor = b->number("noise_factor", Bound::positive);
       p.noise_floor_pct = b->number_opt("floor_pct", Bound::non_negative).value_or(0.0);
+      p.comm_floor_pct = b->number_opt("comm_floor_pct", Bound::non_negative).value_or(0.0);
     } else {
       p.bound_mean_pct = b->number("mean_abs_pct", Bound::positive);
       p.bound_max_pct = b->number("max_abs_pct", Bound::positive);
@@ -176,7 +177,9 @@ ValidationPlan load_validation_plan(const std::string& path) {
     }
     c.finish();
     auto add_all = [&](const std::vector<std::int64_t>& rs, bool oversub) {
-      for (const auto& t : transports)
+      // oversubscribed ranks (reported, not judged) run on the first transport only
+      const std::vector<std::string> ts = oversub ? std::vector<std::string>{transports.front()} : transports;
+      for (const auto& t : ts)
         for (auto r : rs)
           for (const auto& w : widths)
             for (auto g : grids)
@@ -346,6 +349,19 @@ bool judge(const std::vector<CaseResult>& results, const ValidationPlan& plan, s
           << "%, " << plan.noise_factor << " x the mean noise floor " << mean_noise << "%))";
         if (why) *why = o.str();
         return false;
+      }
+    }
+    if (plan.comm_floor_pct > 0) {
+      for (const auto& r : results) {
+        if (r.c.oversubscribed || r.c.ranks < 2) continue;
+        const double e = std::fabs(pct_of_iteration(r.predicted.comm_s, r.live.comm_s, r.live.iteration_s));
+        const double b = std::max(plan.comm_floor_pct, plan.noise_factor * r.comm_noise_pct);
+        if (e > b) {
+          o << r.c.label() << ": communication time off by " << e << "% of the iteration, beyond the bound " << b << "% (max("
+            << plan.comm_floor_pct << "%, " << plan.noise_factor << " x its spread over the rounds " << r.comm_noise_pct << "%))";
+          if (why) *why = o.str();
+          return false;
+        }
       }
     }
     return true;
@@ -793,6 +809,12 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
       hi = std::max(hi, m.iteration_s);
     }
     r.noise_pct = r.live.iteration_s > 0 ? 100.0 * (hi - lo) / r.live.iteration_s : 0;
+    double clo = 1e300, chi = 0;
+    for (const auto& m : r.rounds) {
+      clo = std::min(clo, m.comm_s);
+      chi = std::max(chi, m.comm_s);
+    }
+    r.comm_noise_pct = r.live.iteration_s > 0 ? 100.0 * (chi - clo) / r.live.iteration_s : 0;
   }
   attach_speedups(results);
   const auto summary = summarize(results);
@@ -832,9 +854,13 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
   mean_noise = nn ? mean_noise / nn : 0;
   std::ostringstream bound;
   bound << std::fixed << std::setprecision(1);
-  if (plan.noise_factor > 0)
+  if (plan.noise_factor > 0) {
     bound << "every case within max(" << plan.noise_floor_pct << "%, " << plan.noise_factor << " x the mean noise floor "
           << mean_noise << "%) = " << std::max(plan.noise_floor_pct, plan.noise_factor * mean_noise) << "%";
+    if (plan.comm_floor_pct > 0)
+      bound << "; every multi-rank case's communication time within max(" << plan.comm_floor_pct << "%, " << plan.noise_factor
+            << " x its spread over the rounds) of the iteration";
+  }
   else
     bound << "mean " << plan.bound_mean_pct << "%, every case " << plan.bound_max_pct << "% or its noise floor";
   std::string cal_text = plan.datasheet ? "the datasheet calibration of `" + plan.cluster_file + "`"

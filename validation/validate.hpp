@@ -63,6 +63,10 @@ struct ValidationPlan {
   // A bound derived from the noise instead (bound: {noise_factor: F, floor_pct: P}):
   // every case's error must stay within max(P, F x the mean noise floor).
   double noise_factor = 0, noise_floor_pct = 0;
+  // ...and each multi-rank case's communication time within max(comm_floor_pct,
+  // noise_factor x its rounds' spread), both as a share of the iteration
+  // (0: communication not judged).
+  double comm_floor_pct = 0;
   std::vector<ValidationCase> cases;
   PublishedSpec published;
 };
@@ -83,6 +87,7 @@ struct CaseResult {
   std::vector<Metrics> rounds;  // live, one per round
   Metrics live;                 // median over rounds
   double noise_pct = 0;         // spread of the rounds' iteration times: (max - min) / median
+  double comm_noise_pct = 0;    // spread of the rounds' communication times, over the median iteration
   // speedup over the same case on one rank (0: no such case)
   double speedup_predicted = 0, speedup_live = 0;
 };
