@@ -99,13 +99,14 @@ void report_row(std::ostream& os, const std::string& name, const LinearFit& f, c
 
 int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   std::vector<std::string> kernels, collectives, nccl_logs;
-  std::string interference, out, name;
+  std::vector<std::string> interference;
+  std::string out, name;
   po::options_description desc("fit options");
   desc.add_options()
       ("help,h", "show this help")
       ("kernels", po::value(&kernels)->multitoken(), "kanscale measure kernels JSON file(s)")
       ("collectives", po::value(&collectives)->multitoken(), "kanscale measure allreduce JSON file(s), any rank counts")
-      ("interference", po::value(&interference), "kanscale bench interference JSON")
+      ("interference", po::value(&interference)->multitoken(), "kanscale bench interference JSON file(s) (the median is used)")
       ("nccl-tests", po::value(&nccl_logs)->multitoken(), "nccl-tests all_reduce_perf logs (nccl family)")
       ("name", po::value(&name), "calibration name (default: from the output file)")
       ("out", po::value(&out)->value_name("FILE"), "calibration YAML to write (configs/calibrations/)");
@@ -194,13 +195,18 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   }
   double interf = 0;
   if (!interference.empty()) {
-    const auto j = read_json(interference, "a kanscale bench interference file");
     // the simulator slows compute only while a collective is in flight:
-    // use the compute lost per second of collective
-    if (!j.contains("interference_per_collective_second_mean"))
-      throw InputError(interference + ": lacks 'interference_per_collective_second_mean' (measured by an older kanscale?)");
-    interf = std::max(0.0, j["interference_per_collective_second_mean"].get<double>());
-    from << (from.tellp() > 0 ? "; " : "") << interference << " (interference)";
+    // use the compute lost per second of collective (median over files)
+    std::vector<double> v;
+    for (const auto& path : interference) {
+      const auto j = read_json(path, "a kanscale bench interference file");
+      if (!j.contains("interference_per_collective_second_mean"))
+        throw InputError(path + ": lacks 'interference_per_collective_second_mean' (measured by an older kanscale?)");
+      v.push_back(std::max(0.0, j["interference_per_collective_second_mean"].get<double>()));
+      from << (from.tellp() > 0 ? "; " : "") << path << " (interference)";
+    }
+    std::sort(v.begin(), v.end());
+    interf = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
   }
   std::time_t now = std::time(nullptr);
   char date[32];

@@ -327,6 +327,19 @@ int report(const TrainOptions& o, Comm& comm, const KanNet& net, const std::vect
   return interrupted ? 1 : 0;
 }
 
+void save_on_rank0(const TrainOptions& o, Comm& host, KanNet& net, const Adam& adam, std::int64_t step) {
+  std::string error;
+  if (host.rank() == 0) {
+    try {
+      save_checkpoint(o.checkpoint, net, adam, o, host.size(), step);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  if (host.allreduce_max(error.empty() ? 0.0 : 1.0) > 0)
+    throw std::runtime_error(host.rank() == 0 ? error : "rank 0 could not write the checkpoint");
+}
+
 bool stop_requested() { return g_stop.load() != 0; }
 
 StopOnSignal::StopOnSignal(bool on) : active(on) {
@@ -369,20 +382,7 @@ int run_train(const TrainOptions& o, Comm& comm) {
   std::vector<float> grids_flat;
   for (const auto& L : net.layers) grids_flat.insert(grids_flat.end(), L.grid.begin(), L.grid.end());
 
-  // Rank 0 writes; every rank learns whether it worked, so a failure ends all
-  // of them with rank 0's message instead of leaving the others waiting.
-  auto save_everywhere = [&](std::int64_t at_step) {
-    std::string error;
-    if (rank == 0) {
-      try {
-        save_checkpoint(o.checkpoint, net, adam, o, world, at_step);
-      } catch (const std::exception& e) {
-        error = e.what();
-      }
-    }
-    if (comm.allreduce_max(error.empty() ? 0.0 : 1.0) > 0)
-      throw std::runtime_error(rank == 0 ? error : "rank 0 could not write the checkpoint");
-  };
+  auto save_everywhere = [&](std::int64_t at_step) { save_on_rank0(o, comm, net, adam, at_step); };
   std::vector<Event> events;
   const bool keep_events = !o.trace.empty();
   auto record_event = [&](Event e) {

@@ -70,18 +70,9 @@ int run_train_cuda(const TrainOptions& o, Comm& host) {
   float* T = gpu.alloc_host(static_cast<std::size_t>(batch) * data.out());
 
   auto save_everywhere = [&](std::int64_t at_step) {
-    std::string error;
     dnet.download(net);
     dnet.adam_download(adam);
-    if (rank == 0) {
-      try {
-        save_checkpoint(o.checkpoint, net, adam, o, world, at_step);
-      } catch (const std::exception& e) {
-        error = e.what();
-      }
-    }
-    if (host.allreduce_max(error.empty() ? 0.0 : 1.0) > 0)
-      throw std::runtime_error(rank == 0 ? error : "rank 0 could not write the checkpoint");
+    save_on_rank0(o, host, net, adam, at_step);
   };
 
   std::vector<Event> events;

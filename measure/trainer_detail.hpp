@@ -51,6 +51,10 @@ Setup prepare(const TrainOptions& o, Comm& host);
 void save_checkpoint(const std::string& path, KanNet& net, const Adam& adam, const TrainOptions& o, int world,
                      std::int64_t step);
 KanNet load_model(const std::string& path, const Workload* expect, int* G_out, int* k_out);
+// Rank 0 writes o.checkpoint; every rank learns whether it worked, so a
+// failure ends all of them with rank 0's message instead of leaving the
+// others waiting.
+void save_on_rank0(const TrainOptions& o, Comm& host, KanNet& net, const Adam& adam, std::int64_t step);
 
 struct ReportContext {
   std::int64_t start_step, step, total_steps, batch;

@@ -581,7 +581,7 @@ TEST_CASE("validation in the suite: the small plan passes its noise-derived boun
   CAPTURE(comm_share);
   CHECK(comm_share > 0.15);  // communication really is a large share here
   // the negative control
-  std::string cal = slurp(d / "ok/work/results/calibration-tcp.yaml");
+  std::string cal = slurp(d / "ok/work/results/calibration-shm.yaml");
   int changed = 0;
   for (std::size_t pos = cal.find("bandwidth: \""); pos != std::string::npos; pos = cal.find("bandwidth: \"", pos + 1)) {
     const std::size_t a = pos + 12, b = cal.find("GB/s\"", a);

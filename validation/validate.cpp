@@ -119,7 +119,7 @@ ValidationPlan load_validation_plan(const std::string& path) {
     if (b->has("noise_factor")) {
       p.noise_factor = b->number("noise_factor", Bound::positive);
       p.noise_floor_pct = b->number_opt("floor_pct", Bound::non_negative).value_or(0.0);
-      p.comm_floor_pct = b->number_opt("comm_floor_pct", Bound::non_negative).value_or(0.0);
+      p.exposed_floor_pct = b->number_opt("exposed_floor_pct", Bound::non_negative).value_or(0.0);
     } else {
       p.bound_mean_pct = b->number("mean_abs_pct", Bound::positive);
       p.bound_max_pct = b->number("max_abs_pct", Bound::positive);
@@ -269,6 +269,16 @@ Metrics median_of(const std::vector<Metrics>& rounds) {
   return m;
 }
 
+double round_spread(const std::vector<Metrics>& rounds, double Metrics::*field) {
+  if (rounds.size() < 2) return 0.0;
+  double mean = 0;
+  for (const auto& m : rounds) mean += m.*field;
+  mean /= static_cast<double>(rounds.size());
+  double var = 0;
+  for (const auto& m : rounds) var += (m.*field - mean) * (m.*field - mean);
+  return std::sqrt(var / static_cast<double>(rounds.size() - 1));
+}
+
 void attach_speedups(std::vector<CaseResult>& results) {
   for (auto& r : results) {
     r.speedup_live = r.speedup_predicted = 0;
@@ -351,14 +361,14 @@ bool judge(const std::vector<CaseResult>& results, const ValidationPlan& plan, s
         return false;
       }
     }
-    if (plan.comm_floor_pct > 0) {
+    if (plan.exposed_floor_pct > 0) {
       for (const auto& r : results) {
         if (r.c.oversubscribed || r.c.ranks < 2) continue;
-        const double e = std::fabs(pct_of_iteration(r.predicted.comm_s, r.live.comm_s, r.live.iteration_s));
-        const double b = std::max(plan.comm_floor_pct, plan.noise_factor * r.comm_noise_pct);
+        const double e = std::fabs(pct_of_iteration(r.predicted.exposed_s, r.live.exposed_s, r.live.iteration_s));
+        const double b = std::max(plan.exposed_floor_pct, plan.noise_factor * r.exposed_noise_pct);
         if (e > b) {
-          o << r.c.label() << ": communication time off by " << e << "% of the iteration, beyond the bound " << b << "% (max("
-            << plan.comm_floor_pct << "%, " << plan.noise_factor << " x its spread over the rounds " << r.comm_noise_pct << "%))";
+          o << r.c.label() << ": exposed communication off by " << e << "% of the iteration, beyond the bound " << b << "% (max("
+            << plan.exposed_floor_pct << "%, " << plan.noise_factor << " x its spread over the rounds " << r.exposed_noise_pct << "%))";
           if (why) *why = o.str();
           return false;
         }
@@ -756,7 +766,10 @@ void fit_measured(const ValidationPlan& p, const std::string& dir, const std::st
     if (p.measure.ranks > 1) {
       cmd += " --collectives";
       for (int r = 0; r < p.rounds; ++r) cmd += " " + allreduce_file(t, r);
-      if (!p.measure.interference_bytes.empty() && p.backend == "cpu") cmd += " --interference " + interference_file(0);
+      if (!p.measure.interference_bytes.empty() && p.backend == "cpu") {
+        cmd += " --interference";
+        for (int r = 0; r < p.rounds; ++r) cmd += " " + interference_file(r);
+      }
     }
     cmd += " > results/fit-report-" + transport_tag(t) + ".txt 2>&1";
     const int status = std::system(cmd.c_str());
@@ -803,18 +816,10 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
   }
   for (auto& r : results) {
     r.live = median_of(r.rounds);
-    double lo = 1e300, hi = 0;
-    for (const auto& m : r.rounds) {
-      lo = std::min(lo, m.iteration_s);
-      hi = std::max(hi, m.iteration_s);
-    }
-    r.noise_pct = r.live.iteration_s > 0 ? 100.0 * (hi - lo) / r.live.iteration_s : 0;
-    double clo = 1e300, chi = 0;
-    for (const auto& m : r.rounds) {
-      clo = std::min(clo, m.comm_s);
-      chi = std::max(chi, m.comm_s);
-    }
-    r.comm_noise_pct = r.live.iteration_s > 0 ? 100.0 * (chi - clo) / r.live.iteration_s : 0;
+    // noise floors: the standard deviation of the rounds' medians, over the
+    // median iteration (one round: none)
+    r.noise_pct = 100.0 * round_spread(r.rounds, &Metrics::iteration_s) / std::max(1e-300, r.live.iteration_s);
+    r.exposed_noise_pct = 100.0 * round_spread(r.rounds, &Metrics::exposed_s) / std::max(1e-300, r.live.iteration_s);
   }
   attach_speedups(results);
   const auto summary = summarize(results);
@@ -857,8 +862,8 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
   if (plan.noise_factor > 0) {
     bound << "every case within max(" << plan.noise_floor_pct << "%, " << plan.noise_factor << " x the mean noise floor "
           << mean_noise << "%) = " << std::max(plan.noise_floor_pct, plan.noise_factor * mean_noise) << "%";
-    if (plan.comm_floor_pct > 0)
-      bound << "; every multi-rank case's communication time within max(" << plan.comm_floor_pct << "%, " << plan.noise_factor
+    if (plan.exposed_floor_pct > 0)
+      bound << "; every multi-rank case's exposed communication within max(" << plan.exposed_floor_pct << "%, " << plan.noise_factor
             << " x its spread over the rounds) of the iteration";
   }
   else
@@ -874,7 +879,7 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
      << (plan.measure.enabled ? " after that round's microbenchmarks" : "") << ". kanscale " << build::version << " ("
      << build::git_hash << ").\n\n"
      << "Errors are (predicted - measured) / measured; communication errors are stated as a share of the measured iteration. "
-     << "The noise floor of a case is the spread (max - min) of its rounds' median iteration times over their median. "
+     << "The noise floor of a case is the standard deviation of its rounds' median iteration times over their median. "
      << "Speedups are throughputs over the same case on one rank. Peak memory: the largest rank's resident set (CPU) or device "
      << "allocations (CUDA) against the calibrated memory model. Oversubscribed cases (more ranks than cores) are shown but not "
      << "judged.\n\n"
