@@ -122,7 +122,9 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
       status[1] = 1;
     }
   }
-  comm.broadcast(status, 2, 0);
+  // host-side reductions (an NCCL comm's broadcast would take device memory)
+  status[0] = static_cast<float>(comm.allreduce_max(status[0]));
+  status[1] = static_cast<float>(comm.allreduce_max(status[1]));
   if (status[1] > 0) throw InputError(rank == 0 ? resume_error : o.resume + ": unusable (see rank 0)");
   const std::size_t start = static_cast<std::size_t>(status[0]);
 
@@ -216,7 +218,7 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
         comm.to_buffer(buf.recv, recv.data(), cnt);
       };
       auto once = [&] {
-        if (allreduce && o.nonblocking) {
+        if (allreduce && o.nonblocking && !comm.device_buffers()) {
           // what the trainer does: an in-place non-blocking all-reduce,
           // completed by polling (out of place: the input copied in first)
           if (!inplace) comm.copy_buffer(dst, src, cnt);

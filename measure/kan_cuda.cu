@@ -413,7 +413,9 @@ struct KanGpuNet::Impl {
   std::vector<float*> m, v;  // Adam state per parameter
   explicit Impl(Gpu& g) : gpu(g) {}
   ~Impl() {
-    gpu.synchronize();
+    // unchecked: a destructor must not throw (an error may be unwinding)
+    cudaStreamSynchronize(gpu.impl_->compute);
+    cudaStreamSynchronize(gpu.impl_->comm);
     for (auto& L : layers) {
       for (float* p : {L.base, L.spline, L.scaler, L.wt, L.gbase, L.gspline, L.gscaler, L.act, L.bmat, L.dval, L.gt, L.tmp,
                        L.dsp})
@@ -551,6 +553,9 @@ void KanGpuNet::upload(const KanNet& net) {
     CK(cudaMemcpy(g.spline, L.spline_weight.data(), L.spline_weight.size() * sizeof(float), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(g.scaler, L.spline_scaler.data(), L.spline_scaler.size() * sizeof(float), cudaMemcpyHostToDevice));
   }
+  // pageable copies may still be in flight on the legacy stream, which the
+  // non-blocking compute stream does not wait for
+  CK(cudaDeviceSynchronize());
 }
 
 void KanGpuNet::download(KanNet& net) const {
@@ -617,7 +622,10 @@ void KanGpuNet::backward(const std::function<void(int)>& ready, const std::funct
 }
 
 void KanGpuNet::layer_backward(int l, const float* dy_device, float* dx_device) {
-  impl_->backward_layer(static_cast<std::size_t>(l), dy_device, dx_device);
+  Impl& d = *impl_;
+  if (l < 0 || l >= static_cast<int>(d.layers.size())) throw std::invalid_argument("KanGpuNet::layer_backward: no such layer");
+  if (d.B < 1) throw std::logic_error("KanGpuNet::layer_backward: run a forward of that layer first");
+  d.backward_layer(static_cast<std::size_t>(l), dy_device, dx_device);
 }
 
 void KanGpuNet::layer_forward(int l, int B) {
@@ -629,6 +637,8 @@ void KanGpuNet::layer_forward(int l, int B) {
 
 void KanGpuNet::loss_only(int B) {
   Impl& d = *impl_;
+  if (B < 1 || B > d.max_batch) throw std::invalid_argument("KanGpuNet::loss_only: batch outside 1..max_batch");
+  d.B = B;
   const long n = static_cast<long>(B) * d.layers.back().out;
   CK(cudaMemsetAsync(d.loss, 0, sizeof(double), d.cs()));
   mse_kernel<<<blocks(n, 256), 256, 0, d.cs()>>>(d.acts.back(), d.target, n, 2.0f / static_cast<float>(n), d.dy0, d.loss);
@@ -676,6 +686,7 @@ void KanGpuNet::adam_upload(const Adam& state) {
     CK(cudaMemcpy(d.m[p], state.exp_avg[p].data(), state.exp_avg[p].size() * sizeof(float), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d.v[p], state.exp_avg_sq[p].data(), state.exp_avg_sq[p].size() * sizeof(float), cudaMemcpyHostToDevice));
   }
+  CK(cudaDeviceSynchronize());  // as in upload
 }
 
 // ---------------------------------------------------------------- queries and host wrappers

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -30,9 +31,17 @@ class NcclComm final : public Comm {
     check(ncclCommInitRank(&comm_, host.size(), id, host.rank()), "ncclCommInitRank");
   }
   ~NcclComm() override {
-    if (!comm_) return;
-    cudaStreamSynchronize(stream());
     for (auto e : events_) cudaEventDestroy(e);
+    if (!comm_) return;
+    // After an error (an exception unwinding, or NCCL's own) a collective may
+    // never finish: abort the communicator instead of waiting for it.
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm_, &async);
+    if (std::uncaught_exceptions() > 0 || async != ncclSuccess) {
+      ncclCommAbort(comm_);
+      return;
+    }
+    cudaStreamSynchronize(stream());
     ncclCommDestroy(comm_);
   }
   int rank() const override { return host_.rank(); }
@@ -120,7 +129,8 @@ class NcclComm final : public Comm {
   cudaStream_t stream() const { return static_cast<cudaStream_t>(gpu_.stream(GpuStream::comm)); }
   void check(ncclResult_t r, const char* call) {
     if (r == ncclSuccess || r == ncclInProgress) return;
-    const std::string last = comm_ ? ncclGetLastError(comm_) : "";
+    const char* last_c = ncclGetLastError(comm_);  // the communicator argument is unused (may be null)
+    const std::string last = last_c ? last_c : "";
     throw std::runtime_error(std::string(call) + " failed on rank " + std::to_string(host_.rank()) + ": " +
                              ncclGetErrorString(r) + (last.empty() ? "" : " (" + last + ")"));
   }
@@ -129,6 +139,7 @@ class NcclComm final : public Comm {
       throw std::runtime_error(std::string(call) + " failed on rank " + std::to_string(host_.rank()) + ": " + cudaGetErrorString(e));
   }
   void async_error() {
+    if (!comm_) throw std::runtime_error("NCCL communicator already aborted on rank " + std::to_string(host_.rank()));
     ncclResult_t r = ncclSuccess;
     check(ncclCommGetAsyncError(comm_, &r), "ncclCommGetAsyncError");
     check(r, "NCCL (asynchronous error)");

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <stdexcept>
 
 #include "comm.hpp"
@@ -66,8 +67,12 @@ int run_train_cuda(const TrainOptions& o, Comm& host) {
       v.push_back(d);
     }
   }
-  float* X = gpu.alloc_host(static_cast<std::size_t>(batch) * data.in());
-  float* T = gpu.alloc_host(static_cast<std::size_t>(batch) * data.out());
+  // pinned batch buffers, freed on every path out
+  auto free_host = [&gpu](float* p) { gpu.free_host(p); };
+  std::unique_ptr<float, decltype(free_host)> X_owner(gpu.alloc_host(static_cast<std::size_t>(batch) * data.in()), free_host);
+  std::unique_ptr<float, decltype(free_host)> T_owner(gpu.alloc_host(static_cast<std::size_t>(batch) * data.out()), free_host);
+  float* X = X_owner.get();
+  float* T = T_owner.get();
 
   auto save_everywhere = [&](std::int64_t at_step) {
     dnet.download(net);
@@ -104,6 +109,7 @@ int run_train_cuda(const TrainOptions& o, Comm& host) {
         off += prefs[static_cast<std::size_t>(p)].size();
       }
       buckets[b].ready = 0;
+      buckets[b].handle = -1;
     }
     IterRecord rec;
     rec.step = step;
@@ -172,6 +178,8 @@ int run_train_cuda(const TrainOptions& o, Comm& host) {
           spans.push_back({"backward layer " + std::to_string(l), "backward", 0, layer_start, m});
           layer_start = m;
         });
+    if (next_launch != buckets.size())
+      throw std::logic_error("CUDA trainer: bucket " + std::to_string(next_launch) + " never became ready");
     const int wait0 = gpu.mark(CS);
     for (const auto& d : buckets) nccl->wait(d.handle);  // the compute stream waits for every bucket
     const int wait1 = gpu.mark(CS);
@@ -194,6 +202,7 @@ int run_train_cuda(const TrainOptions& o, Comm& host) {
     dnet.adam_step(adam, adam.step, gptr);
     const int end = gpu.mark(CS);
     spans.push_back({"adam", "optimizer", 0, cb1, end});
+    nccl->synchronize();      // watches NCCL's asynchronous errors: a dead peer ends the run, no hang
     last_loss = dnet.loss();  // like loss.item(): the host waits for the iteration
     gpu.synchronize();
     rec.end_s = now();
@@ -228,8 +237,6 @@ int run_train_cuda(const TrainOptions& o, Comm& host) {
   const double device_peak = gpu.peak_bytes();
   for (auto& kv : device_buckets)
     for (auto& d : kv.second) gpu.free(d.buf);
-  gpu.free_host(X);
-  gpu.free_host(T);
   return report(o, host, net, records, events, ReportContext{start_step, step, total_steps, batch, last_loss, device_peak, nccl->backend()});
 }
 

@@ -575,13 +575,13 @@ std::string launch_local(const Job& j) {
   return s + " ";
 }
 
-std::string launch_srun(const Job& j, int per_node) {
+std::string launch_srun(const Job& j, int per_node, bool gpus) {
   std::string env;
   if (j.transport == "tcp") env = "OMPI_MCA_btl=self,tcp ";
   if (j.transport == "shm") env = "OMPI_MCA_btl=self,vader ";
   const int nodes = (j.ranks + per_node - 1) / per_node;
   return env + "srun --nodes=" + std::to_string(nodes) + " --ntasks=" + std::to_string(j.ranks) +
-         " --ntasks-per-node=" + std::to_string(std::min(j.ranks, per_node)) + (per_node > 0 ? " --gpus-per-task=1" : "") + " ";
+         " --ntasks-per-node=" + std::to_string(std::min(j.ranks, per_node)) + (gpus ? " --gpus-per-task=1" : "") + " ";
 }
 
 void run_job(const Job& j, const std::string& dir, const std::string& exe) {
@@ -622,7 +622,7 @@ void emit_validation(const ValidationPlan& p, const std::string& dir, const std:
     sb << "\n# round " << r + 1 << "\n";
     for (const auto& j : rounds[r]) {
       sh << "echo " << shell_quote(j.what) << "\n" << launch_local(j) << "\"$KANSCALE\" " << j.command << "\n";
-      sb << "echo " << shell_quote(j.what) << "\n" << launch_srun(j, per_node) << "\"$KANSCALE\" " << j.command << "\n";
+      sb << "echo " << shell_quote(j.what) << "\n" << launch_srun(j, per_node, p.backend == "cuda") << "\"$KANSCALE\" " << j.command << "\n";
     }
   }
   std::ostringstream readme;
@@ -828,8 +828,10 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
 
   std::ostringstream table;
   table << std::fixed << std::setprecision(3);
-  table << "| case | predicted iter (ms) | measured iter (ms) | error | noise | compute err | comm pred/meas (ms) | exposed pred/meas (ms) "
-           "| buckets pred/meas (ms) | speedup pred/meas | peak memory pred/meas |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+  table << "| case | predicted iter (ms) | measured iter (ms) | error | noise | compute err | comm pred/meas (ms) | comm share "
+           "| exposed pred/meas (ms) | buckets pred/meas (ms) | speedup pred/meas | peak memory pred/meas |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  int heavy = 0, judged = 0;
   for (const auto& r : results) {
     std::ostringstream bk;
     bk << std::fixed << std::setprecision(3);
@@ -839,11 +841,18 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
     table << "| " << r.c.label() << " | " << r.predicted.iteration_s * 1e3 << " | " << r.live.iteration_s * 1e3 << " | "
           << std::setprecision(1) << pct_error(r.predicted.iteration_s, r.live.iteration_s) << "% | " << r.noise_pct << "% | "
           << pct_error(r.predicted.compute_s, r.live.compute_s) << "% | " << std::setprecision(3) << r.predicted.comm_s * 1e3
-          << " / " << r.live.comm_s * 1e3 << " | " << r.predicted.exposed_s * 1e3 << " / " << r.live.exposed_s * 1e3 << " | "
+          << " / " << r.live.comm_s * 1e3 << " | " << std::setprecision(0)
+          << (r.live.iteration_s > 0 ? 100 * r.live.comm_s / r.live.iteration_s : 0.0) << "% | " << std::setprecision(3)
+          << r.predicted.exposed_s * 1e3 << " / " << r.live.exposed_s * 1e3 << " | "
           << (r.c.ranks > 1 ? bk.str() : "-") << " | " << std::setprecision(2)
           << (r.speedup_live > 0 ? std::to_string(r.speedup_predicted).substr(0, 4) + " / " + std::to_string(r.speedup_live).substr(0, 4)
                                  : std::string("-"))
           << " | " << format_bytes(r.predicted.peak_memory_bytes) << " / " << format_bytes(r.live.peak_memory_bytes) << " |\n";
+  }
+  for (const auto& r : results) {
+    if (r.c.oversubscribed) continue;
+    ++judged;
+    heavy += r.live.iteration_s > 0 && r.live.comm_s >= 0.3 * r.live.iteration_s;
   }
   std::ostringstream sum;
   sum << std::fixed << std::setprecision(1) << "| metric | cases | mean abs error | max abs error | worst case |\n|---|---|---|---|---|\n";
@@ -883,7 +892,8 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
      << "Speedups are throughputs over the same case on one rank. Peak memory: the largest rank's resident set (CPU) or device "
      << "allocations (CUDA) against the calibrated memory model. Oversubscribed cases (more ranks than cores) are shown but not "
      << "judged.\n\n"
-     << "## Summary\n\n" << sum.str() << "\nBound on the iteration time: " << bound.str() << ": **"
+     << "## Summary\n\n" << sum.str() << "\nCommunication-heavy cases (measured communication at least 30% of the iteration): "
+     << heavy << " of " << judged << " judged.\n\nBound on the iteration time: " << bound.str() << ": **"
      << (ok ? "met" : "exceeded: " + why) << "**\n\n"
      << "## Cases\n\n" << table.str() << "\n![predicted vs measured](predicted_vs_measured.svg)\n\n"
      << "Predicted against measured iteration time (green: 1 rank, blue: several, red: oversubscribed; dashed: equal).\n\n"
@@ -921,6 +931,7 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
   files.emplace_back(out_dir + "/report.md", md.str());
   files.emplace_back(out_dir + "/results.json",
                      nlohmann::json{{"plan", plan.file}, {"bound_met", ok}, {"why", why}, {"mean_noise_pct", mean_noise},
+                                    {"communication_heavy_cases", heavy}, {"judged_cases", judged},
                                     {"summary", sj}, {"cases", j}}
                              .dump(2) +
                          "\n");
