@@ -32,6 +32,14 @@ struct KanNet {
 // that fit noise ~ (U(0,1) - 1/2) * 0.1 / G at the G+1 interior knots.
 KanNet init_kan(const std::vector<std::int64_t>& widths, int G, int k, std::uint64_t seed);
 
+// Fills a layer's parameters with U(-1, 1) draws from `next()` (the
+// microbenchmarks' layers: random, never the initialisation's small values).
+template <typename Draw>
+void randomize_parameters(KanLayer& L, Draw&& next) {
+  for (auto* v : {&L.base_weight, &L.spline_weight, &L.spline_scaler})
+    for (auto& x : *v) x = next();
+}
+
 // A parameter or buffer by efficient-kan's state-dict name, with its shape.
 struct TensorRef {
   std::string name;

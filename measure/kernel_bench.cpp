@@ -218,8 +218,7 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
     KanLayer& L = net.layers[0];
     std::mt19937 gen(static_cast<unsigned>(plan.seed * 7919 + si + 101 * rank));
     std::uniform_real_distribution<float> u(-1.f, 1.f);
-    for (auto* v : {&L.base_weight, &L.spline_weight, &L.spline_scaler})
-      for (auto& x : *v) x = u(gen);
+    randomize_parameters(L, [&] { return u(gen); });
     // fresh random inputs for every repetition set (never zeros)
     std::vector<float> x(static_cast<std::size_t>(B) * s.in), y(static_cast<std::size_t>(B) * s.out),
         dy(static_cast<std::size_t>(B) * s.out), t(y.size()), dx(x.size());

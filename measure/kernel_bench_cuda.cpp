@@ -43,8 +43,7 @@ double measure_shape_cuda(Comm& comm, Gpu& gpu, const KernelPlan& plan, std::siz
   KanLayer& L = net.layers[0];
   std::mt19937 gen(static_cast<unsigned>(plan.seed * 7919 + si + 101 * rank));
   std::uniform_real_distribution<float> u(-1.f, 1.f);
-  for (auto* v : {&L.base_weight, &L.spline_weight, &L.spline_scaler})
-    for (auto& x : *v) x = u(gen);
+  randomize_parameters(L, [&] { return u(gen); });
   std::vector<float> x(static_cast<std::size_t>(B) * s.in), t(static_cast<std::size_t>(B) * s.out), dy(t.size());
   for (auto& v : x) v = u(gen);  // fresh random inputs, never zeros
   for (auto& v : t) v = u(gen);

@@ -23,15 +23,20 @@ CaseResult hand(int ranks, double pred_ms, std::vector<double> rounds_ms, bool o
     r.rounds.push_back(x);
   }
   r.live = median_of(r.rounds);
-  double lo = 1e9, hi = 0;
-  for (double m : rounds_ms) {
-    lo = std::min(lo, m);
-    hi = std::max(hi, m);
-  }
-  r.noise_pct = 100 * (hi - lo) / (r.live.iteration_s * 1e3);
+  r.noise_pct = 100 * round_spread(r.rounds, &Metrics::iteration_s) / r.live.iteration_s;
   return r;
 }
 }  // namespace
+
+TEST_CASE("the noise floor: a robust standard deviation of the rounds (hand calculation)") {
+  std::vector<Metrics> rounds(3);
+  rounds[0].iteration_s = 10;
+  rounds[1].iteration_s = 10.5;
+  rounds[2].iteration_s = 14;  // one odd round
+  // median 10.5; absolute deviations 0.5, 0, 3.5; their median 0.5; x 1.4826
+  CHECK(round_spread(rounds, &Metrics::iteration_s) == doctest::Approx(0.7413));
+  CHECK(round_spread({rounds[0]}, &Metrics::iteration_s) == 0);
+}
 
 TEST_CASE("errors and their summary, by hand") {
   CHECK(pct_error(11, 10) == doctest::Approx(10.0));
@@ -40,7 +45,7 @@ TEST_CASE("errors and their summary, by hand") {
   // medians of rounds: 10 (of 9, 10, 11) and 20 (of 20, 20, 21)
   const std::vector<CaseResult> rs = {hand(1, 11, {9, 10, 11}), hand(2, 18, {20, 20, 21}), hand(4, 100, {10, 10, 10}, true)};
   CHECK(rs[0].live.iteration_s == doctest::Approx(0.010));
-  CHECK(rs[0].noise_pct == doctest::Approx(20.0));  // (11 - 9) / 10
+  CHECK(rs[0].noise_pct == doctest::Approx(14.826));  // 1.4826 x median(|9-10|, 0, |11-10|) = 1.4826, over 10
   const auto s = summarize(rs);
   // iteration: |+10%| and |-10%|: mean 10, max 10 (the oversubscribed case is left out)
   CHECK(s[0].metric == "iteration time");

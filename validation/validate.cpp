@@ -270,13 +270,14 @@ Metrics median_of(const std::vector<Metrics>& rounds) {
 }
 
 double round_spread(const std::vector<Metrics>& rounds, double Metrics::*field) {
+  // a robust standard deviation: 1.4826 x the median absolute deviation
+  // (a normal sample's sigma; one odd round out of three does not set it)
   if (rounds.size() < 2) return 0.0;
-  double mean = 0;
-  for (const auto& m : rounds) mean += m.*field;
-  mean /= static_cast<double>(rounds.size());
-  double var = 0;
-  for (const auto& m : rounds) var += (m.*field - mean) * (m.*field - mean);
-  return std::sqrt(var / static_cast<double>(rounds.size() - 1));
+  std::vector<double> v;
+  for (const auto& m : rounds) v.push_back(m.*field);
+  const double med = median(v);
+  for (auto& x : v) x = std::fabs(x - med);
+  return 1.4826 * median(v);
 }
 
 void attach_speedups(std::vector<CaseResult>& results) {
@@ -816,8 +817,8 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
   }
   for (auto& r : results) {
     r.live = median_of(r.rounds);
-    // noise floors: the standard deviation of the rounds' medians, over the
-    // median iteration (one round: none)
+    // noise floors: the robust standard deviation of the rounds' medians,
+    // over the median iteration (one round: none)
     r.noise_pct = 100.0 * round_spread(r.rounds, &Metrics::iteration_s) / std::max(1e-300, r.live.iteration_s);
     r.exposed_noise_pct = 100.0 * round_spread(r.rounds, &Metrics::exposed_s) / std::max(1e-300, r.live.iteration_s);
   }
@@ -888,7 +889,8 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
      << (plan.measure.enabled ? " after that round's microbenchmarks" : "") << ". kanscale " << build::version << " ("
      << build::git_hash << ").\n\n"
      << "Errors are (predicted - measured) / measured; communication errors are stated as a share of the measured iteration. "
-     << "The noise floor of a case is the standard deviation of its rounds' median iteration times over their median. "
+     << "The noise floor of a case is the robust standard deviation (1.4826 x the median absolute deviation) of its rounds' "
+        "median iteration times, over their median. "
      << "Speedups are throughputs over the same case on one rank. Peak memory: the largest rank's resident set (CPU) or device "
      << "allocations (CUDA) against the calibrated memory model. Oversubscribed cases (more ranks than cores) are shown but not "
      << "judged.\n\n"

@@ -87,7 +87,7 @@ struct CaseResult {
   Metrics predicted;
   std::vector<Metrics> rounds;  // live, one per round
   Metrics live;                 // median over rounds
-  double noise_pct = 0;         // spread of the rounds' iteration times: standard deviation / median
+  double noise_pct = 0;         // spread of the rounds' iteration times (round_spread) / median
   double exposed_noise_pct = 0;  // spread of the rounds' exposed communication, over the median iteration
   // speedup over the same case on one rank (0: no such case)
   double speedup_predicted = 0, speedup_live = 0;
@@ -115,7 +115,8 @@ std::vector<MetricSummary> summarize(const std::vector<CaseResult>& results);
 bool judge(const std::vector<CaseResult>& results, const ValidationPlan& plan, std::string* why);
 
 Metrics median_of(const std::vector<Metrics>& rounds);
-// Sample standard deviation of one metric over the rounds (0 for one round).
+// The spread of one metric over the rounds: 1.4826 x the median absolute
+// deviation, a robust standard deviation (0 for one round).
 double round_spread(const std::vector<Metrics>& rounds, double Metrics::*field);
 // Speedups over the one-rank case of the same model, batch and bucket cap.
 void attach_speedups(std::vector<CaseResult>& results);
