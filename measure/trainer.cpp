@@ -397,6 +397,7 @@ int run_train(const TrainOptions& o, Comm& comm) {
   double last_loss = 0;
   std::int64_t step = start_step;
   bool first_iteration = true;  // of this DDP instance
+  std::vector<BucketRun> first_runs, steady_runs;
   for (; step < total_steps; ++step) {
     if (!o.checkpoint.empty() && comm.allreduce_max(g_stop.load()) > 0) break;
     const int epoch = static_cast<int>(step / ipe);
@@ -452,7 +453,12 @@ int run_train(const TrainOptions& o, Comm& comm) {
     });
     rec.loss = last_loss;
     // backward with DDP's hooks
-    std::vector<BucketRun> runs(buckets.size());
+    // The buckets persist across iterations, as DDP's flat bucket tensors do
+    // (fresh buffers every iteration cost page faults and the MPI library's
+    // memory registration: measured here, ~240 us in the call that starts a
+    // 1 MB all-reduce).
+    std::vector<BucketRun>& runs = first_iteration ? first_runs : steady_runs;
+    runs.resize(buckets.size());
     std::vector<std::pair<int, std::size_t>> where(prefs.size());  // param -> (bucket, offset)
     for (std::size_t b = 0; b < buckets.size(); ++b) {
       std::size_t off = 0;
@@ -460,7 +466,12 @@ int run_train(const TrainOptions& o, Comm& comm) {
         where[static_cast<std::size_t>(p)] = {static_cast<int>(b), off};
         off += prefs[static_cast<std::size_t>(p)].size();
       }
-      runs[b].buf.resize(off);
+      BucketRun& r = runs[b];
+      r.buf.resize(off);  // allocated once per plan
+      r.ready = 0;
+      r.handle = -1;
+      r.launched = r.done = r.mpi_done = false;
+      r.launch_s = r.start_s = r.end_s = 0;
     }
     std::size_t next_launch = 0;
     double prev_end = 0;  // end of the previous collective (FIFO)
