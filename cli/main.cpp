@@ -17,13 +17,13 @@ static void usage(std::ostream& os) {
   os << "usage: kanscale <command> [options]\n\n"
         "commands:\n"
         "  simulate   predict DDP training of a KAN on 1..N GPUs of a cluster (discrete-event replay)\n"
-        "  train      train a KAN for real (CPU kernels); data-parallel under mpirun, like PyTorch DDP\n"
-        "  measure    collective sweeps in nccl-tests' format (measure allreduce, measure broadcast)\n"
+        "  train      train a KAN for real (CPU, or CUDA with NCCL); data-parallel under mpirun, like PyTorch DDP\n"
+        "  measure    microbenchmarks: kernels (CPU, CUDA), all-reduce/broadcast sweeps in nccl-tests' format (MPI, NCCL)\n"
         "  fit        a calibration fitted from measurement files\n"
         "  model      query a cost model point by point (model allreduce, model layer)\n"
-        "  validate   live runs beside predictions, with the error stated (validate PLAN)\n"
+        "  validate   live runs beside predictions, with the error stated (validate PLAN [--emit|--collect|--published])\n"
         "  eval       predictions of a trained checkpoint for the rows of a CSV file\n"
-        "  bench      benchmarks of kanscale itself (bench sim, bench kernels)\n\n"
+        "  bench      benchmarks of kanscale itself (bench sim, bench kernels, bench interference)\n\n"
         "kanscale <command> --help shows a command's options. kanscale --version prints the build.\n";
 }
 
