@@ -157,6 +157,13 @@ std::unique_ptr<Comm> make_nccl_comm(Comm&, Gpu&) {
 }
 #endif
 
+int local_ranks() {
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
+    if (const char* s = std::getenv(v)) return std::max(1, std::atoi(s));
+  }
+  return 1;
+}
+
 int local_device_index(int devices) {
   if (devices < 1) return 0;
   for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {

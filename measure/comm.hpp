@@ -66,6 +66,8 @@ std::unique_ptr<Comm> make_nccl_comm(Comm& host, Gpu& gpu);
 // The GPU this rank uses: the node-local rank (OMPI_COMM_WORLD_LOCAL_RANK,
 // MPI_LOCALRANKID, SLURM_LOCALID) modulo the visible devices.
 int local_device_index(int devices);
+// Ranks on this node, as the launcher says (1 when it does not).
+int local_ranks();
 // Whether this process was started by mpirun (OpenMPI, or any PMI launcher).
 bool launched_by_mpirun();
 

@@ -19,6 +19,9 @@ int train_entry(const TrainOptions& o, Comm& host) {
 std::int64_t nccl_sweep_entry(Comm& host, const SweepOptions& o, std::ostream& out) {
   std::string why;
   if (!cuda_device_available(&why)) throw std::runtime_error("--backend nccl on rank " + std::to_string(host.rank()) + ": " + why);
+  if (local_ranks() > cuda_device_count())
+    throw std::runtime_error("--backend nccl: " + std::to_string(local_ranks()) + " ranks on this node but " +
+                             std::to_string(cuda_device_count()) + " visible GPU(s); NCCL needs one GPU per rank");
   Gpu gpu(local_device_index(cuda_device_count()));
   auto nccl = make_nccl_comm(host, gpu);
   return run_sweep(*nccl, o, out);

@@ -43,6 +43,9 @@ int run_train_cuda(const TrainOptions& o, Comm& host) {
   if (!cuda_device_available(&why)) throw std::runtime_error("--backend cuda on rank " + std::to_string(rank) + ": " + why);
   set_cpu_threads(o.threads);  // for the host-side data generation
   const StopOnSignal stop_guard(!o.checkpoint.empty());
+  if (local_ranks() > cuda_device_count())
+    throw std::runtime_error("--backend cuda: " + std::to_string(local_ranks()) + " ranks on this node but " +
+                             std::to_string(cuda_device_count()) + " visible GPU(s); NCCL needs one GPU per rank");
   Gpu gpu(local_device_index(cuda_device_count()));
   Setup setup = prepare(o, host);
   KanNet& net = setup.net;
