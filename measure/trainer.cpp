@@ -391,23 +391,16 @@ int run_train(const TrainOptions& o, Comm& comm) {
   std::vector<IterRecord> records;
   const auto t_origin = Clock::now();
   auto now = [&] { return std::chrono::duration<double>(Clock::now() - t_origin).count(); };
-  std::vector<std::int64_t> shard;
-  int shard_epoch = -1;
+  StepBatches batches(w.dataset_size, world, rank, o.seed, batch, ipe);
   std::vector<float> X, T;
   double last_loss = 0;
   std::int64_t step = start_step;
   bool first_iteration = true;  // of this DDP instance
   std::vector<BucketRun> first_runs, steady_runs;
   for (; step < total_steps; ++step) {
-    if (!o.checkpoint.empty() && comm.allreduce_max(g_stop.load()) > 0) break;
-    const int epoch = static_cast<int>(step / ipe);
-    const std::int64_t it = step % ipe;
-    if (epoch != shard_epoch) {
-      shard = shard_indices(w.dataset_size, world, rank, o.seed, epoch);
-      shard_epoch = epoch;
-    }
-    const std::int64_t lo = it * batch, hi = std::min<std::int64_t>(lo + batch, static_cast<std::int64_t>(shard.size()));
-    const int B = static_cast<int>(hi - lo);
+    if (!o.checkpoint.empty() && comm.allreduce_max(stop_requested() ? 1.0 : 0.0) > 0) break;
+    const StepBatches::Slice slice = batches.at(step);
+    const int B = slice.size;
     const auto& buckets = first_iteration ? plans.first_iteration : plans.steady;
     IterRecord rec;
     rec.step = step;
@@ -442,7 +435,7 @@ int run_train(const TrainOptions& o, Comm& comm) {
     double t0 = now();
     X.resize(static_cast<std::size_t>(B) * data.in());
     T.resize(static_cast<std::size_t>(B) * data.out());
-    for (int s = 0; s < B; ++s) data.sample(shard[static_cast<std::size_t>(lo + s)], &X[static_cast<std::size_t>(s) * data.in()], &T[static_cast<std::size_t>(s) * data.out()]);
+    for (int s = 0; s < B; ++s) data.sample(slice.index[s], &X[static_cast<std::size_t>(s) * data.in()], &T[static_cast<std::size_t>(s) * data.out()]);
     record_event({"load batch", "host", 0, t0, now(), step});
     // forward
     t0 = now();

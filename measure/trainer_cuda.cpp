@@ -87,22 +87,15 @@ int run_train_cuda(const TrainOptions& o, Comm& host) {
   std::vector<IterRecord> records;
   const auto t_origin = Clock::now();
   auto now = [&] { return std::chrono::duration<double>(Clock::now() - t_origin).count(); };
-  std::vector<std::int64_t> shard;
-  int shard_epoch = -1;
+  StepBatches batches(w.dataset_size, world, rank, o.seed, batch, ipe);
   double last_loss = 0;
   std::int64_t step = start_step;
   bool first_iteration = true;
   const GpuStream CS = GpuStream::compute, NS = GpuStream::comm;
   for (; step < total_steps; ++step) {
     if (!o.checkpoint.empty() && host.allreduce_max(stop_requested() ? 1.0 : 0.0) > 0) break;
-    const int epoch = static_cast<int>(step / ipe);
-    const std::int64_t it = step % ipe;
-    if (epoch != shard_epoch) {
-      shard = shard_indices(w.dataset_size, world, rank, o.seed, epoch);
-      shard_epoch = epoch;
-    }
-    const std::int64_t lo = it * batch, hi = std::min<std::int64_t>(lo + batch, static_cast<std::int64_t>(shard.size()));
-    const int B = static_cast<int>(hi - lo);
+    const StepBatches::Slice slice = batches.at(step);
+    const int B = slice.size;
     const auto& plan = first_iteration ? setup.plans.first_iteration : setup.plans.steady;
     auto& buckets = device_buckets[&plan];
     for (std::size_t b = 0; b < plan.size(); ++b) {
@@ -142,7 +135,7 @@ int run_train_cuda(const TrainOptions& o, Comm& host) {
     }
     const double load0 = now();
     for (int s = 0; s < B; ++s)
-      data.sample(shard[static_cast<std::size_t>(lo + s)], X + static_cast<std::size_t>(s) * data.in(),
+      data.sample(slice.index[s], X + static_cast<std::size_t>(s) * data.in(),
                   T + static_cast<std::size_t>(s) * data.out());
     const double load1 = now();
     int prev = gpu.mark(CS);

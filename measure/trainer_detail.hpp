@@ -3,6 +3,7 @@
 // measure/trainer_cuda.cpp): the setup (data, model, optimizer, resume,
 // DDP's construction broadcast, bucket plans), the records each iteration
 // leaves, checkpoints and the report. Not a public interface.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -41,6 +42,37 @@ struct Setup {
   Adam adam;
   std::int64_t start_step = 0, batch = 0, ipe = 0, total_steps = 0;  // ipe: iterations per epoch
   DdpBucketPlans plans;
+};
+
+// Which samples this rank trains on at a step: DistributedSampler's shard
+// of the step's epoch (recomputed when the epoch changes), sliced by batch.
+class StepBatches {
+ public:
+  StepBatches(std::int64_t dataset_size, int world, int rank, std::uint64_t seed, std::int64_t batch, std::int64_t ipe)
+      : size_(dataset_size), world_(world), rank_(rank), seed_(seed), batch_(batch), ipe_(ipe) {}
+  // The step's sample indices (its batch may be short at an epoch's end).
+  struct Slice {
+    const std::int64_t* index;
+    int size;
+  };
+  Slice at(std::int64_t step) {
+    const int epoch = static_cast<int>(step / ipe_);
+    if (epoch != epoch_) {
+      shard_ = shard_indices(size_, world_, rank_, seed_, epoch);
+      epoch_ = epoch;
+    }
+    const std::int64_t lo = (step % ipe_) * batch_;
+    const std::int64_t hi = std::min<std::int64_t>(lo + batch_, static_cast<std::int64_t>(shard_.size()));
+    return {shard_.data() + lo, static_cast<int>(hi - lo)};
+  }
+
+ private:
+  std::int64_t size_;
+  int world_, rank_;
+  std::uint64_t seed_;
+  std::int64_t batch_, ipe_;
+  std::vector<std::int64_t> shard_;
+  int epoch_ = -1;
 };
 
 // Data, model and optimizer (from --resume when given, every setting that

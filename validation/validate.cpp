@@ -337,16 +337,20 @@ std::vector<MetricSummary> summarize(const std::vector<CaseResult>& results) {
   return out;
 }
 
-bool judge(const std::vector<CaseResult>& results, const ValidationPlan& plan, std::string* why) {
-  const auto s = summarize(results);
-  double mean_noise = 0;
+double mean_noise_pct(const std::vector<CaseResult>& results) {
+  double sum = 0;
   int n = 0;
   for (const auto& r : results)
     if (!r.c.oversubscribed) {
-      mean_noise += r.noise_pct;
+      sum += r.noise_pct;
       ++n;
     }
-  mean_noise = n ? mean_noise / n : 0;
+  return n ? sum / n : 0;
+}
+
+bool judge(const std::vector<CaseResult>& results, const ValidationPlan& plan, std::string* why) {
+  const auto s = summarize(results);
+  const double mean_noise = mean_noise_pct(results);
   std::ostringstream o;
   o << std::fixed << std::setprecision(1);
   if (plan.noise_factor > 0) {
@@ -859,14 +863,7 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
   sum << std::fixed << std::setprecision(1) << "| metric | cases | mean abs error | max abs error | worst case |\n|---|---|---|---|---|\n";
   for (const auto& s : summary)
     sum << "| " << s.metric << " | " << s.cases << " | " << s.mean_abs_pct << "% | " << s.max_abs_pct << "% | " << s.worst_case << " |\n";
-  double mean_noise = 0;
-  int nn = 0;
-  for (const auto& r : results)
-    if (!r.c.oversubscribed) {
-      mean_noise += r.noise_pct;
-      ++nn;
-    }
-  mean_noise = nn ? mean_noise / nn : 0;
+  const double mean_noise = mean_noise_pct(results);
   std::ostringstream bound;
   bound << std::fixed << std::setprecision(1);
   if (plan.noise_factor > 0) {

@@ -107,6 +107,9 @@ struct MetricSummary {
 };
 std::vector<MetricSummary> summarize(const std::vector<CaseResult>& results);
 
+// The mean noise floor of the judged (not oversubscribed) cases.
+double mean_noise_pct(const std::vector<CaseResult>& results);
+
 // The plan's bound on the iteration time: mean |error| <= bound_mean_pct and
 // every case's |error| <= max(bound_max_pct, its noise floor); or, with a
 // noise-derived bound, every case within max(floor, factor x mean noise).
