@@ -151,7 +151,6 @@ std::unique_ptr<Comm> make_self_comm() { return std::make_unique<SelfComm>(); }
 bool mpi_available() { return KANSCALE_HAVE_MPI != 0; }
 
 #if !KANSCALE_HAVE_NCCL
-bool nccl_available() { return false; }
 std::unique_ptr<Comm> make_nccl_comm(Comm&, Gpu&) {
   throw std::runtime_error("this kanscale was built without NCCL (nvcc and NCCL were not found at configure time)");
 }

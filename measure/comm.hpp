@@ -56,7 +56,6 @@ std::unique_ptr<Comm> make_self_comm();
 // std::runtime_error when the build has no MPI.
 std::unique_ptr<Comm> make_mpi_comm();
 bool mpi_available();
-bool nccl_available();
 
 class Gpu;
 // NCCL over the ranks of `host` (which bootstraps it: rank 0's unique id is

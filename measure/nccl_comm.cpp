@@ -153,8 +153,6 @@ class NcclComm final : public Comm {
 
 }  // namespace
 
-bool nccl_available() { return true; }
-
 std::unique_ptr<Comm> make_nccl_comm(Comm& host, Gpu& gpu) { return std::make_unique<NcclComm>(host, gpu); }
 
 }  // namespace ks
