@@ -99,15 +99,17 @@ void report_row(std::ostream& os, const std::string& name, const LinearFit& f, c
 
 int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   std::vector<std::string> kernels, collectives, nccl_logs;
-  std::vector<std::string> interference;
+  std::vector<std::string> interference, runtime_files;
   std::string out, name;
   po::options_description desc("fit options");
   desc.add_options()
       ("help,h", "show this help")
       ("kernels", po::value(&kernels)->multitoken(), "kanscale measure kernels JSON file(s)")
-      ("collectives", po::value(&collectives)->multitoken(), "kanscale measure allreduce JSON file(s), any rank counts")
+      ("collectives", po::value(&collectives)->multitoken(), "kanscale measure allreduce and broadcast JSON file(s), any rank counts")
       ("interference", po::value(&interference)->multitoken(), "kanscale bench interference JSON file(s) (the median is used)")
       ("nccl-tests", po::value(&nccl_logs)->multitoken(), "nccl-tests all_reduce_perf logs (nccl family)")
+      ("runtime-memory", po::value(&runtime_files)->multitoken(),
+       "kanscale measure kernels JSON file(s) at other ranks per node: only their runtime memory is read")
       ("name", po::value(&name), "calibration name (default: from the output file)")
       ("out", po::value(&out)->value_name("FILE"), "calibration YAML to write (configs/calibrations/)");
   po::variables_map vm;
@@ -132,6 +134,7 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   std::vector<double> mem_y;
   double runtime_bytes = -1;
   std::string runtime_what;
+  std::map<int, double> runtime_at;  // ranks per node -> the largest rank's runtime memory
   nlohmann::json cache_probe = nlohmann::json::array();
   for (const auto& path : kernels) {
     const auto j = read_json(path, "a kanscale measure kernels file");
@@ -145,6 +148,8 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
     if (m.contains("runtime_memory_bytes")) {
       runtime_bytes = std::max(runtime_bytes, m["runtime_memory_bytes"].get<double>());
       runtime_what = m.value("runtime_memory_what", "");
+      const int rpn = static_cast<int>(std::lround(m.value("concurrency_ranks_per_node", 1.0)));
+      runtime_at[rpn] = std::max(runtime_at[rpn], m["runtime_memory_bytes"].get<double>());
     }
     if (j.contains("memory")) {
       std::size_t mi = 0;
@@ -278,10 +283,31 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
     std::vector<Regime> regimes = {{"recursive_doubling", 10000.0, {}, {}, {}, {}, {}, {}, {}},
                                    {"ring", 4.0 * 1048576, {}, {}, {}, {}, {}, {}, {}},
                                    {"ring", 0.0, {}, {}, {}, {}, {}, {}, {}}};
+    // broadcast sweeps (kanscale measure broadcast): the binomial tree's
+    // ceil(log2 n) x (latency + bytes/bw), one fit over every size
+    std::vector<std::vector<double>> bx;
+    std::vector<double> by, bk;
     for (const auto& path : collectives) {
-      const auto j = read_json(path, "a kanscale measure allreduce file");
-      if (!j.contains("metadata") || !j.contains("points") || j["metadata"].value("op", "") != "allreduce")
-        throw InputError(path + ": not a kanscale measure allreduce file");
+      const auto j = read_json(path, "a kanscale measure allreduce or broadcast file");
+      const std::string op = j.contains("metadata") ? j["metadata"].value("op", "") : "";
+      if (!j.contains("points") || (op != "allreduce" && op != "broadcast"))
+        throw InputError(path + ": not a kanscale measure allreduce or broadcast file");
+      if (op == "broadcast") {
+        const int n = j["metadata"].value("ranks", 1);
+        if (n < 2) throw InputError(path + ": measured on one rank: no communication to fit");
+        from << (from.tellp() > 0 ? "; " : "") << path << " (broadcast, " << n << " ranks)";
+        const double st = std::ceil(std::log2(static_cast<double>(n)));
+        std::size_t i = 0;
+        for (const auto& p : j["points"]) {
+          const double bytes = field<double>(p, "size_bytes", path, i);
+          if (p["in_place"]["wrong"].get<long long>() != 0) throw InputError(path + ": point " + std::to_string(i) + " has wrong results");
+          bx.push_back({st, st * bytes});
+          by.push_back(p["in_place"]["time_us"].get<double>() * 1e-6);  // in place: as the trainer broadcasts its buffers
+          bk.push_back(bytes);
+          ++i;
+        }
+        continue;
+      }
       const int n = j["metadata"].value("ranks", 1);
       if (n < 2) throw InputError(path + ": measured on one rank: no communication to fit");
       from << (from.tellp() > 0 ? "; " : "") << path << " (" << n << " ranks, " << j["metadata"].value("library", "?") << ", " << j["metadata"].value("date_utc", "?") << ")";
@@ -347,6 +373,16 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
       coll << "}   # " << quality(f) << launch_quality << "\n";
       report_row(report, label, f, {"us", "ns/kB"}, {1e6, 1e12});
     }
+    if (by.size() >= 3) {
+      const LinearFit f = fit_relative_nonneg({"latency_s", "s_per_byte"}, bx, by, hold_out_largest(bk, 0.2));
+      coll << "  mpi_broadcast: {latency: " << num(f.coef[0] * 1e6, "us");
+      if (f.active[1] && f.coef[1] > 0) coll << ", bandwidth: " << num(1e-9 / f.coef[1], "GB/s");
+      coll << "}   # " << quality(f) << "\n";
+      report << "broadcast (mpi: binomial tree, ceil(log2 n) x (latency + bytes/bw); held out: the largest 20% of sizes):\n";
+      report_row(report, "binomial", f, {"us", "ns/kB"}, {1e6, 1e12});
+    } else if (!by.empty()) {
+      report << "broadcast: too few points (" << by.size() << "); left to the all-reduce regimes\n";
+    }
   }
   // ---- nccl-tests logs (nccl family): the bus bandwidth per level
   if (!nccl_logs.empty()) {
@@ -391,10 +427,42 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
     }
   }
   if (!coll.str().empty()) yaml << "collectives:\n" << coll.str();
+  // ---- runtime memory at other ranks per node (their op timings are not used)
+  for (const auto& path : runtime_files) {
+    const auto j = read_json(path, "a kanscale measure kernels file");
+    if (!j.contains("metadata") || !j["metadata"].contains("runtime_memory_bytes"))
+      throw InputError(path + ": not a kanscale measure kernels file with runtime_memory_bytes");
+    const auto& m = j["metadata"];
+    const int rpn = static_cast<int>(std::lround(m.value("concurrency_ranks_per_node", 1.0)));
+    runtime_at[rpn] = std::max(runtime_at[rpn], m["runtime_memory_bytes"].get<double>());
+    runtime_what = m.value("runtime_memory_what", runtime_what);
+    from << (from.tellp() > 0 ? "; " : "") << path << " (runtime memory, " << rpn << " rank(s) per node)";
+  }
+  // runtime = at one rank + per_local_peer x (ranks per node - 1), least
+  // squares over the measured counts (two counts: the line through them)
+  double runtime_one = runtime_bytes, per_peer = -1;
+  if (runtime_at.size() >= 2) {
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    const double n = static_cast<double>(runtime_at.size());
+    for (const auto& [rpn, b] : runtime_at) {
+      const double x = rpn - 1;
+      sx += x, sy += b, sxx += x * x, sxy += x * b;
+    }
+    per_peer = std::max(0.0, (n * sxy - sx * sy) / (n * sxx - sx * sx));
+    runtime_one = (sy - per_peer * sx) / n;
+  }
   // ---- memory: peak = fixed + per_parameter x P + activation_factor x A
-  if (runtime_bytes >= 0 || !mem_y.empty()) {
+  if (runtime_bytes >= 0 || per_peer >= 0 || !mem_y.empty()) {
     yaml << "memory:\n";
-    if (runtime_bytes >= 0) {
+    if (per_peer >= 0) {
+      std::ostringstream at;
+      for (const auto& [rpn, b] : runtime_at) at << (at.tellp() > 0 ? ", " : "") << format_bytes(b) << " at " << rpn;
+      yaml << "  runtime: " << num(runtime_one, "B") << "   # one rank per node; measured: " << runtime_what << " (largest rank): "
+           << at.str() << " rank(s) per node\n"
+           << "  runtime_per_local_peer: " << num(per_peer, "B") << "   # per other rank of the node (MPI's shared memory)\n";
+      report << "memory: runtime " << format_bytes(runtime_one) << " at one rank per node + " << format_bytes(per_peer)
+             << " per other rank of the node (" << runtime_what << "; measured " << at.str() << " rank(s) per node)\n";
+    } else if (runtime_bytes >= 0) {
       yaml << "  runtime: " << num(runtime_bytes, "B") << "   # measured: " << runtime_what << " (largest rank)\n";
       report << "memory: runtime " << format_bytes(runtime_bytes) << " (" << runtime_what << ")\n";
     }

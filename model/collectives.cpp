@@ -138,7 +138,7 @@ CollectiveEstimate NcclModel::broadcast(double bytes, const Layout& l) const {
 }
 
 // ---------------------------------------------------------------- MPI
-MpiModel::MpiModel(const Cluster& c, const Calibration& k) : c_(c), regimes_(k.mpi_regimes) {}
+MpiModel::MpiModel(const Cluster& c, const Calibration& k) : c_(c), regimes_(k.mpi_regimes), bcast_(k.mpi_broadcast) {}
 
 const MpiRegime& MpiModel::regime(double bytes) const {
   for (const auto& r : regimes_)
@@ -179,9 +179,13 @@ CollectiveEstimate MpiModel::allreduce(double bytes, const Layout& l) const {
 
 CollectiveEstimate MpiModel::broadcast(double bytes, const Layout& l) const {
   if (l.ranks <= 1) return {0.0, "none", ""};
-  const MpiRegime& r = regime(bytes);
   const double steps = std::ceil(std::log2(static_cast<double>(l.ranks)));
-  // binomial tree broadcast
+  // binomial tree broadcast, with its own measured terms where fitted
+  if (bcast_) {
+    const double bw = bcast_->bandwidth_Bps ? *bcast_->bandwidth_Bps : link_bandwidth(l, regime(bytes));
+    return {steps * (bcast_->latency_s + bytes / bw), "binomial", ""};
+  }
+  const MpiRegime& r = regime(bytes);
   return {steps * (link_latency(l, r) + bytes / link_bandwidth(l, r)), "binomial", ""};
 }
 

@@ -82,6 +82,7 @@ class MpiModel : public CollectiveModel {
   static double launch_time(const MpiRegime& r, double bytes);
   Cluster c_;
   std::vector<MpiRegime> regimes_;
+  std::optional<MpiBroadcast> bcast_;
 };
 
 }  // namespace ks

@@ -193,8 +193,8 @@ Calibration datasheet_calibration(const Cluster& c, Precision precision) {
   if (c.collectives.family == CollFamily::nccl) k.nccl = nccl_constants_for(c.collectives.version, c.file);
   // OpenMPI's fixed decision (ompi/mca/coll/tuned/coll_tuned_decision_fixed.c,
   // 4.0: intermediate_message = 10000 B): recursive doubling below, ring above.
-  k.mpi_regimes = {MpiRegime{10000.0, MpiAlgo::recursive_doubling, std::nullopt, std::nullopt},
-                   MpiRegime{std::numeric_limits<double>::infinity(), MpiAlgo::ring, std::nullopt, std::nullopt}};
+  k.mpi_regimes = {MpiRegime{10000.0, MpiAlgo::recursive_doubling, std::nullopt, std::nullopt, std::nullopt, std::nullopt},
+                   MpiRegime{std::numeric_limits<double>::infinity(), MpiAlgo::ring, std::nullopt, std::nullopt, std::nullopt, std::nullopt}};
   k.runtime_memory_bytes = c.gpu.runtime_memory_bytes;
   return k;
 }
@@ -286,10 +286,19 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
       }
       if (!std::isinf(k.mpi_regimes.back().max_bytes)) col->fail("mpi_regimes", "the last regime must have no 'below' limit");
     }
+    if (auto b = col->map_opt("mpi_broadcast")) {
+      MpiBroadcast mb;
+      mb.latency_s = b->quantity("latency", Quantity::time, Bound::non_negative);
+      mb.bandwidth_Bps = b->quantity_opt("bandwidth", Quantity::rate, Bound::positive);
+      b->finish();
+      k.mpi_broadcast = mb;
+    }
     col->finish();
   }
   if (auto mem = m.map_opt("memory")) {
     k.runtime_memory_bytes = mem->quantity_opt("runtime", Quantity::size, Bound::non_negative).value_or(k.runtime_memory_bytes);
+    k.runtime_memory_per_local_peer_bytes =
+        mem->quantity_opt("runtime_per_local_peer", Quantity::size, Bound::non_negative).value_or(0.0);
     // fitted terms (kanscale fit): peak = runtime + fixed + per_parameter x P
     //                                      + activation_factor x (activations + transients + batch)
     k.memory_fixed_bytes = mem->quantity_opt("fixed", Quantity::size, Bound::non_negative).value_or(0.0);

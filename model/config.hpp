@@ -132,6 +132,14 @@ struct MpiRegime {
   std::optional<double> launch_Bps;
 };
 
+// An MPI broadcast measured on its own (kanscale measure broadcast): a
+// binomial tree of ceil(log2 n) steps, each latency + bytes / bandwidth.
+// Unset: the all-reduce regime's terms for the size.
+struct MpiBroadcast {
+  double latency_s = 0;
+  std::optional<double> bandwidth_Bps;
+};
+
 struct Calibration {
   std::string name;
   std::string source;        // "datasheet" (derived) or "fitted"
@@ -153,7 +161,10 @@ struct Calibration {
   std::optional<double> nccl_bus_bw_intra_Bps;  // overrides the cluster-derived values
   std::optional<double> nccl_bus_bw_inter_Bps;
   std::vector<MpiRegime> mpi_regimes;
-  double runtime_memory_bytes = 0;
+  std::optional<MpiBroadcast> mpi_broadcast;
+  double runtime_memory_bytes = 0;  // one rank per node
+  // added per other rank on the node (fitted from runs at several ranks per node)
+  double runtime_memory_per_local_peer_bytes = 0;
   // Fitted memory terms (kanscale fit); unset: the memory model's own
   // accounting (4 bytes per parameter per copy, factor 1 on activations).
   double memory_fixed_bytes = 0;

@@ -184,9 +184,12 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
   const double total_iters = static_cast<double>(pt.iterations_per_epoch) * w.epochs;
   pt.time_to_train_s = pt.first_iteration_s.median + (total_iters - 1) * pt.iteration_s.median;
   pt.gpu_hours = gpus * pt.time_to_train_s / 3600.0;
+  // the runtime's own memory grows with the other ranks of the node (MPI's
+  // shared-memory segments, where the calibration measured it)
+  const double runtime = k.runtime_memory_bytes + k.runtime_memory_per_local_peer_bytes * (layout.ranks_per_node() - 1);
   pt.memory = w.implementation == Implementation::kanscale
-                  ? calibrated_memory(kanscale_memory(shape, pt.batch_per_gpu, w.ddp, k.runtime_memory_bytes, c.gpu.memory_bytes), shape, k)
-                  : efficient_kan_memory(shape, pt.batch_per_gpu, w.ddp, k.runtime_memory_bytes, c.gpu.memory_bytes);
+                  ? calibrated_memory(kanscale_memory(shape, pt.batch_per_gpu, w.ddp, runtime, c.gpu.memory_bytes), shape, k)
+                  : efficient_kan_memory(shape, pt.batch_per_gpu, w.ddp, runtime, c.gpu.memory_bytes);
 
   // Bucket plans with timings: first iteration and the last steady one, on rank 0.
   auto rows = [&](const PlannedBuckets& pb, int iteration) {

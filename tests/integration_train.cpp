@@ -599,3 +599,63 @@ TEST_CASE("validate --emit writes Slurm and mpirun scripts whose jobs --collect 
   CHECK(j["cases"].size() == 2);
   CHECK(slurp(d / "rep/report.md").find("## Cases") != std::string::npos);
 }
+
+TEST_CASE("fit: a broadcast sweep gives the binomial tree's latency and bandwidth (exact data, by hand)") {
+  // 4 ranks: ceil(log2 4) = 2 steps, each 5 us + bytes / 2 GB/s; sizes 8 B .. 1 MiB.
+  Dir d;
+  nlohmann::json j;
+  j["metadata"] = {{"op", "broadcast"}, {"ranks", 4}};
+  j["points"] = nlohmann::json::array();
+  for (double b = 8; b <= 1048576; b *= 2) {
+    const double us = 2 * (5e-6 + b / 2e9) * 1e6;
+    j["points"].push_back({{"size_bytes", b},
+                           {"in_place", {{"time_us", us}, {"wrong", 0}}},
+                           {"out_of_place", {{"time_us", us}, {"wrong", 0}}}});
+  }
+  std::ofstream(d / "b.json") << j.dump();
+  std::string err;
+  REQUIRE(sh(kExe + " fit --collectives " + (d / "b.json") + " --out " + (d / "k.yaml"), &err, &d) == 0);
+  const std::string y = slurp(d / "k.yaml");
+  const auto at = y.find("mpi_broadcast: {latency: \"");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stod(y.substr(at + 26)) == doctest::Approx(5.0).epsilon(1e-3));  // us
+  const auto bw = y.find("bandwidth: \"", at);
+  REQUIRE(bw != std::string::npos);
+  CHECK(std::stod(y.substr(bw + 12)) == doctest::Approx(2.0).epsilon(1e-3));  // GB/s
+  // a point with wrong results is refused
+  j["points"][3]["in_place"]["wrong"] = 1;
+  std::ofstream(d / "w.json") << j.dump();
+  CHECK(sh(kExe + " fit --collectives " + (d / "w.json") + " --out " + (d / "w.yaml"), &err, &d) == 2);
+  CHECK(err.find("wrong results") != std::string::npos);
+}
+
+TEST_CASE("fit: the runtime's memory per other rank of the node, from runs at 1, 2 and 4 ranks per node (by hand)") {
+  // 7 MiB at one rank per node and 7 MiB more per other rank: 7, 14, 28 MiB
+  // at 1, 2, 4 ranks per node lie on runtime = 7 MiB + 7 MiB x (ranks - 1).
+  Dir d;
+  auto kernels = [&](const std::string& name, int rpn, double mib) {
+    nlohmann::json j;
+    j["metadata"] = {{"concurrency_ranks_per_node", rpn}, {"ranks", rpn}, {"runtime_memory_bytes", mib * 1048576},
+                     {"runtime_memory_what", "resident set size before any shape"}};
+    j["rows"] = nlohmann::json::array();
+    std::ofstream(d / name) << j.dump();
+  };
+  kernels("k2.json", 2, 14);
+  kernels("k1.json", 1, 7);
+  kernels("k4.json", 4, 28);
+  std::string err;
+  REQUIRE(sh(kExe + " fit --kernels " + (d / "k2.json") + " --runtime-memory " + (d / "k1.json") + " " + (d / "k4.json") + " --out " +
+                 (d / "k.yaml"),
+             &err, &d) == 0);
+  const std::string y = slurp(d / "k.yaml");
+  const auto one = y.find("runtime: \""), peer = y.find("runtime_per_local_peer: \"");
+  REQUIRE(one != std::string::npos);
+  REQUIRE(peer != std::string::npos);
+  CHECK(std::stod(y.substr(one + 10)) == doctest::Approx(7 * 1048576.0).epsilon(1e-4));
+  CHECK(std::stod(y.substr(peer + 25)) == doctest::Approx(7 * 1048576.0).epsilon(1e-4));
+  // without the other counts: the measured runtime as it is, no per-peer term
+  REQUIRE(sh(kExe + " fit --kernels " + (d / "k2.json") + " --out " + (d / "k0.yaml"), &err, &d) == 0);
+  const std::string y0 = slurp(d / "k0.yaml");
+  CHECK(y0.find("runtime_per_local_peer") == std::string::npos);
+  CHECK(std::stod(y0.substr(y0.find("runtime: \"") + 10)) == doctest::Approx(14 * 1048576.0).epsilon(1e-4));
+}

@@ -131,3 +131,20 @@ TEST_CASE("a model too large for the GPU gets a clear warning") {
   REQUIRE(r.warnings.size() == 1);
   CHECK(r.warnings[0].find("exceeds") != std::string::npos);
 }
+
+TEST_CASE("the runtime's memory grows per other rank of the node, not per rank elsewhere (hand calculation)") {
+  const Cluster c = parse_cluster(kFreeNet, "freenet.yaml");  // 2 GPUs per node
+  const Workload w = parse_workload(kWork, "tiny.yaml");
+  Calibration k = datasheet_calibration(c, w.precision);
+  k.runtime_memory_bytes = 7e6;
+  k.runtime_memory_per_local_peer_bytes = 5e6;
+  StudyOptions o;
+  o.gpus = {1, 2, 4};
+  o.scaling = Scaling::weak;  // the same batch per rank: only the runtime term differs
+  const auto r = run_study(c, w, k, o);
+  // 1 rank: 7 MB; 2 and 4 ranks, 2 per node: 7 + 5 x (2 - 1) = 12 MB
+  CHECK(r.points[0].memory.runtime_bytes == doctest::Approx(7e6));
+  CHECK(r.points[1].memory.runtime_bytes == doctest::Approx(12e6));
+  CHECK(r.points[2].memory.runtime_bytes == doctest::Approx(12e6));
+  CHECK(r.points[1].memory.peak_bytes - r.points[0].memory.peak_bytes == doctest::Approx(5e6));
+}

@@ -89,6 +89,20 @@ TEST_CASE("plans with a missing file, an unknown backend or zero ranks fail befo
   CHECK_THROWS_WITH_AS(load_validation_plan(write("m.yaml", missing)), doctest::Contains("key 'cluster': file"), InputError);
   CHECK_THROWS_WITH_AS(load_validation_plan(write("b.yaml", good + "backend: tpu\n")), doctest::Contains("key 'backend': unknown value \"tpu\""),
                        InputError);
+  // Transports multiply the multi-rank cases; one rank runs once (no
+  // communication: neither the transport nor the bucket cap changes it).
+  std::string many = good;
+  many.replace(many.find("bucket_caps: [\"1MiB\"]"), 21, "bucket_caps: [\"1MiB\", \"16KiB\"]\n  transports: [shm, tcp, tcp-slow]");
+  const ValidationPlan pm = load_validation_plan(write("many.yaml", many));
+  REQUIRE(pm.cases.size() == 1 + 2 * 3);
+  CHECK(pm.cases[0].ranks == 1);
+  CHECK(pm.cases[0].transport.empty());
+  CHECK(pm.cases.back().transport == "tcp-slow");
+  CHECK(pm.cases.back().bucket_cap_bytes == 16384);
+  std::string bad_t = good;
+  bad_t.replace(bad_t.find("bucket_caps: [\"1MiB\"]"), 21, "bucket_caps: [\"1MiB\"]\n  transports: [infiniband]");
+  CHECK_THROWS_WITH_AS(load_validation_plan(write("t.yaml", bad_t)), doctest::Contains("expected shm, tcp or tcp-slow, got \"infiniband\""),
+                       InputError);
   std::string zero = good;
   zero.replace(zero.find("ranks: [1, 2]"), 13, "ranks: [0, 2]");
   CHECK_THROWS_WITH_AS(load_validation_plan(write("z.yaml", zero)), doctest::Contains("key 'cases.ranks[0]': must be at least 1"), InputError);

@@ -33,6 +33,23 @@ std::string ValidationCase::label() const {
 
 namespace {
 
+// The MPI transports a plan can name, as Open MPI MCA settings.
+//  shm:      shared memory between the ranks of a node (the vader BTL);
+//  tcp:      TCP over the loopback interface;
+//  tcp-slow: TCP with 16 KiB socket buffers, which caps the loopback's
+//            all-reduce bandwidth near 0.7 GB/s (measured here: a 1 MiB
+//            all-reduce 1.4 ms against 0.3 ms on plain tcp), a network
+//            slower than the cores, as between nodes, where communication
+//            dominates. The microbenchmarks that calibrate it run with the
+//            same settings.
+std::vector<std::pair<std::string, std::string>> transport_mca(const std::string& t) {
+  if (t == "shm") return {{"btl", "self,vader"}};
+  if (t == "tcp") return {{"btl", "self,tcp"}};
+  if (t == "tcp-slow") return {{"btl", "self,tcp"}, {"btl_tcp_sndbuf", "16384"}, {"btl_tcp_rcvbuf", "16384"}};
+  return {};
+}
+bool known_transport(const std::string& t) { return !transport_mca(t).empty(); }
+
 std::string at(const std::string& path, const YAML::Node& n, const std::string& key) {
   return path + ":" + std::to_string(n.Mark().line + 1) + ":" + std::to_string(n.Mark().column + 1) + ": key '" + key + "': ";
 }
@@ -89,6 +106,7 @@ ValidationPlan load_validation_plan(const std::string& path) {
     p.measure.kernels_plan = ms.string("kernels");
     must_exist(ms, "kernels", p.measure.kernels_plan);
     p.measure.allreduce = ms.string_opt("allreduce").value_or(p.measure.allreduce);
+    p.measure.broadcast = ms.string_opt("broadcast").value_or("");
     p.measure.interference_bytes = ms.string_opt("interference").value_or("");
     if (!p.measure.interference_bytes.empty()) {
       try {
@@ -99,7 +117,7 @@ ValidationPlan load_validation_plan(const std::string& path) {
     }
     if (ms.has("transports")) {
       for (const auto& t : ms.string_list("transports")) {
-        if (t != "shm" && t != "tcp") ms.fail("transports", "expected shm or tcp, got \"" + t + "\"");
+        if (!known_transport(t)) ms.fail("transports", "expected shm, tcp or tcp-slow, got \"" + t + "\"");
         p.measure.transports.push_back(t);
       }
     }
@@ -157,7 +175,7 @@ ValidationPlan load_validation_plan(const std::string& path) {
     if (c.has("transports")) {
       transports = c.string_list("transports");
       for (const auto& t : transports)
-        if (t != "shm" && t != "tcp") c.fail("transports", "expected shm or tcp, got \"" + t + "\"");
+        if (!known_transport(t)) c.fail("transports", "expected shm, tcp or tcp-slow, got \"" + t + "\"");
     }
     if (!c.has("widths")) c.fail("widths", "missing required key");
     c.ignore("widths");
@@ -193,7 +211,10 @@ ValidationPlan load_validation_plan(const std::string& path) {
                   vc.bucket_cap_bytes = cap;
                   vc.transport = r > 1 ? t : "";
                   vc.oversubscribed = oversub;
-                  // one-rank cases do not communicate: one per transport list is enough
+                  // One-rank cases do not communicate: one per transport list,
+                  // and one per bucket-cap list (the cap only regroups the
+                  // same gradient copies; it is the speedups' baseline).
+                  if (r == 1) vc.bucket_cap_bytes = caps.front();
                   bool dup = false;
                   for (const auto& e : p.cases)
                     dup = dup || (e.ranks == vc.ranks && e.widths == vc.widths && e.grid_size == vc.grid_size &&
@@ -285,8 +306,8 @@ void attach_speedups(std::vector<CaseResult>& results) {
     r.speedup_live = r.speedup_predicted = 0;
     if (r.c.ranks < 2) continue;
     for (const auto& base : results) {
-      if (base.c.ranks != 1 || base.c.widths != r.c.widths || base.c.grid_size != r.c.grid_size || base.c.batch != r.c.batch ||
-          base.c.bucket_cap_bytes != r.c.bucket_cap_bytes)
+      // the one-rank case of the same model and batch (one rank runs a single bucket cap)
+      if (base.c.ranks != 1 || base.c.widths != r.c.widths || base.c.grid_size != r.c.grid_size || base.c.batch != r.c.batch)
         continue;
       // throughput ratio (per-rank batch fixed: the study's weak-per-GPU, strong-per-sample form)
       if (base.live.samples_per_s > 0) r.speedup_live = r.live.samples_per_s / base.live.samples_per_s;
@@ -471,6 +492,10 @@ std::string kernels_file(int round) { return "results/kernels-r" + std::to_strin
 std::string allreduce_file(const std::string& t, int round) {
   return "results/allreduce-" + transport_tag(t) + "-r" + std::to_string(round) + ".json";
 }
+std::string broadcast_file(const std::string& t, int round) {
+  return "results/broadcast-" + transport_tag(t) + "-r" + std::to_string(round) + ".json";
+}
+std::string runtime_file(int round) { return "results/runtime-1rank-r" + std::to_string(round) + ".json"; }
 std::string interference_file(int round) { return "results/interference-r" + std::to_string(round) + ".json"; }
 std::string live_file(std::size_t c, int round) { return "results/live-c" + std::to_string(c) + "-r" + std::to_string(round) + ".json"; }
 std::string trace_file(std::size_t c) { return "results/trace-c" + std::to_string(c) + ".json"; }
@@ -505,11 +530,22 @@ std::vector<std::vector<Job>> make_schedule(const ValidationPlan& p) {
       jobs.push_back({"kernels", n, "", false,
                       "measure kernels --plan measure-plan.yaml --backend " + p.backend + " --json " + kernels_file(r), kernels_file(r)});
       if (n > 1) {
+        // the runtime's own memory at one rank per node (the kernels above
+        // give it at n): one shape, only its runtime memory is used
+        jobs.push_back({"runtime memory, 1 rank", 1, "", false,
+                        "measure kernels --plan measure-plan.yaml --max-shapes 1 --backend " + p.backend + " --json " + runtime_file(r),
+                        runtime_file(r)});
         for (const auto& t : p.measure.transports) {
           jobs.push_back({"all-reduce sweep " + transport_tag(t), n, t, false,
                           "measure allreduce " + p.measure.allreduce + " --backend " + (p.backend == "cuda" ? "nccl" : "mpi") +
                               " --json " + allreduce_file(t, r),
                           allreduce_file(t, r)});
+          // DDP broadcasts the module's buffers every iteration: its own sweep
+          if (!p.measure.broadcast.empty())
+            jobs.push_back({"broadcast sweep " + transport_tag(t), n, t, false,
+                            "measure broadcast " + p.measure.broadcast + " --backend " + (p.backend == "cuda" ? "nccl" : "mpi") +
+                                " --json " + broadcast_file(t, r),
+                            broadcast_file(t, r)});
         }
         if (!p.measure.interference_bytes.empty() && p.backend == "cpu")
           jobs.push_back({"interference", n, "", false,
@@ -575,15 +611,13 @@ std::string shell_quote(const std::string& s) {
 std::string launch_local(const Job& j) {
   if (j.ranks <= 1 && j.transport.empty()) return "";
   std::string s = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np " + std::to_string(j.ranks) + " --oversubscribe";
-  if (j.transport == "tcp") s += " --mca btl self,tcp";
-  if (j.transport == "shm") s += " --mca btl self,vader";
+  for (const auto& [key, value] : transport_mca(j.transport)) s += " --mca " + key + " " + value;
   return s + " ";
 }
 
 std::string launch_srun(const Job& j, int per_node, bool gpus) {
   std::string env;
-  if (j.transport == "tcp") env = "OMPI_MCA_btl=self,tcp ";
-  if (j.transport == "shm") env = "OMPI_MCA_btl=self,vader ";
+  for (const auto& [key, value] : transport_mca(j.transport)) env += "OMPI_MCA_" + key + "=" + value + " ";
   const int nodes = (j.ranks + per_node - 1) / per_node;
   return env + "srun --nodes=" + std::to_string(nodes) + " --ntasks=" + std::to_string(j.ranks) +
          " --ntasks-per-node=" + std::to_string(std::min(j.ranks, per_node)) + (gpus ? " --gpus-per-task=1" : "") + " ";
@@ -769,8 +803,12 @@ void fit_measured(const ValidationPlan& p, const std::string& dir, const std::st
                       " --out " + calibration_out(t) + " --kernels";
     for (int r = 0; r < p.rounds; ++r) cmd += " " + kernels_file(r);
     if (p.measure.ranks > 1) {
+      cmd += " --runtime-memory";
+      for (int r = 0; r < p.rounds; ++r) cmd += " " + runtime_file(r);
       cmd += " --collectives";
       for (int r = 0; r < p.rounds; ++r) cmd += " " + allreduce_file(t, r);
+      if (!p.measure.broadcast.empty())
+        for (int r = 0; r < p.rounds; ++r) cmd += " " + broadcast_file(t, r);
       if (!p.measure.interference_bytes.empty() && p.backend == "cpu") {
         cmd += " --interference";
         for (int r = 0; r < p.rounds; ++r) cmd += " " + interference_file(r);

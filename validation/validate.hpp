@@ -21,7 +21,7 @@ struct ValidationCase {
   int grid_size = 5;
   std::int64_t batch = 256;
   double bucket_cap_bytes = 25.0 * 1048576;
-  std::string transport;        // "" (the launcher's default) or an MPI transport: shm, tcp
+  std::string transport;        // "" (the launcher's default) or an MPI transport: shm, tcp, tcp-slow (validate.cpp: transport_mca)
   bool oversubscribed = false;  // more ranks than cores: reported apart
   std::string label() const;
 };
@@ -33,6 +33,7 @@ struct MeasureSpec {
   int ranks = 1;                   // ranks that time at once (the concurrency)
   std::string kernels_plan;        // configs/measure/*.yaml
   std::string allreduce = "-b 8 -e 64M -f 2 -n 20 -w 5";  // nccl-tests' letters (ranks > 1 only)
+  std::string broadcast;           // the same for a broadcast sweep ("" : not measured)
   std::string interference_bytes;  // "" : not measured
   std::vector<std::string> transports;  // one all-reduce sweep per transport ("" : the default)
 };
