@@ -113,7 +113,7 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
       ("name", po::value(&name), "calibration name (default: from the output file)")
       ("out", po::value(&out)->value_name("FILE"), "calibration YAML to write (configs/calibrations/)");
   po::variables_map vm;
-  if (!parse_args(args, desc, "usage: kanscale fit --kernels K.json [--collectives A.json ...] [--interference I.json] --out K.yaml", vm))
+  if (!parse_args(args, desc, "usage: kanscale fit --kernels K.json [--collectives A.json ...] [--interference I.json] [--runtime-memory K1.json ...] --out K.yaml", vm))
     return 0;
   if (out.empty()) throw InputError("missing required option --out");
   if (kernels.empty() && collectives.empty() && nccl_logs.empty())
@@ -295,14 +295,19 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
       if (op == "broadcast") {
         const int n = j["metadata"].value("ranks", 1);
         if (n < 2) throw InputError(path + ": measured on one rank: no communication to fit");
+        if (j["metadata"].value("backend", std::string("mpi")) != "mpi")
+          throw InputError(path + ": a " + j["metadata"].value("backend", std::string("?")) +
+                           " broadcast sweep: only MPI broadcasts are fitted (the NCCL model derives its broadcast from the ring)");
         from << (from.tellp() > 0 ? "; " : "") << path << " (broadcast, " << n << " ranks)";
         const double st = std::ceil(std::log2(static_cast<double>(n)));
         std::size_t i = 0;
         for (const auto& p : j["points"]) {
           const double bytes = field<double>(p, "size_bytes", path, i);
-          if (p["in_place"]["wrong"].get<long long>() != 0) throw InputError(path + ": point " + std::to_string(i) + " has wrong results");
+          if (!p.contains("in_place")) throw InputError(path + ": point " + std::to_string(i) + " lacks 'in_place'");
+          if (field<long long>(p["in_place"], "wrong", path, i) != 0)
+            throw InputError(path + ": point " + std::to_string(i) + " has wrong results");
           bx.push_back({st, st * bytes});
-          by.push_back(p["in_place"]["time_us"].get<double>() * 1e-6);  // in place: as the trainer broadcasts its buffers
+          by.push_back(field<double>(p["in_place"], "time_us", path, i) * 1e-6);  // in place: as the trainer broadcasts its buffers
           bk.push_back(bytes);
           ++i;
         }
@@ -450,6 +455,12 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
     }
     per_peer = std::max(0.0, (n * sxy - sx * sy) / (n * sxx - sx * sx));
     runtime_one = (sy - per_peer * sx) / n;
+    if (runtime_one < 0) {  // a line through the origin instead
+      runtime_one = 0;
+      per_peer = sxx > 0 ? std::max(0.0, sxy / sxx) : 0.0;
+    }
+  } else if (!runtime_files.empty()) {
+    report << "memory: the --runtime-memory files were measured at the same ranks per node as the kernels: no per-rank term\n";
   }
   // ---- memory: peak = fixed + per_parameter x P + activation_factor x A
   if (runtime_bytes >= 0 || per_peer >= 0 || !mem_y.empty()) {

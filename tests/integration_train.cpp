@@ -538,7 +538,7 @@ TEST_CASE("validation in the suite: the small plan passes its noise-derived boun
   // ranks, calibrated from microbenchmarks measured in the same rounds; the
   // bound is max(25%, 3 x the mean noise floor this run measures). The
   // negative control predicts the same live runs (--collect) from the same
-  // calibration with every all-reduce bandwidth divided by 4: communication
+  // calibration with every all-reduce (and broadcast) bandwidth divided by 4: communication
   // is ~a third of the 2-rank iteration, so that prediction is ~+100% off.
   Dir d;
   std::string err;
@@ -622,6 +622,12 @@ TEST_CASE("fit: a broadcast sweep gives the binomial tree's latency and bandwidt
   const auto bw = y.find("bandwidth: \"", at);
   REQUIRE(bw != std::string::npos);
   CHECK(std::stod(y.substr(bw + 12)) == doctest::Approx(2.0).epsilon(1e-3));  // GB/s
+  // and the calibration loads with them
+  const ks::Cluster cl = ks::load_cluster(kSrc + "/configs/clusters/local-cpu.yaml");
+  const ks::Calibration k = ks::load_calibration(d / "k.yaml", cl, ks::Precision::fp32);
+  REQUIRE(k.mpi_broadcast.has_value());
+  CHECK(k.mpi_broadcast->latency_s == doctest::Approx(5e-6).epsilon(1e-3));
+  CHECK(*k.mpi_broadcast->bandwidth_Bps == doctest::Approx(2e9).epsilon(1e-3));
   // a point with wrong results is refused
   j["points"][3]["in_place"]["wrong"] = 1;
   std::ofstream(d / "w.json") << j.dump();
@@ -653,6 +659,9 @@ TEST_CASE("fit: the runtime's memory per other rank of the node, from runs at 1,
   REQUIRE(peer != std::string::npos);
   CHECK(std::stod(y.substr(one + 10)) == doctest::Approx(7 * 1048576.0).epsilon(1e-4));
   CHECK(std::stod(y.substr(peer + 25)) == doctest::Approx(7 * 1048576.0).epsilon(1e-4));
+  const ks::Calibration k = ks::load_calibration(d / "k.yaml", ks::load_cluster(kSrc + "/configs/clusters/local-cpu.yaml"), ks::Precision::fp32);
+  CHECK(k.runtime_memory_bytes == doctest::Approx(7 * 1048576.0).epsilon(1e-4));
+  CHECK(k.runtime_memory_per_local_peer_bytes == doctest::Approx(7 * 1048576.0).epsilon(1e-4));
   // without the other counts: the measured runtime as it is, no per-peer term
   REQUIRE(sh(kExe + " fit --kernels " + (d / "k2.json") + " --out " + (d / "k0.yaml"), &err, &d) == 0);
   const std::string y0 = slurp(d / "k0.yaml");

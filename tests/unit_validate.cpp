@@ -53,6 +53,29 @@ TEST_CASE("errors and their summary, by hand") {
   CHECK(s[0].max_abs_pct == doctest::Approx(10.0));
 }
 
+TEST_CASE("speedups: every bucket cap of a 2-rank case is measured against the one one-rank run of its model and batch") {
+  // one rank ran once (cap 1 MiB): 100 samples/s live, 110 predicted; two
+  // ranks at caps 1 MiB and 16 KiB: 180 and 150 live, 200 and 190 predicted
+  auto with = [](int ranks, double cap, double live, double pred) {
+    CaseResult r = hand(ranks, 1, {1});
+    r.c.bucket_cap_bytes = cap;
+    r.live.samples_per_s = live;
+    r.predicted.samples_per_s = pred;
+    return r;
+  };
+  std::vector<CaseResult> rs = {with(1, 1048576, 100, 110), with(2, 1048576, 180, 200), with(2, 16384, 150, 190)};
+  attach_speedups(rs);
+  CHECK(rs[0].speedup_live == 0);  // the baseline itself
+  CHECK(rs[1].speedup_live == doctest::Approx(1.8));
+  CHECK(rs[1].speedup_predicted == doctest::Approx(200.0 / 110));
+  CHECK(rs[2].speedup_live == doctest::Approx(1.5));
+  CHECK(rs[2].speedup_predicted == doctest::Approx(190.0 / 110));
+  // another batch has no baseline: no speedup
+  rs[2].c.batch = 7;
+  attach_speedups(rs);
+  CHECK(rs[2].speedup_live == 0);
+}
+
 TEST_CASE("the bound: the mean, each case, and each case's noise floor") {
   ValidationPlan p;
   p.bound_mean_pct = 5;
@@ -97,11 +120,19 @@ TEST_CASE("plans with a missing file, an unknown backend or zero ranks fail befo
   REQUIRE(pm.cases.size() == 1 + 2 * 3);
   CHECK(pm.cases[0].ranks == 1);
   CHECK(pm.cases[0].transport.empty());
+  CHECK(pm.cases[0].bucket_cap_bytes == 1048576);  // the first cap
   CHECK(pm.cases.back().transport == "tcp-slow");
   CHECK(pm.cases.back().bucket_cap_bytes == 16384);
   std::string bad_t = good;
   bad_t.replace(bad_t.find("bucket_caps: [\"1MiB\"]"), 21, "bucket_caps: [\"1MiB\"]\n  transports: [infiniband]");
   CHECK_THROWS_WITH_AS(load_validation_plan(write("t.yaml", bad_t)), doctest::Contains("expected shm, tcp or tcp-slow, got \"infiniband\""),
+                       InputError);
+  // a broadcast sweep needs two ranks or more, and options
+  const std::string meas = std::string("name: t\ncluster: ") + KANSCALE_SOURCE_DIR "/configs/clusters/local-cpu.yaml\n" +
+                           "calibration:\n  measure:\n    ranks: 1\n    kernels: " + KANSCALE_SOURCE_DIR "/configs/measure/cpu-ci.yaml\n" +
+                           "    broadcast: \"-b 8\"\ncases:\n  ranks: [1]\n  widths: [[4, 8, 1]]\n  grid_sizes: [5]\n" +
+                           "  batch_per_gpu: [16]\n  bucket_caps: [\"1MiB\"]\n";
+  CHECK_THROWS_WITH_AS(load_validation_plan(write("bc.yaml", meas)), doctest::Contains("key 'calibration.measure.broadcast': a broadcast sweep needs ranks of 2"),
                        InputError);
   std::string zero = good;
   zero.replace(zero.find("ranks: [1, 2]"), 13, "ranks: [0, 2]");

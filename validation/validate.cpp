@@ -106,7 +106,12 @@ ValidationPlan load_validation_plan(const std::string& path) {
     p.measure.kernels_plan = ms.string("kernels");
     must_exist(ms, "kernels", p.measure.kernels_plan);
     p.measure.allreduce = ms.string_opt("allreduce").value_or(p.measure.allreduce);
-    p.measure.broadcast = ms.string_opt("broadcast").value_or("");
+    if (ms.has("broadcast")) {
+      p.measure.broadcast = ms.string("broadcast");
+      if (p.measure.broadcast.find_first_not_of(" \t") == std::string::npos)
+        ms.fail("broadcast", "expected sweep options such as \"-b 8 -e 1M -f 2 -n 50 -w 10\"");
+      if (p.measure.ranks < 2) ms.fail("broadcast", "a broadcast sweep needs ranks of 2 or more");
+    }
     p.measure.interference_bytes = ms.string_opt("interference").value_or("");
     if (!p.measure.interference_bytes.empty()) {
       try {
@@ -607,9 +612,9 @@ std::string shell_quote(const std::string& s) {
 }
 
 // How a job's ranks start here (mpirun, as root in CI, oversubscribed when
-// asked) or in an emitted script.
+// asked) or in an emitted script. One rank starts under mpirun too, as under
+// srun, so that every job has MPI started (its memory is the runtime's).
 std::string launch_local(const Job& j) {
-  if (j.ranks <= 1 && j.transport.empty()) return "";
   std::string s = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np " + std::to_string(j.ranks) + " --oversubscribe";
   for (const auto& [key, value] : transport_mca(j.transport)) s += " --mca " + key + " " + value;
   return s + " ";
@@ -833,6 +838,18 @@ std::string calibration_label(const ValidationPlan& p, const std::string& dir, c
 int collect_validation(const ValidationPlan& plan, const std::string& dir, const std::string& out_dir, const std::string& exe,
                        const std::string& cmdline) {
   const Cluster cluster = load_cluster(plan.cluster_file);
+  {  // every job of the schedule must have left its file
+    std::vector<std::string> missing;
+    for (const auto& round : make_schedule(plan))
+      for (const auto& j : round)
+        if (!std::ifstream(dir + "/" + j.output)) missing.push_back(j.output);
+    if (!missing.empty()) {
+      std::string list;
+      for (std::size_t i = 0; i < missing.size() && i < 5; ++i) list += (i ? ", " : "") + missing[i];
+      throw InputError(dir + ": " + std::to_string(missing.size()) + " job output(s) missing (" + list +
+                       (missing.size() > 5 ? ", ..." : "") + "): did every job of the schedule run?");
+    }
+  }
   if (plan.measure.enabled) fit_measured(plan, dir, exe);
   std::vector<CaseResult> results(plan.cases.size());
   const std::size_t shown = timeline_case(plan);
