@@ -1,6 +1,8 @@
 // validate's comparison statistics on hand-made cases, and plan errors.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <fstream>
 
 #include "model/yaml_reader.hpp"
@@ -138,4 +140,34 @@ TEST_CASE("plans with a missing file, an unknown backend or zero ranks fail befo
   zero.replace(zero.find("ranks: [1, 2]"), 13, "ranks: [0, 2]");
   CHECK_THROWS_WITH_AS(load_validation_plan(write("z.yaml", zero)), doctest::Contains("key 'cases.ranks[0]': must be at least 1"), InputError);
   std::system(("rm -rf " + dir).c_str());
+}
+
+TEST_CASE("the shipped plans load, with the case counts their comments state") {
+  // paths in the plans are relative to the repository root
+  char cwd[4096];
+  REQUIRE(getcwd(cwd, sizeof cwd) != nullptr);
+  REQUIRE(chdir(KANSCALE_SOURCE_DIR) == 0);
+  auto judged = [](const ValidationPlan& p) {
+    int n = 0;
+    for (const auto& c : p.cases) n += !c.oversubscribed;
+    return n;
+  };
+  // local-cpu: one rank 3 widths x 2 grids x 2 batches = 12; two ranks 12 x 3 caps
+  // x 3 transports = 108; four ranks (oversubscribed, shm only) 12 x 3 caps = 36
+  const ValidationPlan local = load_validation_plan("validation/plans/local-cpu.yaml");
+  CHECK(local.cases.size() == 12 + 108 + 36);
+  CHECK(judged(local) == 120);
+  CHECK(local.measure.transports == std::vector<std::string>{"shm", "tcp", "tcp-slow"});
+  CHECK(!local.measure.broadcast.empty());
+  // finisterrae3: one rank 3 x 2 = 6; 2, 4, 8 ranks x 6 x 2 caps = 36; and the published figures
+  const ValidationPlan ft3 = load_validation_plan("validation/plans/finisterrae3.yaml");
+  CHECK(ft3.cases.size() == 6 + 36);
+  CHECK(ft3.published.enabled);
+  // single-gpu: one rank, 3 widths x 2 grids x 2 batches, CUDA
+  const ValidationPlan gpu = load_validation_plan("validation/plans/single-gpu.yaml");
+  CHECK(gpu.cases.size() == 12);
+  CHECK(gpu.backend == "cuda");
+  const ValidationPlan ci = load_validation_plan("validation/plans/ci-small.yaml");
+  CHECK(ci.cases.size() == 2);
+  REQUIRE(chdir(cwd) == 0);
 }

@@ -943,7 +943,7 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
      << "Errors are (predicted - measured) / measured; communication errors are stated as a share of the measured iteration. "
      << "The noise floor of a case is the robust standard deviation (1.4826 x the median absolute deviation) of its rounds' "
         "median iteration times, over their median. "
-     << "Speedups are throughputs over the same case on one rank. Peak memory: the largest rank's resident set (CPU) or device "
+     << "Speedups are throughputs over the same model and batch on one rank. Peak memory: the largest rank's resident set (CPU) or device "
      << "allocations (CUDA) against the calibrated memory model. Oversubscribed cases (more ranks than cores) are shown but not "
      << "judged.\n\n"
      << "## Summary\n\n" << sum.str() << "\nCommunication-heavy cases (measured communication at least 30% of the iteration): "
