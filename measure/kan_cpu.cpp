@@ -296,15 +296,15 @@ void layer_forward_cpu(const KanLayer& L, const float* x, int B, float* y, Layer
   Y.noalias() += MapC(w.bmat.data(), B, static_cast<Eigen::Index>(IC)) * MapC(w.wt.data(), static_cast<Eigen::Index>(IC), out);
 }
 
-void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* dy, LayerWork& w, float* d_base,
-                        float* d_spline, float* d_scaler, float* dx) {
+void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* dy, const LayerWork& w, BackwardScratch& sc,
+                        float* d_base, float* d_spline, float* d_scaler, float* dx) {
   const int in = L.in, out = L.out, C = L.C(), k1 = L.k + 1;
   const auto IC = static_cast<Eigen::Index>(in) * C;
   // base weight: dWb = dy^T silu(x)
   Map(d_base, out, in).noalias() = MapC(dy, B, out).transpose() * MapC(w.act.data(), B, in);
   // gt[i][c][:] = sum_s b[s,i,c] dy[s,:]
-  w.gt.resize(static_cast<std::size_t>(IC) * out);
-  Map(w.gt.data(), IC, out).noalias() = MapC(w.bmat.data(), B, IC).transpose() * MapC(dy, B, out);
+  sc.gt.resize(static_cast<std::size_t>(IC) * out);
+  Map(sc.gt.data(), IC, out).noalias() = MapC(w.bmat.data(), B, IC).transpose() * MapC(dy, B, out);
   // spline weight and scaler
 #pragma omp parallel for schedule(static)
   for (int o = 0; o < out; ++o)
@@ -312,7 +312,7 @@ void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* d
       const std::size_t oi = static_cast<std::size_t>(o) * in + i;
       float acc = 0;
       for (int c = 0; c < C; ++c) {
-        const float g = w.gt[(static_cast<std::size_t>(i) * C + c) * out + o];
+        const float g = sc.gt[(static_cast<std::size_t>(i) * C + c) * out + o];
         d_spline[oi * C + c] = L.spline_scaler[oi] * g;
         acc += L.spline_weight[oi * C + c] * g;
       }
@@ -320,16 +320,16 @@ void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* d
     }
   if (!dx) return;
   // input: silu'(x) (dy Wb) + sum over the k+1 local bases of b'(x) (dy wt^T)[s, i*C+c]
-  w.tmp.resize(static_cast<std::size_t>(B) * in);
-  Map(w.tmp.data(), B, in).noalias() = MapC(dy, B, out) * MapC(L.base_weight.data(), out, in);
-  w.dsp.resize(static_cast<std::size_t>(B) * IC);
-  Map(w.dsp.data(), B, IC).noalias() = MapC(dy, B, out) * MapC(w.wt.data(), IC, out).transpose();
+  sc.tmp.resize(static_cast<std::size_t>(B) * in);
+  Map(sc.tmp.data(), B, in).noalias() = MapC(dy, B, out) * MapC(L.base_weight.data(), out, in);
+  sc.dsp.resize(static_cast<std::size_t>(B) * IC);
+  Map(sc.dsp.data(), B, IC).noalias() = MapC(dy, B, out) * MapC(w.wt.data(), IC, out).transpose();
 #pragma omp parallel for schedule(static)
-  for (int s = 0; s < B; ++s) {
-    const float* ds = &w.dsp[static_cast<std::size_t>(s) * IC];
+  for (int smp = 0; smp < B; ++smp) {
+    const float* ds = &sc.dsp[static_cast<std::size_t>(smp) * IC];
     for (int i = 0; i < in; ++i) {
-      const std::size_t si = static_cast<std::size_t>(s) * in + i;
-      float v = dsilu_f(x[si]) * w.tmp[si];
+      const std::size_t si = static_cast<std::size_t>(smp) * in + i;
+      float v = dsilu_f(x[si]) * sc.tmp[si];
       const int f = w.first[si];
       if (f != INT_MIN) {
         for (int r = 0; r < k1; ++r) {
@@ -403,7 +403,7 @@ void KanCpuNet::backward(const std::function<void(int)>& ready, const std::funct
   for (std::size_t l = ls.size(); l-- > 0;) {
     const bool need_dx = l > 0;
     dx_.resize(need_dx ? static_cast<std::size_t>(B_) * ls[l].in : 0);
-    layer_backward_cpu(ls[l], acts_[l].data(), B_, dy_.data(), work_[l], grads_[3 * l].data(), grads_[3 * l + 1].data(),
+    layer_backward_cpu(ls[l], acts_[l].data(), B_, dy_.data(), work_[l], scratch_, grads_[3 * l].data(), grads_[3 * l + 1].data(),
                        grads_[3 * l + 2].data(), need_dx ? dx_.data() : nullptr);
     // efficient-kan's order inside a layer: spline_weight, spline_scaler, base_weight
     ready(static_cast<int>(3 * l + 1));

@@ -25,6 +25,16 @@ struct OpCount {
 };
 
 // What forward keeps for backward.
+// Backward workspace: needed only inside one layer's backward, so a net's
+// layers share one (sized for the largest), as the memory model assumes.
+struct BackwardScratch {
+  std::vector<float> gt;   // [in][C][out]
+  std::vector<float> tmp;  // [B*in]
+  std::vector<float> dsp;  // [B][in*C]
+  std::size_t floats() const { return gt.size() + tmp.size() + dsp.size(); }
+};
+
+// What a layer's forward keeps for its backward.
 struct LayerWork {
   int B = 0;
   std::vector<int> first;     // [B*in] index of the first non-zero basis (may be < 0); INT_MIN: none
@@ -32,9 +42,6 @@ struct LayerWork {
   std::vector<float> dval;    // [B*in][k+1] derivatives of the local bases
   std::vector<float> act;     // [B*in] silu(x)
   std::vector<float> wt;      // [in][C][out] spline_scaler * spline_weight, transposed
-  std::vector<float> gt;      // [in][C][out] backward workspace
-  std::vector<float> tmp;     // [B*in] backward workspace
-  std::vector<float> dsp;     // [B][in*C] backward workspace
 };
 
 // Bases at x from the knots t (G+2k+1 of them): writes the index of the
@@ -44,8 +51,8 @@ bool local_basis(const float* t, int G, int k, float x, int* first, float* b, fl
 
 void layer_forward_cpu(const KanLayer& L, const float* x, int B, float* y, LayerWork& w);
 // Gradients are written (not accumulated). dx may be null (first layer).
-void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* dy, LayerWork& w, float* d_base,
-                        float* d_spline, float* d_scaler, float* dx);
+void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* dy, const LayerWork& w, BackwardScratch& s,
+                        float* d_base, float* d_spline, float* d_scaler, float* dx);
 
 OpCount layer_forward_count(const KanLayer& L, int B);
 OpCount layer_backward_count(const KanLayer& L, int B, bool need_dx);
@@ -72,6 +79,7 @@ class KanCpuNet {
   int B_ = 0;
   std::vector<std::vector<float>> acts_;  // acts_[0] = X
   std::vector<LayerWork> work_;
+  BackwardScratch scratch_;  // shared by the layers' backward passes
   std::vector<float> dy_, dx_;
   std::vector<float> target_;
   std::vector<std::vector<float>> grads_;

@@ -226,6 +226,7 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
     for (auto& v : dy) v = u(gen);
     for (auto& v : t) v = u(gen);
     LayerWork w;
+    BackwardScratch scratch;
     std::vector<float> db(L.base_weight.size()), ds(L.spline_weight.size()), dsc(L.spline_scaler.size());
     const auto fw = kanscale_layer_forward(s.in, s.out, s.G, s.k, s.batch);
     const Timing tf = time_op(comm, [&] { layer_forward_cpu(L, x.data(), B, y.data(), w); }, plan.warmup, plan.repeats);
@@ -234,10 +235,13 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
     for (bool need_dx : {true, false}) {
       const auto bw = kanscale_layer_backward(s.in, s.out, s.G, s.k, s.batch, need_dx);
       const Timing tb = time_op(
-          comm, [&] { layer_backward_cpu(L, x.data(), B, dy.data(), w, db.data(), ds.data(), dsc.data(), need_dx ? dx.data() : nullptr); },
+          comm,
+          [&] {
+            layer_backward_cpu(L, x.data(), B, dy.data(), w, scratch, db.data(), ds.data(), dsc.data(), need_dx ? dx.data() : nullptr);
+          },
           plan.warmup, plan.repeats);
       add_row("kan_backward", need_dx ? "with input gradient" : "without input gradient", bw.flops, bw.bytes, tb,
-          ws + 4.0 * static_cast<double>(w.gt.size() + w.dsp.size() + w.tmp.size()));
+          ws + 4.0 * static_cast<double>(scratch.floats()));
     }
     // loss
     {

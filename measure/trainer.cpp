@@ -558,6 +558,11 @@ int run_train(const TrainOptions& o, Comm& comm) {
     // Without --json/--csv only a recent window feeds the summary: a long run
     // must not grow without bound.
     if (o.json.empty() && o.csv.empty() && records.size() > 20000) records.erase(records.begin(), records.begin() + 10000);
+    if (first_iteration) {
+      // DDP rebuilds its buckets after the first iteration and frees the
+      // first ones: only one set of bucket buffers is held from then on
+      std::vector<BucketRun>().swap(first_runs);
+    }
     first_iteration = false;
     if (!o.quiet && rank == 0 && (step % 50 == 0 || step + 1 == total_steps))
       std::cerr << "step " << step << "/" << total_steps << " loss " << last_loss << "\n";

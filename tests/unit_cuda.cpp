@@ -51,13 +51,14 @@ TEST_CASE("CUDA forward and backward equal the CPU path (odd widths, inputs outs
     for (auto& v : x) v = 1.6f * u(gen);
     for (auto& v : dy) v = u(gen);
     LayerWork w;
+    BackwardScratch scratch;
     std::vector<float> y(dy.size()), yc(dy.size());
     layer_forward_cpu(L, x.data(), s.B, y.data(), w);
     layer_forward_cuda(L, x.data(), s.B, yc.data());
     CHECK(rel(yc, y) < 1e-4);
     std::vector<float> db(L.base_weight.size()), ds(L.spline_weight.size()), dsc(L.spline_scaler.size()), dx(x.size());
     std::vector<float> cdb(db.size()), cds(ds.size()), cdsc(dsc.size()), cdx(dx.size());
-    layer_backward_cpu(L, x.data(), s.B, dy.data(), w, db.data(), ds.data(), dsc.data(), dx.data());
+    layer_backward_cpu(L, x.data(), s.B, dy.data(), w, scratch, db.data(), ds.data(), dsc.data(), dx.data());
     layer_backward_cuda(L, x.data(), s.B, dy.data(), cdb.data(), cds.data(), cdsc.data(), cdx.data());
     CHECK(rel(cdb, db) < 1e-4);
     CHECK(rel(cds, ds) < 1e-4);

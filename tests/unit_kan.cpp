@@ -179,10 +179,11 @@ TEST_CASE("fast CPU path against the fp64 reference on random shapes (odd widths
     ref::LayerGrad g;
     ref::layer_backward(L, xd, s.B, dyd, g, true);
     LayerWork w;
+    BackwardScratch scratch;
     std::vector<float> y(static_cast<std::size_t>(s.B) * s.out);
     layer_forward_cpu(L, x.data(), s.B, y.data(), w);
     std::vector<float> db(L.base_weight.size()), ds(L.spline_weight.size()), dsc(L.spline_scaler.size()), dx(x.size());
-    layer_backward_cpu(L, x.data(), s.B, dy.data(), w, db.data(), ds.data(), dsc.data(), dx.data());
+    layer_backward_cpu(L, x.data(), s.B, dy.data(), w, scratch, db.data(), ds.data(), dsc.data(), dx.data());
     // fp32 sums of up to B*C terms: relative error ~1e-6; 1e-5 (1e-4 for dx,
     // which adds two such sums) leaves room.
     CHECK(max_rel_err(y, yref) < 1e-5);
