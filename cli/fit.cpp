@@ -198,20 +198,27 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
     const double cv = cvs[cvs.size() / 2];
     jitter_sigma = std::sqrt(std::log(1 + cv * cv));  // lognormal sigma with that CV
   }
-  double interf = 0;
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  };
+  double interf = 0, inflight = -1;
   if (!interference.empty()) {
     // the simulator slows compute only while a collective is in flight:
-    // use the compute lost per second of collective (median over files)
-    std::vector<double> v;
+    // use the compute lost per second of collective (median over files);
+    // and the library's memory per byte in flight, where recorded
+    std::vector<double> v, mem;
     for (const auto& path : interference) {
       const auto j = read_json(path, "a kanscale bench interference file");
       if (!j.contains("interference_per_collective_second_mean"))
         throw InputError(path + ": lacks 'interference_per_collective_second_mean' (measured by an older kanscale?)");
       v.push_back(std::max(0.0, j["interference_per_collective_second_mean"].get<double>()));
+      if (j.contains("inflight_memory_bytes_max") && j.value("allreduce_bytes", 0.0) > 0 && j.value("ranks", 1) > 1)
+        mem.push_back(std::max(0.0, j["inflight_memory_bytes_max"].get<double>()) / j["allreduce_bytes"].get<double>());
       from << (from.tellp() > 0 ? "; " : "") << path << " (interference)";
     }
-    std::sort(v.begin(), v.end());
-    interf = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    interf = median(v);
+    if (!mem.empty()) inflight = median(mem);
   }
   std::time_t now = std::time(nullptr);
   char date[32];
@@ -463,7 +470,7 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
     report << "memory: the --runtime-memory files were measured at the same ranks per node as the kernels: no per-rank term\n";
   }
   // ---- memory: peak = fixed + per_parameter x P + activation_factor x A
-  if (runtime_bytes >= 0 || per_peer >= 0 || !mem_y.empty()) {
+  if (runtime_bytes >= 0 || per_peer >= 0 || inflight >= 0 || !mem_y.empty()) {
     yaml << "memory:\n";
     if (per_peer >= 0) {
       std::ostringstream at;
@@ -476,6 +483,11 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
     } else if (runtime_bytes >= 0) {
       yaml << "  runtime: " << num(runtime_bytes, "B") << "   # measured: " << runtime_what << " (largest rank)\n";
       report << "memory: runtime " << format_bytes(runtime_bytes) << " (" << runtime_what << ")\n";
+    }
+    if (inflight >= 0) {
+      yaml << "  collective_in_flight: " << inflight
+           << "   # the library's memory per byte of a non-blocking all-reduce in flight (bench interference, largest rank)\n";
+      report << "memory: a non-blocking all-reduce in flight holds " << inflight << " x its bytes (median over the interference files)\n";
     }
     if (mem_y.size() >= 4) {
       const LinearFit f = fit_relative_nonneg({"fixed_bytes", "bytes_per_parameter", "activation_factor"}, mem_x, mem_y,

@@ -130,6 +130,7 @@ int bench_interference(const std::vector<std::string>& args, const std::string& 
   const double worst = comm->allreduce_max(r.interference());
   const double mean = comm->allreduce_sum(r.interference()) / comm->size();
   const double window_mean = comm->allreduce_sum(r.interference_per_collective_second()) / comm->size();
+  const double inflight = comm->allreduce_max(r.inflight_bytes);
   if (comm->rank() != 0) return 0;
   std::cout << "kanscale bench interference: " << w.name << " forward+backward (batch " << w.batch_per_gpu << ") on "
             << comm->size() << " rank(s) (" << comm->backend() << "), " << threads << " thread(s) each; all-reduce of "
@@ -140,13 +141,16 @@ int bench_interference(const std::vector<std::string>& args, const std::string& 
             << "  interference (slowdown while communicating): rank 0 " << std::fixed << std::setprecision(3)
             << r.interference() << ", mean over ranks " << mean << ", worst " << worst << "\n"
             << "  the all-reduce alone takes " << format_time(r.allreduce_alone_s) << ": compute lost per second of collective in flight "
-            << window_mean << " (the simulator's interference)\n";
+            << window_mean << " (the simulator's interference)\n"
+            << "  memory while the all-reduce is in flight: +" << format_bytes(inflight) << " (largest rank), "
+            << std::setprecision(2) << inflight / nbytes << " x the message\n";
   if (comm->size() == 1) std::cout << "  (one rank: the all-reduce is a no-op; run under mpirun for a measurement)\n";
   if (!json.empty()) {
     nlohmann::json j = {{"command_line", cmdline}, {"ranks", comm->size()}, {"threads_per_rank", threads},
                         {"allreduce_bytes", nbytes}, {"alone_s", r.alone_s}, {"with_communication_s", r.with_comm_s},
                         {"interference_rank0", r.interference()}, {"interference_mean", mean}, {"interference_max", worst},
                         {"allreduce_alone_s", r.allreduce_alone_s}, {"interference_per_collective_second_mean", window_mean},
+                        {"inflight_memory_bytes_max", inflight},
                         };
     write_files_atomic({{json, j.dump(2) + "\n"}});
   }

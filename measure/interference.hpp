@@ -19,6 +19,10 @@ struct InterferenceResult {
   double alone_iqr_s = 0, with_comm_iqr_s = 0;
   std::int64_t allreduces = 0;  // rounds whose all-reduce finished within the compute
   double allreduce_alone_s = 0;  // median time of the same all-reduce with no compute
+  // Growth of the peak resident set over the first of those all-reduces:
+  // the MPI library's own copy of a message in flight (non-blocking
+  // collectives).
+  double inflight_bytes = 0;
   // Slowdown of the whole round: with / alone - 1.
   double interference() const { return alone_s > 0 ? with_comm_s / alone_s - 1.0 : 0.0; }
   // In the simulator's terms: compute lost per second the collective is in

@@ -299,6 +299,7 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
     k.runtime_memory_bytes = mem->quantity_opt("runtime", Quantity::size, Bound::non_negative).value_or(k.runtime_memory_bytes);
     k.runtime_memory_per_local_peer_bytes =
         mem->quantity_opt("runtime_per_local_peer", Quantity::size, Bound::non_negative).value_or(0.0);
+    k.memory_collective_in_flight = mem->number_opt("collective_in_flight", Bound::non_negative).value_or(0.0);
     // fitted terms (kanscale fit): peak = runtime + fixed + per_parameter x P
     //                                      + activation_factor x (activations + transients + batch)
     k.memory_fixed_bytes = mem->quantity_opt("fixed", Quantity::size, Bound::non_negative).value_or(0.0);

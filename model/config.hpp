@@ -165,6 +165,9 @@ struct Calibration {
   double runtime_memory_bytes = 0;  // one rank per node
   // added per other rank on the node (fitted from runs at several ranks per node)
   double runtime_memory_per_local_peer_bytes = 0;
+  // the communication library's memory per byte all-reduced while a
+  // non-blocking all-reduce is in flight (kanscale bench interference)
+  double memory_collective_in_flight = 0;
   // Fitted memory terms (kanscale fit); unset: the memory model's own
   // accounting (4 bytes per parameter per copy, factor 1 on activations).
   double memory_fixed_bytes = 0;

@@ -49,7 +49,7 @@ void finish_terms(MemoryEstimate& m, const KanShape& s, std::int64_t batch, doub
   m.buffers_bytes = kan_buffer_bytes(s);
   m.runtime_bytes = runtime_bytes;
   m.peak_bytes = m.parameters_bytes + m.gradients_bytes + m.buckets_bytes + m.optimizer_bytes + m.activations_bytes +
-                 m.transient_bytes + m.batch_bytes + m.buffers_bytes + m.runtime_bytes;
+                 m.transient_bytes + m.batch_bytes + m.buffers_bytes + m.collective_bytes + m.runtime_bytes;
   m.capacity_bytes = capacity_bytes;
 }
 }  // namespace
@@ -102,7 +102,7 @@ MemoryEstimate calibrated_memory(MemoryEstimate m, const KanShape& s, const Cali
   }
   m.runtime_bytes += k.memory_fixed_bytes;
   m.peak_bytes = m.parameters_bytes + m.gradients_bytes + m.buckets_bytes + m.optimizer_bytes + m.activations_bytes +
-                 m.transient_bytes + m.batch_bytes + m.buffers_bytes + m.runtime_bytes;
+                 m.transient_bytes + m.batch_bytes + m.buffers_bytes + m.collective_bytes + m.runtime_bytes;
   return m;
 }
 

@@ -20,6 +20,7 @@ struct MemoryEstimate {
   double transient_bytes = 0;    // largest short-lived tensor(s) at the peak
   double batch_bytes = 0;        // inputs and targets
   double buffers_bytes = 0;      // grids
+  double collective_bytes = 0;   // the communication library's copies of the buckets in flight (ranks > 1)
   double runtime_bytes = 0;      // context, allocator, libraries
   double peak_bytes = 0;         // sum of the above
   double capacity_bytes = 0;

@@ -96,6 +96,7 @@ nlohmann::json point_json(const ScalingPoint& p) {
             {"transient_bytes", m.transient_bytes},
             {"batch_bytes", m.batch_bytes},
             {"buffers_bytes", m.buffers_bytes},
+            {"collective_bytes", m.collective_bytes},
             {"runtime_bytes", m.runtime_bytes},
             {"peak_bytes", m.peak_bytes},
             {"capacity_bytes", m.capacity_bytes},

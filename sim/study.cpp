@@ -190,6 +190,12 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
   pt.memory = w.implementation == Implementation::kanscale
                   ? calibrated_memory(kanscale_memory(shape, pt.batch_per_gpu, w.ddp, runtime, c.gpu.memory_bytes), shape, k)
                   : efficient_kan_memory(shape, pt.batch_per_gpu, w.ddp, runtime, c.gpu.memory_bytes);
+  if (gpus > 1 && k.memory_collective_in_flight > 0) {
+    // every bucket can be in flight at the end of backward: the library's
+    // copies of all the gradients
+    pt.memory.collective_bytes = k.memory_collective_in_flight * pt.memory.parameters_bytes;
+    pt.memory.peak_bytes += pt.memory.collective_bytes;
+  }
 
   // Bucket plans with timings: first iteration and the last steady one, on rank 0.
   auto rows = [&](const PlannedBuckets& pb, int iteration) {

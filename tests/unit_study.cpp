@@ -147,4 +147,11 @@ TEST_CASE("the runtime's memory grows per other rank of the node, not per rank e
   CHECK(r.points[1].memory.runtime_bytes == doctest::Approx(12e6));
   CHECK(r.points[2].memory.runtime_bytes == doctest::Approx(12e6));
   CHECK(r.points[1].memory.peak_bytes - r.points[0].memory.peak_bytes == doctest::Approx(5e6));
+  // with the library's copy of every bucket in flight (1.5 x the gradients):
+  // none on one rank; 1.5 x 4 B x the parameters on more
+  k.memory_collective_in_flight = 1.5;
+  const auto f = run_study(c, w, k, o);
+  CHECK(f.points[0].memory.collective_bytes == 0);
+  CHECK(f.points[1].memory.collective_bytes == doctest::Approx(1.5 * 4.0 * static_cast<double>(f.parameters)));
+  CHECK(f.points[1].memory.peak_bytes - r.points[1].memory.peak_bytes == doctest::Approx(f.points[1].memory.collective_bytes));
 }
