@@ -7,6 +7,14 @@ execute_process(COMMAND git rev-parse --short=12 HEAD
                 ERROR_QUIET)
 if(NOT hash)
   set(hash "unknown")
+else()
+  # "+dirty" when the source differs from that commit (documentation, data
+  # and reports aside): the build is then not exactly the commit's
+  execute_process(COMMAND git diff --quiet HEAD -- . ":(exclude)*.md" ":(exclude)validation/reports" ":(exclude)configs"
+                  WORKING_DIRECTORY ${SRC} RESULT_VARIABLE dirty ERROR_QUIET)
+  if(dirty EQUAL 1)
+    set(hash "${hash}+dirty")
+  endif()
 endif()
 set(text "// Generated at build time by cmake/git_hash.cmake.\nnamespace ks::build {\nextern const char* const git_hash;\nconst char* const git_hash = \"${hash}\";\n}  // namespace ks::build\n")
 if(EXISTS ${OUT})
