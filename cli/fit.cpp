@@ -2,6 +2,7 @@
 // and measure allreduce JSON), written as a calibration YAML with its
 // provenance and the quality of every fit.
 #include <boost/program_options.hpp>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -31,6 +32,8 @@ namespace ks::cli {
 namespace {
 
 nlohmann::json read_json(const std::string& path, const char* what) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) throw InputError(path + ": not a file; expected " + what);
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot open file");
   try {
@@ -93,6 +96,175 @@ void report_row(std::ostream& os, const std::string& name, const LinearFit& f, c
   os << "R2 " << std::fixed << std::setprecision(4) << f.r2 << std::defaultfloat;
   if (f.n_holdout > 0) os << "  held-out " << f.n_holdout << ": mean " << std::setprecision(3) << 100 * f.holdout_mean_abs_rel << "%, max " << 100 * f.holdout_max_abs_rel << "%";
   os << "  (n=" << f.n_fit << ")\n";
+}
+
+// Collectives, mpi family: alpha-beta per regime from all-reduce sweeps at
+// any rank counts, and the broadcast from broadcast sweeps.
+void fit_mpi_collectives(const std::vector<std::string>& collectives, std::ostream& from, std::ostream& coll,
+                         std::ostream& report) {
+  // Regimes: OpenMPI's switch at 10000 B (recursive doubling below, ring
+  // above), and the ring again above 4 MiB, where the buffers leave the
+  // caches (measured here: the time per byte grows there).
+  struct Regime {
+    const char* algo;
+    double below;
+    std::vector<std::vector<double>> x;
+    std::vector<double> y, k;
+    std::vector<int> n;
+    std::vector<std::vector<double>> lx;  // launch: [1, bytes]
+    std::vector<double> ly, lk;
+  };
+  std::vector<Regime> regimes = {{"recursive_doubling", 10000.0, {}, {}, {}, {}, {}, {}, {}},
+                                 {"ring", 4.0 * 1048576, {}, {}, {}, {}, {}, {}, {}},
+                                 {"ring", 0.0, {}, {}, {}, {}, {}, {}, {}}};
+  // broadcast sweeps (kanscale measure broadcast): the binomial tree's
+  // ceil(log2 n) x (latency + bytes/bw), one fit over every size
+  std::vector<std::vector<double>> bx;
+  std::vector<double> by, bk;
+  for (const auto& path : collectives) {
+    const auto j = read_json(path, "a kanscale measure allreduce or broadcast file");
+    const std::string op = j.contains("metadata") ? j["metadata"].value("op", "") : "";
+    if (!j.contains("points") || (op != "allreduce" && op != "broadcast"))
+      throw InputError(path + ": not a kanscale measure allreduce or broadcast file");
+    if (op == "broadcast") {
+      const int n = j["metadata"].value("ranks", 1);
+      if (n < 2) throw InputError(path + ": measured on one rank: no communication to fit");
+      if (j["metadata"].value("backend", std::string("mpi")) != "mpi")
+        throw InputError(path + ": a " + j["metadata"].value("backend", std::string("?")) +
+                         " broadcast sweep: only MPI broadcasts are fitted (the NCCL model derives its broadcast from the ring)");
+      from << (from.tellp() > 0 ? "; " : "") << path << " (broadcast, " << n << " ranks)";
+      const double st = std::ceil(std::log2(static_cast<double>(n)));
+      std::size_t i = 0;
+      for (const auto& p : j["points"]) {
+        const double bytes = field<double>(p, "size_bytes", path, i);
+        if (!p.contains("in_place")) throw InputError(path + ": point " + std::to_string(i) + " lacks 'in_place'");
+        if (field<long long>(p["in_place"], "wrong", path, i) != 0)
+          throw InputError(path + ": point " + std::to_string(i) + " has wrong results");
+        bx.push_back({st, st * bytes});
+        by.push_back(field<double>(p["in_place"], "time_us", path, i) * 1e-6);  // in place: as the trainer broadcasts its buffers
+        bk.push_back(bytes);
+        ++i;
+      }
+      continue;
+    }
+    const int n = j["metadata"].value("ranks", 1);
+    if (n < 2) throw InputError(path + ": measured on one rank: no communication to fit");
+    from << (from.tellp() > 0 ? "; " : "") << path << " (" << n << " ranks, " << j["metadata"].value("library", "?") << ", " << j["metadata"].value("date_utc", "?") << ")";
+    std::size_t i = 0;
+    for (const auto& p : j["points"]) {
+      const double bytes = field<double>(p, "size_bytes", path, i);
+      const double t = p["out_of_place"]["time_us"].get<double>() * 1e-6;
+      if (p["out_of_place"]["wrong"].get<long long>() != 0) throw InputError(path + ": point " + std::to_string(i) + " has wrong results");
+      Regime& r = bytes < regimes[0].below ? regimes[0] : bytes < regimes[1].below ? regimes[1] : regimes[2];
+      if (&r == &regimes[0]) {
+        const double st = std::ceil(std::log2(static_cast<double>(n)));
+        r.x.push_back({st, st * bytes});
+      } else {
+        r.x.push_back({2.0 * (n - 1), 2.0 * (n - 1) / n * bytes});
+      }
+      r.y.push_back(t);
+      r.k.push_back(bytes);
+      r.n.push_back(n);
+      if (j["metadata"].value("nonblocking", false) && p["in_place"].contains("launch_us")) {
+        const double lt = p["in_place"]["launch_us"].get<double>() * 1e-6;  // in place: as the trainer issues it
+        if (lt > 0) {
+          r.lx.push_back({1.0, bytes});
+          r.ly.push_back(lt);
+          r.lk.push_back(bytes);
+        }
+      }
+      ++i;
+    }
+  }
+  auto holdout = [](const std::vector<double>& k, const std::vector<int>& ns) {
+    const int nmax = *std::max_element(ns.begin(), ns.end()), nmin = *std::min_element(ns.begin(), ns.end());
+    if (nmax != nmin) {  // hold out the largest rank count
+      std::vector<bool> h(ns.size());
+      for (std::size_t i = 0; i < ns.size(); ++i) h[i] = ns[i] == nmax;
+      return h;
+    }
+    return hold_out_largest(k, 0.2);
+  };
+  coll << "  mpi_regimes:\n";
+  report << "collectives (mpi: recursive doubling ceil(log2 n) x (latency + bytes/bw) below 10000 B (OpenMPI's\n"
+            "switch), ring 2(n-1) x latency + 2(n-1)/n x bytes/bw below and above 4 MiB; held out: the largest\n"
+            "rank count, or the largest 20% of sizes):\n";
+  for (std::size_t ri = 0; ri < regimes.size(); ++ri) {
+    Regime& r = regimes[ri];
+    const std::string below = r.below > 0 ? "below: \"" + std::to_string(static_cast<long long>(r.below)) + "B\", " : "";
+    const std::string label = std::string(r.algo) + (ri == 2 ? " (large)" : "");
+    if (r.x.size() < 3) {
+      report << "  " << label << ": too few points (" << r.x.size() << "); left at the link defaults\n";
+      coll << "    - {" << below << "algorithm: " << r.algo << "}   # not measured: the link's defaults\n";
+      continue;
+    }
+    const LinearFit f = fit_relative_nonneg({"latency_s", "s_per_byte"}, r.x, r.y, holdout(r.k, r.n));
+    coll << "    - {" << below << "algorithm: " << r.algo << ", latency: " << num(f.coef[0] * 1e6, "us");
+    if (f.active[1] && f.coef[1] > 0) coll << ", bandwidth: " << num(1e-9 / f.coef[1], "GB/s");
+    std::string launch_quality;
+    if (r.lx.size() >= 3) {
+      const LinearFit lf = fit_relative_nonneg({"launch_s", "launch_s_per_byte"}, r.lx, r.ly, hold_out_largest(r.lk, 0.2));
+      coll << ", launch: " << num(lf.coef[0] * 1e6, "us");
+      if (lf.active[1] && lf.coef[1] > 0) coll << ", launch_byte_rate: " << num(1e-9 / lf.coef[1], "GB/s");
+      launch_quality = " launch " + quality(lf);
+      report_row(report, label + " launch", lf, {"us", "ns/kB"}, {1e6, 1e12});
+    }
+    coll << "}   # " << quality(f) << launch_quality << "\n";
+    report_row(report, label, f, {"us", "ns/kB"}, {1e6, 1e12});
+  }
+  if (by.size() >= 3) {
+    const LinearFit f = fit_relative_nonneg({"latency_s", "s_per_byte"}, bx, by, hold_out_largest(bk, 0.2));
+    coll << "  mpi_broadcast: {latency: " << num(f.coef[0] * 1e6, "us");
+    if (f.active[1] && f.coef[1] > 0) coll << ", bandwidth: " << num(1e-9 / f.coef[1], "GB/s");
+    coll << "}   # " << quality(f) << "\n";
+    report << "broadcast (mpi: binomial tree, ceil(log2 n) x (latency + bytes/bw); held out: the largest 20% of sizes):\n";
+    report_row(report, "binomial", f, {"us", "ns/kB"}, {1e6, 1e12});
+  } else if (!by.empty()) {
+    report << "broadcast: too few points (" << by.size() << "); left to the all-reduce regimes\n";
+  }
+}
+
+// Collectives, nccl family: the bus bandwidth per level from nccl-tests logs.
+void fit_nccl_logs(const std::vector<std::string>& nccl_logs, std::ostream& from, std::ostream& coll, std::ostream& report) {
+  double intra = 0, inter = 0;
+  int n_intra = 0, n_inter = 0;
+  for (const auto& path : nccl_logs) {
+    const NcclTestsLog log = read_nccl_tests_log(path);
+    from << (from.tellp() > 0 ? "; " : "") << path << " (nccl-tests, " << log.ranks << " ranks on " << log.nodes << " node(s)"
+         << (log.nccl_version.empty() ? "" : ", NCCL " + log.nccl_version) << ")";
+    // NCCL's busbw at large sizes is its model's bus bandwidth (latency
+    // amortised): take the best of the sizes >= 32 MiB, or of all sizes.
+    double best_large = 0, best = 0;
+    for (const auto& r : log.rows) {
+      const double b = std::max(r.busbw_GBps[0], r.busbw_GBps[1]);
+      best = std::max(best, b);
+      if (r.bytes >= 32.0 * 1048576) best_large = std::max(best_large, b);
+    }
+    const double v = best_large > 0 ? best_large : best;
+    if (log.nodes <= 1) {
+      intra = std::max(intra, v);
+      ++n_intra;
+    } else {
+      inter = std::max(inter, v);
+      ++n_inter;
+    }
+  }
+  coll << "  nccl:\n";
+  report << "collectives (nccl): bus bandwidth per level = the best busbw at >= 32 MiB (NCCL's busbw there is its\n"
+            "model's bus bandwidth); latencies stay at NCCL's constants (small-message times mix several protocols'\n"
+            "base and per-hop latencies, which one sweep cannot separate)\n";
+  if (n_intra) {
+    coll << "    bus_bandwidth_intra: " << num(intra, "GB/s") << "   # from " << n_intra << " single-node log(s)\n";
+    report << "  intra-node bus bandwidth " << intra << " GB/s (" << n_intra << " log(s))\n";
+  } else {
+    report << "  intra-node bus bandwidth: no single-node log; stays at the cluster's value\n";
+  }
+  if (n_inter) {
+    coll << "    bus_bandwidth_inter: " << num(inter, "GB/s") << "   # from " << n_inter << " multi-node log(s)\n";
+    report << "  inter-node bus bandwidth " << inter << " GB/s (" << n_inter << " log(s))\n";
+  } else {
+    report << "  inter-node bus bandwidth: no multi-node log; stays at the cluster's value\n";
+  }
 }
 
 }  // namespace
@@ -273,171 +445,8 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
       yaml << ", combine: sum,\n      fit: " << quality(f) << "}\n";
     }
   }
-  // ---- collectives (mpi family): alpha-beta per regime, any rank counts
-  if (!collectives.empty()) {
-    // Regimes: OpenMPI's switch at 10000 B (recursive doubling below, ring
-    // above), and the ring again above 4 MiB, where the buffers leave the
-    // caches (measured here: the time per byte grows there).
-    struct Regime {
-      const char* algo;
-      double below;
-      std::vector<std::vector<double>> x;
-      std::vector<double> y, k;
-      std::vector<int> n;
-      std::vector<std::vector<double>> lx;  // launch: [1, bytes]
-      std::vector<double> ly, lk;
-    };
-    std::vector<Regime> regimes = {{"recursive_doubling", 10000.0, {}, {}, {}, {}, {}, {}, {}},
-                                   {"ring", 4.0 * 1048576, {}, {}, {}, {}, {}, {}, {}},
-                                   {"ring", 0.0, {}, {}, {}, {}, {}, {}, {}}};
-    // broadcast sweeps (kanscale measure broadcast): the binomial tree's
-    // ceil(log2 n) x (latency + bytes/bw), one fit over every size
-    std::vector<std::vector<double>> bx;
-    std::vector<double> by, bk;
-    for (const auto& path : collectives) {
-      const auto j = read_json(path, "a kanscale measure allreduce or broadcast file");
-      const std::string op = j.contains("metadata") ? j["metadata"].value("op", "") : "";
-      if (!j.contains("points") || (op != "allreduce" && op != "broadcast"))
-        throw InputError(path + ": not a kanscale measure allreduce or broadcast file");
-      if (op == "broadcast") {
-        const int n = j["metadata"].value("ranks", 1);
-        if (n < 2) throw InputError(path + ": measured on one rank: no communication to fit");
-        if (j["metadata"].value("backend", std::string("mpi")) != "mpi")
-          throw InputError(path + ": a " + j["metadata"].value("backend", std::string("?")) +
-                           " broadcast sweep: only MPI broadcasts are fitted (the NCCL model derives its broadcast from the ring)");
-        from << (from.tellp() > 0 ? "; " : "") << path << " (broadcast, " << n << " ranks)";
-        const double st = std::ceil(std::log2(static_cast<double>(n)));
-        std::size_t i = 0;
-        for (const auto& p : j["points"]) {
-          const double bytes = field<double>(p, "size_bytes", path, i);
-          if (!p.contains("in_place")) throw InputError(path + ": point " + std::to_string(i) + " lacks 'in_place'");
-          if (field<long long>(p["in_place"], "wrong", path, i) != 0)
-            throw InputError(path + ": point " + std::to_string(i) + " has wrong results");
-          bx.push_back({st, st * bytes});
-          by.push_back(field<double>(p["in_place"], "time_us", path, i) * 1e-6);  // in place: as the trainer broadcasts its buffers
-          bk.push_back(bytes);
-          ++i;
-        }
-        continue;
-      }
-      const int n = j["metadata"].value("ranks", 1);
-      if (n < 2) throw InputError(path + ": measured on one rank: no communication to fit");
-      from << (from.tellp() > 0 ? "; " : "") << path << " (" << n << " ranks, " << j["metadata"].value("library", "?") << ", " << j["metadata"].value("date_utc", "?") << ")";
-      std::size_t i = 0;
-      for (const auto& p : j["points"]) {
-        const double bytes = field<double>(p, "size_bytes", path, i);
-        const double t = p["out_of_place"]["time_us"].get<double>() * 1e-6;
-        if (p["out_of_place"]["wrong"].get<long long>() != 0) throw InputError(path + ": point " + std::to_string(i) + " has wrong results");
-        Regime& r = bytes < regimes[0].below ? regimes[0] : bytes < regimes[1].below ? regimes[1] : regimes[2];
-        if (&r == &regimes[0]) {
-          const double st = std::ceil(std::log2(static_cast<double>(n)));
-          r.x.push_back({st, st * bytes});
-        } else {
-          r.x.push_back({2.0 * (n - 1), 2.0 * (n - 1) / n * bytes});
-        }
-        r.y.push_back(t);
-        r.k.push_back(bytes);
-        r.n.push_back(n);
-        if (j["metadata"].value("nonblocking", false) && p["in_place"].contains("launch_us")) {
-          const double lt = p["in_place"]["launch_us"].get<double>() * 1e-6;  // in place: as the trainer issues it
-          if (lt > 0) {
-            r.lx.push_back({1.0, bytes});
-            r.ly.push_back(lt);
-            r.lk.push_back(bytes);
-          }
-        }
-        ++i;
-      }
-    }
-    auto holdout = [](const std::vector<double>& k, const std::vector<int>& ns) {
-      const int nmax = *std::max_element(ns.begin(), ns.end()), nmin = *std::min_element(ns.begin(), ns.end());
-      if (nmax != nmin) {  // hold out the largest rank count
-        std::vector<bool> h(ns.size());
-        for (std::size_t i = 0; i < ns.size(); ++i) h[i] = ns[i] == nmax;
-        return h;
-      }
-      return hold_out_largest(k, 0.2);
-    };
-    coll << "  mpi_regimes:\n";
-    report << "collectives (mpi: recursive doubling ceil(log2 n) x (latency + bytes/bw) below 10000 B (OpenMPI's\n"
-              "switch), ring 2(n-1) x latency + 2(n-1)/n x bytes/bw below and above 4 MiB; held out: the largest\n"
-              "rank count, or the largest 20% of sizes):\n";
-    for (std::size_t ri = 0; ri < regimes.size(); ++ri) {
-      Regime& r = regimes[ri];
-      const std::string below = r.below > 0 ? "below: \"" + std::to_string(static_cast<long long>(r.below)) + "B\", " : "";
-      const std::string label = std::string(r.algo) + (ri == 2 ? " (large)" : "");
-      if (r.x.size() < 3) {
-        report << "  " << label << ": too few points (" << r.x.size() << "); left at the link defaults\n";
-        coll << "    - {" << below << "algorithm: " << r.algo << "}   # not measured: the link's defaults\n";
-        continue;
-      }
-      const LinearFit f = fit_relative_nonneg({"latency_s", "s_per_byte"}, r.x, r.y, holdout(r.k, r.n));
-      coll << "    - {" << below << "algorithm: " << r.algo << ", latency: " << num(f.coef[0] * 1e6, "us");
-      if (f.active[1] && f.coef[1] > 0) coll << ", bandwidth: " << num(1e-9 / f.coef[1], "GB/s");
-      std::string launch_quality;
-      if (r.lx.size() >= 3) {
-        const LinearFit lf = fit_relative_nonneg({"launch_s", "launch_s_per_byte"}, r.lx, r.ly, hold_out_largest(r.lk, 0.2));
-        coll << ", launch: " << num(lf.coef[0] * 1e6, "us");
-        if (lf.active[1] && lf.coef[1] > 0) coll << ", launch_byte_rate: " << num(1e-9 / lf.coef[1], "GB/s");
-        launch_quality = " launch " + quality(lf);
-        report_row(report, label + " launch", lf, {"us", "ns/kB"}, {1e6, 1e12});
-      }
-      coll << "}   # " << quality(f) << launch_quality << "\n";
-      report_row(report, label, f, {"us", "ns/kB"}, {1e6, 1e12});
-    }
-    if (by.size() >= 3) {
-      const LinearFit f = fit_relative_nonneg({"latency_s", "s_per_byte"}, bx, by, hold_out_largest(bk, 0.2));
-      coll << "  mpi_broadcast: {latency: " << num(f.coef[0] * 1e6, "us");
-      if (f.active[1] && f.coef[1] > 0) coll << ", bandwidth: " << num(1e-9 / f.coef[1], "GB/s");
-      coll << "}   # " << quality(f) << "\n";
-      report << "broadcast (mpi: binomial tree, ceil(log2 n) x (latency + bytes/bw); held out: the largest 20% of sizes):\n";
-      report_row(report, "binomial", f, {"us", "ns/kB"}, {1e6, 1e12});
-    } else if (!by.empty()) {
-      report << "broadcast: too few points (" << by.size() << "); left to the all-reduce regimes\n";
-    }
-  }
-  // ---- nccl-tests logs (nccl family): the bus bandwidth per level
-  if (!nccl_logs.empty()) {
-    double intra = 0, inter = 0;
-    int n_intra = 0, n_inter = 0;
-    for (const auto& path : nccl_logs) {
-      const NcclTestsLog log = read_nccl_tests_log(path);
-      from << (from.tellp() > 0 ? "; " : "") << path << " (nccl-tests, " << log.ranks << " ranks on " << log.nodes << " node(s)"
-           << (log.nccl_version.empty() ? "" : ", NCCL " + log.nccl_version) << ")";
-      // NCCL's busbw at large sizes is its model's bus bandwidth (latency
-      // amortised): take the best of the sizes >= 32 MiB, or of all sizes.
-      double best_large = 0, best = 0;
-      for (const auto& r : log.rows) {
-        const double b = std::max(r.busbw_GBps[0], r.busbw_GBps[1]);
-        best = std::max(best, b);
-        if (r.bytes >= 32.0 * 1048576) best_large = std::max(best_large, b);
-      }
-      const double v = best_large > 0 ? best_large : best;
-      if (log.nodes <= 1) {
-        intra = std::max(intra, v);
-        ++n_intra;
-      } else {
-        inter = std::max(inter, v);
-        ++n_inter;
-      }
-    }
-    coll << "  nccl:\n";
-    report << "collectives (nccl): bus bandwidth per level = the best busbw at >= 32 MiB (NCCL's busbw there is its\n"
-              "model's bus bandwidth); latencies stay at NCCL's constants (small-message times mix several protocols'\n"
-              "base and per-hop latencies, which one sweep cannot separate)\n";
-    if (n_intra) {
-      coll << "    bus_bandwidth_intra: " << num(intra, "GB/s") << "   # from " << n_intra << " single-node log(s)\n";
-      report << "  intra-node bus bandwidth " << intra << " GB/s (" << n_intra << " log(s))\n";
-    } else {
-      report << "  intra-node bus bandwidth: no single-node log; stays at the cluster's value\n";
-    }
-    if (n_inter) {
-      coll << "    bus_bandwidth_inter: " << num(inter, "GB/s") << "   # from " << n_inter << " multi-node log(s)\n";
-      report << "  inter-node bus bandwidth " << inter << " GB/s (" << n_inter << " log(s))\n";
-    } else {
-      report << "  inter-node bus bandwidth: no multi-node log; stays at the cluster's value\n";
-    }
-  }
+  if (!collectives.empty()) fit_mpi_collectives(collectives, from, coll, report);
+  if (!nccl_logs.empty()) fit_nccl_logs(nccl_logs, from, coll, report);
   if (!coll.str().empty()) yaml << "collectives:\n" << coll.str();
   // ---- runtime memory at other ranks per node (their op timings are not used)
   for (const auto& path : runtime_files) {

@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <iostream>
+#include <set>
+#include <tuple>
 
 #include "commands.hpp"
 #include "measure/collective_sweep.hpp"
@@ -107,9 +109,13 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
     }
     if (comm->rank() == 0) {
       int unstable = 0;
-      for (const auto& r : rows) unstable += r.unstable;
-      std::cout << "kanscale measure kernels: " << rows.size() << " measurements (" << plan.shapes.size() << " shapes x ops, "
-                << comm->size() << " rank(s)); " << unstable << " unstable (CV > 5%)\n";
+      std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t, int, int>> shapes;
+      for (const auto& r : rows) {
+        unstable += r.unstable;
+        shapes.insert({r.shape.batch, r.shape.in, r.shape.out, r.shape.G, r.shape.k});
+      }
+      std::cout << "kanscale measure kernels: " << rows.size() << " measurements (" << shapes.size() << " of the plan's "
+                << plan.shapes.size() << " shapes x ops, " << comm->size() << " rank(s)); " << unstable << " unstable (CV > 5%)\n";
     }
   } catch (const InputError& ex) {
     if (comm->rank() == 0) std::cerr << "kanscale: " << ex.what() << "\n";
@@ -142,6 +148,7 @@ int measure(const std::vector<std::string>& args, const std::string& cmdline) {
   o.command_line = cmdline;
   std::string b = "8", e = "256M", backend = "mpi";
   int check = 1;
+  bool check_only = false;
   po::options_description desc("measure " + o.op + " options (nccl-tests' letters)");
   desc.add_options()
       ("help,h", "show this help")
@@ -157,7 +164,8 @@ int measure(const std::vector<std::string>& args, const std::string& cmdline) {
       ("json", po::value(&o.json)->value_name("FILE"), "results as JSON (rewritten after every point)")
       ("csv", po::value(&o.csv)->value_name("FILE"), "results as CSV (rewritten after every point)")
       ("resume", po::value(&o.resume)->value_name("FILE"), "continue the sweep in this JSON file")
-      ("max-points", po::value(&o.max_points), "stop after this many new points (tests of --resume)");
+      ("max-points", po::value(&o.max_points), "stop after this many new points (tests of --resume)")
+      ("check-options", po::bool_switch(&check_only), "check these options and exit (validate checks a plan's sweeps so)");
   po::variables_map vm;
   if (!parse_args({args.begin() + 1, args.end()}, desc,
                   "usage: mpirun -np P kanscale measure " + o.op + " [-b 8] [-e 256M] [-f 2] [-n 20] [-w 5] [-c 1] [--json F] [--csv F] [--resume F]",
@@ -174,6 +182,8 @@ int measure(const std::vector<std::string>& args, const std::string& cmdline) {
   if (o.max_points < 0) throw InputError("--max-points: must not be negative");
   if (!o.resume.empty() && o.json.empty()) o.json = o.resume;  // continue writing the same file
   if (backend != "mpi" && backend != "nccl") throw InputError("--backend: expected mpi or nccl, got \"" + backend + "\"");
+  if (o.nonblocking && o.op != "allreduce") throw InputError("--nonblocking: all-reduce sweeps only");
+  if (check_only) return 0;
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
   if (o.root < 0 || o.root >= comm->size()) throw InputError("-r: the root must be a rank, 0.." + std::to_string(comm->size() - 1));
   try {

@@ -40,7 +40,7 @@ int model(const std::vector<std::string>& args, const std::string& cmdline) {
       ("out", po::value(&out)->default_value(out), "layer: output width")
       ("grid", po::value(&grid)->default_value(grid), "layer: grid size G")
       ("order", po::value(&order)->default_value(order), "layer: spline order k")
-      ("implementation", po::value(&impl)->default_value(impl), "layer: kanscale | efficient-kan");
+      ("implementation", po::value(&impl)->default_value(impl), "layer: kanscale (needs a fitted --calibration) | efficient-kan");
   po::variables_map vm;
   if (!parse_args({args.begin() + 1, args.end()}, desc, "usage: kanscale model allreduce|layer --cluster C [--calibration K] ...", vm)) return 0;
   if (c.cluster.empty()) throw InputError("missing required option --cluster");

@@ -626,6 +626,30 @@ TEST_CASE("validate --emit writes Slurm and mpirun scripts whose jobs --collect 
   const auto j = nlohmann::json::parse(slurp(d / "rep/results.json"));
   CHECK(j["cases"].size() == 2);
   CHECK(slurp(d / "rep/report.md").find("## Cases") != std::string::npos);
+  // the Slurm script goes to the run directory (Slurm runs a spooled copy)
+  CHECK(sb.find("cd \"${KANSCALE_RUN_DIR:-" + (d / "run") + "}\"") != std::string::npos);
+}
+
+TEST_CASE("validate --emit: oversubscribed ranks stay on one node under srun; a plan's bad sweep options fail before anything runs") {
+  Dir d;
+  std::string err;
+  const std::string in_src = "cd " + kSrc + " && ";
+  REQUIRE(sh(in_src + kExe + " validate validation/plans/local-cpu.yaml --rounds 1 --emit " + (d / "run"), &err, &d) == 0);
+  const std::string sb = slurp(d / "run/run-slurm.sbatch");
+  CHECK(sb.find("srun --nodes=1 --ntasks=4 --ntasks-per-node=4 --overcommit") != std::string::npos);
+  CHECK(sb.find("--nodes=2 --ntasks=4") == std::string::npos);  // shm cannot span nodes
+  CHECK(sb.find("OMPI_MCA_btl_tcp_sndbuf=16384") != std::string::npos);  // tcp-slow
+  // the sweep options go through measure's own parser (--check-options)
+  std::string plan = slurp(kSrc + "/validation/plans/ci-small.yaml");
+  const std::string good = "broadcast: \"-b 8 -e 64K -f 4 -n 20 -w 5\"";
+  REQUIRE(plan.find(good) != std::string::npos);
+  plan.replace(plan.find(good), good.size(), "broadcast: \"-b 8 -e 1X\"");
+  std::ofstream(d / "bad.yaml") << plan;
+  CHECK(sh(in_src + kExe + " validate " + (d / "bad.yaml") + " --out " + (d / "never"), &err, &d) == 2);
+  CHECK(err.find("key 'calibration.measure.broadcast': \"-b 8 -e 1X\": -e: unknown unit") != std::string::npos);
+  CHECK(!std::ifstream(d / "never/report.md"));
+  CHECK(sh(kExe + " fit --collectives " + d.path + " --out " + (d / "k.yaml"), &err, &d) == 2);
+  CHECK(err.find("not a file") != std::string::npos);
 }
 
 TEST_CASE("fit: a broadcast sweep gives the binomial tree's latency and bandwidth (exact data, by hand)") {

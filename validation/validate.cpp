@@ -623,9 +623,11 @@ std::string launch_local(const Job& j) {
 std::string launch_srun(const Job& j, int per_node, bool gpus) {
   std::string env;
   for (const auto& [key, value] : transport_mca(j.transport)) env += "OMPI_MCA_" + key + "=" + value + " ";
-  const int nodes = (j.ranks + per_node - 1) / per_node;
-  return env + "srun --nodes=" + std::to_string(nodes) + " --ntasks=" + std::to_string(j.ranks) +
-         " --ntasks-per-node=" + std::to_string(std::min(j.ranks, per_node)) + (gpus ? " --gpus-per-task=1" : "") + " ";
+  // oversubscribed: every rank on one node, more tasks than its CPUs
+  const int nodes = j.oversubscribed ? 1 : (j.ranks + per_node - 1) / per_node;
+  const int on_node = j.oversubscribed ? j.ranks : std::min(j.ranks, per_node);
+  return env + "srun --nodes=" + std::to_string(nodes) + " --ntasks=" + std::to_string(j.ranks) + " --ntasks-per-node=" +
+         std::to_string(on_node) + (j.oversubscribed ? " --overcommit" : "") + (gpus ? " --gpus-per-task=1" : "") + " ";
 }
 
 void run_job(const Job& j, const std::string& dir, const std::string& exe) {
@@ -651,16 +653,28 @@ void emit_validation(const ValidationPlan& p, const std::string& dir, const std:
   for (const auto& r : rounds)
     for (const auto& j : r) max_ranks = std::max(max_ranks, j.ranks);
   std::ostringstream sh, sb;
-  const std::string head =
+  const std::string about =
       "# Written by kanscale validate --emit from " + p.file + " (kanscale " + build::version + ", " + build::git_hash + ").\n"
       "# Rounds of microbenchmarks and live runs, interleaved; every job leaves a file in results/.\n"
       "# Afterwards: kanscale validate " + p.file + " --collect <this directory> --out <report directory>\n"
-      "set -euo pipefail\ncd \"$(dirname \"$0\")\"\nKANSCALE=\"${KANSCALE:-" + exe + "}\"\n";
+      "set -euo pipefail\n";
+  const std::string tail = "KANSCALE=\"${KANSCALE:-" + exe + "}\"\n";
+  // Slurm runs a copy of the batch script from its spool directory: it goes
+  // to the directory written here (KANSCALE_RUN_DIR if the files moved)
+  std::string abs_dir = dir;
+  {
+    char buf[4096];
+    if (dir.empty() || dir[0] != '/') {
+      if (getcwd(buf, sizeof buf)) abs_dir = std::string(buf) + "/" + dir;
+    }
+  }
+  const std::string head = about + "cd \"$(dirname \"$0\")\"\n" + tail;
+  const std::string head_slurm = about + "cd \"${KANSCALE_RUN_DIR:-" + abs_dir + "}\"\n" + tail;
   sh << "#!/usr/bin/env bash\n" << head;
   sb << "#!/usr/bin/env bash\n#SBATCH --job-name=kanscale-validate-" << p.name << "\n#SBATCH --nodes="
      << (max_ranks + per_node - 1) / per_node << "\n#SBATCH --ntasks-per-node=" << per_node << "\n";
   if (p.backend == "cuda") sb << "#SBATCH --gres=gpu:" << per_node << "\n";
-  sb << "#SBATCH --time=02:00:00\n" << head;
+  sb << "#SBATCH --time=02:00:00\n" << head_slurm;
   for (std::size_t r = 0; r < rounds.size(); ++r) {
     sh << "\n# round " << r + 1 << "\n";
     sb << "\n# round " << r + 1 << "\n";
@@ -838,6 +852,10 @@ std::string calibration_label(const ValidationPlan& p, const std::string& dir, c
 int collect_validation(const ValidationPlan& plan, const std::string& dir, const std::string& out_dir, const std::string& exe,
                        const std::string& cmdline) {
   const Cluster cluster = load_cluster(plan.cluster_file);
+  {
+    struct stat st {};
+    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) throw InputError(dir + ": no such directory (written by --emit?)");
+  }
   {  // every job of the schedule must have left its file
     std::vector<std::string> missing;
     for (const auto& round : make_schedule(plan))
@@ -1007,14 +1025,16 @@ int run_validation(const ValidationPlan& plan, const std::string& out_dir, const
   const auto rounds = make_schedule(plan);
   std::size_t total = 0, done = 0;
   for (const auto& r : rounds) total += r.size();
+  const bool tty = isatty(STDERR_FILENO) != 0;
   for (std::size_t r = 0; r < rounds.size(); ++r) {
     for (const auto& j : rounds[r]) {
       run_job(j, dir, exe);
       ++done;
-      std::cerr << "\rround " << r + 1 << "/" << rounds.size() << ": " << done << "/" << total << " jobs   " << std::flush;
+      if (tty) std::cerr << "\rround " << r + 1 << "/" << rounds.size() << ": " << done << "/" << total << " jobs   " << std::flush;
     }
+    if (!tty) std::cerr << "round " << r + 1 << "/" << rounds.size() << ": " << done << "/" << total << " jobs done\n";
   }
-  std::cerr << "\n";
+  if (tty) std::cerr << "\n";
   const int rc = collect_validation(plan, dir, out_dir, exe, cmdline);
   if (plan.published.enabled) published_comparison(plan, out_dir + "/published", cmdline);
   return rc;
