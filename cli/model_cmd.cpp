@@ -46,6 +46,7 @@ int model(const std::vector<std::string>& args, const std::string& cmdline) {
   if (c.cluster.empty()) throw InputError("missing required option --cluster");
   const Cluster cl = load_cluster(c.cluster);
   const Calibration k = c.calibration.empty() ? datasheet_calibration(cl, Precision::fp32) : load_calibration(c.calibration, cl, Precision::fp32);
+  if (const std::string m = collective_family_mismatch(cl, k); !m.empty() && what == "allreduce") std::cerr << "WARNING: " << m << "\n";
   std::cout << std::fixed;
   if (what == "allreduce") {
     double b = 0;

@@ -260,6 +260,7 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
   }
   if (auto col = m.map_opt("collectives")) {
     if (auto n = col->map_opt("nccl")) {
+      k.has_nccl_terms = true;
       k.nccl_bus_bw_intra_Bps = n->quantity_opt("bus_bandwidth_intra", Quantity::rate, Bound::positive);
       k.nccl_bus_bw_inter_Bps = n->quantity_opt("bus_bandwidth_inter", Quantity::rate, Bound::positive);
       for (int a = 0; a < 2; ++a) {
@@ -273,6 +274,7 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
     auto regimes = col->map_list_opt("mpi_regimes");
     if (!regimes.empty()) {
       k.mpi_regimes.clear();
+      k.has_mpi_terms = true;
       for (auto& r : regimes) {
         MpiRegime g;
         g.max_bytes = r.quantity_opt("below", Quantity::size, Bound::positive).value_or(std::numeric_limits<double>::infinity());
@@ -287,6 +289,7 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
       if (!std::isinf(k.mpi_regimes.back().max_bytes)) col->fail("mpi_regimes", "the last regime must have no 'below' limit");
     }
     if (auto b = col->map_opt("mpi_broadcast")) {
+      k.has_mpi_terms = true;
       MpiBroadcast mb;
       mb.latency_s = b->quantity("latency", Quantity::time, Bound::non_negative);
       mb.bandwidth_Bps = b->quantity_opt("bandwidth", Quantity::rate, Bound::positive);
@@ -334,6 +337,14 @@ double cold_fraction_for(const Calibration& k, double ws) {
     }
   }
   return std::clamp((hi - bw) / (hi - lo), 0.0, 1.0);
+}
+
+std::string collective_family_mismatch(const Cluster& c, const Calibration& k) {
+  const bool nccl = c.collectives.family == CollFamily::nccl;
+  if ((nccl && k.has_mpi_terms && !k.has_nccl_terms) || (!nccl && k.has_nccl_terms && !k.has_mpi_terms))
+    return "calibration '" + k.name + "' has " + (nccl ? "MPI" : "NCCL") + " collective terms only; cluster '" + c.name + "' uses " +
+           (nccl ? "NCCL" : "MPI") + ": its collectives stay at the cluster's datasheet values";
+  return "";
 }
 
 Calibration load_calibration(const std::string& path, const Cluster& c, Precision precision) {

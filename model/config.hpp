@@ -162,6 +162,9 @@ struct Calibration {
   std::optional<double> nccl_bus_bw_inter_Bps;
   std::vector<MpiRegime> mpi_regimes;
   std::optional<MpiBroadcast> mpi_broadcast;
+  // which collective family's terms the file gave ("mpi", "nccl", both or
+  // neither): terms of the other family than the cluster's are not used
+  bool has_mpi_terms = false, has_nccl_terms = false;
   double runtime_memory_bytes = 0;  // one rank per node
   // added per other rank on the node (fitted from runs at several ranks per node)
   double runtime_memory_per_local_peer_bytes = 0;
@@ -188,6 +191,9 @@ double cold_fraction_for(const Calibration& k, double working_set_bytes);
 // The calibration a cluster file implies from datasheet numbers alone.
 Calibration datasheet_calibration(const Cluster& c, Precision precision);
 // A calibration file, applied on top of the datasheet calibration.
+// Empty, or a warning that the calibration's collective terms are of the
+// other family than the cluster's (so they are not used).
+std::string collective_family_mismatch(const Cluster& c, const Calibration& k);
 Calibration load_calibration(const std::string& path, const Cluster& c, Precision precision);
 Calibration parse_calibration(const std::string& yaml_text, const std::string& name, const Cluster& c,
                               Precision precision);

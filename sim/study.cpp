@@ -231,6 +231,7 @@ StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& k,
   StudyResult sr;
   sr.parameters = kan_parameter_count(KanShape{w.widths, w.grid_size, w.spline_order});
   sr.collective_family = c.collectives.family == CollFamily::nccl ? "nccl" : "mpi";
+  if (const std::string m = collective_family_mismatch(c, k); !m.empty()) sr.warnings.push_back(m);
   StudyOptions base = o;
   base.trace = false;
   sr.baseline = simulate_point(c, w, k, base, 1);

@@ -103,3 +103,15 @@ collectives: {family: nccl, version: "2.21.5", algorithms: [ring], protocols: [S
                     "c.yaml"),
       doctest::Contains("NCCL version \"2.21.5\" is not supported"), InputError);
 }
+
+TEST_CASE("a calibration with the other collective family's terms only is flagged, not silently used") {
+  const Cluster nccl_cluster = ft3();
+  const Cluster mpi_cluster = load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/local-cpu.yaml");
+  const std::string mpi_only = "name: m\nsource: fitted\nfitted_from: test\nconcurrency: 1\ncollectives:\n  mpi_regimes:\n    - {algorithm: ring, latency: \"5us\"}\n";
+  const std::string nccl_only = "name: n\nsource: fitted\nfitted_from: test\nconcurrency: 1\ncollectives:\n  nccl: {bus_bandwidth_intra: \"8GB/s\"}\n";
+  CHECK(collective_family_mismatch(nccl_cluster, parse_calibration(mpi_only, "m.yaml", nccl_cluster, Precision::fp32))
+            .find("has MPI collective terms only; cluster 'finisterrae3' uses NCCL") != std::string::npos);
+  CHECK(collective_family_mismatch(mpi_cluster, parse_calibration(mpi_only, "m.yaml", mpi_cluster, Precision::fp32)).empty());
+  CHECK(!collective_family_mismatch(mpi_cluster, parse_calibration(nccl_only, "n.yaml", mpi_cluster, Precision::fp32)).empty());
+  CHECK(collective_family_mismatch(nccl_cluster, datasheet_calibration(nccl_cluster, Precision::fp32)).empty());
+}
