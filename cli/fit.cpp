@@ -12,6 +12,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -153,8 +154,10 @@ void fit_mpi_collectives(const std::vector<std::string>& collectives, std::ostre
     std::size_t i = 0;
     for (const auto& p : j["points"]) {
       const double bytes = field<double>(p, "size_bytes", path, i);
-      const double t = p["out_of_place"]["time_us"].get<double>() * 1e-6;
-      if (p["out_of_place"]["wrong"].get<long long>() != 0) throw InputError(path + ": point " + std::to_string(i) + " has wrong results");
+      if (!p.contains("out_of_place") || !p.contains("in_place")) throw InputError(path + ": point " + std::to_string(i) + " lacks timings");
+      const double t = field<double>(p["out_of_place"], "time_us", path, i) * 1e-6;
+      if (field<long long>(p["out_of_place"], "wrong", path, i) != 0)
+        throw InputError(path + ": point " + std::to_string(i) + " has wrong results");
       Regime& r = bytes < regimes[0].below ? regimes[0] : bytes < regimes[1].below ? regimes[1] : regimes[2];
       if (&r == &regimes[0]) {
         const double st = std::ceil(std::log2(static_cast<double>(n)));
@@ -166,7 +169,7 @@ void fit_mpi_collectives(const std::vector<std::string>& collectives, std::ostre
       r.k.push_back(bytes);
       r.n.push_back(n);
       if (j["metadata"].value("nonblocking", false) && p["in_place"].contains("launch_us")) {
-        const double lt = p["in_place"]["launch_us"].get<double>() * 1e-6;  // in place: as the trainer issues it
+        const double lt = field<double>(p["in_place"], "launch_us", path, i) * 1e-6;  // in place: as the trainer issues it
         if (lt > 0) {
           r.lx.push_back({1.0, bytes});
           r.ly.push_back(lt);
@@ -224,24 +227,26 @@ void fit_mpi_collectives(const std::vector<std::string>& collectives, std::ostre
   }
 }
 
-// Collectives, nccl family: the bus bandwidth per level from nccl-tests logs.
-void fit_nccl_logs(const std::vector<std::string>& nccl_logs, std::ostream& from, std::ostream& coll, std::ostream& report) {
+// Collectives, nccl family: the bus bandwidth per level from NCCL sweeps.
+// One NCCL all-reduce sweep: nccl-tests' log or kanscale's own (--backend nccl).
+struct NcclSweep {
+  int nodes = 1;
+  std::vector<std::pair<double, double>> bytes_busbw;  // per size: the better of in and out of place, GB/s
+};
+
+void fit_nccl_sweeps(const std::vector<NcclSweep>& sweeps, std::ostream& coll, std::ostream& report) {
   double intra = 0, inter = 0;
   int n_intra = 0, n_inter = 0;
-  for (const auto& path : nccl_logs) {
-    const NcclTestsLog log = read_nccl_tests_log(path);
-    from << (from.tellp() > 0 ? "; " : "") << path << " (nccl-tests, " << log.ranks << " ranks on " << log.nodes << " node(s)"
-         << (log.nccl_version.empty() ? "" : ", NCCL " + log.nccl_version) << ")";
+  for (const auto& sw : sweeps) {
     // NCCL's busbw at large sizes is its model's bus bandwidth (latency
     // amortised): take the best of the sizes >= 32 MiB, or of all sizes.
     double best_large = 0, best = 0;
-    for (const auto& r : log.rows) {
-      const double b = std::max(r.busbw_GBps[0], r.busbw_GBps[1]);
+    for (const auto& [bytes, b] : sw.bytes_busbw) {
       best = std::max(best, b);
-      if (r.bytes >= 32.0 * 1048576) best_large = std::max(best_large, b);
+      if (bytes >= 32.0 * 1048576) best_large = std::max(best_large, b);
     }
     const double v = best_large > 0 ? best_large : best;
-    if (log.nodes <= 1) {
+    if (sw.nodes <= 1) {
       intra = std::max(intra, v);
       ++n_intra;
     } else {
@@ -254,13 +259,13 @@ void fit_nccl_logs(const std::vector<std::string>& nccl_logs, std::ostream& from
             "model's bus bandwidth); latencies stay at NCCL's constants (small-message times mix several protocols'\n"
             "base and per-hop latencies, which one sweep cannot separate)\n";
   if (n_intra) {
-    coll << "    bus_bandwidth_intra: " << num(intra, "GB/s") << "   # from " << n_intra << " single-node log(s)\n";
+    coll << "    bus_bandwidth_intra: " << num(intra, "GB/s") << "   # from " << n_intra << " single-node sweep(s)\n";
     report << "  intra-node bus bandwidth " << intra << " GB/s (" << n_intra << " log(s))\n";
   } else {
     report << "  intra-node bus bandwidth: no single-node log; stays at the cluster's value\n";
   }
   if (n_inter) {
-    coll << "    bus_bandwidth_inter: " << num(inter, "GB/s") << "   # from " << n_inter << " multi-node log(s)\n";
+    coll << "    bus_bandwidth_inter: " << num(inter, "GB/s") << "   # from " << n_inter << " multi-node sweep(s)\n";
     report << "  inter-node bus bandwidth " << inter << " GB/s (" << n_inter << " log(s))\n";
   } else {
     report << "  inter-node bus bandwidth: no multi-node log; stays at the cluster's value\n";
@@ -445,8 +450,47 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
       yaml << ", combine: sum,\n      fit: " << quality(f) << "}\n";
     }
   }
-  if (!collectives.empty()) fit_mpi_collectives(collectives, from, coll, report);
-  if (!nccl_logs.empty()) fit_nccl_logs(nccl_logs, from, coll, report);
+  // kanscale's own sweeps: MPI ones fit the mpi family, NCCL ones (--backend
+  // nccl) the nccl family's bus bandwidth, as nccl-tests' logs do
+  std::vector<std::string> mpi_sweeps;
+  std::vector<NcclSweep> nccl;
+  for (const auto& path : collectives) {
+    const auto j = read_json(path, "a kanscale measure allreduce or broadcast file");
+    if (!j.contains("metadata") || j["metadata"].value("backend", std::string("mpi")) != "nccl") {
+      mpi_sweeps.push_back(path);
+      continue;
+    }
+    if (j["metadata"].value("op", "") != "allreduce")
+      throw InputError(path + ": an NCCL " + j["metadata"].value("op", std::string("?")) +
+                       " sweep: only NCCL all-reduce sweeps are fitted (the NCCL model derives its broadcast from the ring)");
+    NcclSweep sw;
+    std::set<std::string> hosts;
+    for (const auto& h : j["metadata"].value("hosts", std::vector<std::string>{})) hosts.insert(h);
+    sw.nodes = std::max<int>(1, static_cast<int>(hosts.size()));
+    if (!j.contains("points")) throw InputError(path + ": no points");
+    std::size_t i = 0;
+    for (const auto& p : j["points"]) {
+      if (!p.contains("out_of_place") || !p.contains("in_place")) throw InputError(path + ": point " + std::to_string(i) + " lacks timings");
+      sw.bytes_busbw.emplace_back(field<double>(p, "size_bytes", path, i),
+                                  std::max(field<double>(p["out_of_place"], "busbw_GBps", path, i),
+                                           field<double>(p["in_place"], "busbw_GBps", path, i)));
+      ++i;
+    }
+    from << (from.tellp() > 0 ? "; " : "") << path << " (NCCL sweep, " << j["metadata"].value("ranks", 0) << " ranks on " << sw.nodes
+         << " node(s))";
+    nccl.push_back(std::move(sw));
+  }
+  for (const auto& path : nccl_logs) {
+    const NcclTestsLog log = read_nccl_tests_log(path);
+    from << (from.tellp() > 0 ? "; " : "") << path << " (nccl-tests, " << log.ranks << " ranks on " << log.nodes << " node(s)"
+         << (log.nccl_version.empty() ? "" : ", NCCL " + log.nccl_version) << ")";
+    NcclSweep sw;
+    sw.nodes = log.nodes;
+    for (const auto& r : log.rows) sw.bytes_busbw.emplace_back(r.bytes, std::max(r.busbw_GBps[0], r.busbw_GBps[1]));
+    nccl.push_back(std::move(sw));
+  }
+  if (!mpi_sweeps.empty()) fit_mpi_collectives(mpi_sweeps, from, coll, report);
+  if (!nccl.empty()) fit_nccl_sweeps(nccl, coll, report);
   if (!coll.str().empty()) yaml << "collectives:\n" << coll.str();
   // ---- runtime memory at other ranks per node (their op timings are not used)
   for (const auto& path : runtime_files) {

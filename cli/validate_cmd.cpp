@@ -73,14 +73,22 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
     for (const auto& [op, key, opts] : {std::tuple<std::string, std::string, std::string>{"allreduce", "allreduce", plan.measure.allreduce},
                                         {"broadcast", "broadcast", plan.measure.broadcast}}) {
       if (opts.empty()) continue;
-      const std::string cmd = "'" + self + "' measure " + op + " " + opts + " --check-options 2>&1";
+      // as the job will run it (validate.cpp make_schedule), plus --check-options
+      auto quote = [](const std::string& x) {
+        std::string q = "'";
+        for (char ch : x) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+        return q + "'";
+      };
+      const std::string cmd = quote(self) + " measure " + op + " " + opts + " --backend " + (plan.backend == "cuda" ? "nccl" : "mpi") +
+                              " --json /dev/null --check-options 2>&1";
       std::string said;
       FILE* f = popen(cmd.c_str(), "r");
       if (!f) throw std::runtime_error("cannot run " + cmd);
       char buf[512];
       while (fgets(buf, sizeof buf, f)) said += buf;
       const int status = pclose(f);
-      if (status != 0) {
+      if (status == 0 && !said.empty()) said = "kanscale: the options print instead of measuring (--help?)\n";
+      if (status != 0 || !said.empty()) {
         std::string line = said.substr(0, said.find('\n'));
         if (line.rfind("kanscale: ", 0) == 0) line = line.substr(10);
         throw InputError(plan.file + ": key 'calibration.measure." + key + "': \"" + opts + "\": " + line);

@@ -193,7 +193,12 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
   if (gpus > 1 && k.memory_collective_in_flight > 0) {
     // every bucket can be in flight at the end of backward: the library's
     // copies of all the gradients
-    pt.memory.collective_bytes = k.memory_collective_in_flight * pt.memory.parameters_bytes;
+    // (the gradient bytes themselves, not the calibrated per-parameter total)
+    const double grad_bytes = (w.implementation == Implementation::kanscale
+                                   ? kanscale_memory(shape, pt.batch_per_gpu, w.ddp, 0.0, 0.0)
+                                   : efficient_kan_memory(shape, pt.batch_per_gpu, w.ddp, 0.0, 0.0))
+                                  .gradients_bytes;
+    pt.memory.collective_bytes = k.memory_collective_in_flight * grad_bytes;
     pt.memory.peak_bytes += pt.memory.collective_bytes;
   }
 

@@ -355,13 +355,38 @@ TEST_CASE("bench interference runs to the end under mpirun (ranks that started d
     CHECK(j["ranks"] == 2);
     CHECK(j["alone_s"].get<double>() > 0);
     CHECK(std::isfinite(j["interference_mean"].get<double>()));
-    CHECK(j["inflight_memory_bytes_max"].get<double>() >= 0);
   }
   // Open MPI's non-blocking all-reduce keeps a copy of the message while in
   // flight (measured here: 1.03-1.2 x for 1-8 MiB over shm and tcp); a
   // 1 MiB message must show at least half of it on the largest rank
   const auto j = nlohmann::json::parse(slurp(d / "i.json"));
   CHECK(j["inflight_memory_bytes_max"].get<double>() >= 0.5 * 1048576);
+}
+
+TEST_CASE("fit: kanscale's own NCCL all-reduce sweeps give the nccl family's bus bandwidth, not MPI terms") {
+  // one host: intra-node; the best busbw at >= 32 MiB (in or out of place): 150 GB/s
+  Dir d;
+  nlohmann::json j;
+  j["metadata"] = {{"op", "allreduce"}, {"ranks", 2}, {"backend", "nccl"}, {"hosts", {"n1", "n1"}}};
+  j["points"] = nlohmann::json::array();
+  const double sizes[] = {1048576.0, 33554432.0, 67108864.0}, busbw[] = {40, 120, 150};
+  for (int i = 0; i < 3; ++i)
+    j["points"].push_back({{"size_bytes", sizes[i]},
+                           {"out_of_place", {{"time_us", 1.0}, {"busbw_GBps", busbw[i]}, {"wrong", 0}}},
+                           {"in_place", {{"time_us", 1.0}, {"busbw_GBps", busbw[i] - 1}, {"wrong", 0}}}});
+  std::ofstream(d / "n.json") << j.dump();
+  std::string err;
+  REQUIRE(sh(kExe + " fit --collectives " + (d / "n.json") + " --out " + (d / "k.yaml"), &err, &d) == 0);
+  const ks::Calibration k =
+      ks::load_calibration(d / "k.yaml", ks::load_cluster(kSrc + "/configs/clusters/finisterrae3.yaml"), ks::Precision::fp32);
+  REQUIRE(k.nccl_bus_bw_intra_Bps.has_value());
+  CHECK(*k.nccl_bus_bw_intra_Bps == doctest::Approx(150e9));
+  CHECK_FALSE(k.has_mpi_terms);
+  // an NCCL broadcast sweep is refused
+  j["metadata"]["op"] = "broadcast";
+  std::ofstream(d / "b.json") << j.dump();
+  CHECK(sh(kExe + " fit --collectives " + (d / "b.json") + " --out " + (d / "b.yaml"), &err, &d) == 2);
+  CHECK(err.find("only NCCL all-reduce sweeps are fitted") != std::string::npos);
 }
 
 TEST_CASE("fit: the in-flight memory factor is the median over interference files; files without it give none") {
@@ -627,7 +652,7 @@ TEST_CASE("validate --emit writes Slurm and mpirun scripts whose jobs --collect 
   CHECK(j["cases"].size() == 2);
   CHECK(slurp(d / "rep/report.md").find("## Cases") != std::string::npos);
   // the Slurm script goes to the run directory (Slurm runs a spooled copy)
-  CHECK(sb.find("cd \"${KANSCALE_RUN_DIR:-" + (d / "run") + "}\"") != std::string::npos);
+  CHECK(sb.find("RUN_DIR='" + (d / "run") + "'\ncd \"${KANSCALE_RUN_DIR:-$RUN_DIR}\"") != std::string::npos);
 }
 
 TEST_CASE("validate --emit: oversubscribed ranks stay on one node under srun; a plan's bad sweep options fail before anything runs") {
@@ -718,5 +743,19 @@ TEST_CASE("fit: the runtime's memory per other rank of the node, from runs at 1,
   REQUIRE(sh(kExe + " fit --kernels " + (d / "k2.json") + " --out " + (d / "k0.yaml"), &err, &d) == 0);
   const std::string y0 = slurp(d / "k0.yaml");
   CHECK(y0.find("runtime_per_local_peer") == std::string::npos);
+  // points whose least-squares line would start below zero: 1, 10, 40 MiB at
+  // 1, 2, 4 ranks per node (x = 0, 1, 3) give slope 186/14 and intercept
+  // (51 - 4 x 186/14)/3 < 0; the line through the origin instead: slope
+  // sum(x y)/sum(x^2) = 130/10 = 13 MiB, runtime 0
+  kernels("c1.json", 1, 1);
+  kernels("c2.json", 2, 10);
+  kernels("c4.json", 4, 40);
+  REQUIRE(sh(kExe + " fit --kernels " + (d / "c2.json") + " --runtime-memory " + (d / "c1.json") + " " + (d / "c4.json") + " --out " +
+                 (d / "kc.yaml"),
+             &err, &d) == 0);
+  const ks::Calibration kc =
+      ks::load_calibration(d / "kc.yaml", ks::load_cluster(kSrc + "/configs/clusters/local-cpu.yaml"), ks::Precision::fp32);
+  CHECK(kc.runtime_memory_bytes == 0);
+  CHECK(kc.runtime_memory_per_local_peer_bytes == doctest::Approx(13 * 1048576.0).epsilon(1e-4));
   CHECK(std::stod(y0.substr(y0.find("runtime: \"") + 10)) == doctest::Approx(14 * 1048576.0).epsilon(1e-4));
 }

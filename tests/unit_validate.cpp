@@ -144,8 +144,11 @@ TEST_CASE("plans with a missing file, an unknown backend or zero ranks fail befo
 
 TEST_CASE("the shipped plans load, with the case counts their comments state") {
   // paths in the plans are relative to the repository root
-  char cwd[4096];
-  REQUIRE(getcwd(cwd, sizeof cwd) != nullptr);
+  struct Back {  // back to the working directory however the test ends
+    char cwd[4096] = {};
+    Back() { REQUIRE(getcwd(cwd, sizeof cwd) != nullptr); }
+    ~Back() { (void)!chdir(cwd); }
+  } back;
   REQUIRE(chdir(KANSCALE_SOURCE_DIR) == 0);
   auto judged = [](const ValidationPlan& p) {
     int n = 0;
@@ -169,5 +172,4 @@ TEST_CASE("the shipped plans load, with the case counts their comments state") {
   CHECK(gpu.backend == "cuda");
   const ValidationPlan ci = load_validation_plan("validation/plans/ci-small.yaml");
   CHECK(ci.cases.size() == 2);
-  REQUIRE(chdir(cwd) == 0);
 }

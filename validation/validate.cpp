@@ -615,6 +615,7 @@ std::string shell_quote(const std::string& s) {
 // asked) or in an emitted script. One rank starts under mpirun too, as under
 // srun, so that every job has MPI started (its memory is the runtime's).
 std::string launch_local(const Job& j) {
+  if (j.ranks <= 1 && j.transport.empty() && !build::have_mpi) return "";  // a build without MPI runs one rank alone
   std::string s = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np " + std::to_string(j.ranks) + " --oversubscribe";
   for (const auto& [key, value] : transport_mca(j.transport)) s += " --mca " + key + " " + value;
   return s + " ";
@@ -669,7 +670,7 @@ void emit_validation(const ValidationPlan& p, const std::string& dir, const std:
     }
   }
   const std::string head = about + "cd \"$(dirname \"$0\")\"\n" + tail;
-  const std::string head_slurm = about + "cd \"${KANSCALE_RUN_DIR:-" + abs_dir + "}\"\n" + tail;
+  const std::string head_slurm = about + "RUN_DIR=" + shell_quote(abs_dir) + "\ncd \"${KANSCALE_RUN_DIR:-$RUN_DIR}\"\n" + tail;
   sh << "#!/usr/bin/env bash\n" << head;
   sb << "#!/usr/bin/env bash\n#SBATCH --job-name=kanscale-validate-" << p.name << "\n#SBATCH --nodes="
      << (max_ranks + per_node - 1) / per_node << "\n#SBATCH --ntasks-per-node=" << per_node << "\n";
