@@ -101,7 +101,7 @@ void report_row(std::ostream& os, const std::string& name, const LinearFit& f, c
 
 // Collectives, mpi family: alpha-beta per regime from all-reduce sweeps at
 // any rank counts, and the broadcast from broadcast sweeps.
-void fit_mpi_collectives(const std::vector<std::string>& collectives, std::ostream& from, std::ostream& coll,
+void fit_mpi_collectives(const std::vector<std::pair<std::string, nlohmann::json>>& sweeps, std::ostream& from, std::ostream& coll,
                          std::ostream& report) {
   // Regimes: OpenMPI's switch at 10000 B (recursive doubling below, ring
   // above), and the ring again above 4 MiB, where the buffers leave the
@@ -122,17 +122,13 @@ void fit_mpi_collectives(const std::vector<std::string>& collectives, std::ostre
   // ceil(log2 n) x (latency + bytes/bw), one fit over every size
   std::vector<std::vector<double>> bx;
   std::vector<double> by, bk;
-  for (const auto& path : collectives) {
-    const auto j = read_json(path, "a kanscale measure allreduce or broadcast file");
+  for (const auto& [path, j] : sweeps) {
     const std::string op = j.contains("metadata") ? j["metadata"].value("op", "") : "";
     if (!j.contains("points") || (op != "allreduce" && op != "broadcast"))
       throw InputError(path + ": not a kanscale measure allreduce or broadcast file");
     if (op == "broadcast") {
       const int n = j["metadata"].value("ranks", 1);
       if (n < 2) throw InputError(path + ": measured on one rank: no communication to fit");
-      if (j["metadata"].value("backend", std::string("mpi")) != "mpi")
-        throw InputError(path + ": a " + j["metadata"].value("backend", std::string("?")) +
-                         " broadcast sweep: only MPI broadcasts are fitted (the NCCL model derives its broadcast from the ring)");
       from << (from.tellp() > 0 ? "; " : "") << path << " (broadcast, " << n << " ranks)";
       const double st = std::ceil(std::log2(static_cast<double>(n)));
       std::size_t i = 0;
@@ -227,13 +223,13 @@ void fit_mpi_collectives(const std::vector<std::string>& collectives, std::ostre
   }
 }
 
-// Collectives, nccl family: the bus bandwidth per level from NCCL sweeps.
 // One NCCL all-reduce sweep: nccl-tests' log or kanscale's own (--backend nccl).
 struct NcclSweep {
   int nodes = 1;
   std::vector<std::pair<double, double>> bytes_busbw;  // per size: the better of in and out of place, GB/s
 };
 
+// Collectives, nccl family: the bus bandwidth per level from NCCL sweeps.
 void fit_nccl_sweeps(const std::vector<NcclSweep>& sweeps, std::ostream& coll, std::ostream& report) {
   double intra = 0, inter = 0;
   int n_intra = 0, n_inter = 0;
@@ -452,12 +448,12 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   }
   // kanscale's own sweeps: MPI ones fit the mpi family, NCCL ones (--backend
   // nccl) the nccl family's bus bandwidth, as nccl-tests' logs do
-  std::vector<std::string> mpi_sweeps;
+  std::vector<std::pair<std::string, nlohmann::json>> mpi_sweeps;
   std::vector<NcclSweep> nccl;
   for (const auto& path : collectives) {
-    const auto j = read_json(path, "a kanscale measure allreduce or broadcast file");
+    auto j = read_json(path, "a kanscale measure allreduce or broadcast file");
     if (!j.contains("metadata") || j["metadata"].value("backend", std::string("mpi")) != "nccl") {
-      mpi_sweeps.push_back(path);
+      mpi_sweeps.emplace_back(path, std::move(j));
       continue;
     }
     if (j["metadata"].value("op", "") != "allreduce")

@@ -3,10 +3,8 @@
 #include <unistd.h>
 
 #include <climits>
-#include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <tuple>
 
 #include "commands.hpp"
 #include "model/yaml_reader.hpp"
@@ -67,34 +65,7 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
   if (n <= 0) throw std::runtime_error("cannot find the kanscale executable (/proc/self/exe)");
   const std::string self(exe, static_cast<std::size_t>(n));
   if (!emit.empty() + !collect.empty() + published > 1) throw InputError("validate: give at most one of --emit, --collect, --published");
-  // the plan's sweep options, checked by the same parser the jobs will use,
-  // before anything runs
-  if (plan.measure.enabled && plan.measure.ranks > 1) {
-    for (const auto& [op, key, opts] : {std::tuple<std::string, std::string, std::string>{"allreduce", "allreduce", plan.measure.allreduce},
-                                        {"broadcast", "broadcast", plan.measure.broadcast}}) {
-      if (opts.empty()) continue;
-      // as the job will run it (validate.cpp make_schedule), plus --check-options
-      auto quote = [](const std::string& x) {
-        std::string q = "'";
-        for (char ch : x) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-        return q + "'";
-      };
-      const std::string cmd = quote(self) + " measure " + op + " " + opts + " --backend " + (plan.backend == "cuda" ? "nccl" : "mpi") +
-                              " --json /dev/null --check-options 2>&1";
-      std::string said;
-      FILE* f = popen(cmd.c_str(), "r");
-      if (!f) throw std::runtime_error("cannot run " + cmd);
-      char buf[512];
-      while (fgets(buf, sizeof buf, f)) said += buf;
-      const int status = pclose(f);
-      if (status == 0 && !said.empty()) said = "kanscale: the options print instead of measuring (--help?)\n";
-      if (status != 0 || !said.empty()) {
-        std::string line = said.substr(0, said.find('\n'));
-        if (line.rfind("kanscale: ", 0) == 0) line = line.substr(10);
-        throw InputError(plan.file + ": key 'calibration.measure." + key + "': \"" + opts + "\": " + line);
-      }
-    }
-  }
+  check_sweep_options(plan, self);  // before anything runs
   if (published) return published_comparison(plan, out, cmdline);
   if (!emit.empty()) {
     if (plan.cases.empty()) throw InputError(plan.file + ": no cases to emit (the plan has only a published: section)");

@@ -1,12 +1,11 @@
 #include "interference.hpp"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <random>
 
 #include "kan_cpu.hpp"
+#include "trainer.hpp"
 
 namespace ks {
 
@@ -56,12 +55,7 @@ InterferenceResult measure_interference(Comm& comm, KanNet& net, int batch, doub
     return t;
   };
   std::vector<double> alone, with, ar;
-  auto peak_rss = [] {
-    struct rusage ru {};
-    getrusage(RUSAGE_SELF, &ru);
-    return static_cast<double>(ru.ru_maxrss) * 1024.0;
-  };
-  const double peak_before = peak_rss();  // the message buffer is allocated and touched
+  const double peak_before = peak_rss_bytes();  // the message buffer is allocated and touched
   // the all-reduce alone, blocking, no compute
   for (int r = 0; r < repeats; ++r) {
     comm.barrier();
@@ -73,7 +67,7 @@ InterferenceResult measure_interference(Comm& comm, KanNet& net, int batch, doub
     // after the first: the library's copy of one message in flight (later
     // repetitions add what the allocator keeps of freed copies, measured
     // here: 1.06x the message after one or five, 2.07x after twenty)
-    if (r == 0) res.inflight_bytes = peak_rss() - peak_before;
+    if (r == 0) res.inflight_bytes = peak_rss_bytes() - peak_before;
   }
   run(false);  // warm-up
   for (int r = 0; r < repeats; ++r) {

@@ -31,6 +31,12 @@
 
 namespace ks {
 
+double peak_rss_bytes() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) * 1024.0;
+}
+
 namespace train_detail {
 
 std::atomic<int> g_stop{0};
@@ -48,12 +54,6 @@ std::int64_t meta_int(const std::string& file, const std::string& key, const std
   }
   if (pos == 0 || pos != value.size()) throw InputError(file + ": metadata '" + key + "' is not an integer: \"" + value + "\"");
   return v;
-}
-
-double peak_rss_bytes() {
-  struct rusage ru {};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_maxrss) * 1024.0;
 }
 
 namespace {

@@ -187,18 +187,15 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
   // the runtime's own memory grows with the other ranks of the node (MPI's
   // shared-memory segments, where the calibration measured it)
   const double runtime = k.runtime_memory_bytes + k.runtime_memory_per_local_peer_bytes * (layout.ranks_per_node() - 1);
-  pt.memory = w.implementation == Implementation::kanscale
-                  ? calibrated_memory(kanscale_memory(shape, pt.batch_per_gpu, w.ddp, runtime, c.gpu.memory_bytes), shape, k)
-                  : efficient_kan_memory(shape, pt.batch_per_gpu, w.ddp, runtime, c.gpu.memory_bytes);
+  const MemoryEstimate modelled = w.implementation == Implementation::kanscale
+                                      ? kanscale_memory(shape, pt.batch_per_gpu, w.ddp, runtime, c.gpu.memory_bytes)
+                                      : efficient_kan_memory(shape, pt.batch_per_gpu, w.ddp, runtime, c.gpu.memory_bytes);
+  pt.memory = w.implementation == Implementation::kanscale ? calibrated_memory(modelled, shape, k) : modelled;
   if (gpus > 1 && k.memory_collective_in_flight > 0) {
     // every bucket can be in flight at the end of backward: the library's
-    // copies of all the gradients
-    // (the gradient bytes themselves, not the calibrated per-parameter total)
-    const double grad_bytes = (w.implementation == Implementation::kanscale
-                                   ? kanscale_memory(shape, pt.batch_per_gpu, w.ddp, 0.0, 0.0)
-                                   : efficient_kan_memory(shape, pt.batch_per_gpu, w.ddp, 0.0, 0.0))
-                                  .gradients_bytes;
-    pt.memory.collective_bytes = k.memory_collective_in_flight * grad_bytes;
+    // copies of all the gradients (the gradient bytes themselves, not the
+    // calibrated per-parameter total)
+    pt.memory.collective_bytes = k.memory_collective_in_flight * modelled.gradients_bytes;
     pt.memory.peak_bytes += pt.memory.collective_bytes;
   }
 

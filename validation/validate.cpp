@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "kanscale/build_info.hpp"
@@ -644,6 +645,32 @@ void run_job(const Job& j, const std::string& dir, const std::string& exe) {
 }
 
 }  // namespace
+
+void check_sweep_options(const ValidationPlan& p, const std::string& exe) {
+  if (!p.measure.enabled || p.measure.ranks < 2) return;
+  std::set<std::string> checked;  // a sweep's options are the same on every transport
+  const auto rounds = make_schedule(p);
+  for (const Job& j : rounds.front()) {
+    const bool allreduce = j.command.rfind("measure allreduce ", 0) == 0;
+    if (!allreduce && j.command.rfind("measure broadcast ", 0) != 0) continue;
+    const std::string key = allreduce ? "allreduce" : "broadcast";
+    if (!checked.insert(key).second) continue;
+    const std::string cmd = shell_quote(exe) + " " + j.command + " --check-options 2>&1";
+    FILE* f = popen(cmd.c_str(), "r");
+    if (!f) throw std::runtime_error("cannot run " + cmd);
+    std::string said;
+    char buf[512];
+    while (fgets(buf, sizeof buf, f)) said += buf;
+    const int status = pclose(f);
+    if (status == 0 && !said.empty()) said = "kanscale: the options print instead of measuring (--help?)\n";
+    if (status != 0 || !said.empty()) {
+      std::string line = said.substr(0, said.find('\n'));
+      if (line.rfind("kanscale: ", 0) == 0) line = line.substr(10);
+      throw InputError(p.file + ": key 'calibration.measure." + key + "': \"" + (allreduce ? p.measure.allreduce : p.measure.broadcast) +
+                       "\": " + line);
+    }
+  }
+}
 
 void emit_validation(const ValidationPlan& p, const std::string& dir, const std::string& exe) {
   prepare_dir(p, dir);
