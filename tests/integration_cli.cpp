@@ -13,6 +13,8 @@
 #include <sstream>
 #include <string>
 
+#include "temp_dir.hpp"
+
 namespace {
 
 const std::string kSrc = KANSCALE_SOURCE_DIR;
@@ -25,19 +27,7 @@ std::string read_file(const std::string& p) {
   return ss.str();
 }
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/kanscale-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf " + path).c_str()); }
-  std::string write(const std::string& name, const std::string& text) const {
-    const std::string p = path + "/" + name;
-    std::ofstream(p) << text;
-    return p;
-  }
-};
+
 
 struct Run {
   int code = -1;

@@ -20,6 +20,7 @@
 #include "model/buckets.hpp"
 #include "model/config.hpp"
 #include "model/kan_model.hpp"
+#include "temp_dir.hpp"
 #include "replay.hpp"
 
 using namespace ks;
@@ -36,15 +37,7 @@ std::string slurp(const std::string& p) {
   return ss.str();
 }
 
-struct Dir {
-  std::string path;
-  Dir() {
-    char t[] = "/tmp/kanscale-train-XXXXXX";
-    path = mkdtemp(t);
-  }
-  ~Dir() { std::system(("rm -rf " + path).c_str()); }
-  std::string operator/(const std::string& f) const { return path + "/" + f; }
-};
+using Dir = TempDir;
 
 int sh(const std::string& cmd, std::string* err = nullptr, const Dir* d = nullptr) {
   std::string full = cmd;

@@ -20,6 +20,7 @@
 #include "measure/kan_cpu.hpp"
 #include "measure/kan_cuda.hpp"
 #include "measure/safetensors.hpp"
+#include "temp_dir.hpp"
 
 using namespace ks;
 
@@ -151,19 +152,10 @@ std::vector<float> all_parameters(const std::string& checkpoint) {
   return v;
 }
 
-struct TmpDir {
-  std::string path;
-  TmpDir() {
-    char t[] = "/tmp/kanscale-cuda-XXXXXX";
-    path = mkdtemp(t);
-  }
-  ~TmpDir() { std::system(("rm -rf " + path).c_str()); }
-  std::string operator/(const std::string& f) const { return path + "/" + f; }
-};
 }  // namespace
 
 TEST_CASE("kanscale train --backend cuda follows the CPU trainer and resumes bit-identically") {
-  TmpDir d;
+  TempDir d;
   const std::string base = kExe + " train --workload " + kSrc + "/configs/workloads/pykan-exp-sin.yaml --quiet --seed 3 ";
   REQUIRE(run(base + "--backend cpu --steps 8 --checkpoint " + (d / "cpu.safetensors")) == 0);
   REQUIRE(run(base + "--backend cuda --steps 8 --checkpoint " + (d / "gpu.safetensors") + " --json " + (d / "gpu.json")) == 0);
@@ -190,7 +182,7 @@ TEST_CASE("kanscale train --backend cuda follows the CPU trainer and resumes bit
 }
 
 TEST_CASE("NCCL all-reduce sweep (one rank) verifies every result; measure kernels --backend cuda records time and memory") {
-  TmpDir d;
+  TempDir d;
   REQUIRE(run(kExe + " measure allreduce --backend nccl -b 8 -e 1M -n 5 -w 2 --json " + (d / "ar.json")) == 0);
   std::ifstream a(d / "ar.json");
   const auto ar = nlohmann::json::parse(a);
