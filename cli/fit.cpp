@@ -11,10 +11,12 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <type_traits>
 
 #include "commands.hpp"
 #include "kanscale/build_info.hpp"
@@ -44,14 +46,44 @@ nlohmann::json read_json(const std::string& path, const char* what) {
   }
 }
 
+// A JSON value as T, its type and (for integers) its range checked first:
+// nlohmann converts a float or an out-of-range integer to int without a
+// word (undefined behaviour for a float), and aborts on a missing key.
+template <typename T>
+T checked(const nlohmann::json& v, const std::string& where) {
+  if constexpr (std::is_same_v<T, bool>) {
+    if (v.is_boolean()) return v.get<bool>();
+    throw InputError(where + ": expected true or false, got " + v.dump());
+  } else if constexpr (std::is_integral_v<T>) {
+    static_assert(std::is_signed_v<T>);
+    if (v.is_number_unsigned()) {
+      if (v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())) return static_cast<T>(v.get<std::uint64_t>());
+    } else if (v.is_number_integer()) {
+      const std::int64_t x = v.get<std::int64_t>();
+      if (x >= std::numeric_limits<T>::min() && x <= std::numeric_limits<T>::max()) return static_cast<T>(x);
+    }
+    throw InputError(where + ": expected an integer from " + std::to_string(std::numeric_limits<T>::min()) + " to " +
+                     std::to_string(std::numeric_limits<T>::max()) + ", got " + v.dump());
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (v.is_number()) return v.get<T>();
+    throw InputError(where + ": expected a number, got " + v.dump());
+  } else {
+    if (v.is_string()) return v.get<T>();
+    throw InputError(where + ": expected a string, got " + v.dump());
+  }
+}
+
+// An optional metadata entry (`fallback` when absent), checked.
+template <typename T>
+T meta_value(const nlohmann::json& m, const char* key, T fallback, const std::string& path, const std::string& at = "metadata.") {
+  if (!m.is_object() || !m.contains(key)) return fallback;
+  return checked<T>(m[key], path + ": key '" + at + key + "'");
+}
+
 template <typename T>
 T field(const nlohmann::json& row, const char* key, const std::string& path, std::size_t index) {
-  if (!row.contains(key)) throw InputError(path + ": row " + std::to_string(index) + " lacks '" + key + "'");
-  try {
-    return row[key].get<T>();
-  } catch (const std::exception&) {
-    throw InputError(path + ": row " + std::to_string(index) + ": '" + key + "' has the wrong type");
-  }
+  if (!row.is_object() || !row.contains(key)) throw InputError(path + ": row " + std::to_string(index) + " lacks '" + key + "'");
+  return checked<T>(row[key], path + ": row " + std::to_string(index) + ": key '" + key + "'");
 }
 
 std::string num(double v, const char* unit) {
@@ -123,11 +155,11 @@ void fit_mpi_collectives(const std::vector<std::pair<std::string, nlohmann::json
   std::vector<std::vector<double>> bx;
   std::vector<double> by, bk;
   for (const auto& [path, j] : sweeps) {
-    const std::string op = j.contains("metadata") ? j["metadata"].value("op", "") : "";
+    const std::string op = j.contains("metadata") ? meta_value<std::string>(j["metadata"], "op", std::string(""), path) : "";
     if (!j.contains("points") || (op != "allreduce" && op != "broadcast"))
       throw InputError(path + ": not a kanscale measure allreduce or broadcast file");
     if (op == "broadcast") {
-      const int n = j["metadata"].value("ranks", 1);
+      const int n = meta_value<int>(j["metadata"], "ranks", 1, path);
       if (n < 2) throw InputError(path + ": measured on one rank: no communication to fit");
       from << (from.tellp() > 0 ? "; " : "") << path << " (broadcast, " << n << " ranks)";
       const double st = std::ceil(std::log2(static_cast<double>(n)));
@@ -144,9 +176,9 @@ void fit_mpi_collectives(const std::vector<std::pair<std::string, nlohmann::json
       }
       continue;
     }
-    const int n = j["metadata"].value("ranks", 1);
+    const int n = meta_value<int>(j["metadata"], "ranks", 1, path);
     if (n < 2) throw InputError(path + ": measured on one rank: no communication to fit");
-    from << (from.tellp() > 0 ? "; " : "") << path << " (" << n << " ranks, " << j["metadata"].value("library", "?") << ", " << j["metadata"].value("date_utc", "?") << ")";
+    from << (from.tellp() > 0 ? "; " : "") << path << " (" << n << " ranks, " << meta_value<std::string>(j["metadata"], "library", std::string("?"), path) << ", " << meta_value<std::string>(j["metadata"], "date_utc", std::string("?"), path) << ")";
     std::size_t i = 0;
     for (const auto& p : j["points"]) {
       const double bytes = field<double>(p, "size_bytes", path, i);
@@ -164,7 +196,7 @@ void fit_mpi_collectives(const std::vector<std::pair<std::string, nlohmann::json
       r.y.push_back(t);
       r.k.push_back(bytes);
       r.n.push_back(n);
-      if (j["metadata"].value("nonblocking", false) && p["in_place"].contains("launch_us")) {
+      if (meta_value<bool>(j["metadata"], "nonblocking", false, path) && p["in_place"].contains("launch_us")) {
         const double lt = field<double>(p["in_place"], "launch_us", path, i) * 1e-6;  // in place: as the trainer issues it
         if (lt > 0) {
           r.lx.push_back({1.0, bytes});
@@ -314,15 +346,24 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
     if (!j.contains("metadata") || !j.contains("rows") || !j["rows"].is_array())
       throw InputError(path + ": not a kanscale measure kernels file (no metadata/rows)");
     const auto& m = j["metadata"];
-    concurrency = std::max(concurrency, static_cast<int>(std::lround(m.value("concurrency_ranks_per_node", 1.0))));
-    from << (from.tellp() > 0 ? "; " : "") << path << " (" << m.value("host", "?") << ", " << m.value("cpu_model", "?") << ", "
-         << m.value("date_utc", "?") << ", kanscale " << m.value("git_hash", "?") << ", " << m.value("ranks", 1) << " rank(s))";
-    if (m.contains("cache_probe_bytes_GBps") && cache_probe.empty()) cache_probe = m["cache_probe_bytes_GBps"];
+    concurrency = std::max(concurrency, static_cast<int>(std::lround(meta_value<double>(m, "concurrency_ranks_per_node", 1.0, path))));
+    from << (from.tellp() > 0 ? "; " : "") << path << " (" << meta_value<std::string>(m, "host", std::string("?"), path) << ", " << meta_value<std::string>(m, "cpu_model", std::string("?"), path) << ", "
+         << meta_value<std::string>(m, "date_utc", std::string("?"), path) << ", kanscale " << meta_value<std::string>(m, "git_hash", std::string("?"), path) << ", " << meta_value<int>(m, "ranks", 1, path) << " rank(s))";
+    if (m.contains("cache_probe_bytes_GBps") && cache_probe.empty()) {
+      // a list of [bytes, GB/s] pairs
+      const auto& probe = m["cache_probe_bytes_GBps"];
+      if (!probe.is_array()) throw InputError(path + ": key 'metadata.cache_probe_bytes_GBps': expected a list of [bytes, GB/s]");
+      for (std::size_t c = 0; c < probe.size(); ++c)
+        if (!probe[c].is_array() || probe[c].size() != 2 || !probe[c][0].is_number() || !probe[c][1].is_number())
+          throw InputError(path + ": key 'metadata.cache_probe_bytes_GBps[" + std::to_string(c) + "]': expected [bytes, GB/s], got " +
+                           probe[c].dump());
+      cache_probe = probe;
+    }
     if (m.contains("runtime_memory_bytes")) {
-      runtime_bytes = std::max(runtime_bytes, m["runtime_memory_bytes"].get<double>());
-      runtime_what = m.value("runtime_memory_what", "");
-      const int rpn = static_cast<int>(std::lround(m.value("concurrency_ranks_per_node", 1.0)));
-      runtime_at[rpn] = std::max(runtime_at[rpn], m["runtime_memory_bytes"].get<double>());
+      runtime_bytes = std::max(runtime_bytes, meta_value<double>(m, "runtime_memory_bytes", 0, path));
+      runtime_what = meta_value<std::string>(m, "runtime_memory_what", std::string(""), path);
+      const int rpn = static_cast<int>(std::lround(meta_value<double>(m, "concurrency_ranks_per_node", 1.0, path)));
+      runtime_at[rpn] = std::max(runtime_at[rpn], meta_value<double>(m, "runtime_memory_bytes", 0, path));
     }
     if (j.contains("memory")) {
       std::size_t mi = 0;
@@ -330,7 +371,15 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
         const double peak = field<double>(r, "peak_bytes", path, mi);
         const KanShape shape{{field<std::int64_t>(r, "in", path, mi), field<std::int64_t>(r, "out", path, mi)},
                              field<int>(r, "grid_size", path, mi), field<int>(r, "spline_order", path, mi)};
-        const auto est = kanscale_memory(shape, field<std::int64_t>(r, "batch", path, mi), DdpSettings{}, 0, 0);
+        const auto batch = field<std::int64_t>(r, "batch", path, mi);
+        // the shape goes into the memory model's integer arithmetic: a KAN kanscale could have measured
+        if (shape.widths[0] < 1 || shape.widths[1] < 1 || batch < 1 || batch > (std::int64_t{1} << 40) || shape.grid_size < 1 ||
+            shape.spline_order < 1 || shape.spline_order > 16 || shape.grid_size > (1 << 20) ||
+            static_cast<double>(shape.widths[0]) * static_cast<double>(shape.widths[1]) * (shape.grid_size + shape.spline_order + 2) > 1e15)
+          throw InputError(path + ": memory[" + std::to_string(mi) + "]: not a shape kanscale measures (batch " + std::to_string(batch) +
+                           ", in " + std::to_string(shape.widths[0]) + ", out " + std::to_string(shape.widths[1]) + ", G " +
+                           std::to_string(shape.grid_size) + ", k " + std::to_string(shape.spline_order) + ")");
+        const auto est = kanscale_memory(shape, batch, DdpSettings{}, 0, 0);
         if (peak > 0) {  // a shape whose state came from freed blocks reads 0: nothing to learn from it
           mem_x.push_back({1.0, static_cast<double>(kan_parameter_count(shape)),
                            est.activations_bytes + est.transient_bytes + est.batch_bytes});
@@ -348,7 +397,8 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
       const double t = field<double>(r, "time_median_s", path, i), fl = field<double>(r, "flops", path, i),
                    by = field<double>(r, "bytes", path, i);
       // cold rows (caches evicted before each repetition) get their own fits
-      const std::string key_op = r.value("cache", "warm") == "cold" ? op + "@cold" : op;
+      const std::string key_op =
+          meta_value<std::string>(r, "cache", "warm", path, "rows[" + std::to_string(i) + "].") == "cold" ? op + "@cold" : op;
       if (!(t > 0) || fl < 0 || by < 0) throw InputError(path + ": row " + std::to_string(i) + ": times must be positive and counts non-negative");
       const bool layer = op == "kan_forward" || op == "kan_backward";
       // layers: a fixed term, FLOPs, bytes and the basis evaluations (B*in),
@@ -385,9 +435,11 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
       const auto j = read_json(path, "a kanscale bench interference file");
       if (!j.contains("interference_per_collective_second_mean"))
         throw InputError(path + ": lacks 'interference_per_collective_second_mean' (measured by an older kanscale?)");
-      v.push_back(std::max(0.0, j["interference_per_collective_second_mean"].get<double>()));
-      if (j.contains("inflight_memory_bytes_max") && j.value("allreduce_bytes", 0.0) > 0 && j.value("ranks", 1) > 1)
-        mem.push_back(std::max(0.0, j["inflight_memory_bytes_max"].get<double>()) / j["allreduce_bytes"].get<double>());
+      // the file's top level holds what a kernels file keeps under metadata
+      v.push_back(std::max(0.0, meta_value<double>(j, "interference_per_collective_second_mean", 0, path, "")));
+      const double bytes = meta_value<double>(j, "allreduce_bytes", 0, path, "");
+      if (j.contains("inflight_memory_bytes_max") && bytes > 0 && meta_value<int>(j, "ranks", 1, path, "") > 1)
+        mem.push_back(std::max(0.0, meta_value<double>(j, "inflight_memory_bytes_max", 0, path, "")) / bytes);
       from << (from.tellp() > 0 ? "; " : "") << path << " (interference)";
     }
     interf = median(v);
@@ -452,16 +504,20 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   std::vector<NcclSweep> nccl;
   for (const auto& path : collectives) {
     auto j = read_json(path, "a kanscale measure allreduce or broadcast file");
-    if (!j.contains("metadata") || j["metadata"].value("backend", std::string("mpi")) != "nccl") {
+    if (!j.contains("metadata") || meta_value<std::string>(j["metadata"], "backend", std::string("mpi"), path) != "nccl") {
       mpi_sweeps.emplace_back(path, std::move(j));
       continue;
     }
-    if (j["metadata"].value("op", "") != "allreduce")
-      throw InputError(path + ": an NCCL " + j["metadata"].value("op", std::string("?")) +
+    if (meta_value<std::string>(j["metadata"], "op", std::string(""), path) != "allreduce")
+      throw InputError(path + ": an NCCL " + meta_value<std::string>(j["metadata"], "op", std::string("?"), path) +
                        " sweep: only NCCL all-reduce sweeps are fitted (the NCCL model derives its broadcast from the ring)");
     NcclSweep sw;
     std::set<std::string> hosts;
-    for (const auto& h : j["metadata"].value("hosts", std::vector<std::string>{})) hosts.insert(h);
+    if (j["metadata"].contains("hosts")) {
+      const auto& hs = j["metadata"]["hosts"];
+      if (!hs.is_array()) throw InputError(path + ": key 'metadata.hosts': expected a list of host names, got " + hs.dump());
+      for (std::size_t h = 0; h < hs.size(); ++h) hosts.insert(checked<std::string>(hs[h], path + ": key 'metadata.hosts[" + std::to_string(h) + "]'"));
+    }
     sw.nodes = std::max<int>(1, static_cast<int>(hosts.size()));
     if (!j.contains("points")) throw InputError(path + ": no points");
     std::size_t i = 0;
@@ -472,7 +528,7 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
                                            field<double>(p["in_place"], "busbw_GBps", path, i)));
       ++i;
     }
-    from << (from.tellp() > 0 ? "; " : "") << path << " (NCCL sweep, " << j["metadata"].value("ranks", 0) << " ranks on " << sw.nodes
+    from << (from.tellp() > 0 ? "; " : "") << path << " (NCCL sweep, " << meta_value<int>(j["metadata"], "ranks", 0, path) << " ranks on " << sw.nodes
          << " node(s))";
     nccl.push_back(std::move(sw));
   }
@@ -494,9 +550,9 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
     if (!j.contains("metadata") || !j["metadata"].contains("runtime_memory_bytes"))
       throw InputError(path + ": not a kanscale measure kernels file with runtime_memory_bytes");
     const auto& m = j["metadata"];
-    const int rpn = static_cast<int>(std::lround(m.value("concurrency_ranks_per_node", 1.0)));
-    runtime_at[rpn] = std::max(runtime_at[rpn], m["runtime_memory_bytes"].get<double>());
-    runtime_what = m.value("runtime_memory_what", runtime_what);
+    const int rpn = static_cast<int>(std::lround(meta_value<double>(m, "concurrency_ranks_per_node", 1.0, path)));
+    runtime_at[rpn] = std::max(runtime_at[rpn], meta_value<double>(m, "runtime_memory_bytes", 0, path));
+    runtime_what = meta_value<std::string>(m, "runtime_memory_what", runtime_what, path);
     from << (from.tellp() > 0 ? "; " : "") << path << " (runtime memory, " << rpn << " rank(s) per node)";
   }
   // runtime = at one rank + per_local_peer x (ranks per node - 1), least

@@ -43,7 +43,59 @@ nlohmann::json point_json(const SweepPoint& p, const std::string& redop, int roo
           {"out_of_place", side(0)}, {"in_place", side(1)}};
 }
 
+// Every field of a point that a resumed sweep prints, sums and writes back,
+// checked: a missing or mistyped one is one line naming the file and key.
+void check_sweep_point(const nlohmann::json& p, const std::string& path, std::size_t i) {
+  const std::string at = "points[" + std::to_string(i) + "]";
+  if (!p.is_object()) throw InputError(path + ": key '" + at + "': expected an object, got " + p.dump());
+  auto need = [&](const nlohmann::json& obj, const std::string& key, const char* field, bool integer) {
+    const std::string expected = integer ? "an integer" : "a number";
+    if (!obj.contains(field)) throw InputError(path + ": key '" + key + "." + field + "': missing; expected " + expected);
+    const auto& v = obj[field];
+    if (integer ? !v.is_number_integer() : !v.is_number())
+      throw InputError(path + ": key '" + key + "." + field + "': expected " + expected + ", got " + v.dump());
+  };
+  need(p, at, "size_bytes", false);
+  need(p, at, "count", true);
+  for (const char* side : {"out_of_place", "in_place"}) {
+    const std::string key = at + "." + side;
+    if (!p.contains(side)) throw InputError(path + ": key '" + key + "': missing; expected an object");
+    if (!p[side].is_object()) throw InputError(path + ": key '" + key + "': expected an object, got " + p[side].dump());
+    for (const char* f : {"time_us", "algbw_GBps", "busbw_GBps"}) need(p[side], key, f, false);
+    need(p[side], key, "wrong", true);
+  }
+}
+
 }  // namespace
+
+std::vector<nlohmann::json> read_sweep_resume(const std::string& path, const nlohmann::json& meta, const std::vector<double>& sizes) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot open file");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw InputError(path + ": not a kanscale sweep file: " + e.what());
+  }
+  if (!j.is_object() || !j.contains("metadata") || !j["metadata"].is_object() || !j.contains("points") || !j["points"].is_array())
+    throw InputError(path + ": not a kanscale sweep file (no metadata/points)");
+  const auto& m = j["metadata"];
+  for (const char* k : {"op", "ranks", "min_bytes", "max_bytes", "factor", "iters", "warmup_iters", "check", "nonblocking"}) {
+    if (!m.contains(k) || m[k] != meta[k])
+      throw InputError(path + ": was measured with another " + std::string(k) + " (" + (m.contains(k) ? m[k].dump() : "none") +
+                       ", now " + meta[k].dump() + ")");
+  }
+  std::vector<nlohmann::json> done;
+  const auto& points = j["points"];
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    check_sweep_point(points[i], path, i);
+    if (i >= sizes.size() || points[i]["size_bytes"] != sizes[i])
+      throw InputError(path + ": point " + std::to_string(i) + " is not this sweep's size " +
+                       (i < sizes.size() ? std::to_string(static_cast<long long>(sizes[i])) : "(none)"));
+    done.push_back(points[i]);
+  }
+  return done;
+}
 
 std::vector<double> sweep_sizes(const SweepOptions& o) {
   std::vector<double> s;
@@ -95,27 +147,7 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
   std::string resume_error;
   if (rank == 0 && !o.resume.empty()) {
     try {
-      std::ifstream in(o.resume);
-      if (!in) throw InputError(o.resume + ": cannot open file");
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(in);
-      } catch (const std::exception& e) {
-        throw InputError(o.resume + ": not a kanscale sweep file: " + e.what());
-      }
-      if (!j.contains("metadata") || !j.contains("points") || !j["points"].is_array())
-        throw InputError(o.resume + ": not a kanscale sweep file (no metadata/points)");
-      for (const char* k : {"op", "ranks", "min_bytes", "max_bytes", "factor", "iters", "warmup_iters", "check", "nonblocking"}) {
-        if (!j["metadata"].contains(k) || j["metadata"][k] != meta[k])
-          throw InputError(o.resume + ": was measured with another " + std::string(k) + " (" +
-                           (j["metadata"].contains(k) ? j["metadata"][k].dump() : "none") + ", now " + meta[k].dump() + ")");
-      }
-      for (std::size_t i = 0; i < j["points"].size(); ++i) {
-        if (i >= sizes.size() || j["points"][i]["size_bytes"] != sizes[i])
-          throw InputError(o.resume + ": point " + std::to_string(i) + " is not this sweep's size " +
-                           (i < sizes.size() ? std::to_string(static_cast<long long>(sizes[i])) : "(none)"));
-        done.push_back(j["points"][i]);
-      }
+      done = read_sweep_resume(o.resume, meta, sizes);
       status[0] = static_cast<float>(done.size());
     } catch (const InputError& e) {
       resume_error = e.what();

@@ -5,6 +5,7 @@
 // one-process) backend. Every finished point is written at once (JSON and
 // CSV, atomically); --resume continues an interrupted sweep.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -42,6 +43,11 @@ std::vector<double> sweep_sizes(const SweepOptions& o);
 // Bus-bandwidth factor: all-reduce 2(n-1)/n, broadcast 1 (nccl-tests' PERFORMANCE.md).
 double bus_factor(const std::string& op, int ranks);
 
+// --resume: the points of an earlier run of the same sweep (`meta`: this
+// run's metadata, `sizes`: its sizes), every field of every point checked;
+// anything else is an InputError naming the file and key.
+std::vector<nlohmann::json> read_sweep_resume(const std::string& path, const nlohmann::json& meta,
+                                              const std::vector<double>& sizes);
 // Runs the sweep; rank 0 prints nccl-tests' table to `out` and writes the
 // files. Returns the total #wrong.
 std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out);

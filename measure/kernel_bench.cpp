@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -316,13 +317,43 @@ nlohmann::json shapes_json(const KernelPlan& plan) {
   return a;
 }
 
-// Rank 0: what an earlier, interrupted run of the same plan finished.
-struct Resumed {
-  nlohmann::json rows = nlohmann::json::array(), memory = nlohmann::json::array();
-  std::size_t shapes_done = 0;
-};
+// One entry of a kernels file's rows or memory, every field the resume reads
+// (row_of) or writes back checked: one line naming the file and key.
+void check_entry(const nlohmann::json& e, const std::string& path, const std::string& at, bool row) {
+  if (!e.is_object()) throw InputError(path + ": key '" + at + "': expected an object, got " + e.dump());
+  enum Kind { text, integer, small_integer, number, boolean };
+  auto need = [&](const char* field, Kind kind) {
+    static const char* const expected[] = {"a string", "an integer", "an integer from 0 to 2147483647", "a number",
+                                           "true or false"};
+    if (!e.contains(field)) throw InputError(path + ": key '" + at + "." + field + "': missing; expected " + expected[kind]);
+    const auto& v = e[field];
+    const bool ok = kind == text      ? v.is_string()
+                    : kind == number  ? v.is_number()
+                    : kind == boolean ? v.is_boolean()
+                    : kind == integer ? v.is_number_integer()
+                                      : v.is_number_integer() && v.get<std::int64_t>() >= 0 &&
+                                            v.get<std::int64_t>() <= std::numeric_limits<int>::max();
+    if (!ok) throw InputError(path + ": key '" + at + "." + field + "': expected " + expected[kind] + ", got " + v.dump());
+  };
+  need("batch", integer);
+  need("in", integer);
+  need("out", integer);
+  need("grid_size", small_integer);
+  need("spline_order", small_integer);
+  need("rank", small_integer);
+  if (!row) {
+    need("peak_bytes", number);
+    return;
+  }
+  need("op", text);
+  need("detail", text);
+  for (const char* f : {"flops", "bytes", "time_median_s", "time_iqr_s", "time_cv", "workspace_bytes"}) need(f, number);
+  need("unstable", boolean);
+}
 
-Resumed read_resume(const std::string& path, const nlohmann::json& meta) {
+}  // namespace
+
+KernelsResume read_kernels_resume(const std::string& path, const nlohmann::json& meta, std::size_t plan_shapes) {
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot open file");
   nlohmann::json j;
@@ -331,20 +362,40 @@ Resumed read_resume(const std::string& path, const nlohmann::json& meta) {
   } catch (const std::exception& e) {
     throw InputError(path + ": not a kanscale measure kernels file: " + e.what());
   }
-  if (!j.contains("metadata") || !j.contains("rows") || !j.contains("memory") || !j["metadata"].contains("shapes_done"))
+  if (!j.is_object() || !j.contains("metadata") || !j["metadata"].is_object() || !j.contains("rows") || !j.contains("memory") ||
+      !j["metadata"].contains("shapes_done"))
     throw InputError(path + ": not a kanscale measure kernels file (no metadata/rows/memory/shapes_done)");
+  const auto& m = j["metadata"];
   for (const char* k : {"plan", "backend", "ranks", "threads_per_rank", "repeats", "warmup", "seed", "shapes"}) {
-    if (!j["metadata"].contains(k) || j["metadata"][k] != meta[k])
-      throw InputError(path + ": was measured with another " + std::string(k) + " (" +
-                       (j["metadata"].contains(k) ? j["metadata"][k].dump() : "none") + ", now " + meta[k].dump() + ")");
+    if (!m.contains(k) || m[k] != meta[k])
+      throw InputError(path + ": was measured with another " + std::string(k) + " (" + (m.contains(k) ? m[k].dump() : "none") +
+                       ", now " + meta[k].dump() + ")");
   }
-  Resumed r;
+  // shapes_done decides where the run continues: out of range, the plan
+  // would be taken as complete with shapes missing
+  const auto& sd = m["shapes_done"];
+  if (!sd.is_number_integer() || sd.get<std::int64_t>() < 0 || sd.get<std::uint64_t>() > plan_shapes)
+    throw InputError(path + ": key 'metadata.shapes_done': expected an integer from 0 to " + std::to_string(plan_shapes) +
+                     " (the plan's shapes), got " + sd.dump());
+  KernelsResume r;
+  r.shapes_done = sd.get<std::size_t>();
+  for (const char* k : {"rows", "memory"})
+    if (!j[k].is_array()) throw InputError(path + ": key '" + std::string(k) + "': expected a list, got " + j[k].dump());
+  for (std::size_t i = 0; i < j["rows"].size(); ++i) check_entry(j["rows"][i], path, "rows[" + std::to_string(i) + "]", true);
+  for (std::size_t i = 0; i < j["memory"].size(); ++i)
+    check_entry(j["memory"][i], path, "memory[" + std::to_string(i) + "]", false);
+  // every finished shape left one memory entry per rank
+  const std::size_t ranks = meta["ranks"].get<std::size_t>();
+  if (j["memory"].size() != r.shapes_done * ranks)
+    throw InputError(path + ": key 'metadata.shapes_done': " + std::to_string(r.shapes_done) + " shape(s) done at " +
+                     std::to_string(ranks) + " rank(s), but 'memory' holds " + std::to_string(j["memory"].size()) +
+                     " entries (an interrupted or edited file?)");
   r.rows = j["rows"];
   r.memory = j["memory"];
-  r.shapes_done = j["metadata"]["shapes_done"].get<std::size_t>();
   return r;
 }
 
+namespace {
 }  // namespace
 
 std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const std::string& json, const std::string& csv,
@@ -397,12 +448,12 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
                                                         "heap bytes held at the peak of a training step (glibc's accounting)")},
                          {"unstable_threshold_cv", 0.05}};
   // --resume: rank 0 reads and checks; every rank learns where to start
-  Resumed done;
+  KernelsResume done;
   float status[2] = {0, 0};  // shapes done, error
   std::string resume_error;
   if (rank == 0 && !resume.empty()) {
     try {
-      done = read_resume(resume, meta);
+      done = read_kernels_resume(resume, meta, plan.shapes.size());
       status[0] = static_cast<float>(done.shapes_done);
     } catch (const InputError& e) {
       resume_error = e.what();

@@ -5,6 +5,7 @@
 // rank times at once (the neighbours' load is part of what is measured);
 // the concurrency is recorded.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,16 @@ struct KernelRow {
   int rank = 0;
 };
 
+// What an earlier, interrupted run of the same plan finished (--resume).
+struct KernelsResume {
+  nlohmann::json rows = nlohmann::json::array(), memory = nlohmann::json::array();
+  std::size_t shapes_done = 0;
+};
+// Reads a resume file: its settings must be `meta`'s (this run's metadata),
+// shapes_done within the plan's `plan_shapes` and matched by the memory
+// entries, every row's field present and typed; anything else is an
+// InputError naming the file and key.
+KernelsResume read_kernels_resume(const std::string& path, const nlohmann::json& meta, std::size_t plan_shapes);
 // Runs the plan on every rank; rank 0 returns all ranks' rows and writes
 // the files (JSON with metadata, CSV with units in every column) after
 // every shape, so an interrupted run loses at most the shape in progress;

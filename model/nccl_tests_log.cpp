@@ -69,8 +69,9 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
       continue;
     }
     if (line.find("NCCL version") != std::string::npos && log.nccl_version.empty()) {
-      const auto p = line.find("NCCL version");
-      log.nccl_version = words(line.substr(p))[2];
+      // "NCCL version 2.14.3+cuda11.7"; real logs also hold the bare words
+      const auto v = words(line.substr(line.find("NCCL version")));
+      if (v.size() > 2) log.nccl_version = v[2];
       continue;
     }
     // the column header: "# size count type redop [root] time algbw busbw #wrong|error time ..."

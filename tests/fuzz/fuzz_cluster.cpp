@@ -1,0 +1,8 @@
+// Cluster YAML (configs/clusters/*.yaml): ks::parse_cluster.
+#include "fuzz_target.hpp"
+#include "model/config.hpp"
+
+KS_FUZZ_TARGET(cluster) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  ks::fuzz::expect_no_crash([&] { ks::parse_cluster(text, "fuzz.yaml"); });
+}
