@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <iomanip>
 #include <iostream>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -82,6 +83,11 @@ int bench_kernels(const std::vector<std::string>& args) {
     return 0;
   if (reps < 1 || batch < 1) throw InputError("--repeat and --batch must be at least 1");
   const auto threads = parse_int_list(threads_list, "--threads");
+  check_output_paths({{json, "--json"}});
+  if (!export_dir.empty()) {
+    check_output_dir(export_dir, "--export");
+    std::filesystem::create_directories(export_dir);
+  }
   const std::vector<Case> cases = {{{64, 64, 1}, 5}, {{256, 256, 256, 1}, 5}, {{256, 256, 256, 1}, 20}};
 
   nlohmann::json out = nlohmann::json::array();

@@ -36,6 +36,7 @@ Scaling parse_scaling(const std::string& s) {
 int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
   CommonOptions c;
   int iterations = 5;
+  double max_events = kDefaultMaxEvents;
   std::string scaling = "strong", trace_ranks;
   po::options_description desc = common_options(c);
   po::options_description own("simulate options");
@@ -44,7 +45,9 @@ int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
        "iterations to replay: the first (one bucket) and steady ones (at least 2)")
       ("scaling", po::value(&scaling)->default_value(scaling), "strong | strong-global-batch | weak")
       ("trace-ranks", po::value(&trace_ranks)->value_name("R[,R...]"),
-       "ranks to put in --trace (default: all up to 16 ranks, else 0, 1, N/2, N-1)");
+       "ranks to put in --trace (default: all up to 16 ranks, else 0, 1, N/2, N-1)")
+      ("max-events", po::value(&max_events)->default_value(max_events, "5e7"),
+       "refuse a study estimated to replay more events than this (time and memory grow with them)");
   desc.add(own);
   po::variables_map vm;
   if (!parse_args(args, desc,
@@ -73,6 +76,8 @@ int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
   o.trace = !c.trace.empty();
   if (!trace_ranks.empty()) o.trace_ranks = parse_int_list(trace_ranks, "--trace-ranks");
   for (int n : o.gpus) layout_for(cluster, n, o.gpus_per_node);
+  if (!(max_events > 0)) throw InputError("--max-events: expected a positive number");
+  check_work(estimate_study_work(workload, o), max_events, "--gpus and --iterations");
   for (int r : o.trace_ranks) {
     if (r >= *std::max_element(o.gpus.begin(), o.gpus.end()))
       throw InputError("--trace-ranks: rank " + std::to_string(r) + " does not exist at any of the --gpus counts");
@@ -84,14 +89,7 @@ int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
     buckets_path = (dot != std::string::npos && dot + 4 == c.csv.size()) ? c.csv.substr(0, dot) + ".buckets.csv"
                                                                          : c.csv + ".buckets.csv";
   }
-  {
-    std::vector<std::string> outs;
-    for (const auto* p : {&c.json, &c.csv, &buckets_path, &c.trace})
-      if (!p->empty()) outs.push_back(*p);
-    for (std::size_t i = 0; i < outs.size(); ++i)
-      for (std::size_t j = i + 1; j < outs.size(); ++j)
-        if (outs[i] == outs[j]) throw InputError("output file " + outs[i] + " is named twice (--json, --csv, --trace)");
-  }
+  check_output_paths({{c.json, "--json"}, {c.csv, "--csv"}, {buckets_path, "--csv (its bucket plans)"}, {c.trace, "--trace"}});
 
   const StudyResult result = run_study(cluster, workload, calib, o);
   RunInfo info{cmdline, &cluster, &workload, &calib, o, c.calibration};
@@ -121,7 +119,7 @@ int bench(const std::vector<std::string>& args, const std::string& cmdline) {
   c.workload = "configs/workloads/bench-4layer.yaml";
   c.gpus = "8,64,1024,8192,65536";
   int repeat = 5;
-  double jitter = 0.05, interference = 0.05;
+  double jitter = 0.05, interference = 0.05, max_events = kDefaultMaxEvents;
   po::options_description desc("bench sim options");
   desc.add_options()
       ("help,h", "show this help")
@@ -130,7 +128,9 @@ int bench(const std::vector<std::string>& args, const std::string& cmdline) {
       ("gpus", po::value(&c.gpus)->default_value(c.gpus), "GPU counts")
       ("repeat", po::value(&repeat)->default_value(repeat), "timed repetitions per GPU count (median reported)")
       ("jitter", po::value(&jitter)->default_value(jitter, "0.05"), "lognormal sigma of compute jitter (on for the benchmark)")
-      ("interference", po::value(&interference)->default_value(interference, "0.05"), "compute slowdown while communicating");
+      ("interference", po::value(&interference)->default_value(interference, "0.05"), "compute slowdown while communicating")
+      ("max-events", po::value(&max_events)->default_value(max_events, "5e7"),
+       "refuse a benchmark estimated to replay more events than this (time and memory grow with them)");
   po::variables_map vm;
   std::vector<std::string> rest(args.begin() + (args[0] == "sim" ? 1 : 0), args.end());
   if (!parse_args(rest, desc,
@@ -150,6 +150,17 @@ int bench(const std::vector<std::string>& args, const std::string& cmdline) {
   const auto gpus = parse_int_list(c.gpus, "--gpus");
   const std::size_t steady_buckets =
       make_replay_setup(cluster, workload, calib, Layout{1, 1}, workload.batch_per_gpu)->input.steady.buckets.size();
+  if (!(max_events > 0)) throw InputError("--max-events: expected a positive number");
+  {
+    // every N, `repeat` times, one steady iteration each
+    WorkEstimate all;
+    for (int n : gpus) {
+      const WorkEstimate e = replay_work(n, 1, static_cast<double>(steady_buckets));
+      all.events += e.events * repeat;
+      all.bytes = std::max(all.bytes, e.bytes);
+    }
+    check_work(all, max_events, "--gpus and --repeat");
+  }
 
   std::cout << "kanscale bench sim: " << workload.name << " (" << workload.widths.size() - 1 << " layers, "
             << steady_buckets << " steady buckets), cluster " << cluster.name << " node type, jitter sigma "

@@ -321,6 +321,7 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   if (!parse_args(args, desc, "usage: kanscale fit --kernels K.json [--collectives A.json ...] [--interference I.json] [--runtime-memory K1.json ...] --out K.yaml", vm))
     return 0;
   if (out.empty()) throw InputError("missing required option --out");
+  check_output_paths({{out, "--out"}});
   if (kernels.empty() && collectives.empty() && nccl_logs.empty())
     throw InputError("give --kernels, --collectives and/or --nccl-tests");
   if (name.empty()) {

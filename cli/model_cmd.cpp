@@ -74,6 +74,9 @@ int model(const std::vector<std::string>& args, const std::string& cmdline) {
     return 0;
   }
   if (batch < 1 || in < 1 || out < 1 || grid < 1 || order < 1 || order > 16) throw InputError("layer: sizes must be positive (order <= 16)");
+  if (in > YamlMap::kIntMax || out > YamlMap::kIntMax || batch > YamlMap::kIntMax)
+    throw InputError("--batch, --in, --out: at most " + std::to_string(YamlMap::kIntMax));
+  if (const std::string why = kan_size_problem(KanShape{{in, out}, grid, order}); !why.empty()) throw InputError("--in, --out, --grid: " + why);
   if (impl != "kanscale" && impl != "efficient-kan") throw InputError("--implementation: kanscale or efficient-kan");
   const KanShape s{{in, out}, grid, order};
   const auto ops = impl == "kanscale" ? kanscale_iteration(s, batch, false) : efficient_kan_iteration(s, batch, false);

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <iostream>
+#include <set>
 #include <sstream>
 
+#include "model/units.hpp"
 #include "model/yaml_reader.hpp"
 
 namespace po = boost::program_options;
@@ -28,6 +30,22 @@ po::options_description common_options(CommonOptions& o) {
   return d;
 }
 
+void check_threads(long long threads, const std::string& option) {
+  if (threads < 1 || threads > kMaxThreads)
+    throw InputError(option + ": expected 1 to " + std::to_string(kMaxThreads) + " threads, got " + std::to_string(threads));
+}
+
+double parse_size_option(const std::string& text, const std::string& option) {
+  double v = 0;
+  try {
+    v = parse_size_bytes(text);
+  } catch (const UnitError& e) {
+    throw InputError(option + ": " + e.what());
+  }
+  if (!(v > 0)) throw InputError(option + ": expected a positive size such as 64GiB, got \"" + text + "\"");
+  return v;
+}
+
 std::uint64_t parse_seed(const std::string& text) {
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 19) {
     throw InputError("--seed: expected a non-negative integer, got \"" + text + "\"");
@@ -36,28 +54,28 @@ std::uint64_t parse_seed(const std::string& text) {
 }
 
 std::vector<int> parse_int_list(const std::string& text, const std::string& option) {
+  // GPU counts and ranks: ten million is far above any cluster, and keeps
+  // every product of them with other counts in range.
+  constexpr long kMaxEntry = 10000000;
   std::vector<int> out;
+  std::set<int> seen;
   if (text.empty() || text.back() == ',' || text.front() == ',') {
     throw InputError(option + ": expected a comma-separated list of integers such as 1,2,4,8, got \"" + text + "\"");
   }
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    std::size_t pos = 0;
-    long v = 0;
-    try {
-      v = std::stol(item, &pos);
-    } catch (...) {
-      pos = 0;
-    }
-    if (pos == 0 || pos != item.size() || v < 0 || v > 10000000) {
+    const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits) {
       throw InputError(option + ": expected a comma-separated list of non-negative integers such as 1,2,4,8, got \"" +
                        text + "\"");
     }
-    if (std::find(out.begin(), out.end(), static_cast<int>(v)) != out.end()) {
-      throw InputError(option + ": " + std::to_string(v) + " is listed twice in \"" + text + "\"");
+    if (item.size() > 18 || std::stoll(item) > kMaxEntry) {
+      throw InputError(option + ": " + item + " is above the largest count kanscale accepts, " + std::to_string(kMaxEntry));
     }
-    out.push_back(static_cast<int>(v));
+    const int v = static_cast<int>(std::stol(item));
+    if (!seen.insert(v).second) throw InputError(option + ": " + std::to_string(v) + " is listed twice in \"" + text + "\"");
+    out.push_back(v);
   }
   if (out.empty()) throw InputError(option + ": expected at least one integer");
   return out;
@@ -66,7 +84,18 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& opti
 bool parse_args(const std::vector<std::string>& args, const po::options_description& desc, const std::string& usage_line,
                 po::variables_map& vm) {
   po::positional_options_description none;  // extra words are errors, not ignored
-  po::store(po::command_line_parser(args).options(desc).positional(none).run(), vm);
+  try {
+    po::store(po::command_line_parser(args).options(desc).positional(none).run(), vm);
+  } catch (const po::too_many_positional_options_error&) {
+    // name the stray word: the first that is not an option and does not
+    // follow one (as its value)
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const bool after_option = i > 0 && args[i - 1].size() > 1 && args[i - 1][0] == '-' && args[i - 1].find('=') == std::string::npos;
+      if (!args[i].empty() && args[i][0] != '-' && !after_option)
+        throw InputError("unexpected word '" + args[i] + "' on the command line (see --help)");
+    }
+    throw InputError("unexpected words on the command line (see --help)");
+  }
   if (vm.count("help")) {
     std::cout << usage_line << "\n\n" << desc << "\n";
     return false;

@@ -20,6 +20,11 @@ struct CommonOptions {
 boost::program_options::options_description common_options(CommonOptions& o);
 // "1,2,4,8" -> {1,2,4,8}; throws InputError on anything else.
 std::vector<int> parse_int_list(const std::string& text, const std::string& option);
+// CPU threads per rank: 1 to kMaxThreads; throws InputError naming `option`.
+constexpr int kMaxThreads = 1024;
+void check_threads(long long threads, const std::string& option);
+// A size such as "64GiB" for a flag; throws InputError naming `option`.
+double parse_size_option(const std::string& text, const std::string& option);
 // A non-negative integer seed; throws InputError otherwise.
 std::uint64_t parse_seed(const std::string& text);
 // Parses args; prints help and returns false when --help was given.

@@ -1,6 +1,8 @@
 // kanscale train / eval: thin wrappers over measure/trainer.
 #include <boost/program_options.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <iostream>
 
 #include "commands.hpp"
@@ -8,6 +10,8 @@
 #include "measure/interference.hpp"
 #include "measure/kan.hpp"
 #include "measure/kan_cpu.hpp"
+#include "model/cost.hpp"
+#include "model/kan_model.hpp"
 #include "model/units.hpp"
 #include "sim/report.hpp"
 #include <iomanip>
@@ -27,6 +31,7 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
   long long steps = -1, checkpoint_every = 0;
   int epochs = -1, threads = 1;
   double delay_us = 0;
+  std::string memory_limit = "64GiB";
   bool quiet = false;
   po::options_description desc("train options");
   desc.add_options()
@@ -45,7 +50,9 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
       ("checkpoint-every", po::value(&checkpoint_every)->value_name("N"), "also write the checkpoint every N steps")
       ("resume", po::value(&resume)->value_name("FILE"), "continue from a checkpoint (bit-identical to an uninterrupted run)")
       ("inject-delay-us", po::value(&delay_us)->value_name("US"), "make every bucket's all-reduce last this long (overlap tests)")
-      ("quiet", po::bool_switch(&quiet), "no progress lines");
+      ("quiet", po::bool_switch(&quiet), "no progress lines")
+      ("memory-limit", po::value(&memory_limit)->default_value(memory_limit),
+       "refuse a run whose estimated memory per rank (model, Adam, buckets, batch, data, records) is above this");
   po::variables_map vm;
   if (!parse_args(args, desc,
                   "usage: kanscale train --workload W [--backend cpu|cuda] [--steps N | --epochs E] [--seed S]\n"
@@ -55,14 +62,36 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
     return 0;
   if (c.workload.empty()) throw InputError("missing required option --workload");
   if (backend != "cpu" && backend != "cuda") throw InputError("--backend: expected cpu or cuda, got \"" + backend + "\"");
-  if (threads < 1) throw InputError("--threads: must be at least 1");
+  check_threads(threads, "--threads");
   if (vm.count("steps") && steps < 1) throw InputError("--steps: must be at least 1");
   if (vm.count("epochs") && epochs < 1) throw InputError("--epochs: must be at least 1");
-  if (delay_us < 0) throw InputError("--inject-delay-us: must not be negative");
+  if (!(delay_us >= 0 && delay_us <= 1e9)) throw InputError("--inject-delay-us: expected 0 to 1e9 microseconds");
+  const double memory_limit_bytes = parse_size_option(memory_limit, "--memory-limit");
   if (backend == "cuda" && delay_us > 0) throw InputError("--inject-delay-us: only the cpu backend injects delays");
   if (checkpoint_every < 0) throw InputError("--checkpoint-every: must not be negative");
+  // Before a long run: an output that cannot be written fails now, not at the end.
+  check_output_paths({{c.json, "--json"}, {c.csv, "--csv"}, {c.trace, "--trace"}, {checkpoint, "--checkpoint"},
+                      {checkpoint.empty() ? "" : optimizer_state_path(checkpoint), "--checkpoint (its optimizer state)"}});
   TrainOptions o;
   o.workload = load_workload(c.workload);
+  {
+    // Before anything is allocated: the memory a rank will need, from the
+    // model's own accounting (parameters, gradients, buckets, Adam, the
+    // batch's activations), the data set held in memory (at most 512 MiB)
+    // and ~200 B of records per step.
+    const Workload& w = o.workload;
+    const KanShape shape{w.widths, w.grid_size, w.spline_order};
+    const double data_bytes = std::min(512.0 * 1048576, 4.0 * static_cast<double>(w.dataset_size) *
+                                                            static_cast<double>(w.widths.front() + w.widths.back()));
+    const double ipe = std::ceil(static_cast<double>(w.dataset_size) / static_cast<double>(w.batch_per_gpu));
+    const double total_steps = steps > 0 ? static_cast<double>(steps) : ipe * (epochs > 0 ? epochs : w.epochs);
+    const double need = kanscale_memory(shape, w.batch_per_gpu, w.ddp, 0, 0).peak_bytes + data_bytes + 200.0 * total_steps;
+    if (need > memory_limit_bytes)
+      throw InputError(c.workload + ": a rank of this run needs about " + format_bytes(need) + " (" +
+                       std::to_string(kan_parameter_count(shape)) + " parameters, batch " + std::to_string(w.batch_per_gpu) +
+                       ", " + format_bytes(200.0 * total_steps) + " of records), above the limit of " + format_bytes(memory_limit_bytes) +
+                       " (raise it with --memory-limit)");
+  }
   o.steps = steps;
   o.epochs = epochs;
   o.threads = threads;
@@ -115,6 +144,7 @@ int bench_interference(const std::vector<std::string>& args, const std::string& 
   po::variables_map vm;
   if (!parse_args(args, desc, "usage: mpirun -np P kanscale bench interference [--workload W] [--bytes 64MiB]", vm)) return 0;
   if (repeats < 3) throw InputError("--repeat: at least 3");
+  check_threads(threads, "--threads");
   double nbytes = 0;
   try {
     nbytes = parse_size_bytes(bytes);
@@ -122,6 +152,7 @@ int bench_interference(const std::vector<std::string>& args, const std::string& 
     throw InputError(std::string("--bytes: ") + e.what());
   }
   if (!(nbytes >= 4)) throw InputError("--bytes: at least 4B");
+  check_output_paths({{json, "--json"}});
   const Workload w = load_workload(wl);
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
   set_cpu_threads(threads);
@@ -171,7 +202,8 @@ int eval(const std::vector<std::string>& args, const std::string& cmdline) {
   if (!parse_args(args, desc, "usage: kanscale eval --checkpoint F --input X.csv", vm)) return 0;
   if (checkpoint.empty()) throw InputError("missing required option --checkpoint");
   if (input.empty()) throw InputError("missing required option --input");
-  return run_eval(checkpoint, input, std::max(1, threads));
+  check_threads(threads, "--threads");
+  return run_eval(checkpoint, input, threads);
 }
 
 }  // namespace ks::cli

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "model/output_files.hpp"
 #include "model/yaml_reader.hpp"
 #include "options.hpp"
 #include "validation/validate.hpp"
@@ -65,7 +66,12 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
   if (n <= 0) throw std::runtime_error("cannot find the kanscale executable (/proc/self/exe)");
   const std::string self(exe, static_cast<std::size_t>(n));
   if (!emit.empty() + !collect.empty() + published > 1) throw InputError("validate: give at most one of --emit, --collect, --published");
-  check_sweep_options(plan, self);  // before anything runs
+  // Before anything runs: where the report or the scripts go.
+  if (!emit.empty())
+    check_output_dir(emit, "--emit");
+  else
+    check_output_dir(out, "--out");
+  check_sweep_options(plan);
   if (published) return published_comparison(plan, out, cmdline);
   if (!emit.empty()) {
     if (plan.cases.empty()) throw InputError(plan.file + ": no cases to emit (the plan has only a published: section)");

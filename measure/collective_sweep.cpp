@@ -68,7 +68,8 @@ void check_sweep_point(const nlohmann::json& p, const std::string& path, std::si
 
 }  // namespace
 
-std::vector<nlohmann::json> read_sweep_resume(const std::string& path, const nlohmann::json& meta, const std::vector<double>& sizes) {
+std::vector<nlohmann::json> read_sweep_resume(const std::string& path, const nlohmann::json& meta, const std::vector<double>& sizes,
+                                              nlohmann::json* file_metadata) {
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot open file");
   nlohmann::json j;
@@ -94,6 +95,7 @@ std::vector<nlohmann::json> read_sweep_resume(const std::string& path, const nlo
                        (i < sizes.size() ? std::to_string(static_cast<long long>(sizes[i])) : "(none)"));
     done.push_back(points[i]);
   }
+  if (file_metadata) *file_metadata = m;
   return done;
 }
 
@@ -147,8 +149,14 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
   std::string resume_error;
   if (rank == 0 && !o.resume.empty()) {
     try {
-      done = read_sweep_resume(o.resume, meta, sizes);
+      nlohmann::json original;
+      done = read_sweep_resume(o.resume, meta, sizes, &original);
       status[0] = static_cast<float>(done.size());
+      // the file keeps when it was started and records each resume
+      nlohmann::json resumed = original.contains("resumed") && original["resumed"].is_array() ? original["resumed"] : nlohmann::json::array();
+      resumed.push_back({{"date_utc", meta["date_utc"]}, {"points_done_before", done.size()}, {"command_line", o.command_line}});
+      if (original.contains("date_utc")) meta["date_utc"] = original["date_utc"];
+      meta["resumed"] = resumed;
     } catch (const InputError& e) {
       resume_error = e.what();
       status[1] = 1;

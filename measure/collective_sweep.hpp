@@ -47,7 +47,7 @@ double bus_factor(const std::string& op, int ranks);
 // run's metadata, `sizes`: its sizes), every field of every point checked;
 // anything else is an InputError naming the file and key.
 std::vector<nlohmann::json> read_sweep_resume(const std::string& path, const nlohmann::json& meta,
-                                              const std::vector<double>& sizes);
+                                              const std::vector<double>& sizes, nlohmann::json* file_metadata = nullptr);
 // Runs the sweep; rank 0 prints nccl-tests' table to `out` and writes the
 // files. Returns the total #wrong.
 std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out);

@@ -38,7 +38,7 @@ KernelPlan load_kernel_plan(const std::string& path) {
   p.name = m.string("name");
   p.repeats = static_cast<int>(m.integer_opt("repeats", 3).value_or(15));
   p.warmup = static_cast<int>(m.integer_opt("warmup", 0).value_or(3));
-  p.threads = static_cast<int>(m.integer_opt("threads", 1).value_or(1));
+  p.threads = static_cast<int>(m.integer_opt("threads", 1, 1024).value_or(1));  // kanscale runs at most 1024 threads
   p.seed = static_cast<std::uint64_t>(m.integer_opt("seed", 0).value_or(1));
   p.backend = m.string_opt("backend").value_or("cpu");
   p.flush_bytes = m.quantity_opt("flush_between_repeats", Quantity::size, Bound::non_negative).value_or(0.0);
@@ -65,8 +65,13 @@ KernelPlan load_kernel_plan(const std::string& path) {
         bad("entry " + std::to_string(j) + " is not an integer");
       }
       if (v[j] < 1) bad("entries must be at least 1");
+      // the kernels keep every size in an int
+      if (v[j] > YamlMap::kIntMax) bad("entry " + std::to_string(j) + " must be at most " + std::to_string(YamlMap::kIntMax));
     }
     if (v[4] > 16) bad("spline order above 16");
+    if (const std::string why = kan_size_problem(KanShape{{v[1], v[2]}, static_cast<int>(v[3]), static_cast<int>(v[4])});
+        !why.empty())
+      bad(why);
     p.shapes.push_back({v[0], v[1], v[2], static_cast<int>(v[3]), static_cast<int>(v[4])});
   }
   return p;
@@ -392,6 +397,7 @@ KernelsResume read_kernels_resume(const std::string& path, const nlohmann::json&
                      " entries (an interrupted or edited file?)");
   r.rows = j["rows"];
   r.memory = j["memory"];
+  r.metadata = m;
   return r;
 }
 
@@ -416,12 +422,6 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
 #define KS_GPU_OR(on_gpu, on_cpu) (on_cpu)
 #endif
   const double runtime_mine = KS_GPU_OR(gpu->device_used_bytes(), rss_bytes());
-  // machine ceilings, once, before the shapes (every file written carries them)
-  const double gemm = KS_GPU_OR(gpu->sgemm_flops(), measure_gemm_flops(plan.threads));
-  const double membw = KS_GPU_OR(gpu->copy_bandwidth(), memcpy_bandwidth(5));
-  set_cpu_threads(plan.threads);
-  const double runtime_bytes = comm.allreduce_max(runtime_mine);
-  const double effective_cache = KS_GPU_OR(0.0, comm.allreduce_max(probe_effective_cache(comm)));
   const auto hosts = comm.hosts();
   std::set<std::string> nodes(hosts.begin(), hosts.end());
   const std::time_t now = std::time(nullptr);
@@ -436,12 +436,8 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
                          {"threads_per_rank", plan.threads}, {"repeats", plan.repeats}, {"warmup", plan.warmup},
                          {"seed", plan.seed}, {"shapes", shapes_json(plan)}, {"shapes_done", 0},
                          {"flush_between_repeats_bytes", plan.flush_bytes},
-                         {"effective_cache_bytes", effective_cache},
-                         {"cache_probe_bytes_GBps", g_probe},
                          {"effective_cache_what", "largest buffer a rank reads at more than the geometric mean of its in-cache and "
                                                   "in-memory bandwidths, all ranks reading at once (0: not probed)"},
-                         {"gemm_flops_per_s", gemm}, {"memcpy_bytes_per_s", membw},
-                         {"runtime_memory_bytes", runtime_bytes},
                          {"runtime_memory_what", KS_GPU_OR("device memory in use before any kanscale allocation (CUDA context)",
                                                            "resident set size before any shape (MPI, OpenMP, libraries)")},
                          {"peak_memory_what", KS_GPU_OR("device allocation high-water mark of a training step (kanscale's allocations)",
@@ -463,6 +459,27 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
   comm.broadcast(status, 2, 0);
   if (status[1] > 0) throw InputError(rank == 0 ? resume_error : resume + ": unusable (see rank 0)");
   const std::size_t start = static_cast<std::size_t>(status[0]);
+  // The machine's ceilings belong to the measurement: a resumed file keeps
+  // the ones (and the date) it was started with, and records the resume.
+  static const char* const kKept[] = {"date_utc", "gemm_flops_per_s", "memcpy_bytes_per_s", "runtime_memory_bytes",
+                                      "effective_cache_bytes", "cache_probe_bytes_GBps", "cpu_model", "gpu", "host", "hosts"};
+  if (resume.empty()) {
+    const double gemm = KS_GPU_OR(gpu->sgemm_flops(), measure_gemm_flops(plan.threads));
+    const double membw = KS_GPU_OR(gpu->copy_bandwidth(), memcpy_bandwidth(5));
+    set_cpu_threads(plan.threads);
+    meta["runtime_memory_bytes"] = comm.allreduce_max(runtime_mine);
+    meta["effective_cache_bytes"] = KS_GPU_OR(0.0, comm.allreduce_max(probe_effective_cache(comm)));
+    meta["cache_probe_bytes_GBps"] = g_probe;
+    meta["gemm_flops_per_s"] = gemm;
+    meta["memcpy_bytes_per_s"] = membw;
+  } else if (rank == 0) {
+    nlohmann::json resumed = done.metadata.contains("resumed") && done.metadata["resumed"].is_array() ? done.metadata["resumed"]
+                                                                                                   : nlohmann::json::array();
+    resumed.push_back({{"date_utc", date}, {"host", host()}, {"shapes_done_before", done.shapes_done}, {"command_line", command_line}});
+    for (const char* k : kKept)
+      if (done.metadata.contains(k)) meta[k] = done.metadata[k];
+    meta["resumed"] = resumed;
+  }
 
   auto write = [&](std::size_t shapes_done) {
     meta["shapes_done"] = shapes_done;

@@ -46,6 +46,7 @@ struct KernelRow {
 struct KernelsResume {
   nlohmann::json rows = nlohmann::json::array(), memory = nlohmann::json::array();
   std::size_t shapes_done = 0;
+  nlohmann::json metadata;  // the file's own: its date and machine ceilings are kept
 };
 // Reads a resume file: its settings must be `meta`'s (this run's metadata),
 // shapes_done within the plan's `plan_shapes` and matched by the memory

@@ -34,11 +34,7 @@ std::string safetensors_bytes(const StFile& f) {
 }
 
 StFile read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string bytes = ss.str();
+  const std::string bytes = read_input_file(path, "a safetensors file");
   auto bad = [&](const std::string& what) { return InputError(path + ": not a valid safetensors file: " + what); };
   if (bytes.size() < 8) throw bad("shorter than its 8-byte header length (truncated?)");
   std::uint64_t len = 0;
@@ -74,7 +70,9 @@ StFile read_safetensors(const std::string& path) {
     for (const auto& d : t["shape"]) {
       if (!d.is_number_integer() || d.get<std::int64_t>() < 0) throw bad("tensor '" + it.key() + "' has a bad shape");
       st.shape.push_back(d.get<std::int64_t>());
-      n *= static_cast<std::uint64_t>(d.get<std::int64_t>());
+      // a product past 2^62 cannot match any data range (and must not wrap)
+      if (__builtin_mul_overflow(n, static_cast<std::uint64_t>(d.get<std::int64_t>()), &n) || n > (std::uint64_t{1} << 62))
+        throw bad("tensor '" + it.key() + "' has a shape larger than any file");
     }
     const auto& o = t["data_offsets"];
     if (!o.is_array() || o.size() != 2 || !o[0].is_number_unsigned() || !o[1].is_number_unsigned())

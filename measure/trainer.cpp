@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -114,10 +115,29 @@ KanNet load_model(const std::string& path, const Workload* expect, int* G_out, i
   std::vector<std::int64_t> widths;
   std::stringstream ss(meta("kan_widths"));
   std::string item;
-  while (std::getline(ss, item, ',')) widths.push_back(meta_int(path, "kan_widths", item));
-  const int G = static_cast<int>(meta_int(path, "kan_grid_size", meta("kan_grid_size")));
-  const int k = static_cast<int>(meta_int(path, "kan_spline_order", meta("kan_spline_order")));
-  if (widths.size() < 2 || G < 1 || k < 1 || k > 16) throw InputError(path + ": checkpoint metadata describes no valid KAN");
+  while (std::getline(ss, item, ',')) {
+    widths.push_back(meta_int(path, "kan_widths", item));
+    if (widths.back() < 1 || widths.back() > YamlMap::kIntMax)
+      throw InputError(path + ": metadata 'kan_widths': " + item + " is not a width from 1 to " + std::to_string(YamlMap::kIntMax));
+  }
+  const std::int64_t G64 = meta_int(path, "kan_grid_size", meta("kan_grid_size"));
+  const std::int64_t k64 = meta_int(path, "kan_spline_order", meta("kan_spline_order"));
+  if (G64 < 1 || G64 > YamlMap::kIntMax)
+    throw InputError(path + ": metadata 'kan_grid_size': expected 1 to " + std::to_string(YamlMap::kIntMax) + ", got " + meta("kan_grid_size"));
+  if (k64 < 1 || k64 > 16) throw InputError(path + ": metadata 'kan_spline_order': expected 1 to 16, got " + meta("kan_spline_order"));
+  const int G = static_cast<int>(G64), k = static_cast<int>(k64);
+  if (widths.size() < 2) throw InputError(path + ": metadata 'kan_widths': checkpoint metadata describes no valid KAN");
+  // The metadata must agree with the tensors the file holds before the net
+  // is allocated: a small file claiming wide layers is refused at once.
+  const KanShape shape{widths, G, k};
+  if (const std::string why = kan_size_problem(shape); !why.empty()) throw InputError(path + ": metadata 'kan_widths': " + why);
+  for (const auto& p : kan_parameters(shape)) {
+    auto it = f.tensors.find(p.name);
+    if (it == f.tensors.end()) throw InputError(path + ": checkpoint lacks tensor '" + p.name + "'");
+    if (static_cast<std::int64_t>(it->second.data.size()) != p.numel)
+      throw InputError(path + ": tensor '" + p.name + "' holds " + std::to_string(it->second.data.size()) +
+                       " values; metadata 'kan_widths', 'kan_grid_size' and 'kan_spline_order' describe " + std::to_string(p.numel));
+  }
   if (expect && (expect->widths != widths || expect->grid_size != G || expect->spline_order != k)) {
     throw InputError(path + ": checkpoint holds a KAN of widths [" + meta("kan_widths") + "], G=" + std::to_string(G) +
                      ", k=" + std::to_string(k) + "; the workload asks for another");
@@ -579,34 +599,58 @@ int run_eval(const std::string& checkpoint, const std::string& input_csv, int th
   set_cpu_threads(threads);
   KanNet net = load_model(checkpoint, nullptr, nullptr, nullptr);
   const int in = net.layers.front().in, out = net.layers.back().out;
-  std::ifstream f(input_csv);
-  if (!f) throw InputError(input_csv + ": cannot open file");
+  // One row of `in` numbers per line; an optional header line of `in` column
+  // names first. Empty lines and '#' comments are skipped; an empty cell (a
+  // trailing comma) or a row of another width is an error, with its line.
+  const std::string text = read_input_file(input_csv, "a CSV file of inputs");
   std::vector<float> X;
+  std::stringstream lines(text);
   std::string line;
   int lineno = 0;
-  while (std::getline(f, line)) {
+  bool seen_row = false;
+  const std::string want = std::to_string(in) + " comma-separated value" + (in == 1 ? "" : "s");
+  while (std::getline(lines, line)) {
     ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || line[0] == '#') continue;
+    const std::string where = input_csv + ":" + std::to_string(lineno) + ": ";
+    std::vector<std::string> cells;
+    std::size_t from = 0;
+    for (;;) {
+      const std::size_t comma = line.find(',', from);
+      cells.push_back(line.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+    }
+    for (std::size_t c = 0; c < cells.size(); ++c)
+      if (cells[c].find_first_not_of(" \t") == std::string::npos)
+        throw InputError(where + "column " + std::to_string(c + 1) + " is empty" +
+                         (c + 1 == cells.size() ? " (a trailing comma?)" : "") + "; expected " + want);
     std::vector<float> row;
-    std::stringstream ss(line);
-    std::string cell;
     bool numeric = true;
-    while (std::getline(ss, cell, ',')) {
+    for (const auto& cell : cells) {
       char* end = nullptr;
+      errno = 0;
       const float v = std::strtof(cell.c_str(), &end);
-      if (end == cell.c_str() || *end != '\0' || !std::isfinite(v)) {
+      while (end && (*end == ' ' || *end == '\t')) ++end;
+      if (end == cell.c_str() || *end != '\0') {
         numeric = false;
         break;
       }
+      if (!std::isfinite(v) || errno == ERANGE)
+        throw InputError(where + "\"" + cell + "\" is not a finite number within float range");
       row.push_back(v);
     }
-    if (!numeric) {
-      if (lineno == 1) continue;  // a header
-      throw InputError(input_csv + ":" + std::to_string(lineno) + ": expected " + std::to_string(in) + " numbers");
+    if (!numeric && !seen_row && X.empty() && lineno == 1) {
+      if (static_cast<int>(cells.size()) != in)
+        throw InputError(where + "the header names " + std::to_string(cells.size()) + " column(s); the checkpoint's KAN takes " + want);
+      seen_row = true;  // the header; rows follow
+      continue;
     }
+    if (!numeric) throw InputError(where + "expected " + want + " (numbers), got \"" + line + "\"");
     if (static_cast<int>(row.size()) != in)
-      throw InputError(input_csv + ":" + std::to_string(lineno) + ": expected " + std::to_string(in) + " values, got " +
-                       std::to_string(row.size()));
+      throw InputError(where + "expected " + want + ", got " + std::to_string(row.size()));
+    seen_row = true;
     X.insert(X.end(), row.begin(), row.end());
   }
   const int B = static_cast<int>(X.size() / static_cast<std::size_t>(in));

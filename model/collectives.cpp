@@ -91,7 +91,9 @@ NcclCandidate NcclModel::candidate(bool allreduce, Algo a, Proto p, double bytes
   }
 
   // ncclTopoGetAlgoTime
-  const long logSize = log2i(static_cast<long>(bytes) >> 6);
+  // (in doubles: a size beyond 2^63 bytes must not wrap to a negative long)
+  const double chunks = std::floor(bytes / 64);
+  const long logSize = chunks >= 4.6e18 ? 62 : log2i(static_cast<long>(chunks));
   if (a == Algo::tree && logSize < 23) bw *= k_.tree_correction[pi][logSize];
   if (a == Algo::ring && p == Proto::simple && nNodes > 1 && allreduce && bytes >= nRanks / 16.0 * 65536) {
     lat *= k_.ring_plateau_factor;

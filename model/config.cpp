@@ -146,15 +146,17 @@ static Workload read_workload(YamlMap m) {
   YamlMap kan = m.map("kan");
   w.widths = kan.integer_list("widths", 1, 2);
   w.grid_size = static_cast<int>(kan.integer_opt("grid_size", 1).value_or(5));
-  w.spline_order = static_cast<int>(kan.integer_opt("spline_order", 1).value_or(3));
+  w.spline_order = static_cast<int>(kan.integer_opt("spline_order", 1, 16).value_or(3));
+  if (const std::string why = kan_size_problem(KanShape{w.widths, w.grid_size, w.spline_order}); !why.empty())
+    kan.fail("widths", why);
   kan.finish();
   w.task = m.choice_opt("task", {"teacher", "pykan-exp-sin", "pykan-exp-sin-4d", "pykan-bessel"}).value_or("teacher");
   w.batch_per_gpu = m.integer("batch_per_gpu", 1);
   w.global_batch = m.integer_opt("global_batch", 1);
-  w.dataset_size = m.integer("dataset_size", 1);
+  w.dataset_size = m.integer("dataset_size", 1, kMaxDatasetSize);
   w.epochs = static_cast<int>(m.integer_opt("epochs", 1).value_or(1));
   w.learning_rate = m.number_opt("learning_rate", Bound::positive).value_or(1e-3);
-  w.seed = static_cast<std::uint64_t>(m.integer_opt("seed", 0).value_or(0));
+  w.seed = static_cast<std::uint64_t>(m.integer_opt("seed", 0, std::numeric_limits<std::int64_t>::max()).value_or(0));
   w.precision = m.choice_opt("precision", {"fp32", "tf32"}).value_or("fp32") == "fp32" ? Precision::fp32 : Precision::tf32;
   const auto impl = m.choice_opt("implementation", {"efficient-kan", "kanscale"}).value_or("efficient-kan");
   w.implementation = impl == "efficient-kan" ? Implementation::efficient_kan : Implementation::kanscale;

@@ -75,6 +75,11 @@ struct DdpSettings {
   bool broadcast_buffers = true;
 };
 
+// Samples are counted in 64-bit integers and in doubles (epoch times): the
+// dataset stays exact in both (2^53), and weak scaling's N x dataset_size
+// is checked where it is formed.
+constexpr std::int64_t kMaxDatasetSize = std::int64_t{1} << 53;
+
 struct Workload {
   std::string name;
   std::string file;

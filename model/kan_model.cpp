@@ -1,6 +1,7 @@
 #include "kan_model.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace ks {
 
@@ -49,6 +50,21 @@ std::int64_t kan_parameter_count(const KanShape& s) {
   std::int64_t n = 0;
   for (const auto& p : kan_parameters(s)) n += p.numel;
   return n;
+}
+
+double kan_parameter_count_approx(const KanShape& s) {
+  double n = 0;
+  for (int l = 0; l < s.layers(); ++l)
+    n += static_cast<double>(s.widths[l]) * static_cast<double>(s.widths[l + 1]) * static_cast<double>(s.coeffs() + 2);
+  return n;
+}
+
+std::string kan_size_problem(const KanShape& s) {
+  const double n = kan_parameter_count_approx(s);
+  if (n <= kMaxKanParameters) return "";
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "the KAN would have %.3g parameters; kanscale handles at most %.0e", n, kMaxKanParameters);
+  return buf;
 }
 
 namespace {

@@ -37,6 +37,14 @@ double kan_buffer_bytes(const KanShape& s);
 // spline_scaler, base_weight).
 std::vector<int> kan_ready_order(const KanShape& s);
 std::int64_t kan_parameter_count(const KanShape& s);
+// The most parameters kanscale describes (4 PB of fp32): far beyond any
+// model, and low enough that every count and byte total derived from a shape
+// stays exact in 64-bit integers and doubles.
+constexpr double kMaxKanParameters = 1e15;
+// Parameters counted in floating point, so that no width overflows the count.
+double kan_parameter_count_approx(const KanShape& s);
+// "" when the shape is within those limits; otherwise what is too large.
+std::string kan_size_problem(const KanShape& s);
 
 enum class OpKind { gemm, elementwise };
 enum class Phase { zero_grad, forward, loss, backward, grad_copy, copy_back, optimizer };

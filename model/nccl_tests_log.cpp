@@ -94,7 +94,11 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
     r.line = lineno;
     if (!is_number(w[1])) throw bad("the count is not a number");
     r.bytes = std::strtod(w[0].c_str(), nullptr);
-    r.count = std::stoll(w[1]);
+    // sizes and counts above 2^53 are no sweep's: they would lose digits
+    const double count = std::strtod(w[1].c_str(), nullptr);
+    if (!(r.bytes <= 9007199254740992.0)) throw bad("the size is out of range");
+    if (!(count >= 0 && count <= 9007199254740992.0) || count != std::floor(count)) throw bad("the count is not a whole number in range");
+    r.count = static_cast<std::int64_t>(count);
     r.type = w[2];
     r.redop = w[3];
     for (int side = 0; side < 2; ++side) {
@@ -104,6 +108,8 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
       r.time_us[side] = std::strtod(w[o].c_str(), nullptr);
       r.algbw_GBps[side] = std::strtod(w[o + 1].c_str(), nullptr);
       r.busbw_GBps[side] = std::strtod(w[o + 2].c_str(), nullptr);
+      if (!std::isfinite(r.time_us[side]) || !std::isfinite(r.algbw_GBps[side]) || !std::isfinite(r.busbw_GBps[side]))
+        throw bad("a time or bandwidth is not a finite number");
     }
     if (r.bytes < 0 || r.time_us[0] <= 0) throw bad("negative size or non-positive time");
     log.rows.push_back(r);
@@ -114,11 +120,7 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
 }
 
 NcclTestsLog read_nccl_tests_log(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_nccl_tests_log(ss.str(), path);
+  return parse_nccl_tests_log(read_input_file(path, "an nccl-tests log"), path);
 }
 
 }  // namespace ks

@@ -126,7 +126,13 @@ double parse_quantity(std::string_view text, Quantity q) {
     throw UnitError("unknown unit \"" + unit + "\" in \"" + s + "\" for " + quantity_name(q) +
                     " (units are case-sensitive; expected " + hint + ")");
   }
-  return value * factor;
+  const double si = value * factor;
+  // "1e306h" is a finite number but not a finite time once in seconds.
+  if (!std::isfinite(si)) {
+    throw UnitError("\"" + s + "\" is too large: it does not fit in a number once in " +
+                    (q == Quantity::time ? std::string("seconds") : q == Quantity::size ? std::string("bytes") : std::string("SI units")));
+  }
+  return si;
 }
 
 std::string format_bytes(double bytes) {

@@ -1,7 +1,12 @@
 #include "yaml_reader.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
@@ -37,13 +42,18 @@ std::string closest_match(const std::string& word, const std::vector<std::string
 YamlMap::YamlMap(std::shared_ptr<const std::string> file, YAML::Node node, std::string path)
     : file_(std::move(file)), node_(std::move(node)), path_(std::move(path)) {}
 
-YamlMap YamlMap::load_file(const std::string& path) {
-  std::ifstream in(path);
+std::string read_input_file(const std::string& path, const std::string& what) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw InputError(path + ": is a directory; expected " + what);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open file");
   std::stringstream ss;
   ss << in.rdbuf();
-  return load_string(ss.str(), path);
+  if (in.bad()) throw InputError(path + ": cannot read file");
+  return ss.str();
 }
+
+YamlMap YamlMap::load_file(const std::string& path) { return load_string(read_input_file(path, "a YAML file"), path); }
 
 YamlMap YamlMap::load_string(const std::string& text, const std::string& name) {
   auto file = std::make_shared<const std::string>(name);
@@ -102,6 +112,10 @@ bool YamlMap::has(const std::string& key) {
 
 std::string YamlMap::scalar_of(const YAML::Node& n, const std::string& key, const char* expected) const {
   if (!n.IsScalar()) fail_at(n.Mark(), key, std::string("wrong type: expected ") + expected);
+  // Names and paths end up in messages, reports and job scripts: a newline
+  // or another control character would split a line there.
+  for (unsigned char ch : n.Scalar())
+    if (ch < 0x20 || ch == 0x7f) fail_at(n.Mark(), key, "holds a control character (a newline?); expected one line of text");
   return n.Scalar();
 }
 
@@ -140,37 +154,51 @@ std::string YamlMap::choice(const std::string& key, const std::vector<std::strin
   return *choice_opt(key, choices);
 }
 
-static bool parse_int(const std::string& s, std::int64_t* out) {
-  if (s.empty()) return false;
+enum class IntParse { ok, not_integer, out_of_range };
+
+static IntParse parse_int(const std::string& s, std::int64_t* out) {
+  if (s.empty()) return IntParse::not_integer;
   std::size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
-  if (i == s.size()) return false;
+  if (i == s.size()) return IntParse::not_integer;
+  std::string digits = s.substr(0, i);
   for (std::size_t j = i; j < s.size(); ++j) {
     if (s[j] == '_') continue;
-    if (!std::isdigit(static_cast<unsigned char>(s[j]))) return false;
+    if (!std::isdigit(static_cast<unsigned char>(s[j]))) return IntParse::not_integer;
+    digits += s[j];
   }
-  std::string digits;
-  for (char c : s) if (c != '_') digits += c;
-  try {
-    *out = std::stoll(digits);
-  } catch (...) {
-    return false;
-  }
-  return true;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(digits.c_str(), &end, 10);
+  if (errno == ERANGE) return IntParse::out_of_range;
+  if (end == digits.c_str() || *end != '\0') return IntParse::not_integer;
+  *out = v;
+  return IntParse::ok;
 }
 
-std::optional<std::int64_t> YamlMap::integer_opt(const std::string& key, std::int64_t min_value) {
-  YAML::Node n = value(key);
-  if (!n.IsDefined()) return std::nullopt;
-  const std::string s = scalar_of(n, key, "an integer");
+// One integer scalar checked against [min_value, max_value]; `fail` throws
+// the located error.
+static std::int64_t checked_int(const std::string& s, bool is_quoted, std::int64_t min_value, std::int64_t max_value,
+                                const std::function<void(const std::string&)>& fail) {
   std::int64_t v = 0;
-  if (quoted(n) || !parse_int(s, &v)) fail_at(n.Mark(), key, "wrong type: expected an integer, got \"" + s + "\"");
-  if (v < min_value) fail_at(n.Mark(), key, "must be at least " + std::to_string(min_value) + ", got " + s);
+  const IntParse r = is_quoted ? IntParse::not_integer : parse_int(s, &v);
+  if (r == IntParse::not_integer) fail("wrong type: expected an integer, got \"" + s + "\"");
+  const bool negative = !s.empty() && s[0] == '-';
+  if ((r == IntParse::out_of_range && !negative) || v > max_value)
+    fail("must be at most " + std::to_string(max_value) + ", got " + s);
+  if (r == IntParse::out_of_range || v < min_value) fail("must be at least " + std::to_string(min_value) + ", got " + s);
   return v;
 }
 
-std::int64_t YamlMap::integer(const std::string& key, std::int64_t min_value) {
+std::optional<std::int64_t> YamlMap::integer_opt(const std::string& key, std::int64_t min_value, std::int64_t max_value) {
+  YAML::Node n = value(key);
+  if (!n.IsDefined()) return std::nullopt;
+  const std::string s = scalar_of(n, key, "an integer");
+  return checked_int(s, quoted(n), min_value, max_value, [&](const std::string& what) { fail_at(n.Mark(), key, what); });
+}
+
+std::int64_t YamlMap::integer(const std::string& key, std::int64_t min_value, std::int64_t max_value) {
   required(key);
-  return *integer_opt(key, min_value);
+  return *integer_opt(key, min_value, max_value);
 }
 
 std::optional<double> YamlMap::number_opt(const std::string& key, Bound bound) {
@@ -225,7 +253,8 @@ double YamlMap::quantity(const std::string& key, Quantity q, Bound bound) {
   return *quantity_opt(key, q, bound);
 }
 
-std::vector<std::int64_t> YamlMap::integer_list(const std::string& key, std::int64_t min_value, std::size_t min_length) {
+std::vector<std::int64_t> YamlMap::integer_list(const std::string& key, std::int64_t min_value, std::size_t min_length,
+                                                std::int64_t max_value) {
   YAML::Node n = required(key);
   if (!n.IsSequence()) fail_at(n.Mark(), key, "wrong type: expected a list of integers such as [2, 5, 1]");
   if (n.size() < min_length) {
@@ -235,10 +264,9 @@ std::vector<std::int64_t> YamlMap::integer_list(const std::string& key, std::int
   for (std::size_t i = 0; i < n.size(); ++i) {
     const YAML::Node e = n[i];
     const std::string k = key + "[" + std::to_string(i) + "]";
-    std::int64_t v = 0;
-    if (!e.IsScalar() || !parse_int(e.Scalar(), &v)) fail_at(e.Mark(), k, "wrong type: expected an integer");
-    if (v < min_value) fail_at(e.Mark(), k, "must be at least " + std::to_string(min_value) + ", got " + e.Scalar());
-    out.push_back(v);
+    if (!e.IsScalar()) fail_at(e.Mark(), k, "wrong type: expected an integer");
+    out.push_back(checked_int(e.Scalar(), quoted(e), min_value, max_value,
+                              [&](const std::string& what) { fail_at(e.Mark(), k, what); }));
   }
   return out;
 }

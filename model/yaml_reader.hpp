@@ -25,6 +25,10 @@ struct InputError : std::runtime_error {
 
 enum class Bound { any, non_negative, positive };
 
+// The whole of an input file; InputError "PATH: cannot open file" or "PATH:
+// is a directory; expected WHAT" otherwise.
+std::string read_input_file(const std::string& path, const std::string& what);
+
 // Edit distance, for "did you mean".
 std::size_t edit_distance(const std::string& a, const std::string& b);
 // The closest candidate within a small distance, or "".
@@ -47,8 +51,12 @@ class YamlMap {
   std::string choice(const std::string& key, const std::vector<std::string>& choices);
   std::optional<std::string> choice_opt(const std::string& key, const std::vector<std::string>& choices);
 
-  std::int64_t integer(const std::string& key, std::int64_t min_value);
-  std::optional<std::int64_t> integer_opt(const std::string& key, std::int64_t min_value);
+  // Integers are range-checked before anyone narrows them: the default upper
+  // bound is INT_MAX, so a caller that keeps the value in an int is safe;
+  // one that keeps 64 bits passes its own bound.
+  static constexpr std::int64_t kIntMax = 2147483647;
+  std::int64_t integer(const std::string& key, std::int64_t min_value, std::int64_t max_value = kIntMax);
+  std::optional<std::int64_t> integer_opt(const std::string& key, std::int64_t min_value, std::int64_t max_value = kIntMax);
   double number(const std::string& key, Bound bound);
   std::optional<double> number_opt(const std::string& key, Bound bound);
   bool boolean(const std::string& key);
@@ -57,7 +65,8 @@ class YamlMap {
   double quantity(const std::string& key, Quantity q, Bound bound);
   std::optional<double> quantity_opt(const std::string& key, Quantity q, Bound bound);
 
-  std::vector<std::int64_t> integer_list(const std::string& key, std::int64_t min_value, std::size_t min_length);
+  std::vector<std::int64_t> integer_list(const std::string& key, std::int64_t min_value, std::size_t min_length,
+                                         std::int64_t max_value = kIntMax);
   std::vector<std::string> choice_list(const std::string& key, const std::vector<std::string>& choices);
   std::optional<std::vector<double>> number_list_opt(const std::string& key, Bound bound);
   // A non-empty list of strings.

@@ -253,33 +253,4 @@ nlohmann::json trace_json(const StudyResult& r, const RunInfo& info) {
   return {{"traceEvents", ev}, {"displayTimeUnit", "ms"}, {"otherData", provenance(info)}};
 }
 
-void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
-  std::vector<std::string> written;
-  auto discard = [&] {
-    for (const auto& t : written) std::remove(t.c_str());
-  };
-  for (const auto& [path, content] : files) {
-    const std::string tmp = path + ".tmp";
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      discard();
-      throw std::runtime_error(path + ": cannot open for writing");
-    }
-    written.push_back(tmp);
-    out << content;
-    out.flush();
-    if (!out) {
-      discard();
-      throw std::runtime_error(path + ": write failed");
-    }
-  }
-  for (const auto& [path, content] : files) {
-    const std::string tmp = path + ".tmp";
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      discard();
-      throw std::runtime_error(path + ": cannot rename " + tmp + " into place");
-    }
-  }
-}
-
 }  // namespace ks

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/output_files.hpp"
 #include "study.hpp"
 
 namespace ks {
@@ -26,10 +27,5 @@ nlohmann::json study_json(const StudyResult& r, const RunInfo& info);
 std::string study_csv(const StudyResult& r, const RunInfo& info);
 std::string buckets_csv(const StudyResult& r, const RunInfo& info);
 nlohmann::json trace_json(const StudyResult& r, const RunInfo& info);
-
-// Writes each file to PATH.tmp, and only when all are written renames them
-// into place: a reader never sees half a file, and a failure leaves none.
-// Throws std::runtime_error when a file cannot be written.
-void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files);
 
 }  // namespace ks

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 
+#include "model/units.hpp"
 #include "model/yaml_reader.hpp"
 
 namespace ks {
@@ -63,6 +65,38 @@ static std::vector<int> default_trace_ranks(int n) {
     r = {0, 1, n / 2, n - 1};
   }
   return r;
+}
+
+WorkEstimate replay_work(double ranks, double iterations, double buckets) {
+  WorkEstimate e;
+  e.events = ranks * iterations * (buckets + 4);
+  e.bytes = ranks * iterations * (40 + 8 * (buckets + 1)) + ranks * (250 + 8 * buckets);
+  return e;
+}
+
+WorkEstimate estimate_study_work(const Workload& w, const StudyOptions& o) {
+  const KanShape shape{w.widths, w.grid_size, w.spline_order};
+  std::vector<double> pbytes;
+  for (const auto& p : kan_parameters(shape)) pbytes.push_back(p.bytes());
+  const auto plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), w.ddp);
+  const double buckets = static_cast<double>(std::max(plans.first_iteration.size(), plans.steady.size()));
+  WorkEstimate total = replay_work(1, o.iterations, buckets);  // the one-GPU baseline
+  for (int n : o.gpus) {
+    const WorkEstimate e = replay_work(n, o.iterations, buckets);
+    total.events += e.events;
+    total.bytes += e.bytes;
+  }
+  return total;
+}
+
+void check_work(const WorkEstimate& e, double max_events, const std::string& what) {
+  if (e.events <= max_events) return;
+  char buf[400];
+  std::snprintf(buf, sizeof buf,
+                "%s: would replay about %.3g events (about %.3g s at 4e5 events/s) and hold %s of records, above the "
+                "limit of %.3g events (raise it with --max-events)",
+                what.c_str(), e.events, e.events / 4e5, format_bytes(e.bytes).c_str(), max_events);
+  throw InputError(buf);
 }
 
 static std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
@@ -132,6 +166,10 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
     }
     case Scaling::weak:
       pt.batch_per_gpu = w.batch_per_gpu;
+      if (w.dataset_size > kMaxDatasetSize / gpus) {
+        throw InputError(w.file + ": key 'dataset_size': " + std::to_string(w.dataset_size) + " x " + std::to_string(gpus) +
+                         " GPUs (--scaling weak) passes the largest dataset kanscale counts, 2^53 samples");
+      }
       pt.dataset_size = w.dataset_size * gpus;
       break;
   }

@@ -29,6 +29,25 @@ struct StudyOptions {
   std::vector<int> trace_ranks;  // empty: a default subset
 };
 
+// What a study costs before it runs: the event core's events (about a
+// microsecond each) and the memory of the per-rank, per-iteration records.
+// Replaying N ranks for I iterations with B buckets pops about
+// N x I x (B + 4) events (bench sim, 12 buckets: 14 per rank and iteration)
+// and keeps N x I x (40 + 8 (B + 1)) bytes of records plus ~250 B of state
+// per rank (bench sim at 10^7 GPUs: 1.4e8 events, 3.2 GiB, 357 s here).
+struct WorkEstimate {
+  double events = 0;
+  double bytes = 0;
+};
+WorkEstimate replay_work(double ranks, double iterations, double buckets);
+WorkEstimate estimate_study_work(const Workload& w, const StudyOptions& o);
+// The default bound on a request's events (--max-events): about two minutes
+// of replay and ~1 GiB. bench sim's 65,536 GPUs take ~1e6 per repetition.
+constexpr double kDefaultMaxEvents = 5e7;
+// Throws InputError when `e` passes `max_events`, with the estimate, the
+// limit and the flag that raises it.
+void check_work(const WorkEstimate& e, double max_events, const std::string& what);
+
 // Ranks laid out on nodes; throws InputError when N does not fit.
 Layout layout_for(const Cluster& c, int gpus, std::optional<int> gpus_per_node);
 

@@ -2,10 +2,14 @@
 // one-line error messages (file:line:column: key ...) and that nothing is
 // written when the input is bad.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <set>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -222,13 +226,184 @@ TEST_CASE("cli: when one output cannot be written, none is") {
   TempDir d;
   const std::string base = default_job("--gpus 2 --json " + d.path + "/ok.json");
   Run r = run(base + " --csv /nonexistent-dir/x.csv", d);
-  CHECK(r.code == 1);
-  CHECK(r.err.find("/nonexistent-dir/x.csv: cannot open for writing") != std::string::npos);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--csv /nonexistent-dir/x.csv: the directory '/nonexistent-dir' does not exist") != std::string::npos);
   CHECK_FALSE(std::ifstream(d.path + "/ok.json").good());
-  CHECK_FALSE(std::ifstream(d.path + "/ok.json.tmp").good());
   r = run(base + " --trace " + d.path + "/ok.json", d);
   CHECK(r.code == 2);
-  CHECK(r.err.find("named twice") != std::string::npos);
+  CHECK(r.err.find("named by another output option") != std::string::npos);
+  // a directory named as a file: refused before anything is written
+  r = run(base + " --csv " + d.path, d);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("is a directory") != std::string::npos);
+  CHECK_FALSE(std::ifstream(d.path + "/ok.json").good());
+}
+
+namespace {
+bool only_regular_files_and(const std::string& dir, const std::set<std::string>& expected) {
+  std::set<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.insert(e.path().filename().string());
+  return names == expected;
+}
+}  // namespace
+
+TEST_CASE("outputs: a device, a FIFO or a link stays what it was; a planted link is not followed; modes are kept") {
+  TempDir d;
+  // /dev/null stays a character device, and the run succeeds
+  Run r = run(default_job("--gpus 1,2 --json /dev/null"), d);
+  CHECK(r.code == 0);
+  struct stat st {};
+  REQUIRE(stat("/dev/null", &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  // /dev/stdout: the JSON goes to standard output, before the table
+  r = run(default_job("--gpus 1,2 --json /dev/stdout"), d);
+  CHECK(r.code == 0);
+  CHECK(r.out.rfind("{", 0) == 0);
+  CHECK(r.out.find("speedup") != std::string::npos);
+  // a symbolic link: its target is replaced, the link stays a link
+  std::ofstream(d / "target.json") << "old";
+  REQUIRE(symlink("target.json", (d / "link.json").c_str()) == 0);
+  r = run(default_job("--gpus 2 --json " + (d / "link.json")), d);
+  CHECK(r.code == 0);
+  REQUIRE(lstat((d / "link.json").c_str(), &st) == 0);
+  CHECK(S_ISLNK(st.st_mode));
+  CHECK(nlohmann::json::parse(read_file(d / "target.json"))["points"].size() == 1);
+  // a link planted where the old writer put its temporary file is not followed
+  std::ofstream(d / "victim") << "keep";
+  REQUIRE(symlink("victim", (d / "out.json.tmp").c_str()) == 0);
+  r = run(default_job("--gpus 2 --json " + (d / "out.json")), d);
+  CHECK(r.code == 0);
+  CHECK(read_file(d / "victim") == "keep");
+  CHECK(nlohmann::json::parse(read_file(d / "out.json"))["points"].size() == 1);
+  // a replaced file keeps its permissions
+  REQUIRE(chmod((d / "out.json").c_str(), 0640) == 0);
+  r = run(default_job("--gpus 4 --json " + (d / "out.json")), d);
+  CHECK(r.code == 0);
+  REQUIRE(stat((d / "out.json").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0640);
+  // a FIFO is written into (a reader drains it), not replaced
+  REQUIRE(mkfifo((d / "fifo").c_str(), 0644) == 0);
+  REQUIRE(std::system(("cat " + (d / "fifo") + " > " + (d / "drained") + " & " + kExe + " " + default_job("--gpus 2 --json " + (d / "fifo")) +
+                       " > /dev/null; wait").c_str()) == 0);
+  REQUIRE(lstat((d / "fifo").c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+  CHECK(read_file(d / "drained").find("\"points\"") != std::string::npos);
+  // no temporary file is left behind
+  CHECK(only_regular_files_and(d.path, {"target.json", "link.json", "victim", "out.json.tmp", "out.json", "fifo", "drained",
+                                        "stdout", "stderr"}));
+}
+
+namespace {
+// A copy of the shipped CI plan with one line replaced.
+std::string plan_with(const TempDir& d, const std::string& from, const std::string& to) {
+  return d.write("plan.yaml", replace(read_file(kSrc + "/validation/plans/ci-small.yaml"), from, to));
+}
+// Runs kanscale in the source tree (where the plans' relative paths hold).
+Run run_in_source(const std::string& args, const TempDir& d) {
+  const std::string o = d.path + "/stdout", e = d.path + "/stderr";
+  const int status = std::system(("cd '" + kSrc + "' && " + kExe + " " + args + " >" + o + " 2>" + e).c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(o), read_file(e)};
+}
+}  // namespace
+
+TEST_CASE("outputs: a path that cannot be written fails before a long run starts") {
+  TempDir d;
+  const std::string w = kSrc + "/configs/workloads/pykan-exp-sin.yaml";
+  for (const std::string& flag : {"--json", "--csv", "--trace", "--checkpoint"}) {
+    CAPTURE(flag);
+    const auto t0 = std::chrono::steady_clock::now();
+    const Run r = run("train --workload " + w + " --steps 100000 " + flag + " " + (d / "nodir/x.out"), d);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(r.code == 2);
+    CHECK(r.err == "kanscale: " + flag + " " + (d / "nodir/x.out") + ": the directory '" + (d / "nodir") + "' does not exist\n");
+    CHECK(seconds < 30);  // 100,000 steps would take minutes: nothing trained
+  }
+  Run r = run("measure kernels --shapes 8:4:4:5:3 --json " + d.path, d);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--json " + d.path + ": is a directory") != std::string::npos);
+  r = run("measure allreduce -e 1K --csv " + (d / "no/x.csv"), d);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--csv") != std::string::npos);
+  r = run("fit --kernels " + kSrc + "/configs/measure/cpu-ci.yaml --out " + (d / "no/k.yaml"), d);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--out") != std::string::npos);
+  r = run_in_source("validate validation/plans/ci-small.yaml --emit " + (d / "no/such/dir"), d);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--emit") != std::string::npos);
+}
+
+
+TEST_CASE("validate: no text from a plan reaches a shell; names with control characters are refused") {
+  TempDir d;
+  const std::string ar = "allreduce: \"-b 8 -e 4M -f 4 -n 10 -w 3 --nonblocking\"";
+  const std::string bc = "broadcast: \"-b 8 -e 64K -f 4 -n 20 -w 5\"";
+  const std::string marker = d / "PWNED";
+  struct Attack {
+    std::string from, to, expect;
+  };
+  const std::vector<Attack> attacks = {
+      {ar, "allreduce: \"-b 8 -e 4M $(touch " + marker + ")\"", "key 'calibration.measure.allreduce'"},
+      {ar, "allreduce: \"-b 8 -e 4M `touch " + marker + "`\"", "key 'calibration.measure.allreduce'"},
+      {bc, "broadcast: \"-b 8; touch " + marker + "\"", "key 'calibration.measure.broadcast'"},
+      {bc, "broadcast: \"-b 8 --json " + marker + "\"", "--json is set by the schedule"},
+      {bc, "broadcast: \"-b 8 | tee " + marker + "\"", "key 'calibration.measure.broadcast'"},
+      {"name: ci-small", "name: \"ci\\nsmall\"", "key 'name': holds a control character"},
+  };
+  for (const auto& a : attacks) {
+    CAPTURE(a.to);
+    const std::string plan = plan_with(d, a.from, a.to);
+    for (const std::string& mode : {" --emit " + (d / "emitted"), " --out " + (d / "report")}) {
+      const Run r = run_in_source("validate " + plan + mode, d);
+      CHECK(r.code == 2);
+      CHECK(r.err.find(a.expect) != std::string::npos);
+      CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+      CHECK_FALSE(std::ifstream(marker).good());
+      CHECK_FALSE(std::ifstream(d / "emitted/run-mpirun.sh").good());
+    }
+  }
+  // a name with shell syntax is data: the scripts quote it or keep it out
+  const std::string plan = plan_with(d, "name: ci-small", "name: \"x $(touch " + marker + ") 'y\"");
+  const Run r = run_in_source("validate " + plan + " --emit " + (d / "emitted"), d);
+  CHECK(r.code == 0);
+  for (const std::string& script : {"run-mpirun.sh", "run-slurm.sbatch"}) {
+    const std::string text = read_file(d / ("emitted/" + script));
+    CHECK(text.find("$(touch") == std::string::npos);
+    // the script parses, and its set-up lines run without running the name
+    CHECK(std::system(("bash -n " + (d / ("emitted/" + script))).c_str()) == 0);
+  }
+  CHECK(read_file(d / "emitted/run-slurm.sbatch").find("#SBATCH --job-name=kanscale-validate-x___touch_") != std::string::npos);
+  CHECK_FALSE(std::ifstream(marker).good());
+}
+
+TEST_CASE("validate --emit: an executable path with shell syntax is quoted in both scripts") {
+  TempDir d;
+  // the marker is relative: it would appear in whatever directory ran it
+  const std::string marker = "PWNED-exe-path";
+  const std::string bin = d / ("bin $(touch " + marker + ")");
+  auto marker_anywhere = [&] {
+    return std::ifstream(d / marker).good() || std::ifstream(kSrc + "/" + marker).good() || std::ifstream(marker).good();
+  };
+  REQUIRE(std::filesystem::create_directory(bin));
+  std::filesystem::copy_file(kExe, bin + "/kanscale");
+  REQUIRE(chmod((bin + "/kanscale").c_str(), 0755) == 0);
+  const std::string exe = bin + "/kanscale";
+  // run from the source tree, where the plan's relative paths hold
+  const std::string cmd = "cd '" + kSrc + "' && '" + exe + "' validate validation/plans/ci-small.yaml --emit '" + (d / "e") + "' > '" +
+                          (d / "out") + "' 2>&1";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  for (const std::string& script : {"run-mpirun.sh", "run-slurm.sbatch"}) {
+    CAPTURE(script);
+    // the lines that set KANSCALE, run alone: they name the executable and run nothing
+    std::string setup;
+    std::istringstream in(read_file(d / ("e/" + script)));
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("KANSCALE", 0) == 0) setup += line + "\n";
+    setup += "printf '%s' \"$KANSCALE\" > '" + (d / "named") + "'\n";
+    std::ofstream(d / "setup.sh") << setup;
+    REQUIRE(std::system(("cd '" + d.path + "' && env -u KANSCALE bash setup.sh").c_str()) == 0);
+    CHECK(read_file(d / "named") == exe);
+    CHECK_FALSE(marker_anywhere());
+  }
 }
 
 TEST_CASE("the CUDA backends without a GPU (or without the plugin) fail with one clear line") {

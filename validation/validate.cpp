@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -17,10 +18,12 @@
 #include <sstream>
 
 #include "kanscale/build_info.hpp"
+#include "measure/sweep_options.hpp"
 #include "model/units.hpp"
 #include "model/yaml_reader.hpp"
 #include "sim/report.hpp"
 #include "sim/study.hpp"
+#include "validation/process.hpp"
 
 namespace ks {
 
@@ -70,8 +73,12 @@ std::vector<std::vector<std::int64_t>> widths_list(const std::string& path, cons
         v = 0;
       }
       if (v < 1) throw InputError(at(path, ws[i][j], k) + "expected positive integers");
+      // the trainer keeps widths in ints
+      if (v > YamlMap::kIntMax)
+        throw InputError(at(path, ws[i][j], k) + "must be at most " + std::to_string(YamlMap::kIntMax) + ", got " + ws[i][j].Scalar());
       w.push_back(v);
     }
+    if (const std::string why = kan_size_problem(KanShape{w, 5, 3}); !why.empty()) throw InputError(at(path, ws[i], k) + why);
     out.push_back(w);
   }
   return out;
@@ -95,7 +102,8 @@ ValidationPlan load_validation_plan(const std::string& path) {
   p.launcher = m.choice_opt("launcher", {"mpirun", "srun"}).value_or("mpirun");
   p.gpus_per_node = static_cast<int>(m.integer_opt("gpus_per_node", 1).value_or(0));
   p.steps = static_cast<int>(m.integer_opt("steps", 3).value_or(30));
-  p.rounds = static_cast<int>(m.integer_opt("rounds", 1).value_or(3));
+  // every round runs every case: a thousand is already weeks of running
+  p.rounds = static_cast<int>(m.integer_opt("rounds", 1, 1000).value_or(3));
   p.spline_order = static_cast<int>(m.integer_opt("spline_order", 1).value_or(3));
   // calibration: a file, "datasheet", or {measure: {...}} within the rounds
   if (!root["calibration"]) m.fail("calibration", "missing required key (a calibration file, datasheet, or {measure: ...})");
@@ -191,8 +199,10 @@ ValidationPlan load_validation_plan(const std::string& path) {
     c.ignore("bucket_caps");
     if (!cs || !cs.IsSequence() || cs.size() == 0) c.fail("bucket_caps", "expected a list of sizes such as [\"1MiB\", \"64KiB\"]");
     for (std::size_t i = 0; i < cs.size(); ++i) {
+      if (!cs[i].IsScalar())
+        throw InputError(at(path, cs[i], "cases.bucket_caps[" + std::to_string(i) + "]") + "wrong type: expected a size such as \"1MiB\"");
       try {
-        const double v = parse_size_bytes(cs[i].as<std::string>());
+        const double v = parse_size_bytes(cs[i].Scalar());
         if (!(v > 0)) throw UnitError("must be greater than zero");
         caps.push_back(v);
       } catch (const std::exception& e) {
@@ -489,7 +499,7 @@ struct Job {
   int ranks = 1;
   std::string transport;
   bool oversubscribed = false;
-  std::string command;  // kanscale arguments (the executable is prepended), relative to the run directory
+  std::vector<std::string> args;  // kanscale's arguments (the executable goes before), relative to the run directory
   std::string output;   // the file it must leave
 };
 
@@ -526,6 +536,16 @@ std::size_t timeline_case(const ValidationPlan& p) {
   return best;
 }
 
+// A sweep job's arguments: the plan's options as words (never through a
+// shell), then what the schedule sets.
+std::vector<std::string> sweep_args(const std::string& op, const std::string& options, const std::string& backend,
+                                    const std::string& json) {
+  std::vector<std::string> args = {"measure", op};
+  for (auto& w : split_words(options)) args.push_back(w);
+  args.insert(args.end(), {"--backend", backend == "cuda" ? "nccl" : "mpi", "--json", json});
+  return args;
+}
+
 std::vector<std::vector<Job>> make_schedule(const ValidationPlan& p) {
   std::vector<std::vector<Job>> rounds(static_cast<std::size_t>(p.rounds));
   const std::size_t shown = timeline_case(p);
@@ -534,38 +554,36 @@ std::vector<std::vector<Job>> make_schedule(const ValidationPlan& p) {
     if (p.measure.enabled) {
       const int n = p.measure.ranks;
       jobs.push_back({"kernels", n, "", false,
-                      "measure kernels --plan measure-plan.yaml --backend " + p.backend + " --json " + kernels_file(r), kernels_file(r)});
+                      {"measure", "kernels", "--plan", "measure-plan.yaml", "--backend", p.backend, "--json", kernels_file(r)},
+                      kernels_file(r)});
       if (n > 1) {
         // the runtime's own memory at one rank per node (the kernels above
         // give it at n): one shape, only its runtime memory is used
         jobs.push_back({"runtime memory, 1 rank", 1, "", false,
-                        "measure kernels --plan measure-plan.yaml --max-shapes 1 --backend " + p.backend + " --json " + runtime_file(r),
+                        {"measure", "kernels", "--plan", "measure-plan.yaml", "--max-shapes", "1", "--backend", p.backend, "--json",
+                         runtime_file(r)},
                         runtime_file(r)});
         for (const auto& t : p.measure.transports) {
           jobs.push_back({"all-reduce sweep " + transport_tag(t), n, t, false,
-                          "measure allreduce " + p.measure.allreduce + " --backend " + (p.backend == "cuda" ? "nccl" : "mpi") +
-                              " --json " + allreduce_file(t, r),
-                          allreduce_file(t, r)});
+                          sweep_args("allreduce", p.measure.allreduce, p.backend, allreduce_file(t, r)), allreduce_file(t, r)});
           // DDP broadcasts the module's buffers every iteration: its own sweep
           if (!p.measure.broadcast.empty())
             jobs.push_back({"broadcast sweep " + transport_tag(t), n, t, false,
-                            "measure broadcast " + p.measure.broadcast + " --backend " + (p.backend == "cuda" ? "nccl" : "mpi") +
-                                " --json " + broadcast_file(t, r),
-                            broadcast_file(t, r)});
+                            sweep_args("broadcast", p.measure.broadcast, p.backend, broadcast_file(t, r)), broadcast_file(t, r)});
         }
         if (!p.measure.interference_bytes.empty() && p.backend == "cpu")
           jobs.push_back({"interference", n, "", false,
-                          "bench interference --workload interference-workload.yaml --bytes " + p.measure.interference_bytes +
-                              " --json " + interference_file(r),
+                          {"bench", "interference", "--workload", "interference-workload.yaml", "--bytes", p.measure.interference_bytes,
+                           "--json", interference_file(r)},
                           interference_file(r)});
       }
     }
     for (std::size_t c = 0; c < p.cases.size(); ++c) {
       const auto& vc = p.cases[c];
-      std::string cmd = "train --quiet --backend " + p.backend + " --workload cases/case" + std::to_string(c) + ".yaml --steps " +
-                        std::to_string(p.steps) + " --json " + live_file(c, r);
-      if (r == 0 && c == shown) cmd += " --trace " + trace_file(c);
-      jobs.push_back({vc.label(), vc.ranks, vc.transport, vc.oversubscribed, cmd, live_file(c, r)});
+      std::vector<std::string> args = {"train", "--quiet", "--backend", p.backend, "--workload", "cases/case" + std::to_string(c) + ".yaml",
+                                       "--steps", std::to_string(p.steps), "--json", live_file(c, r)};
+      if (r == 0 && c == shown) args.insert(args.end(), {"--trace", trace_file(c)});
+      jobs.push_back({vc.label(), vc.ranks, vc.transport, vc.oversubscribed, args, live_file(c, r)});
     }
   }
   return rounds;
@@ -606,73 +624,94 @@ void prepare_dir(const ValidationPlan& p, const std::string& dir) {
   write_files_atomic(files);
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return q + "'";
+// Open MPI refuses to run as root without these (CI and containers run as root).
+const std::vector<std::string> kRootEnv = {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"};
+
+// How a job's ranks start here (mpirun, oversubscribed when asked) or in an
+// emitted script: the words before the executable. One rank starts under
+// mpirun too, as under srun, so that every job has MPI started (its memory
+// is the runtime's).
+std::vector<std::string> launch_local(const Job& j) {
+  if (j.ranks <= 1 && j.transport.empty() && !build::have_mpi) return {};  // a build without MPI runs one rank alone
+  std::vector<std::string> w = {"mpirun", "-np", std::to_string(j.ranks), "--oversubscribe"};
+  for (const auto& [key, value] : transport_mca(j.transport)) w.insert(w.end(), {"--mca", key, value});
+  return w;
 }
 
-// How a job's ranks start here (mpirun, as root in CI, oversubscribed when
-// asked) or in an emitted script. One rank starts under mpirun too, as under
-// srun, so that every job has MPI started (its memory is the runtime's).
-std::string launch_local(const Job& j) {
-  if (j.ranks <= 1 && j.transport.empty() && !build::have_mpi) return "";  // a build without MPI runs one rank alone
-  std::string s = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np " + std::to_string(j.ranks) + " --oversubscribe";
-  for (const auto& [key, value] : transport_mca(j.transport)) s += " --mca " + key + " " + value;
-  return s + " ";
+// The same as a line of a script (the environment first).
+std::string launch_local_line(const Job& j) {
+  const auto w = launch_local(j);
+  return w.empty() ? "" : shell_words(kRootEnv) + " " + shell_words(w) + " ";
 }
 
 std::string launch_srun(const Job& j, int per_node, bool gpus) {
-  std::string env;
-  for (const auto& [key, value] : transport_mca(j.transport)) env += "OMPI_MCA_" + key + "=" + value + " ";
+  std::vector<std::string> env;
+  for (const auto& [key, value] : transport_mca(j.transport)) env.push_back("OMPI_MCA_" + key + "=" + value);
   // oversubscribed: every rank on one node, more tasks than its CPUs
   const int nodes = j.oversubscribed ? 1 : (j.ranks + per_node - 1) / per_node;
   const int on_node = j.oversubscribed ? j.ranks : std::min(j.ranks, per_node);
-  return env + "srun --nodes=" + std::to_string(nodes) + " --ntasks=" + std::to_string(j.ranks) + " --ntasks-per-node=" +
-         std::to_string(on_node) + (j.oversubscribed ? " --overcommit" : "") + (gpus ? " --gpus-per-task=1" : "") + " ";
+  std::vector<std::string> w = {"srun", "--nodes=" + std::to_string(nodes), "--ntasks=" + std::to_string(j.ranks),
+                                "--ntasks-per-node=" + std::to_string(on_node)};
+  if (j.oversubscribed) w.push_back("--overcommit");
+  if (gpus) w.push_back("--gpus-per-task=1");
+  return (env.empty() ? "" : shell_words(env) + " ") + shell_words(w) + " ";
+}
+
+// Runs kanscale (or anything) in the run directory with its output in `log`
+// (relative to dir); a non-zero exit is an error quoting the log's tail.
+void run_in(const std::vector<std::string>& argv, const std::string& dir, const std::string& log, const std::string& what) {
+  const int status = run_process({argv, dir, log, kRootEnv});
+  if (status != 0) {
+    std::string tail = slurp(dir + "/" + log);
+    if (tail.size() > 600) tail = "..." + tail.substr(tail.size() - 600);
+    throw std::runtime_error(what + ": the run failed (" + shell_words(argv) + "), exit status " + std::to_string(status) + ":\n" + tail);
+  }
 }
 
 void run_job(const Job& j, const std::string& dir, const std::string& exe) {
-  const std::string log = "results/last-job.log";
-  const std::string cmd = "cd " + shell_quote(dir) + " && " + launch_local(j) + shell_quote(exe) + " " + j.command + " > " + log + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::string tail = slurp(dir + "/" + log);
-    if (tail.size() > 600) tail = "..." + tail.substr(tail.size() - 600);
-    throw std::runtime_error(j.what + ": the run failed (" + launch_local(j) + "kanscale " + j.command + "), exit status " +
-                             std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ":\n" + tail);
-  }
+  std::vector<std::string> argv = launch_local(j);
+  argv.push_back(exe);
+  argv.insert(argv.end(), j.args.begin(), j.args.end());
+  run_in(argv, dir, "results/last-job.log", j.what);
 }
 
 }  // namespace
 
-void check_sweep_options(const ValidationPlan& p, const std::string& exe) {
+void check_sweep_options(const ValidationPlan& p) {
   if (!p.measure.enabled || p.measure.ranks < 2) return;
-  std::set<std::string> checked;  // a sweep's options are the same on every transport
-  const auto rounds = make_schedule(p);
-  for (const Job& j : rounds.front()) {
-    const bool allreduce = j.command.rfind("measure allreduce ", 0) == 0;
-    if (!allreduce && j.command.rfind("measure broadcast ", 0) != 0) continue;
-    const std::string key = allreduce ? "allreduce" : "broadcast";
-    if (!checked.insert(key).second) continue;
-    const std::string cmd = shell_quote(exe) + " " + j.command + " --check-options 2>&1";
-    FILE* f = popen(cmd.c_str(), "r");
-    if (!f) throw std::runtime_error("cannot run " + cmd);
-    std::string said;
-    char buf[512];
-    while (fgets(buf, sizeof buf, f)) said += buf;
-    const int status = pclose(f);
-    if (status == 0 && !said.empty()) said = "kanscale: the options print instead of measuring (--help?)\n";
-    if (status != 0 || !said.empty()) {
-      std::string line = said.substr(0, said.find('\n'));
-      if (line.rfind("kanscale: ", 0) == 0) line = line.substr(10);
-      throw InputError(p.file + ": key 'calibration.measure." + key + "': \"" + (allreduce ? p.measure.allreduce : p.measure.broadcast) +
-                       "\": " + line);
+  for (const std::string op : {"allreduce", "broadcast"}) {
+    const std::string& text = op == "allreduce" ? p.measure.allreduce : p.measure.broadcast;
+    if (op == "broadcast" && text.empty()) continue;
+    // the job's own arguments, through measure's own parser
+    const auto args = sweep_args(op, text, p.backend, "x.json");
+    try {
+      for (const auto& w : split_words(text)) {
+        const std::string name = w.substr(0, w.find('='));
+        for (const char* own : {"--json", "--csv", "--resume", "--backend", "--check-options", "--max-points", "--help", "-h"})
+          if (name == own) throw InputError(name + " is set by the schedule, not by the plan");
+      }
+      const ParsedSweep parsed = parse_sweep_options(op, {args.begin() + 2, args.end()});
+      if (parsed.help) throw InputError("the options print help instead of measuring");
+      if (parsed.check_only) throw InputError("--check-options: the sweep would not measure");
+    } catch (const InputError& e) {
+      throw InputError(p.file + ": key 'calibration.measure." + op + "': \"" + text + "\": " + e.what());
     }
   }
 }
 
+// Slurm reads #SBATCH lines itself, not through a shell: the plan's name
+// keeps its letters, digits, '.', '_' and '-'; anything else becomes '_'.
+std::string slurm_job_name(const std::string& name) {
+  std::string s = "kanscale-validate-";
+  for (unsigned char ch : name) s += std::isalnum(ch) || ch == '.' || ch == '_' || ch == '-' ? static_cast<char>(ch) : '_';
+  return s;
+}
+
 void emit_validation(const ValidationPlan& p, const std::string& dir, const std::string& exe) {
+  for (const auto* text : {&p.file, &dir, &exe})
+    for (unsigned char ch : *text)
+      if (ch < 0x20 || ch == 0x7f) throw InputError("validate --emit: the plan's path, the directory or the executable's path holds a control character; "
+                         "it cannot go into a job script");
   prepare_dir(p, dir);
   const auto rounds = make_schedule(p);
   const Cluster cluster = load_cluster(p.cluster_file);
@@ -686,7 +725,8 @@ void emit_validation(const ValidationPlan& p, const std::string& dir, const std:
       "# Rounds of microbenchmarks and live runs, interleaved; every job leaves a file in results/.\n"
       "# Afterwards: kanscale validate " + p.file + " --collect <this directory> --out <report directory>\n"
       "set -euo pipefail\n";
-  const std::string tail = "KANSCALE=\"${KANSCALE:-" + exe + "}\"\n";
+  // the executable's path is data to the shell: quoted, never expanded
+  const std::string tail = "KANSCALE_BUILT=" + shell_quote(exe) + "\nKANSCALE=\"${KANSCALE:-$KANSCALE_BUILT}\"\n";
   // Slurm runs a copy of the batch script from its spool directory: it goes
   // to the directory written here (KANSCALE_RUN_DIR if the files moved)
   std::string abs_dir = dir;
@@ -699,7 +739,7 @@ void emit_validation(const ValidationPlan& p, const std::string& dir, const std:
   const std::string head = about + "cd \"$(dirname \"$0\")\"\n" + tail;
   const std::string head_slurm = about + "RUN_DIR=" + shell_quote(abs_dir) + "\ncd \"${KANSCALE_RUN_DIR:-$RUN_DIR}\"\n" + tail;
   sh << "#!/usr/bin/env bash\n" << head;
-  sb << "#!/usr/bin/env bash\n#SBATCH --job-name=kanscale-validate-" << p.name << "\n#SBATCH --nodes="
+  sb << "#!/usr/bin/env bash\n#SBATCH --job-name=" << slurm_job_name(p.name) << "\n#SBATCH --nodes="
      << (max_ranks + per_node - 1) / per_node << "\n#SBATCH --ntasks-per-node=" << per_node << "\n";
   if (p.backend == "cuda") sb << "#SBATCH --gres=gpu:" << per_node << "\n";
   sb << "#SBATCH --time=02:00:00\n" << head_slurm;
@@ -707,8 +747,9 @@ void emit_validation(const ValidationPlan& p, const std::string& dir, const std:
     sh << "\n# round " << r + 1 << "\n";
     sb << "\n# round " << r + 1 << "\n";
     for (const auto& j : rounds[r]) {
-      sh << "echo " << shell_quote(j.what) << "\n" << launch_local(j) << "\"$KANSCALE\" " << j.command << "\n";
-      sb << "echo " << shell_quote(j.what) << "\n" << launch_srun(j, per_node, p.backend == "cuda") << "\"$KANSCALE\" " << j.command << "\n";
+      sh << "echo " << shell_quote(j.what) << "\n" << launch_local_line(j) << "\"$KANSCALE\" " << shell_words(j.args) << "\n";
+      sb << "echo " << shell_quote(j.what) << "\n" << launch_srun(j, per_node, p.backend == "cuda") << "\"$KANSCALE\" " << shell_words(j.args)
+         << "\n";
     }
   }
   std::ostringstream readme;
@@ -846,26 +887,23 @@ Metrics live_metrics(const std::string& path, const std::string& backend) {
 // Fits the calibration(s) from the rounds' microbenchmarks (kanscale fit).
 void fit_measured(const ValidationPlan& p, const std::string& dir, const std::string& exe) {
   for (const auto& t : p.measure.transports) {
-    std::string cmd = "cd " + shell_quote(dir) + " && " + shell_quote(exe) + " fit --name " + shell_quote(p.name + "-" + transport_tag(t)) +
-                      " --out " + calibration_out(t) + " --kernels";
-    for (int r = 0; r < p.rounds; ++r) cmd += " " + kernels_file(r);
+    std::vector<std::string> argv = {exe, "fit", "--name", p.name + "-" + transport_tag(t), "--out", calibration_out(t), "--kernels"};
+    for (int r = 0; r < p.rounds; ++r) argv.push_back(kernels_file(r));
     if (p.measure.ranks > 1) {
-      cmd += " --runtime-memory";
-      for (int r = 0; r < p.rounds; ++r) cmd += " " + runtime_file(r);
-      cmd += " --collectives";
-      for (int r = 0; r < p.rounds; ++r) cmd += " " + allreduce_file(t, r);
+      argv.push_back("--runtime-memory");
+      for (int r = 0; r < p.rounds; ++r) argv.push_back(runtime_file(r));
+      argv.push_back("--collectives");
+      for (int r = 0; r < p.rounds; ++r) argv.push_back(allreduce_file(t, r));
       if (!p.measure.broadcast.empty())
-        for (int r = 0; r < p.rounds; ++r) cmd += " " + broadcast_file(t, r);
+        for (int r = 0; r < p.rounds; ++r) argv.push_back(broadcast_file(t, r));
       if (!p.measure.interference_bytes.empty() && p.backend == "cpu") {
-        cmd += " --interference";
-        for (int r = 0; r < p.rounds; ++r) cmd += " " + interference_file(r);
+        argv.push_back("--interference");
+        for (int r = 0; r < p.rounds; ++r) argv.push_back(interference_file(r));
       }
     }
-    cmd += " > results/fit-report-" + transport_tag(t) + ".txt 2>&1";
-    const int status = std::system(cmd.c_str());
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-      throw std::runtime_error("kanscale fit failed on the rounds' measurements: see " + dir + "/results/fit-report-" + transport_tag(t) +
-                               ".txt");
+    const std::string report = "results/fit-report-" + transport_tag(t) + ".txt";
+    if (run_process({argv, dir, report, {}}) != 0)
+      throw std::runtime_error("kanscale fit failed on the rounds' measurements: see " + dir + "/" + report);
   }
 }
 

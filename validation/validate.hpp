@@ -132,9 +132,9 @@ int run_validation(const ValidationPlan& plan, const std::string& out_dir, const
 // Writes the schedule as job scripts into dir (run-mpirun.sh, run-slurm.sbatch,
 // the case workloads, README.txt) without running anything.
 void emit_validation(const ValidationPlan& plan, const std::string& dir, const std::string& exe);
-// The plan's sweep options, checked before anything runs: each sweep job's
-// own command with `--check-options` (measure's parser); one error line.
-void check_sweep_options(const ValidationPlan& plan, const std::string& exe);
+// The plan's sweep options, checked before anything runs by measure's own
+// parser, as the job will receive them; one error line naming the key.
+void check_sweep_options(const ValidationPlan& plan);
 // Compares what the emitted scripts left in dir; report into out_dir.
 int collect_validation(const ValidationPlan& plan, const std::string& dir, const std::string& out_dir, const std::string& exe,
                        const std::string& cmdline);

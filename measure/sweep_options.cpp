@@ -1,0 +1,133 @@
+#include "sweep_options.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "model/units.hpp"
+#include "model/yaml_reader.hpp"
+
+namespace po = boost::program_options;
+
+namespace ks {
+
+namespace {
+
+// nccl-tests' size arguments: a number with an optional K, M or G (binary),
+// or a kanscale size ("256MiB").
+double parse_sweep_size(const std::string& s, const char* option) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  const std::string rest = end ? std::string(end) : "";
+  if (end != s.c_str() && (rest.empty() || rest == "K" || rest == "M" || rest == "G")) {
+    const double f = rest.empty() ? 1 : rest == "K" ? 1024.0 : rest == "M" ? 1048576.0 : 1073741824.0;
+    if (std::isfinite(v) && v > 0 && std::isfinite(v * f)) return v * f;
+  }
+  try {
+    const double b = parse_size_bytes(s);
+    if (b > 0) return b;
+  } catch (const UnitError& e) {
+    throw InputError(std::string(option) + ": " + e.what() + " (or nccl-tests' form: 8, 64K, 256M, 1G)");
+  }
+  throw InputError(std::string(option) + ": expected a positive size such as 8, 64K, 256M or 1GiB, got \"" + s + "\"");
+}
+
+// Limits on what one sweep may ask for, checked before any buffer exists.
+// The buffers hold the largest size twice (send and receive) on every
+// rank; --memory-limit raises the bound.
+constexpr double kDefaultMemoryLimitBytes = 16.0 * 1073741824.0;
+// Sizes visited between -b and -e (each rounded to 4 bytes): a factor so
+// close to 1 that the sweep would not end in a working day is refused.
+constexpr double kMaxSweepSteps = 100000;
+
+}  // namespace
+
+std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> words;
+  std::istringstream in(text);
+  std::string w;
+  while (in >> w) words.push_back(w);
+  return words;
+}
+
+ParsedSweep parse_sweep_options(const std::string& op, const std::vector<std::string>& args) {
+  ParsedSweep r;
+  SweepOptions& o = r.options;
+  o.op = op;
+  std::string b = "8", e = "256M", memory_limit;
+  int check = 1;
+  po::options_description desc("measure " + op + " options (nccl-tests' letters)");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("minbytes,b", po::value(&b)->default_value(b), "smallest size")
+      ("maxbytes,e", po::value(&e)->default_value(e), "largest size")
+      ("stepfactor,f", po::value(&o.factor)->default_value(o.factor), "size factor between points")
+      ("iters,n", po::value(&o.iters)->default_value(o.iters), "timed iterations per point")
+      ("warmup_iters,w", po::value(&o.warmup)->default_value(o.warmup), "warm-up iterations per point")
+      ("check,c", po::value(&check)->default_value(check), "verify every result (1) or not (0)")
+      ("root,r", po::value(&o.root)->default_value(o.root), "broadcast root")
+      ("backend", po::value(&r.backend)->default_value(r.backend), "mpi (host memory; one process: no communication) | nccl (GPU memory)")
+      ("nonblocking", po::bool_switch(&o.nonblocking), "mpi: MPI_Iallreduce completed by MPI_Test polling, as the trainer does")
+      ("json", po::value(&o.json)->value_name("FILE"), "results as JSON (rewritten after every point)")
+      ("csv", po::value(&o.csv)->value_name("FILE"), "results as CSV (rewritten after every point)")
+      ("resume", po::value(&o.resume)->value_name("FILE"), "continue the sweep in this JSON file")
+      ("max-points", po::value(&o.max_points), "stop after this many new points (tests of --resume)")
+      ("memory-limit", po::value(&memory_limit)->value_name("SIZE"), "refuse sweeps whose buffers need more per rank (default 16GiB)")
+      ("check-options", po::bool_switch(&r.check_only), "check these options and exit (validate checks a plan's sweeps so)");
+  po::variables_map vm;
+  try {
+    po::positional_options_description none;  // extra words are errors, not ignored
+    po::store(po::command_line_parser(args).options(desc).positional(none).run(), vm);
+    if (vm.count("help")) {
+      std::ostringstream u;
+      u << "usage: mpirun -np P kanscale measure " << op
+        << " [-b 8] [-e 256M] [-f 2] [-n 20] [-w 5] [-c 1] [--json F] [--csv F] [--resume F]\n\n"
+        << desc << "\n";
+      r.help = true;
+      r.usage = u.str();
+      return r;
+    }
+    po::notify(vm);
+  } catch (const po::error& ex) {
+    throw InputError("measure " + op + ": " + std::string(ex.what()) + " (see kanscale measure " + op + " --help)");
+  }
+  o.min_bytes = parse_sweep_size(b, "-b");
+  o.max_bytes = parse_sweep_size(e, "-e");
+  if (o.max_bytes < o.min_bytes) throw InputError("-e: the largest size is below the smallest (-b)");
+  if (!(o.factor >= 1) || !std::isfinite(o.factor)) throw InputError("-f: the size factor must be at least 1");
+  if (o.factor > 1 && o.max_bytes > o.min_bytes) {
+    const double steps = std::log(o.max_bytes / o.min_bytes) / std::log(o.factor);
+    if (!(steps <= kMaxSweepSteps)) {
+      std::ostringstream m;
+      m << "-f: a factor of " << o.factor << " from -b to -e takes " << std::llround(std::min(steps, 1e18))
+        << " steps; at most " << kMaxSweepSteps << " (use a larger factor)";
+      throw InputError(m.str());
+    }
+  }
+  if (o.iters < 1) throw InputError("-n: at least 1 iteration");
+  if (o.warmup < 0) throw InputError("-w: must not be negative");
+  if (check != 0 && check != 1) throw InputError("-c: 0 or 1");
+  o.check = check == 1;
+  if (o.max_points < 0) throw InputError("--max-points: must not be negative");
+  if (!o.resume.empty() && o.json.empty()) o.json = o.resume;  // continue writing the same file
+  if (r.backend != "mpi" && r.backend != "nccl") throw InputError("--backend: expected mpi or nccl, got \"" + r.backend + "\"");
+  if (o.nonblocking && op != "allreduce") throw InputError("--nonblocking: all-reduce sweeps only");
+  double limit = kDefaultMemoryLimitBytes;
+  if (vm.count("memory-limit")) {
+    try {
+      limit = parse_size_bytes(memory_limit);
+    } catch (const UnitError& ex) {
+      throw InputError(std::string("--memory-limit: ") + ex.what());
+    }
+    if (!(limit > 0)) throw InputError("--memory-limit: expected a positive size such as 64GiB");
+  }
+  const double need = 2 * std::floor(o.max_bytes / 4) * 4;  // send and receive buffers of the largest size
+  if (need > limit)
+    throw InputError("-e: the largest size needs " + format_bytes(need) + " of buffers per rank, above the limit of " +
+                     format_bytes(limit) + " (raise it with --memory-limit)");
+  return r;
+}
+
+}  // namespace ks

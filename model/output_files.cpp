@@ -1,0 +1,249 @@
+#include "output_files.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+
+#include "yaml_reader.hpp"
+
+namespace ks {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string dir_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string base_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// A path as the user wrote it is echoed in messages; control characters
+// (a newline would split the one error line, or a script line) are refused.
+void refuse_control_characters(const std::string& path, const std::string& what) {
+  for (unsigned char ch : path)
+    if (ch < 0x20 || ch == 0x7f) throw InputError(what + ": the path holds a control character; expected a plain file name");
+}
+
+struct Target {
+  std::string path;  // after following every symbolic link
+  bool exists = false;
+  struct stat st {};
+  // /dev/stdout, /dev/fd/N, /proc/self/fd/N: this process's own descriptor,
+  // written in place (its file offset shared with the rest of the output)
+  int own_fd = -1;
+};
+
+// Follows symbolic links (relative ones from their own directory) to the
+// file that a write would reach; a dangling link resolves to where it
+// points. 40 hops, as the kernel allows.
+Target resolve(const std::string& path, const std::string& what) {
+  Target t;
+  t.path = path;
+  for (int hop = 0; hop < 40; ++hop) {
+    if (lstat(t.path.c_str(), &t.st) != 0) {
+      if (errno != ENOENT) throw InputError(what + " " + path + ": " + std::strerror(errno));
+      t.exists = false;
+      return t;
+    }
+    if (!S_ISLNK(t.st.st_mode)) {
+      t.exists = true;
+      return t;
+    }
+    char buf[4096];
+    const ssize_t n = readlink(t.path.c_str(), buf, sizeof buf - 1);
+    if (n < 0) throw InputError(what + " " + path + ": cannot read the symbolic link: " + std::strerror(errno));
+    std::string next(buf, static_cast<std::size_t>(n));
+    if (next.empty()) throw InputError(what + " " + path + ": an empty symbolic link");
+    t.path = next[0] == '/' ? next : dir_of(t.path) + "/" + next;
+    // The kernel's links in /proc name pipes and sockets that are no paths:
+    // this process's descriptors are used as they are.
+    const std::string own = "/proc/self/fd/";
+    if (t.path.compare(0, own.size(), own) == 0) {
+      char* end = nullptr;
+      const long fd = std::strtol(t.path.c_str() + own.size(), &end, 10);
+      if (end && *end == '\0' && fd >= 0 && fd < 1024 && fstat(static_cast<int>(fd), &t.st) == 0) {
+        t.exists = true;
+        t.own_fd = static_cast<int>(fd);
+        return t;
+      }
+      throw InputError(what + " " + path + ": not an open descriptor of this process");
+    }
+  }
+  throw InputError(what + " " + path + ": too many levels of symbolic links");
+}
+
+bool direct(const Target& t) {
+  return t.exists && (t.own_fd >= 0 || S_ISCHR(t.st.st_mode) || S_ISFIFO(t.st.st_mode));
+}
+
+// The kinds of file an output may replace or write into.
+void check_kind(const Target& t, const std::string& path, const std::string& what) {
+  if (!t.exists) return;
+  if (S_ISDIR(t.st.st_mode)) throw InputError(what + " " + path + ": is a directory; expected a file name");
+  if (!S_ISREG(t.st.st_mode) && !direct(t))
+    throw InputError(what + " " + path + ": is not a regular file, a character device or a FIFO; refusing to replace it");
+}
+
+void check_parent(const std::string& path, const std::string& resolved, const std::string& what) {
+  const std::string dir = dir_of(resolved);
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0)
+    throw InputError(what + " " + path + ": the directory '" + dir + "' does not exist");
+  if (!S_ISDIR(st.st_mode)) throw InputError(what + " " + path + ": '" + dir + "' is not a directory");
+  if (access(dir.c_str(), W_OK | X_OK) != 0)
+    throw InputError(what + " " + path + ": cannot create files in '" + dir + "': " + std::strerror(errno));
+}
+
+// A fresh file beside `target`, created exclusively (never an existing
+// file, never through a link). Returns its descriptor; `name` gets its path.
+int create_temporary(const std::string& target, mode_t mode, std::string* name) {
+  static unsigned counter = 0;
+  const auto now = static_cast<unsigned long long>(std::chrono::steady_clock::now().time_since_epoch().count());
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    char suffix[64];
+    std::snprintf(suffix, sizeof suffix, ".%d.%llx.tmp", static_cast<int>(getpid()), now + 7919ULL * ++counter);
+    *name = dir_of(target) + "/." + base_of(target) + suffix;
+    const int fd = open(name->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd >= 0) return fd;
+    if (errno != EEXIST) break;
+  }
+  throw std::runtime_error(target + ": cannot create a temporary file beside it: " + std::strerror(errno));
+}
+
+bool write_all(int fd, const std::string& content) {
+  const char* p = content.data();
+  std::size_t left = content.size();
+  while (left > 0) {
+    const ssize_t n = write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+std::string normal(const std::string& path) { return fs::absolute(fs::path(path)).lexically_normal().string(); }
+
+}  // namespace
+
+void check_output_path(const std::string& path, const std::string& what) {
+  if (path.empty()) throw InputError(what + ": expected a file name, got an empty one");
+  refuse_control_characters(path, what);
+  const Target t = resolve(path, what);
+  check_kind(t, path, what);
+  if (t.own_fd >= 0) return;
+  if (direct(t)) {
+    if (access(t.path.c_str(), W_OK) != 0) throw InputError(what + " " + path + ": not writable: " + std::strerror(errno));
+    return;
+  }
+  check_parent(path, t.path, what);
+}
+
+void check_output_paths(const std::vector<std::pair<std::string, std::string>>& paths) {
+  std::set<std::string> seen;
+  for (const auto& [path, what] : paths) {
+    if (path.empty()) continue;
+    check_output_path(path, what);
+    const Target t = resolve(path, what);
+    if (!direct(t) && !seen.insert(normal(t.path)).second)
+      throw InputError(what + " " + path + ": this file is named by another output option too");
+  }
+}
+
+void check_output_dir(const std::string& path, const std::string& what) {
+  if (path.empty()) throw InputError(what + ": expected a directory name, got an empty one");
+  refuse_control_characters(path, what);
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) throw InputError(what + " " + path + ": is not a directory");
+    if (access(path.c_str(), W_OK | X_OK) != 0)
+      throw InputError(what + " " + path + ": cannot create files in it: " + std::strerror(errno));
+    return;
+  }
+  std::string trimmed = path;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  check_parent(path, trimmed, what);
+}
+
+void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
+  struct Pending {
+    Target target;
+    std::string temporary;  // empty: written directly (a device or a FIFO)
+    const std::string* content;
+  };
+  std::vector<Pending> pending;
+  auto discard = [&] {
+    for (const auto& p : pending)
+      if (!p.temporary.empty()) unlink(p.temporary.c_str());
+  };
+  std::set<std::string> seen;
+  try {
+    for (const auto& [path, content] : files) {
+      if (path.empty()) throw InputError("an output file name is empty");
+      refuse_control_characters(path, "an output file name");
+      Target t = resolve(path, "output");
+      check_kind(t, path, "output");
+      if (!direct(t) && !seen.insert(normal(t.path)).second)
+        throw InputError("output " + path + ": named twice among the files to write");
+      Pending p{t, "", &content};
+      if (!direct(t)) {
+        // keep the permissions of a file that is replaced
+        const mode_t mode = t.exists ? (t.st.st_mode & 07777) : 0666;
+        const int fd = create_temporary(t.path, mode, &p.temporary);
+        pending.push_back(p);
+        if (t.exists) fchmod(fd, mode);
+        const bool ok = write_all(fd, content);
+        const int saved = errno;
+        if (close(fd) != 0 || !ok)
+          throw std::runtime_error(path + ": write failed: " + std::strerror(ok ? errno : saved));
+      } else {
+        pending.push_back(p);
+      }
+    }
+    for (const auto& p : pending) {
+      if (p.temporary.empty()) continue;
+      if (std::rename(p.temporary.c_str(), p.target.path.c_str()) != 0)
+        throw std::runtime_error(p.target.path + ": cannot rename " + p.temporary + " into place: " + std::strerror(errno));
+    }
+  } catch (...) {
+    discard();
+    throw;
+  }
+  // Devices and FIFOs last: they cannot be taken back.
+  for (const auto& p : pending) {
+    if (!p.temporary.empty()) continue;
+    if (p.target.own_fd >= 0) {
+      std::fflush(nullptr);  // after what this process printed before
+      if (!write_all(p.target.own_fd, *p.content))
+        throw std::runtime_error(p.target.path + ": write failed: " + std::strerror(errno));
+      continue;
+    }
+    const int fd = open(p.target.path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) throw std::runtime_error(p.target.path + ": cannot open for writing: " + std::strerror(errno));
+    const bool ok = write_all(fd, *p.content);
+    const int saved = errno;
+    close(fd);
+    if (!ok) throw std::runtime_error(p.target.path + ": write failed: " + std::strerror(saved));
+  }
+}
+
+}  // namespace ks

@@ -1,0 +1,569 @@
+// A catalogue of bad inputs, one row per case, run against the kanscale
+// executable as a user would run it: every file kind kanscale reads and
+// every command's flags, covering wrong types, out-of-range values,
+// overflow, units, missing and duplicate keys. Each case must end with
+// exit 2, exactly one line on stderr that names the file and key (or the
+// flag), and no file written beside its inputs.
+//
+// Inputs are the shipped files with one change each, so that a case fails
+// for the reason its row gives and not for another. Every case fails fast
+// (before any run): the whole catalogue takes a few seconds.
+#include <doctest/doctest.h>
+#include <dirent.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "process.hpp"
+#include "temp_dir.hpp"
+
+namespace {
+
+const std::string kSrc = KANSCALE_SOURCE_DIR;
+const std::string kExe = KANSCALE_EXE;
+
+std::string read_file(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error("test fixture missing: " + p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// `text` with the first `from` replaced by `to`; a missing `from` is a bug
+// in the table, not a pass.
+std::string sub(const std::string& text, const std::string& from, const std::string& to) {
+  const auto pos = text.find(from);
+  if (pos == std::string::npos) throw std::runtime_error("catalogue: \"" + from + "\" not in the base file");
+  std::string out = text;
+  return out.replace(pos, from.size(), to);
+}
+
+// JSON `text` with the value at `pointer` replaced by `value` (JSON text),
+// or removed when `value` is empty.
+std::string jset(const std::string& text, const std::string& pointer, const std::string& value) {
+  nlohmann::json j = nlohmann::json::parse(text);
+  const nlohmann::json::json_pointer p(pointer);
+  if (!j.contains(p)) throw std::runtime_error("catalogue: " + pointer + " not in the base JSON");
+  if (value.empty()) j[p.parent_pointer()].erase(p.back());
+  else j[p] = nlohmann::json::parse(value);
+  return j.dump(1);
+}
+
+const std::string kCluster = read_file(kSrc + "/configs/clusters/finisterrae3.yaml");
+const std::string kLocalCluster = read_file(kSrc + "/configs/clusters/local-cpu.yaml");
+const std::string kWorkload = read_file(kSrc + "/configs/workloads/default.yaml");
+const std::string kSmallWorkload = read_file(kSrc + "/configs/workloads/pykan-exp-sin.yaml");
+const std::string kCalibration = read_file(kSrc + "/configs/calibrations/local-cpu.yaml");
+const std::string kPlan = read_file(kSrc + "/configs/measure/cpu-ci.yaml");
+const std::string kVPlan = read_file(kSrc + "/validation/plans/ci-small.yaml");
+const std::string kAllreduce = read_file(kSrc + "/configs/calibrations/local-cpu/allreduce-np2.json");
+const std::string kBroadcast = read_file(kSrc + "/configs/calibrations/local-cpu/broadcast-np2.json");
+const std::string kInterference = read_file(kSrc + "/configs/calibrations/local-cpu/interference-np2.json");
+const std::string kKernels = read_file(kSrc + "/configs/calibrations/local-cpu/kernels-np1-runtime.json");
+const std::string kLog = read_file(kSrc + "/tests/fixtures/nccl-tests/h100_2node_16rank_allreduce.log");
+
+// A small checkpoint (a [2, 5, 1] KAN after one step), made once by the
+// trainer itself: the safetensors and CSV cases start from it.
+struct Checkpoint {
+  TempDir dir;
+  std::string model, optim;
+  Checkpoint() {
+    model = dir / "m.safetensors";
+    const ProcessResult r = run_process({kExe, "train", "--workload", kSrc + "/configs/workloads/pykan-exp-sin.yaml",
+                                         "--steps", "1", "--quiet", "--checkpoint", model});
+    if (r.exit_code != 0) throw std::runtime_error("could not make the checkpoint: " + r.err);
+    optim = dir / "m.optim.safetensors";
+  }
+};
+const Checkpoint& checkpoint() {
+  static const Checkpoint c;
+  return c;
+}
+
+// The checkpoint with its JSON header edited by `edit`.
+template <typename F>
+std::string st_edit(F edit) {
+  const std::string bytes = read_file(checkpoint().model);
+  std::uint64_t len = 0;
+  for (int i = 0; i < 8; ++i) len |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  nlohmann::json h = nlohmann::json::parse(bytes.substr(8, len));
+  edit(h);
+  std::string header = h.dump();
+  while (header.size() % 8) header += ' ';
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  return out + header + bytes.substr(8 + len);
+}
+std::string st_meta(const std::string& key, const std::string& value) {
+  return st_edit([&](nlohmann::json& h) { h["__metadata__"][key] = value; });
+}
+
+struct File {
+  std::string name, text;
+};
+
+struct Case {
+  std::string name;
+  std::string kind;
+  std::vector<File> files;            // written into the case's directory
+  std::vector<std::string> argv;      // after the executable; {d}: the directory, {src}: the sources, {ckpt}: the checkpoint
+  std::vector<std::string> expect;    // substrings of the one error line; {d} as in argv
+};
+
+// Command lines that read one input of a kind and name an output, so that
+// "nothing written" is checked too.
+std::vector<std::string> sim_cluster() {
+  return {"simulate", "--cluster", "{d}/cluster.yaml", "--workload", "{src}/configs/workloads/default.yaml", "--gpus", "1,2",
+          "--json", "{d}/out.json"};
+}
+std::vector<std::string> sim_workload() {
+  return {"simulate", "--cluster", "{src}/configs/clusters/finisterrae3.yaml", "--workload", "{d}/workload.yaml", "--gpus", "1,2",
+          "--json", "{d}/out.json"};
+}
+std::vector<std::string> sim_calibration() {
+  return {"simulate",   "--cluster", "{src}/configs/clusters/local-cpu.yaml", "--workload", "{src}/configs/workloads/local-kanscale.yaml",
+          "--calibration", "{d}/calibration.yaml", "--gpus", "1,2", "--json", "{d}/out.json"};
+}
+std::vector<std::string> measure_plan() {
+  return {"measure", "kernels", "--plan", "{d}/plan.yaml", "--json", "{d}/out.json"};
+}
+std::vector<std::string> validate_plan() { return {"validate", "{d}/plan.yaml", "--emit", "{d}/emit"}; }
+std::vector<std::string> fit_with(const std::string& flag) { return {"fit", flag, "{d}/m.json", "--out", "{d}/out.yaml"}; }
+std::vector<std::string> fit_interference() {
+  return {"fit", "--collectives", "{src}/configs/calibrations/local-cpu/allreduce-np2.json", "--interference", "{d}/m.json",
+          "--out", "{d}/out.yaml"};
+}
+std::vector<std::string> fit_log() { return {"fit", "--nccl-tests", "{d}/run.log", "--out", "{d}/out.yaml"}; }
+std::vector<std::string> eval_csv() { return {"eval", "--checkpoint", "{ckpt}", "--input", "{d}/x.csv"}; }
+std::vector<std::string> eval_st() { return {"eval", "--checkpoint", "{d}/m.safetensors", "--input", "{d}/x.csv"}; }
+std::vector<std::string> sim(std::vector<std::string> extra) {
+  std::vector<std::string> a = {"simulate", "--cluster", "{src}/configs/clusters/finisterrae3.yaml", "--workload",
+                                "{src}/configs/workloads/default.yaml", "--json", "{d}/out.json"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+std::vector<std::string> with(std::vector<std::string> a, std::vector<std::string> extra) {
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+const std::string kGoodCsv = "x0,x1\n0.5,0.1\n";
+
+std::vector<Case> catalogue() {
+  const std::string C = "cluster.yaml", W = "workload.yaml", K = "calibration.yaml", P = "plan.yaml";
+  const std::string VP = "plan.yaml";
+  // validation plans name their files relative to the working directory:
+  // here, absolute paths to the shipped ones
+  const std::string vplan = sub(sub(kVPlan, "configs/clusters/local-cpu.yaml", kSrc + "/configs/clusters/local-cpu.yaml"),
+                                "configs/measure/cpu-ci.yaml", kSrc + "/configs/measure/cpu-ci.yaml");
+  const std::vector<File> ok_csv = {{"x.csv", kGoodCsv}};
+  auto st = [&](const std::string& bytes) { return std::vector<File>{{"m.safetensors", bytes}, {"x.csv", kGoodCsv}}; };
+  return {
+      // ------------------------------------------------------------ cluster YAML
+      {"cluster: huge gpus_per_node", "cluster", {{C, sub(kCluster, "gpus_per_node: 2", "gpus_per_node: 99999999999")}}, sim_cluster(),
+       {"cluster.yaml:", "gpus_per_node", "at most"}},
+      {"cluster: nodes past int64", "cluster", {{C, sub(kCluster, "nodes: 64", "nodes: 99999999999999999999999")}}, sim_cluster(),
+       {"cluster.yaml:", "'nodes'", "at most"}},
+      {"cluster: negative nodes", "cluster", {{C, sub(kCluster, "nodes: 64", "nodes: -3")}}, sim_cluster(), {"cluster.yaml:", "'nodes'"}},
+      {"cluster: nodes as text", "cluster", {{C, sub(kCluster, "nodes: 64", "nodes: many")}}, sim_cluster(),
+       {"cluster.yaml:", "'nodes'", "integer"}},
+      {"cluster: quoted channels", "cluster", {{C, sub(kCluster, "channels: 10", "channels: \"10\"")}}, sim_cluster(),
+       {"cluster.yaml:", "collectives.channels"}},
+      {"cluster: time unit overflows", "cluster", {{C, sub(kCluster, "kernel_launch: \"5us\"", "kernel_launch: \"1e306h\"")}},
+       sim_cluster(), {"cluster.yaml:", "gpu.kernel_launch", "too large"}},
+      {"cluster: rate unit overflows", "cluster", {{C, sub(kCluster, "\"1555GB/s\"", "\"1e300PB/s\"")}}, sim_cluster(),
+       {"cluster.yaml:", "gpu.memory_bandwidth"}},
+      {"cluster: size in wrong case", "cluster", {{C, sub(kCluster, "\"40GiB\"", "\"40gib\"")}}, sim_cluster(),
+       {"cluster.yaml:", "gpu.memory", "unit"}},
+      {"cluster: missing memory bandwidth", "cluster", {{C, sub(kCluster, "  memory_bandwidth: \"1555GB/s\"", "")}}, sim_cluster(),
+       {"cluster.yaml:", "gpu.memory_bandwidth", "missing"}},
+      {"cluster: duplicate nodes", "cluster", {{C, sub(kCluster, "nodes: 64", "nodes: 64\nnodes: 32")}}, sim_cluster(),
+       {"cluster.yaml:", "nodes", "duplicate"}},
+      {"cluster: NaN bandwidth", "cluster", {{C, sub(kCluster, "bandwidth: \"9GB/s\"", "bandwidth: \".nanGB/s\"")}}, sim_cluster(),
+       {"cluster.yaml:", "intra_node.bandwidth"}},
+      {"cluster: nics_per_node past int", "cluster", {{C, sub(kCluster, "nics_per_node: 1", "nics_per_node: 4294967297")}},
+       sim_cluster(), {"cluster.yaml:", "network.nics_per_node", "at most"}},
+      {"cluster: a directory", "cluster", {}, {"simulate", "--cluster", "{d}", "--workload", "{src}/configs/workloads/default.yaml"},
+       {"is a directory"}},
+
+      // ------------------------------------------------------------ workload YAML
+      {"workload: width past int", "workload", {{W, sub(kWorkload, "[64, 256, 256, 1]", "[4294967298, 5, 1]")}}, sim_workload(),
+       {"workload.yaml:", "kan.widths[0]", "at most"}},
+      {"workload: widths in billions", "workload", {{W, sub(kWorkload, "[64, 256, 256, 1]", "[2000000000, 2000000000, 1]")}},
+       sim_workload(), {"workload.yaml:", "kan.widths", "parameters"}},
+      {"workload: grid_size past int", "workload", {{W, sub(kWorkload, "grid_size: 5", "grid_size: 2147483648")}}, sim_workload(),
+       {"workload.yaml:", "kan.grid_size"}},
+      {"workload: spline order above 16", "workload", {{W, sub(kWorkload, "spline_order: 3", "spline_order: 17")}}, sim_workload(),
+       {"workload.yaml:", "kan.spline_order"}},
+      {"workload: epochs past int", "workload", {{W, sub(kWorkload, "epochs: 10", "epochs: 3000000000")}}, sim_workload(),
+       {"workload.yaml:", "epochs"}},
+      {"workload: dataset past 2^53", "workload", {{W, sub(kWorkload, "dataset_size: 1000000", "dataset_size: 9223372036854775807")}},
+       sim_workload(), {"workload.yaml:", "dataset_size"}},
+      {"workload: weak scaling overflows the dataset", "workload",
+       {{W, sub(kWorkload, "dataset_size: 1000000", "dataset_size: 9007199254740991")}},
+       with(sim_workload(), {"--scaling", "weak"}), {"workload.yaml", "dataset_size", "weak"}},
+      {"workload: batch as float", "workload", {{W, sub(kWorkload, "batch_per_gpu: 1024", "batch_per_gpu: 10.5")}}, sim_workload(),
+       {"workload.yaml:", "batch_per_gpu", "integer"}},
+      {"workload: zero batch", "workload", {{W, sub(kWorkload, "batch_per_gpu: 1024", "batch_per_gpu: 0")}}, sim_workload(),
+       {"workload.yaml:", "batch_per_gpu"}},
+      {"workload: bucket cap in bits word", "workload", {{W, sub(kWorkload, "\"25MiB\"", "\"25 megabytes\"")}}, sim_workload(),
+       {"workload.yaml:", "ddp.bucket_cap"}},
+      {"workload: missing name", "workload", {{W, sub(kWorkload, "name: kan-teacher-256", "")}}, sim_workload(),
+       {"workload.yaml:", "'name'", "missing"}},
+      {"workload: duplicate seed", "workload", {{W, sub(kWorkload, "seed: 42", "seed: 42\nseed: 7")}}, sim_workload(),
+       {"workload.yaml:", "seed", "duplicate"}},
+      {"workload: seed past int64", "workload", {{W, sub(kWorkload, "seed: 42", "seed: 18446744073709551616")}}, sim_workload(),
+       {"workload.yaml:", "seed"}},
+      {"workload: widths not a list", "workload", {{W, sub(kWorkload, "[64, 256, 256, 1]", "64")}}, sim_workload(),
+       {"workload.yaml:", "kan.widths", "list"}},
+
+      // ------------------------------------------------------------ calibration YAML
+      {"calibration: concurrency past int", "calibration", {{K, sub(kCalibration, "concurrency: 2", "concurrency: 2147483648")}},
+       sim_calibration(), {"calibration.yaml:", "concurrency", "at most"}},
+      {"calibration: jitter above 1", "calibration", {{K, sub(kCalibration, "jitter_sigma: 0.0307113", "jitter_sigma: 3")}},
+       sim_calibration(), {"calibration.yaml:", "compute.jitter_sigma"}},
+      {"calibration: jitter as text", "calibration", {{K, sub(kCalibration, "jitter_sigma: 0.0307113", "jitter_sigma: lots")}},
+       sim_calibration(), {"calibration.yaml:", "compute.jitter_sigma", "number"}},
+      {"calibration: time overflows", "calibration", {{K, sub(kCalibration, "host_overhead: \"0s\"", "host_overhead: \"1e307h\"")}},
+       sim_calibration(), {"calibration.yaml:", "compute.host_overhead", "too large"}},
+      {"calibration: negative latency", "calibration", {{K, sub(kCalibration, "latency: \"1.36507us\"", "latency: \"-1us\"")}},
+       sim_calibration(), {"calibration.yaml:", "latency"}},
+      {"calibration: byte rate without unit", "calibration", {{K, sub(kCalibration, "byte_rate: \"11.3767GB/s\"", "byte_rate: 11.3767")}},
+       sim_calibration(), {"calibration.yaml:", "byte_rate"}},
+      {"calibration: missing source", "calibration", {{K, sub(kCalibration, "source: fitted\n", "")}}, sim_calibration(),
+       {"calibration.yaml:", "source", "missing"}},
+      {"calibration: duplicate name", "calibration", {{K, sub(kCalibration, "name: local-cpu", "name: local-cpu\nname: other")}},
+       sim_calibration(), {"calibration.yaml:", "name", "duplicate"}},
+      {"calibration: unknown op key", "calibration", {{K, sub(kCalibration, "combine: sum,", "combine: sum, bogus: 1,")}},
+       sim_calibration(), {"calibration.yaml:", "bogus", "unknown"}},
+      {"calibration: memory size overflows", "calibration", {{K, sub(kCalibration, "fixed: \"23305.3B\"", "fixed: \"1e300PiB\"")}},
+       sim_calibration(), {"calibration.yaml:", "memory.fixed"}},
+
+      // ------------------------------------------------------------ measurement plans (configs/measure)
+      {"measure plan: G past int", "measure-plan", {{P, sub(kPlan, "[8, 16, 128, 5, 3]", "[8, 16, 128, 4294967301, 3]")}},
+       measure_plan(), {"plan.yaml:", "shapes[0]", "at most"}},
+      {"measure plan: batch past int64", "measure-plan", {{P, sub(kPlan, "[8, 16, 128, 5, 3]", "[99999999999999999999, 16, 128, 5, 3]")}},
+       measure_plan(), {"plan.yaml:", "shapes[0]"}},
+      {"measure plan: shape too large", "measure-plan", {{P, sub(kPlan, "[8, 16, 128, 5, 3]", "[8, 2000000000, 2000000000, 5, 3]")}},
+       measure_plan(), {"plan.yaml:", "shapes[0]", "parameters"}},
+      {"measure plan: order above 16", "measure-plan", {{P, sub(kPlan, "[8, 16, 128, 5, 3]", "[8, 16, 128, 5, 30]")}}, measure_plan(),
+       {"plan.yaml:", "shapes[0]", "16"}},
+      {"measure plan: shape of 4 entries", "measure-plan", {{P, sub(kPlan, "[8, 16, 128, 5, 3]", "[8, 16, 128, 5]")}}, measure_plan(),
+       {"plan.yaml:", "shapes[0]"}},
+      {"measure plan: repeats past int", "measure-plan", {{P, sub(kPlan, "repeats: 9", "repeats: 2147483648")}}, measure_plan(),
+       {"plan.yaml:", "repeats", "at most"}},
+      {"measure plan: repeats as text", "measure-plan", {{P, sub(kPlan, "repeats: 9", "repeats: nine")}}, measure_plan(),
+       {"plan.yaml:", "repeats", "integer"}},
+      {"measure plan: flush overflows", "measure-plan", {{P, sub(kPlan, "threads: 1", "threads: 1\nflush_between_repeats: \"1e308PiB\"")}},
+       measure_plan(), {"plan.yaml:", "flush_between_repeats"}},
+      {"measure plan: missing name", "measure-plan", {{P, sub(kPlan, "name: cpu-ci", "")}}, measure_plan(), {"plan.yaml:", "name", "missing"}},
+      {"measure plan: duplicate warmup", "measure-plan", {{P, sub(kPlan, "warmup: 2", "warmup: 2\nwarmup: 3")}}, measure_plan(),
+       {"plan.yaml:", "warmup", "duplicate"}},
+      {"measure plan: entry not an integer", "measure-plan", {{P, sub(kPlan, "[8, 16, 128, 5, 3]", "[8, 16, x, 5, 3]")}},
+       measure_plan(), {"plan.yaml:", "shapes[0]", "integer"}},
+
+      // ------------------------------------------------------------ validation plans (validation/plans)
+      {"validation plan: huge rounds", "validation-plan", {{VP, sub(vplan, "rounds: 3", "rounds: 4294967296")}}, validate_plan(),
+       {"plan.yaml:", "rounds", "at most"}},
+      {"validation plan: rounds past the limit", "validation-plan", {{VP, sub(vplan, "rounds: 3", "rounds: 2147483647")}},
+       validate_plan(), {"plan.yaml:", "rounds", "at most"}},
+      {"validation plan: steps past int", "validation-plan", {{VP, sub(vplan, "steps: 30", "steps: 2147483648")}}, validate_plan(),
+       {"plan.yaml:", "steps", "at most"}},
+      {"validation plan: width past int", "validation-plan", {{VP, sub(vplan, "[[32, 256, 32]]", "[[4294967298, 5, 1]]")}},
+       validate_plan(), {"plan.yaml:", "cases.widths[0]", "at most"}},
+      {"validation plan: grid size past int", "validation-plan", {{VP, sub(vplan, "grid_sizes: [5]", "grid_sizes: [4294967301]")}},
+       validate_plan(), {"plan.yaml:", "cases.grid_sizes[0]", "at most"}},
+      {"validation plan: bucket cap not a scalar", "validation-plan", {{VP, sub(vplan, "bucket_caps: [\"1MiB\"]", "bucket_caps: [[1]]")}},
+       validate_plan(), {"plan.yaml:", "cases.bucket_caps[0]"}},
+      {"validation plan: bucket cap overflows", "validation-plan", {{VP, sub(vplan, "\"1MiB\"", "\"1e308PiB\"")}}, validate_plan(),
+       {"plan.yaml:", "cases.bucket_caps[0]"}},
+      {"validation plan: missing name", "validation-plan", {{VP, sub(vplan, "name: ci-small", "")}}, validate_plan(),
+       {"plan.yaml:", "name", "missing"}},
+      {"validation plan: duplicate steps", "validation-plan", {{VP, sub(vplan, "steps: 30", "steps: 30\nsteps: 40")}}, validate_plan(),
+       {"plan.yaml:", "steps", "duplicate"}},
+      {"validation plan: ranks as text", "validation-plan", {{VP, sub(vplan, "ranks: [1, 2]", "ranks: [one, 2]")}}, validate_plan(),
+       {"plan.yaml:", "cases.ranks[0]", "integer"}},
+      {"validation plan: measure ranks past int", "validation-plan", {{VP, sub(vplan, "ranks: 2\n", "ranks: 9999999999\n")}},
+       validate_plan(), {"plan.yaml:", "calibration.measure.ranks", "at most"}},
+
+      // ------------------------------------------------------------ measurement JSON (fit inputs, resume files)
+      {"json: size_bytes as text", "measurement-json", {{"m.json", jset(kAllreduce, "/points/0/size_bytes", "\"8\"")}},
+       fit_with("--collectives"), {"m.json", "size_bytes"}},
+      {"json: point lacks time", "measurement-json", {{"m.json", jset(kAllreduce, "/points/0/out_of_place/time_us", "")}},
+       fit_with("--collectives"), {"m.json", "time_us"}},
+      {"json: ranks as text", "measurement-json", {{"m.json", jset(kAllreduce, "/metadata/ranks", "\"two\"")}},
+       fit_with("--collectives"), {"m.json", "ranks"}},
+      {"json: ranks past int", "measurement-json", {{"m.json", jset(kAllreduce, "/metadata/ranks", "4294967298")}},
+       fit_with("--collectives"), {"m.json", "ranks"}},
+      {"json: wrong count as float", "measurement-json", {{"m.json", jset(kAllreduce, "/points/1/out_of_place/wrong", "0.5")}},
+       fit_with("--collectives"), {"m.json", "wrong"}},
+      {"json: negative time", "measurement-json", {{"m.json", jset(kAllreduce, "/points/2/out_of_place/time_us", "-3")}},
+       fit_with("--collectives"), {"m.json", "time_us"}},
+      {"json: broadcast in_place missing", "measurement-json", {{"m.json", jset(kBroadcast, "/points/0/in_place", "")}},
+       fit_with("--collectives"), {"m.json", "in_place"}},
+      {"json: interference as text", "measurement-json",
+       {{"m.json", jset(kInterference, "/interference_per_collective_second_mean", "\"high\"")}}, fit_interference(),
+       {"m.json", "interference_per_collective_second_mean"}},
+      {"json: interference bytes as text", "measurement-json", {{"m.json", jset(kInterference, "/allreduce_bytes", "\"4MiB\"")}},
+       fit_interference(), {"m.json", "allreduce_bytes"}},
+      {"json: kernels grid_size past int", "measurement-json", {{"m.json", jset(kKernels, "/memory/0/grid_size", "4294967301")}},
+       fit_with("--kernels"), {"m.json", "grid_size"}},
+      {"json: kernels runtime memory as text", "measurement-json",
+       {{"m.json", jset(kKernels, "/metadata/runtime_memory_bytes", "\"14MiB\"")}}, fit_with("--kernels"),
+       {"m.json", "runtime_memory_bytes"}},
+      {"json: not JSON", "measurement-json", {{"m.json", "{\"points\": [1, 2"}}, fit_with("--collectives"), {"m.json", "JSON"}},
+      {"json: resume file points lack a field", "measurement-json", {{"m.json", jset(kAllreduce, "/points/0/count", "")}},
+       {"measure", "allreduce", "-b", "8", "-e", "64M", "-f", "2", "-n", "20", "-w", "5", "--nonblocking", "--resume", "{d}/m.json"},
+       {"m.json"}},
+
+      // ------------------------------------------------------------ eval's CSV
+      {"csv: too few columns", "csv", {{"x.csv", "x0,x1\n0.5\n"}}, eval_csv(), {"x.csv:2", "2"}},
+      {"csv: too many columns", "csv", {{"x.csv", "x0,x1\n0.5,0.1,0.7\n"}}, eval_csv(), {"x.csv:2"}},
+      {"csv: trailing comma", "csv", {{"x.csv", "x0,x1\n0.5,0.1,\n"}}, eval_csv(), {"x.csv:2", "comma"}},
+      {"csv: header with wrong column count", "csv", {{"x.csv", "x0,x1,x2\n0.5,0.1\n"}}, eval_csv(), {"x.csv:1", "header"}},
+      {"csv: header with trailing comma", "csv", {{"x.csv", "x0,x1,\n0.5,0.1\n"}}, eval_csv(), {"x.csv:1"}},
+      {"csv: text in a row", "csv", {{"x.csv", "x0,x1\n0.5,abc\n"}}, eval_csv(), {"x.csv:2"}},
+      {"csv: text in the third line", "csv", {{"x.csv", "x0,x1\n0.5,0.1\nfoo,bar\n"}}, eval_csv(), {"x.csv:3"}},
+      {"csv: infinity", "csv", {{"x.csv", "x0,x1\n0.5,inf\n"}}, eval_csv(), {"x.csv:2"}},
+      {"csv: NaN", "csv", {{"x.csv", "x0,x1\nnan,0.1\n"}}, eval_csv(), {"x.csv:2"}},
+      {"csv: value overflows float", "csv", {{"x.csv", "x0,x1\n1e39,0.1\n"}}, eval_csv(), {"x.csv:2"}},
+      {"csv: a directory", "csv", {}, {"eval", "--checkpoint", "{ckpt}", "--input", "{d}"}, {"is a directory"}},
+      {"csv: missing", "csv", {}, eval_csv(), {"x.csv", "cannot open"}},
+
+      // ------------------------------------------------------------ nccl-tests logs
+      {"log: size past int64", "nccl-log", {{"run.log", sub(kLog, "           8             2     float", "99999999999999999999999             2     float")}},
+       fit_log(), {"run.log:", "size"}},
+      {"log: count past int64", "nccl-log", {{"run.log", sub(kLog, "           8             2     float", "           8 99999999999999999999999     float")}},
+       fit_log(), {"run.log:"}},
+      {"log: time as text", "nccl-log", {{"run.log", sub(kLog, "135.8    0.00", "fast    0.00")}}, fit_log(), {"run.log:"}},
+      {"log: busbw infinite", "nccl-log", {{"run.log", sub(kLog, "126.6    0.00    0.01", "126.6    0.00    inf")}}, fit_log(),
+       {"run.log:"}},
+      {"log: no table", "nccl-log", {{"run.log", "# nThread 1 nGpus 1 minBytes 8\n#\n"}}, fit_log(), {"run.log"}},
+      {"log: empty", "nccl-log", {{"run.log", ""}}, fit_log(), {"run.log"}},
+      {"log: count not a number", "nccl-log", {{"run.log", sub(kLog, "           8             2     float", "           8           two     float")}},
+       fit_log(), {"run.log:", "count"}},
+      {"log: negative time", "nccl-log", {{"run.log", sub(kLog, "135.8    0.00", "-135.8    0.00")}}, fit_log(), {"run.log:"}},
+      {"log: a directory", "nccl-log", {}, {"fit", "--nccl-tests", "{d}", "--out", "{d}/out.yaml"}, {"is a directory"}},
+
+      // ------------------------------------------------------------ safetensors checkpoints (eval --checkpoint)
+      {"safetensors: metadata claims wide layers", "safetensors", st(st_meta("kan_widths", "2,100000000,1")), eval_st(),
+       {"m.safetensors", "kan_widths"}},
+      {"safetensors: width past int", "safetensors", st(st_meta("kan_widths", "2,4294967301,1")), eval_st(),
+       {"m.safetensors", "kan_widths"}},
+      {"safetensors: width not a number", "safetensors", st(st_meta("kan_widths", "2,five,1")), eval_st(), {"m.safetensors", "kan_widths"}},
+      {"safetensors: grid size past int", "safetensors", st(st_meta("kan_grid_size", "4294967301")), eval_st(),
+       {"m.safetensors", "kan_grid_size"}},
+      {"safetensors: order past int", "safetensors", st(st_meta("kan_spline_order", "99999999999999999999")), eval_st(),
+       {"m.safetensors", "kan_spline_order"}},
+      {"safetensors: missing widths", "safetensors", st(st_edit([](nlohmann::json& h) { h["__metadata__"].erase("kan_widths"); })),
+       eval_st(), {"m.safetensors", "kan_widths"}},
+      {"safetensors: shape overflows", "safetensors",
+       st(st_edit([](nlohmann::json& h) { h["layers.0.base_weight"]["shape"] = {4294967296ULL, 4294967296ULL, 4}; })), eval_st(),
+       {"m.safetensors", "layers.0.base_weight"}},
+      {"safetensors: offsets past the end", "safetensors",
+       st(st_edit([](nlohmann::json& h) { h["layers.0.base_weight"]["data_offsets"] = {0, 1u << 30}; })), eval_st(),
+       {"m.safetensors", "layers.0.base_weight"}},
+      {"safetensors: missing tensor", "safetensors", st(st_edit([](nlohmann::json& h) { h.erase("layers.1.spline_weight"); })),
+       eval_st(), {"m.safetensors", "layers.1.spline_weight"}},
+      {"safetensors: truncated", "safetensors", st(read_file(checkpoint().model).substr(0, 100)), eval_st(), {"m.safetensors"}},
+      {"safetensors: a directory", "safetensors", {}, {"eval", "--checkpoint", "{d}", "--input", "{d}/x.csv"}, {"is a directory"}},
+
+      // ------------------------------------------------------------ flags: simulate
+      {"simulate: --iterations huge", "flags-simulate", {}, sim({"--iterations", "2147483647"}), {"--iterations", "--max-events"}},
+      {"simulate: --iterations past int", "flags-simulate", {}, sim({"--iterations", "99999999999"}), {"--iterations"}},
+      {"simulate: --gpus past the limit", "flags-simulate", {}, sim({"--gpus", "99999999999"}), {"--gpus"}},
+      {"simulate: --gpus negative", "flags-simulate", {}, sim({"--gpus", "-4"}), {"--gpus"}},
+      {"simulate: --gpus twice", "flags-simulate", {}, sim({"--gpus", "2,2"}), {"--gpus", "twice"}},
+      {"simulate: --gpus-per-node zero", "flags-simulate", {}, sim({"--gpus-per-node", "0"}), {"--gpus-per-node"}},
+      {"simulate: --gpus-per-node past int", "flags-simulate", {}, sim({"--gpus-per-node", "4294967298"}), {"--gpus-per-node"}},
+      {"simulate: --seed past uint64", "flags-simulate", {}, sim({"--seed", "99999999999999999999"}), {"--seed"}},
+      {"simulate: --scaling typo", "flags-simulate", {}, sim({"--scaling", "weeak"}), {"--scaling"}},
+      {"simulate: --max-events negative", "flags-simulate", {}, sim({"--max-events", "-1"}), {"--max-events"}},
+      {"simulate: --trace-ranks beyond N", "flags-simulate", {}, sim({"--gpus", "2", "--trace", "{d}/t.json", "--trace-ranks", "5"}),
+       {"--trace-ranks"}},
+      {"simulate: --json a directory", "flags-simulate", {}, {"simulate", "--cluster", "{src}/configs/clusters/finisterrae3.yaml",
+       "--workload", "{src}/configs/workloads/default.yaml", "--json", "{d}"}, {"--json", "directory"}},
+
+      // ------------------------------------------------------------ flags: train
+      {"train: --steps zero", "flags-train", {}, {"train", "--workload", "{src}/configs/workloads/pykan-exp-sin.yaml", "--steps", "0"},
+       {"--steps"}},
+      {"train: --steps past int64", "flags-train", {},
+       {"train", "--workload", "{src}/configs/workloads/pykan-exp-sin.yaml", "--steps", "99999999999999999999"}, {"--steps"}},
+      {"train: --epochs past int", "flags-train", {},
+       {"train", "--workload", "{src}/configs/workloads/pykan-exp-sin.yaml", "--epochs", "4294967296"}, {"--epochs"}},
+      {"train: --threads zero", "flags-train", {}, {"train", "--workload", "{src}/configs/workloads/pykan-exp-sin.yaml", "--threads", "0"},
+       {"--threads"}},
+      {"train: --threads huge", "flags-train", {},
+       {"train", "--workload", "{src}/configs/workloads/pykan-exp-sin.yaml", "--threads", "100000000"}, {"--threads"}},
+      {"train: --seed as text", "flags-train", {}, {"train", "--workload", "{src}/configs/workloads/pykan-exp-sin.yaml", "--seed", "abc"},
+       {"--seed"}},
+      {"train: --inject-delay-us negative", "flags-train", {},
+       {"train", "--workload", "{src}/configs/workloads/pykan-exp-sin.yaml", "--inject-delay-us", "-5"}, {"--inject-delay-us"}},
+      {"train: --inject-delay-us infinite", "flags-train", {},
+       {"train", "--workload", "{src}/configs/workloads/pykan-exp-sin.yaml", "--inject-delay-us", "inf"}, {"--inject-delay-us"}},
+      {"train: model above the memory limit", "flags-train", {{W, sub(kSmallWorkload, "[2, 5, 1]", "[2, 1000000000, 1]")}},
+       {"train", "--workload", "{d}/workload.yaml", "--steps", "1", "--json", "{d}/out.json"}, {"--memory-limit"}},
+      {"train: --memory-limit without unit", "flags-train", {},
+       {"train", "--workload", "{src}/configs/workloads/pykan-exp-sin.yaml", "--memory-limit", "64"}, {"--memory-limit"}},
+      {"train: --workload missing", "flags-train", {}, {"train", "--steps", "3"}, {"--workload"}},
+
+      // ------------------------------------------------------------ flags: eval
+      {"eval: --checkpoint missing", "flags-eval", ok_csv, {"eval", "--input", "{d}/x.csv"}, {"--checkpoint"}},
+      {"eval: --input missing", "flags-eval", {}, {"eval", "--checkpoint", "{ckpt}"}, {"--input"}},
+      {"eval: --threads zero", "flags-eval", ok_csv, with(eval_csv(), {"--threads", "0"}), {"--threads"}},
+      {"eval: --threads negative", "flags-eval", ok_csv, with(eval_csv(), {"--threads", "-2"}), {"--threads"}},
+      {"eval: --threads past int", "flags-eval", ok_csv, with(eval_csv(), {"--threads", "4294967296"}), {"--threads"}},
+      {"eval: --threads as text", "flags-eval", ok_csv, with(eval_csv(), {"--threads", "many"}), {"--threads"}},
+      {"eval: unknown flag", "flags-eval", ok_csv, with(eval_csv(), {"--bogus"}), {"--bogus"}},
+      {"eval: stray word", "flags-eval", ok_csv, with(eval_csv(), {"extra"}), {"extra"}},
+      {"eval: checkpoint missing", "flags-eval", ok_csv, {"eval", "--checkpoint", "{d}/none.safetensors", "--input", "{d}/x.csv"},
+       {"none.safetensors"}},
+
+      // ------------------------------------------------------------ flags: measure
+      {"measure: -e 1e20 bytes", "flags-measure", {}, {"measure", "allreduce", "-b", "8", "-e", "100000000000000000000"}, {"-e"}},
+      {"measure: -f just above 1", "flags-measure", {}, {"measure", "allreduce", "-b", "8", "-e", "1G", "-f", "1.0000001"}, {"-f"}},
+      {"measure: -n zero", "flags-measure", {}, {"measure", "allreduce", "-n", "0"}, {"-n"}},
+      {"measure: -n past int", "flags-measure", {}, {"measure", "allreduce", "-n", "4294967296"}, {"4294967296"}},
+      {"measure: -w negative", "flags-measure", {}, {"measure", "broadcast", "-w", "-1"}, {"-w"}},
+      {"measure: -b not a size", "flags-measure", {}, {"measure", "allreduce", "-b", "eight"}, {"-b"}},
+      {"measure: -c 2", "flags-measure", {}, {"measure", "allreduce", "-c", "2"}, {"-c"}},
+      {"measure kernels: --shapes G past int", "flags-measure", {},
+       {"measure", "kernels", "--shapes", "8:16:16:4294967301:3", "--json", "{d}/out.json"}, {"--shapes"}},
+      {"measure kernels: --shapes not numbers", "flags-measure", {},
+       {"measure", "kernels", "--shapes", "8:a:16:5:3", "--json", "{d}/out.json"}, {"--shapes"}},
+      {"measure kernels: --repeat zero", "flags-measure", {}, {"measure", "kernels", "--repeat", "0", "--json", "{d}/out.json"},
+       {"--repeat"}},
+      {"measure kernels: --flush overflows", "flags-measure", {},
+       {"measure", "kernels", "--flush", "1e308PiB", "--json", "{d}/out.json"}, {"--flush"}},
+      {"measure kernels: --threads huge", "flags-measure", {},
+       {"measure", "kernels", "--threads", "100000000", "--json", "{d}/out.json"}, {"--threads"}},
+      {"measure: unknown collective", "flags-measure", {}, {"measure", "alltoall"}, {"alltoall"}},
+
+      // ------------------------------------------------------------ flags: fit
+      {"fit: nothing to fit", "flags-fit", {}, {"fit", "--out", "{d}/out.yaml"}, {"--kernels"}},
+      {"fit: --out missing", "flags-fit", {}, {"fit", "--collectives", "{src}/configs/calibrations/local-cpu/allreduce-np2.json"},
+       {"--out"}},
+      {"fit: --out a directory", "flags-fit", {}, {"fit", "--collectives", "{src}/configs/calibrations/local-cpu/allreduce-np2.json",
+       "--out", "{d}"}, {"--out"}},
+      {"fit: --kernels missing file", "flags-fit", {}, {"fit", "--kernels", "{d}/none.json", "--out", "{d}/out.yaml"}, {"none.json"}},
+      {"fit: --kernels a directory", "flags-fit", {}, {"fit", "--kernels", "{d}", "--out", "{d}/out.yaml"}, {"directory"}},
+      {"fit: --collectives given a kernels file", "flags-fit", {{"m.json", kKernels}}, fit_with("--collectives"), {"m.json"}},
+      {"fit: --interference given a sweep", "flags-fit", {{"m.json", kAllreduce}}, fit_interference(), {"m.json"}},
+      {"fit: unknown flag", "flags-fit", {}, {"fit", "--kernals", "x.json", "--out", "{d}/out.yaml"}, {"--kernals"}},
+      {"fit: --runtime-memory a sweep", "flags-fit", {{"m.json", kAllreduce}},
+       {"fit", "--collectives", "{src}/configs/calibrations/local-cpu/allreduce-np2.json", "--runtime-memory", "{d}/m.json", "--out",
+        "{d}/out.yaml"}, {"m.json"}},
+
+      // ------------------------------------------------------------ flags: model
+      {"model: --bytes 1e20 overflows nothing", "flags-model", {},
+       {"model", "allreduce", "--cluster", "{src}/configs/clusters/finisterrae3.yaml", "--bytes", "1e309B"}, {"--bytes"}},
+      {"model: --bytes without unit", "flags-model", {},
+       {"model", "allreduce", "--cluster", "{src}/configs/clusters/finisterrae3.yaml", "--bytes", "1024"}, {"--bytes"}},
+      {"model: --gpus zero", "flags-model", {},
+       {"model", "allreduce", "--cluster", "{src}/configs/clusters/finisterrae3.yaml", "--gpus", "0"}, {"--gpus"}},
+      {"model: --gpus past int", "flags-model", {},
+       {"model", "allreduce", "--cluster", "{src}/configs/clusters/finisterrae3.yaml", "--gpus", "4294967298"}, {"--gpus"}},
+      {"model: --gpus-per-node above the cluster's", "flags-model", {},
+       {"model", "allreduce", "--cluster", "{src}/configs/clusters/finisterrae3.yaml", "--gpus-per-node", "9"}, {"--gpus-per-node"}},
+      {"model layer: --in in billions", "flags-model", {},
+       {"model", "layer", "--cluster", "{src}/configs/clusters/finisterrae3.yaml", "--implementation", "efficient-kan", "--in",
+        "3000000000", "--out", "3000000000"}, {"--in"}},
+      {"model layer: --grid past int", "flags-model", {},
+       {"model", "layer", "--cluster", "{src}/configs/clusters/finisterrae3.yaml", "--grid", "4294967301"}, {"--grid"}},
+      {"model layer: --order 17", "flags-model", {},
+       {"model", "layer", "--cluster", "{src}/configs/clusters/finisterrae3.yaml", "--order", "17"}, {"order"}},
+      {"model: --cluster missing", "flags-model", {}, {"model", "allreduce"}, {"--cluster"}},
+      {"model: unknown query", "flags-model", {}, {"model", "broadcast"}, {"model"}},
+
+      // ------------------------------------------------------------ flags: validate
+      {"validate: plan missing", "flags-validate", {}, {"validate", "{d}/none.yaml", "--emit", "{d}/emit"}, {"none.yaml"}},
+      {"validate: plan a directory", "flags-validate", {}, {"validate", "{d}", "--emit", "{d}/emit"}, {"is a directory"}},
+      {"validate: no plan", "flags-validate", {}, {"validate"}, {"validate"}},
+      {"validate: two plans", "flags-validate", {{VP, vplan}}, {"validate", "{d}/plan.yaml", "{d}/plan.yaml"}, {"validate"}},
+      {"validate: unknown flag", "flags-validate", {{VP, vplan}}, {"validate", "{d}/plan.yaml", "--bogus"}, {"--bogus"}},
+      {"validate: --emit and --collect", "flags-validate", {{VP, vplan}},
+       {"validate", "{d}/plan.yaml", "--emit", "{d}/a", "--collect", "{d}/b"}, {"--emit"}},
+      {"validate: --collect a missing directory", "flags-validate", {{VP, vplan}},
+       {"validate", "{d}/plan.yaml", "--collect", "{d}/none"}, {"none"}},
+      {"validate: --calibration missing", "flags-validate", {{VP, vplan}},
+       {"validate", "{d}/plan.yaml", "--emit", "{d}/e", "--calibration", "{d}/none.yaml"}, {"none.yaml"}},
+
+      // ------------------------------------------------------------ flags: bench
+      {"bench sim: --gpus huge", "flags-bench", {}, {"bench", "sim", "--cluster", "{src}/configs/clusters/dgx-a100.yaml", "--workload",
+       "{src}/configs/workloads/bench-4layer.yaml", "--gpus", "10000000"}, {"--gpus", "--max-events"}},
+      {"bench sim: --repeat huge", "flags-bench", {}, {"bench", "sim", "--cluster", "{src}/configs/clusters/dgx-a100.yaml", "--workload",
+       "{src}/configs/workloads/bench-4layer.yaml", "--gpus", "65536", "--repeat", "2000000000"}, {"--repeat", "--max-events"}},
+      {"bench sim: --repeat zero", "flags-bench", {}, {"bench", "sim", "--repeat", "0"}, {"--repeat"}},
+      {"bench sim: --jitter 2", "flags-bench", {}, {"bench", "sim", "--jitter", "2"}, {"--jitter"}},
+      {"bench sim: --interference NaN", "flags-bench", {}, {"bench", "sim", "--interference", "nan"}, {"--interference"}},
+      {"bench sim: --gpus past the limit", "flags-bench", {}, {"bench", "sim", "--gpus", "99999999999"}, {"--gpus"}},
+      {"bench: unknown benchmark", "flags-bench", {}, {"bench", "simulate"}, {"bench"}},
+      {"bench interference: --bytes overflows", "flags-bench", {}, {"bench", "interference", "--bytes", "1e308PiB"}, {"--bytes"}},
+      {"bench interference: --repeat past int", "flags-bench", {}, {"bench", "interference", "--repeat", "4294967296"}, {"--repeat"}},
+      {"bench kernels: unknown flag", "flags-bench", {}, {"bench", "kernels", "--bogus"}, {"--bogus"}},
+  };
+}
+
+std::string expand(std::string s, const std::string& dir) {
+  const std::map<std::string, std::string> vars = {{"{d}", dir}, {"{src}", kSrc}, {"{ckpt}", checkpoint().model}};
+  for (const auto& [k, v] : vars)
+    for (std::size_t p = s.find(k); p != std::string::npos; p = s.find(k, p + v.size())) s.replace(p, k.size(), v);
+  return s;
+}
+
+std::set<std::string> listing(const std::string& dir) {
+  std::set<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      if (n != "." && n != "..") names.insert(n);
+    }
+    closedir(d);
+  }
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("every bad input: exit 2, one line naming the file and key (or the flag), nothing written") {
+  const std::vector<Case> cases = catalogue();
+  std::map<std::string, int> per_kind;
+  for (const auto& c : cases) ++per_kind[c.kind];
+  for (const auto& [kind, n] : per_kind) {
+    CAPTURE(kind);
+    CHECK(n >= 8);
+  }
+  CHECK(cases.size() >= 100);
+  CHECK(per_kind.size() >= 17);
+
+  for (const auto& c : cases) {
+    TempDir d;
+    std::set<std::string> inputs;
+    for (const auto& f : c.files) {
+      d.write(f.name, f.text);
+      inputs.insert(f.name);
+    }
+    std::vector<std::string> argv = {kExe};
+    for (const auto& a : c.argv) argv.push_back(expand(a, d.path));
+    const ProcessResult r = run_process(argv, kSrc, 30);
+    CAPTURE(c.name);
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 2);
+    const auto lines = std::count(r.err.begin(), r.err.end(), '\n');
+    CHECK(lines == 1);
+    for (const auto& e : c.expect) {
+      const std::string want = expand(e, d.path);
+      CAPTURE(want);
+      CHECK(r.err.find(want) != std::string::npos);
+    }
+    // no output file (nor a temporary one) beside the inputs
+    CHECK(listing(d.path) == inputs);
+  }
+}

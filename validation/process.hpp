@@ -1,0 +1,27 @@
+#pragma once
+// Running another program from an argument vector: no shell ever sees the
+// words, so nothing in a plan (a name, a path, a sweep option) can become a
+// second command. Its standard output and error go to a log file.
+#include <string>
+#include <vector>
+
+namespace ks {
+
+struct ProcessSpec {
+  std::vector<std::string> argv;       // argv[0] is looked up in PATH when it has no '/'
+  std::string cwd;                     // "" : this process's
+  std::string log_path;                // stdout and stderr (created or truncated; relative to cwd); "" : inherited
+  std::vector<std::string> extra_env;  // NAME=VALUE, added to this process's environment
+};
+
+// Runs the program and waits. Returns its exit status, or 128 + the signal
+// that ended it. Throws std::runtime_error when it cannot be started.
+int run_process(const ProcessSpec& spec);
+
+// A word as the shell reads it back unchanged: left bare when it holds only
+// characters that no shell interprets, single-quoted otherwise.
+std::string shell_quote(const std::string& word);
+// The words of a command line, each quoted as needed, joined by spaces.
+std::string shell_words(const std::vector<std::string>& words);
+
+}  // namespace ks
