@@ -35,6 +35,14 @@ int main(int argc, char** argv) {
     usage(std::cerr);
     return 2;
   }
+  // Every argument is one line of text: a newline or another control
+  // character would split an error line, a report or a job script.
+  for (std::size_t i = 0; i < args.size(); ++i)
+    for (unsigned char ch : args[i])
+      if (ch < 0x20 || ch == 0x7f) {
+        std::cerr << "kanscale: argument " << i + 1 << " holds a control character (a newline?); expected one line of text\n";
+        return 2;
+      }
   const std::string cmd = args[0];
   std::vector<std::string> rest(args.begin() + 1, args.end());
   try {

@@ -419,3 +419,14 @@ TEST_CASE("the CUDA backends without a GPU (or without the plugin) fail with one
     CHECK((r.err.find("CUDA") != std::string::npos || r.err.find("libkanscale_cuda.so") != std::string::npos));
   }
 }
+
+TEST_CASE("an argument with a newline is refused in one line, before anything is read or written") {
+  TempDir d;
+  // $'...' is bash's; std::system runs sh, so the newline is put in by printf
+  const std::string out = d / "o\nx.json";
+  const Run r = run(default_job("--gpus 2 --json \"$(printf '" + d.path + "/o\\nx.json')\""), d);
+  CHECK(r.code == 2);
+  CHECK(r.err == "kanscale: argument 9 holds a control character (a newline?); expected one line of text\n");
+  CHECK_FALSE(std::ifstream(out).good());
+  CHECK_FALSE(std::ifstream(d / "o").good());
+}
