@@ -118,7 +118,7 @@ int create_temporary(const std::string& target, mode_t mode, std::string* name) 
   for (int attempt = 0; attempt < 100; ++attempt) {
     char suffix[64];
     std::snprintf(suffix, sizeof suffix, ".%d.%llx.tmp", static_cast<int>(getpid()), now + 7919ULL * ++counter);
-    *name = dir_of(target) + "/." + base_of(target) + suffix;
+    *name = dir_of(target) + "/." + base_of(target).substr(0, 160) + suffix;  // within NAME_MAX (255)
     const int fd = open(name->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd >= 0) return fd;
     if (errno != EEXIST) break;
