@@ -36,7 +36,8 @@ namespace {
 
 nlohmann::json read_json(const std::string& path, const char* what) {
   struct stat st {};
-  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) throw InputError(path + ": not a file; expected " + what);
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw InputError(path + (S_ISDIR(st.st_mode) ? ": is a directory; expected " : ": not a file; expected ") + what);
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot open file");
   try {
@@ -171,6 +172,7 @@ void fit_mpi_collectives(const std::vector<std::pair<std::string, nlohmann::json
           throw InputError(path + ": point " + std::to_string(i) + " has wrong results");
         bx.push_back({st, st * bytes});
         by.push_back(field<double>(p["in_place"], "time_us", path, i) * 1e-6);  // in place: as the trainer broadcasts its buffers
+        if (!(by.back() > 0)) throw InputError(path + ": point " + std::to_string(i) + ": 'in_place.time_us' must be greater than zero");
         bk.push_back(bytes);
         ++i;
       }
@@ -184,6 +186,7 @@ void fit_mpi_collectives(const std::vector<std::pair<std::string, nlohmann::json
       const double bytes = field<double>(p, "size_bytes", path, i);
       if (!p.contains("out_of_place") || !p.contains("in_place")) throw InputError(path + ": point " + std::to_string(i) + " lacks timings");
       const double t = field<double>(p["out_of_place"], "time_us", path, i) * 1e-6;
+      if (!(t > 0)) throw InputError(path + ": point " + std::to_string(i) + ": 'out_of_place.time_us' must be greater than zero");
       if (field<long long>(p["out_of_place"], "wrong", path, i) != 0)
         throw InputError(path + ": point " + std::to_string(i) + " has wrong results");
       Regime& r = bytes < regimes[0].below ? regimes[0] : bytes < regimes[1].below ? regimes[1] : regimes[2];

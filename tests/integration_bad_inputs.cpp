@@ -408,7 +408,7 @@ std::vector<Case> catalogue() {
        {"train", "--workload", "{src}/configs/workloads/pykan-exp-sin.yaml", "--inject-delay-us", "-5"}, {"--inject-delay-us"}},
       {"train: --inject-delay-us infinite", "flags-train", {},
        {"train", "--workload", "{src}/configs/workloads/pykan-exp-sin.yaml", "--inject-delay-us", "inf"}, {"--inject-delay-us"}},
-      {"train: model above the memory limit", "flags-train", {{W, sub(kSmallWorkload, "[2, 5, 1]", "[2, 1000000000, 1]")}},
+      {"train: model above the memory limit", "flags-train", {{W, sub(kSmallWorkload, "widths: [2, 5, 1]", "widths: [2, 1000000000, 1]")}},
        {"train", "--workload", "{d}/workload.yaml", "--steps", "1", "--json", "{d}/out.json"}, {"--memory-limit"}},
       {"train: --memory-limit without unit", "flags-train", {},
        {"train", "--workload", "{src}/configs/workloads/pykan-exp-sin.yaml", "--memory-limit", "64"}, {"--memory-limit"}},
