@@ -430,3 +430,17 @@ TEST_CASE("an argument with a newline is refused in one line, before anything is
   CHECK_FALSE(std::ifstream(out).good());
   CHECK_FALSE(std::ifstream(d / "o").good());
 }
+
+TEST_CASE("an input that never ends (a device, a FIFO) is refused, not read forever") {
+  TempDir d;
+  REQUIRE(mkfifo((d / "fifo.yaml").c_str(), 0644) == 0);
+  for (const std::string& input : {std::string("/dev/zero"), d / "fifo.yaml"}) {
+    CAPTURE(input);
+    Run r = run("simulate --cluster " + input + " --workload " + kSrc + "/configs/workloads/default.yaml", d);
+    CHECK(r.code == 2);
+    CHECK(r.err == "kanscale: " + input + ": not a regular file (a device or a pipe?); expected a YAML file\n");
+    r = run("eval --checkpoint " + input + " --input " + input, d);
+    CHECK(r.code == 2);
+    CHECK(r.err.find("not a regular file") != std::string::npos);
+  }
+}
