@@ -70,11 +70,10 @@ void check_sweep_point(const nlohmann::json& p, const std::string& path, std::si
 
 std::vector<nlohmann::json> read_sweep_resume(const std::string& path, const nlohmann::json& meta, const std::vector<double>& sizes,
                                               nlohmann::json* file_metadata) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot open file");
+  const std::string text = read_input_file(path, "a kanscale sweep file");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
     throw InputError(path + ": not a kanscale sweep file: " + e.what());
   }

@@ -359,11 +359,10 @@ void check_entry(const nlohmann::json& e, const std::string& path, const std::st
 }  // namespace
 
 KernelsResume read_kernels_resume(const std::string& path, const nlohmann::json& meta, std::size_t plan_shapes) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot open file");
+  const std::string text = read_input_file(path, "a kanscale measure kernels file");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
     throw InputError(path + ": not a kanscale measure kernels file: " + e.what());
   }

@@ -860,11 +860,11 @@ std::vector<Slice> simulated_iteration(const ScalingPoint& pt) {
 }
 
 Metrics live_metrics(const std::string& path, const std::string& backend) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": missing (did every job of the schedule run?)");
+  if (!std::filesystem::exists(path)) throw InputError(path + ": missing (did every job of the schedule run?)");
+  const std::string text = read_input_file(path, "a kanscale train --json file");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
     throw InputError(path + ": not a kanscale train --json file: " + e.what());
   }
