@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <sstream>
 #include "model/output_files.hpp"
+#include "model/cost.hpp"
 #include "model/kan_model.hpp"
 #include "model/units.hpp"
 #include "model/yaml_reader.hpp"
@@ -30,7 +31,7 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
   std::string plan_file = "configs/measure/cpu-default.yaml", shapes, json, csv, backend = "cpu", resume;
   int repeats = 0, threads = 0;
   KernelPlan plan;
-  std::string flush;
+  std::string flush, memory_limit = "64GiB";
   po::options_description desc("measure kernels options");
   desc.add_options()
       ("help,h", "show this help")
@@ -43,7 +44,9 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
       ("csv", po::value(&csv)->value_name("FILE"), "rows as CSV (units in the column names)")
       ("resume", po::value(&resume)->value_name("FILE"), "continue an interrupted run of the same plan (its JSON file)")
       ("max-shapes", po::value(&plan.max_shapes), "stop after this many new shapes (tests of --resume)")
-      ("flush", po::value(&flush), "evict the caches before every repetition by touching this much memory (e.g. 64MiB)");
+      ("flush", po::value(&flush), "evict the caches before every repetition by touching this much memory (e.g. 64MiB)")
+      ("memory-limit", po::value(&memory_limit)->default_value(memory_limit),
+       "refuse a shape whose estimated memory per rank (a training step of the layer, its inputs, the flush buffer) is above this");
   po::variables_map vm;
   if (!parse_args(args, desc, "usage: [mpirun -np P] kanscale measure kernels [--plan F | --shapes ...] --json F [--csv F]", vm))
     return 0;
@@ -82,6 +85,21 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
   }
   if (plan.repeats < 3) throw InputError("--repeat: at least 3 (median and spread)");
   check_threads(plan.threads, vm.count("threads") ? "--threads" : plan_file + ": key 'threads'");
+  {
+    // Before any buffer exists: a training step of each shape's layer (the
+    // model's own accounting), twice over for fresh inputs, plus the flush.
+    const double limit = parse_size_option(memory_limit, "--memory-limit");
+    for (const auto& sh : plan.shapes) {
+      const double need = 2 * kanscale_memory(KanShape{{sh.in, sh.out}, sh.G, sh.k}, sh.batch, DdpSettings{}, 0, 0).peak_bytes +
+                          plan.flush_bytes;
+      if (need > limit) {
+        const std::string where = shapes.empty() ? plan_file + ": key 'shapes'" : std::string("--shapes");
+        throw InputError(where + ": shape [" + std::to_string(sh.batch) + ", " + std::to_string(sh.in) + ", " + std::to_string(sh.out) +
+                         ", " + std::to_string(sh.G) + ", " + std::to_string(sh.k) + "] needs about " + format_bytes(need) +
+                         " per rank, above the limit of " + format_bytes(limit) + " (raise it with --memory-limit)");
+      }
+    }
+  }
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
   try {
     std::vector<KernelRow> rows;

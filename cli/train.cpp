@@ -77,19 +77,21 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
   {
     // Before anything is allocated: the memory a rank will need, from the
     // model's own accounting (parameters, gradients, buckets, Adam, the
-    // batch's activations), the data set held in memory (at most 512 MiB)
-    // and ~200 B of records per step.
+    // batch's activations), the data set held in memory (at most 512 MiB),
+    // the sampler's permutation of it (8 B a sample), the teacher network
+    // (4 x in x out x 16 B) and ~200 B of records per step.
     const Workload& w = o.workload;
     const KanShape shape{w.widths, w.grid_size, w.spline_order};
-    const double data_bytes = std::min(512.0 * 1048576, 4.0 * static_cast<double>(w.dataset_size) *
-                                                            static_cast<double>(w.widths.front() + w.widths.back()));
+    const double in = static_cast<double>(w.widths.front()), out = static_cast<double>(w.widths.back());
+    const double data_bytes = std::min(512.0 * 1048576, 4.0 * static_cast<double>(w.dataset_size) * (in + out)) +
+                              8.0 * static_cast<double>(w.dataset_size) + (w.task == "teacher" ? 64.0 * in * out : 0.0);
     const double ipe = std::ceil(static_cast<double>(w.dataset_size) / static_cast<double>(w.batch_per_gpu));
     const double total_steps = steps > 0 ? static_cast<double>(steps) : ipe * (epochs > 0 ? epochs : w.epochs);
     const double need = kanscale_memory(shape, w.batch_per_gpu, w.ddp, 0, 0).peak_bytes + data_bytes + 200.0 * total_steps;
     if (need > memory_limit_bytes)
       throw InputError(c.workload + ": a rank of this run needs about " + format_bytes(need) + " (" +
                        std::to_string(kan_parameter_count(shape)) + " parameters, batch " + std::to_string(w.batch_per_gpu) +
-                       ", " + format_bytes(200.0 * total_steps) + " of records), above the limit of " + format_bytes(memory_limit_bytes) +
+                       ", " + std::to_string(w.dataset_size) + " samples, " + format_bytes(200.0 * total_steps) + " of records), above the limit of " + format_bytes(memory_limit_bytes) +
                        " (raise it with --memory-limit)");
   }
   o.steps = steps;

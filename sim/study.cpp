@@ -138,6 +138,22 @@ std::unique_ptr<ReplaySetup> make_replay_setup(const Cluster& c, const Workload&
   in.broadcast_bytes = kan_buffer_bytes(shape);
   in.broadcast = coll->broadcast(in.broadcast_bytes, layout);
   in.host_overhead_s = k.host_overhead_s;
+  // A rate or time at the edge of the double range (a FLOP rate of 1e-300,
+  // an overhead of 1e300 s) makes durations the event core cannot order:
+  // refuse any beyond ~30,000 years, naming where they came from.
+  constexpr double kMaxDuration_s = 1e12;
+  auto check_duration = [&](double t, const std::string& what) {
+    if (t >= 0 && t <= kMaxDuration_s) return;
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%.3g s", t);
+    throw InputError(what + " would take " + buf + ": a rate or time in calibration '" + k.name + "' or cluster " + c.file +
+                     " is out of range (at most 1e12 s per step)");
+  };
+  for (std::size_t i = 0; i < in.op_time_s.size(); ++i) check_duration(in.op_time_s[i], "op '" + s->ops[i].name + "'");
+  for (const auto* pb : {&in.first, &in.steady})
+    for (const auto& e : pb->allreduce) check_duration(e.time_s, "an all-reduce");
+  check_duration(in.broadcast.time_s, "the buffer broadcast");
+  check_duration(in.host_overhead_s, "the host overhead");
   in.jitter_sigma = k.jitter_sigma;
   in.interference = k.interference;
   in.seed = w.seed;
