@@ -649,7 +649,7 @@ int run_eval(const std::string& checkpoint, const std::string& input_csv, int th
     }
     if (!numeric) throw InputError(where + "expected " + want + " (numbers), got \"" + line + "\"");
     if (static_cast<int>(row.size()) != in)
-      throw InputError(where + "expected " + want + ", got " + std::to_string(row.size()));
+      throw InputError(where + "expected " + std::to_string(in) + " values, got " + std::to_string(row.size()));
     seen_row = true;
     X.insert(X.end(), row.begin(), row.end());
   }

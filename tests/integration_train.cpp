@@ -732,7 +732,7 @@ TEST_CASE("validate --emit: oversubscribed ranks stay on one node under srun; a 
   CHECK(err.find("key 'calibration.measure.broadcast': \"-b 8 -e 1X\": -e: unknown unit") != std::string::npos);
   CHECK(!std::ifstream(d / "never/report.md"));
   CHECK(sh(kExe + " fit --collectives " + d.path + " --out " + (d / "k.yaml"), &err, &d) == 2);
-  CHECK(err.find("not a file") != std::string::npos);
+  CHECK(err.find("is a directory") != std::string::npos);
 }
 
 TEST_CASE("fit: a broadcast sweep gives the binomial tree's latency and bandwidth (exact data, by hand)") {
