@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -46,6 +47,16 @@ int sh(const std::string& cmd, std::string* err = nullptr, const Dir* d = nullpt
   const int status = std::system((full + " >/dev/null").c_str());
   if (err && d) *err = slurp(*d / "stderr");
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// "timeout N " for a command run by a test, N scaled by the environment's
+// KANSCALE_TEST_SLOWDOWN (the asan-ubsan preset sets 4: the sanitizers make
+// the live runs several times slower, and a timeout is a hang guard, not a
+// speed check).
+std::string timeout(int seconds) {
+  double factor = 1;
+  if (const char* f = std::getenv("KANSCALE_TEST_SLOWDOWN")) factor = std::max(1.0, std::atof(f));
+  return "timeout " + std::to_string(static_cast<int>(seconds * factor)) + " ";
 }
 
 std::string mpirun(int np) {
@@ -280,7 +291,7 @@ ddp: {bucket_cap: "32KiB", first_bucket: "16KiB", broadcast_buffers: false}
 )");
   const double D = 2e-3;
   std::string err;
-  const std::string launch = ranks > 1 ? "timeout 120 env " + mpirun(ranks) : std::string();
+  const std::string launch = ranks > 1 ? timeout(120) + "env " + mpirun(ranks) : std::string();
   REQUIRE(sh(launch + kExe + " train --quiet --workload " + w + " --steps 6 --inject-delay-us 2000 --json " + (d / "t.json") +
                  " --trace " + (d / "tr.json"),
              &err, &d) == 0);
@@ -359,7 +370,7 @@ TEST_CASE("bench interference runs to the end under mpirun (ranks that started d
   std::string err;
   for (const char* bytes : {"4KiB", "1MiB"}) {
     CAPTURE(bytes);
-    REQUIRE(sh("timeout 120 env " + mpirun(2) + kExe + " bench interference --repeat 3 --workload " + w + " --bytes " + bytes +
+    REQUIRE(sh(timeout(120) + "env " + mpirun(2) + kExe + " bench interference --repeat 3 --workload " + w + " --bytes " + bytes +
                    " --json " + (d / "i.json"),
                &err, &d) == 0);
     const auto j = nlohmann::json::parse(slurp(d / "i.json"));
@@ -448,7 +459,7 @@ TEST_CASE("resume refuses what would break bit-identity; a failed checkpoint wri
   CHECK(sh(kExe + " train --quiet --workload " + w + " --steps 8 --resume " + (d / "b.safetensors"), &err, &d) == 2);
   CHECK(err.find("are from different steps") != std::string::npos);
   // a checkpoint path that cannot be written is refused before training
-  int rc = sh("timeout 60 env " + mpirun(2) + kExe + " train --quiet --workload " + w +
+  int rc = sh(timeout(60) + "env " + mpirun(2) + kExe + " train --quiet --workload " + w +
                   " --steps 10 --checkpoint-every 3 --checkpoint /nonexistent-dir/x.safetensors",
               &err, &d);
   CHECK(rc == 2);
@@ -457,7 +468,7 @@ TEST_CASE("resume refuses what would break bit-identity; a failed checkpoint wri
   // a device that answers every write with ENOSPC): both ranks end (no
   // hang), with rank 0's reason
   REQUIRE(symlink("/dev/full", (d / "full.safetensors").c_str()) == 0);
-  rc = sh("timeout 60 env " + mpirun(2) + kExe + " train --quiet --workload " + w + " --steps 10 --checkpoint-every 3 --checkpoint " +
+  rc = sh(timeout(60) + "env " + mpirun(2) + kExe + " train --quiet --workload " + w + " --steps 10 --checkpoint-every 3 --checkpoint " +
               (d / "full.safetensors"),
           &err, &d);
   CHECK(rc != 0);
@@ -482,7 +493,7 @@ seed: 1
 TEST_CASE("measure allreduce under mpirun: every result verified, nccl-tests' busbw, and resume equals an uninterrupted sweep") {
   Dir d;
   std::string err;
-  const std::string base = "timeout 120 env " + mpirun(3) + kExe + " measure allreduce -b 8 -e 1M -f 4 -n 3 -w 1";
+  const std::string base = timeout(120) + "env " + mpirun(3) + kExe + " measure allreduce -b 8 -e 1M -f 4 -n 3 -w 1";
   REQUIRE(sh(base + " --json " + (d / "a.json"), &err, &d) == 0);
   const auto a = nlohmann::json::parse(slurp(d / "a.json"));
   CHECK(a["metadata"]["ranks"] == 3);
@@ -518,7 +529,7 @@ TEST_CASE("measure allreduce under mpirun: every result verified, nccl-tests' bu
   for (const char* k : {"op", "ranks", "min_bytes", "max_bytes", "factor", "iters", "warmup_iters", "hosts"})
     CHECK(c["metadata"][k] == a["metadata"][k]);
   // a resume file of another sweep is refused before anything runs
-  CHECK(sh("timeout 120 env " + mpirun(3) + kExe + " measure allreduce -b 8 -e 4M -f 4 -n 3 -w 1 --resume " + (d / "a.json"),
+  CHECK(sh(timeout(120) + "env " + mpirun(3) + kExe + " measure allreduce -b 8 -e 4M -f 4 -n 3 -w 1 --resume " + (d / "a.json"),
            &err, &d) == 2);
   CHECK(err.find("was measured with another max_bytes") != std::string::npos);
   std::ofstream(d / "junk.json") << "{not json";
@@ -530,7 +541,7 @@ TEST_CASE("measure allreduce under mpirun: every result verified, nccl-tests' bu
 TEST_CASE("measure kernels under mpirun -np 2: interrupted and resumed equals an uninterrupted run (timings apart)") {
   Dir d;
   std::string err;
-  const std::string base = "timeout 120 env " + mpirun(2) + kExe +
+  const std::string base = timeout(120) + "env " + mpirun(2) + kExe +
                            " measure kernels --shapes 64:8:8:5:3,128:16:8:5:3,64:32:16:8:3,32:8:32:5:2 --repeat 3";
   REQUIRE(sh(base + " --json " + (d / "a.json"), &err, &d) == 0);
   REQUIRE(sh(base + " --json " + (d / "b.json") + " --max-shapes 2", &err, &d) == 0);
@@ -572,7 +583,7 @@ TEST_CASE("measure kernels under mpirun -np 2: interrupted and resumed equals an
 TEST_CASE("measure broadcast from a non-zero root is verified on every rank") {
   Dir d;
   std::string err;
-  REQUIRE(sh("timeout 120 env " + mpirun(3) + kExe + " measure broadcast -r 1 -b 4 -e 64K -f 8 -n 2 -w 1 --json " + (d / "b.json") +
+  REQUIRE(sh(timeout(120) + "env " + mpirun(3) + kExe + " measure broadcast -r 1 -b 4 -e 64K -f 8 -n 2 -w 1 --json " + (d / "b.json") +
                  " --csv " + (d / "b.csv"),
              &err, &d) == 0);
   const auto j = nlohmann::json::parse(slurp(d / "b.json"));
@@ -646,7 +657,7 @@ TEST_CASE("validation in the suite: the fitted calibration beats 4x-wrong ones o
   Dir d;
   std::string err;
   const std::string in_src = "cd " + kSrc + " && ";
-  const int rc = sh(in_src + "timeout 170 " + kExe + " validate validation/plans/ci-small.yaml --out " + (d / "ok"), &err, &d);
+  const int rc = sh(in_src + timeout(170) + kExe + " validate validation/plans/ci-small.yaml --out " + (d / "ok"), &err, &d);
   CAPTURE(err);
   REQUIRE((rc == 0 || rc == 1));  // compared; whether the plan's own bound held is the machine's business
   const auto ok = nlohmann::json::parse(slurp(d / "ok/results.json"));
