@@ -52,7 +52,7 @@ Stat time_it(F&& f, int warm, int reps) {
     f();
     t.push_back(seconds_since(t0));
   }
-  return stat_over(t);
+  return summarize(t);
 }
 
 std::string fmt(double v, int p) {

@@ -185,8 +185,7 @@ int bench(const std::vector<std::string>& args, const std::string& cmdline) {
       last = replay(in);
       walls.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
-    std::sort(walls.begin(), walls.end());
-    const double wall = walls[walls.size() / 2];
+    const double wall = median(walls);
     struct rusage ru {};
     getrusage(RUSAGE_SELF, &ru);
     std::vector<double> iters;
@@ -195,7 +194,7 @@ int bench(const std::vector<std::string>& args, const std::string& cmdline) {
     ev << std::scientific << std::setprecision(2) << last.events / wall;
     std::cout << std::setw(9) << n << std::setw(9) << layout.nodes << std::setw(11) << last.events << std::setw(14)
               << std::fixed << std::setprecision(3) << wall * 1e3 << std::setw(14) << ev.str() << std::setw(14)
-              << format_bytes(static_cast<double>(ru.ru_maxrss) * 1024.0) << format_time(stat_over(iters).median)
+              << format_bytes(static_cast<double>(ru.ru_maxrss) * 1024.0) << format_time(summarize(iters).median)
               << "\n";
   }
   std::cout << "\npeak RSS is the process's high-water mark so far (grows with the largest N run)\n";

@@ -83,10 +83,10 @@ int model(const std::vector<std::string>& args, const std::string& cmdline) {
   double fwd = 0, bwd = 0, fl = 0;
   for (const auto& o : ops) {
     if (o.phase == Phase::forward) {
-      fwd += op_time_s(o, k);
+      fwd += op_time_s(o, k, 0.0);  // caches warm, as the layer is measured
       fl += o.flops;
     }
-    if (o.phase == Phase::backward) bwd += op_time_s(o, k);
+    if (o.phase == Phase::backward) bwd += op_time_s(o, k, 0.0);
   }
   std::cout << impl << " layer " << in << " -> " << out << ", G=" << grid << ", k=" << order << ", batch " << batch
             << ", calibration " << k.name << " (" << k.source << "):\n  forward " << std::setprecision(2) << fwd * 1e6

@@ -81,7 +81,7 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
               << "\n";
     return 0;
   }
-  if (!collect.empty()) return collect_validation(plan, collect, out, self, cmdline);
+  if (!collect.empty()) return collect_validation(plan, collect, out, cmdline);
   return run_validation(plan, out, self, cmdline);
 }
 

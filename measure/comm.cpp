@@ -148,8 +148,6 @@ class MpiComm final : public Comm {
 
 std::unique_ptr<Comm> make_self_comm() { return std::make_unique<SelfComm>(); }
 
-bool mpi_available() { return KANSCALE_HAVE_MPI != 0; }
-
 #if !KANSCALE_HAVE_NCCL
 std::unique_ptr<Comm> make_nccl_comm(Comm&, Gpu&) {
   throw std::runtime_error("this kanscale was built without NCCL (nvcc and NCCL were not found at configure time)");

@@ -55,7 +55,6 @@ std::unique_ptr<Comm> make_self_comm();
 // MPI_COMM_WORLD; initialises MPI (with thread level FUNNELED). Throws
 // std::runtime_error when the build has no MPI.
 std::unique_ptr<Comm> make_mpi_comm();
-bool mpi_available();
 
 class Gpu;
 // NCCL over the ranks of `host` (which bootstraps it: rank 0's unique id is

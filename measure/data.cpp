@@ -1,4 +1,5 @@
 #include "data.hpp"
+#include "model/sampler.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -86,7 +87,7 @@ std::vector<std::int64_t> shard_indices(std::int64_t n, int world, int rank, std
     const auto j = static_cast<std::int64_t>(rng.uniform(7, static_cast<std::uint64_t>(i)) * static_cast<double>(i + 1));
     std::swap(perm[i], perm[std::min(j, i)]);
   }
-  const std::int64_t per_rank = (n + world - 1) / world, total = per_rank * world;
+  const std::int64_t per_rank = distributed_sampler_split(n, world, 1).samples_per_rank, total = per_rank * world;
   std::vector<std::int64_t> out;
   out.reserve(static_cast<std::size_t>(per_rank));
   for (std::int64_t p = rank; p < total; p += world) out.push_back(perm[static_cast<std::size_t>(p % n)]);

@@ -5,20 +5,10 @@
 #include <random>
 
 #include "kan_cpu.hpp"
+#include "model/statistics.hpp"
 #include "trainer.hpp"
 
 namespace ks {
-
-namespace {
-struct Quartiles {
-  double median, iqr;
-};
-Quartiles quartiles(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const auto at = [&](double q) { return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))]; };
-  return {at(0.5), at(0.75) - at(0.25)};
-}
-}  // namespace
 
 InterferenceResult measure_interference(Comm& comm, KanNet& net, int batch, double allreduce_bytes, int repeats) {
   KanCpuNet cpu(net);
@@ -77,12 +67,12 @@ InterferenceResult measure_interference(Comm& comm, KanNet& net, int batch, doub
     with.push_back(run(true));
   }
   comm.barrier();
-  const auto a = quartiles(alone), w = quartiles(with);
+  const auto a = summarize(alone), w = summarize(with);
   res.alone_s = a.median;
   res.alone_iqr_s = a.iqr;
   res.with_comm_s = w.median;
   res.with_comm_iqr_s = w.iqr;
-  res.allreduce_alone_s = quartiles(ar).median;
+  res.allreduce_alone_s = summarize(ar).median;
   return res;
 }
 

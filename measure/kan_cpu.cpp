@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "model/kan_model.hpp"
+#include "model/statistics.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -71,8 +72,7 @@ double measure_gemm_flops(int threads) {
     c.noalias() = a * b;
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::sort(t.begin(), t.end());
-  return 2.0 * n * n * n / t[3];
+  return 2.0 * n * n * n / median(t);
 }
 
 namespace {

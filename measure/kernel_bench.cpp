@@ -77,22 +77,6 @@ KernelPlan load_kernel_plan(const std::string& path) {
   return p;
 }
 
-namespace kernel_bench_detail {
-
-Timing summarize(const std::vector<double>& t) {
-  std::vector<double> s = t;
-  std::sort(s.begin(), s.end());
-  auto q = [&](double p) { return s[static_cast<std::size_t>(p * static_cast<double>(s.size() - 1))]; };
-  double mean = 0, var = 0;
-  for (double x : t) mean += x;
-  mean /= static_cast<double>(t.size());
-  for (double x : t) var += (x - mean) * (x - mean);
-  var /= static_cast<double>(std::max<std::size_t>(1, t.size() - 1));
-  return {q(0.5), q(0.75) - q(0.25), mean > 0 ? std::sqrt(var) / mean : 0};
-}
-
-}  // namespace kernel_bench_detail
-
 namespace {
 
 using namespace kernel_bench_detail;
@@ -155,7 +139,7 @@ double probe_effective_cache(Comm& comm) {
 }
 
 template <typename F>
-Timing time_op(Comm& comm, F&& f, int warmup, int reps) {
+Stat time_op(Comm& comm, F&& f, int warmup, int reps) {
   for (int i = 0; i < warmup; ++i) f();
   comm.barrier();  // neighbours time at once
   std::vector<double> t;
@@ -206,8 +190,7 @@ double memcpy_bandwidth(int reps) {
     t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     a[static_cast<std::size_t>(i)] = b[static_cast<std::size_t>(i) + 1];
   }
-  std::sort(t.begin() + 1, t.end());
-  return 2.0 * n / t[1 + (t.size() - 1) / 2];  // read + write
+  return 2.0 * n / median(std::vector<double>(t.begin() + 1, t.end()));  // read + write; the first copy warms up
 }
 
 // Times shape `si` on the CPU path and adds its rows; returns the heap bytes
@@ -235,12 +218,12 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
     BackwardScratch scratch;
     std::vector<float> db(L.base_weight.size()), ds(L.spline_weight.size()), dsc(L.spline_scaler.size());
     const auto fw = kanscale_layer_forward(s.in, s.out, s.G, s.k, s.batch);
-    const Timing tf = time_op(comm, [&] { layer_forward_cpu(L, x.data(), B, y.data(), w); }, plan.warmup, plan.repeats);
+    const Stat tf = time_op(comm, [&] { layer_forward_cpu(L, x.data(), B, y.data(), w); }, plan.warmup, plan.repeats);
     const double ws = 4.0 * static_cast<double>(w.bmat.size() + w.dval.size() + w.act.size() + w.wt.size() + w.first.size());
     add_row("kan_forward", "", fw.flops, fw.bytes, tf, ws);
     for (bool need_dx : {true, false}) {
       const auto bw = kanscale_layer_backward(s.in, s.out, s.G, s.k, s.batch, need_dx);
-      const Timing tb = time_op(
+      const Stat tb = time_op(
           comm,
           [&] {
             layer_backward_cpu(L, x.data(), B, dy.data(), w, scratch, db.data(), ds.data(), dsc.data(), need_dx ? dx.data() : nullptr);
@@ -252,7 +235,7 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
     // loss
     {
       const double n = static_cast<double>(y.size());
-      const Timing tl = time_op(comm, [&] { mse_forward_backward(y.data(), t.data(), y.size(), dy.data()); }, plan.warmup, plan.repeats);
+      const Stat tl = time_op(comm, [&] { mse_forward_backward(y.data(), t.data(), y.size(), dy.data()); }, plan.warmup, plan.repeats);
       add_row("mse", "", 5 * n, 16 * n, tl, 0);
       for (auto& v : dy) v = u(gen);  // the loss overwrote it
     }
@@ -263,14 +246,14 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
       std::vector<float> g(n), bucket(n);
       for (auto& v : g) v = u(gen);
       const float inv = 0.5f;
-      const Timing tc = time_op(comm, [&] { for (std::size_t i = 0; i < n; ++i) bucket[i] = g[i] * inv; }, plan.warmup, plan.repeats);
+      const Stat tc = time_op(comm, [&] { for (std::size_t i = 0; i < n; ++i) bucket[i] = g[i] * inv; }, plan.warmup, plan.repeats);
       add_row("bucket_copy", prefs[p].name, static_cast<double>(n), 8.0 * n, tc, 0);
-      const Timing tk = time_op(comm, [&] { std::copy(bucket.begin(), bucket.end(), g.begin()); }, plan.warmup, plan.repeats);
+      const Stat tk = time_op(comm, [&] { std::copy(bucket.begin(), bucket.end(), g.begin()); }, plan.warmup, plan.repeats);
       add_row("copy_back", prefs[p].name, 0, 8.0 * n, tk, 0);
       Adam adam;
       adam.init({n});
       std::vector<float> param(prefs[p].data, prefs[p].data + n);
-      const Timing ta = time_op(comm, [&] { adam.update({param.data()}, {g.data()}); }, plan.warmup, plan.repeats);
+      const Stat ta = time_op(comm, [&] { adam.update({param.data()}, {g.data()}); }, plan.warmup, plan.repeats);
       add_row("adam", prefs[p].name, 10.0 * n, 28.0 * n, ta, 0);
     }
     // the batch (teacher data held in memory, gathered by index)
@@ -279,7 +262,7 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
       data.materialize(1e12);
       const auto idx = shard_indices(4 * s.batch, 1, 0, plan.seed, 0);
       std::vector<float> X(static_cast<std::size_t>(B) * s.in), T(static_cast<std::size_t>(B) * s.out);
-      const Timing tb = time_op(comm, [&] {
+      const Stat tb = time_op(comm, [&] {
         for (int i = 0; i < B; ++i) data.sample(idx[static_cast<std::size_t>(i)], &X[static_cast<std::size_t>(i) * s.in], &T[static_cast<std::size_t>(i) * s.out]);
       }, plan.warmup, plan.repeats);
       add_row("load_batch", "", 0, 8.0 * s.batch * static_cast<double>(s.in + s.out), tb, 0);
@@ -506,7 +489,7 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
     const KernelShape& s = plan.shapes[si];
     nlohmann::json mine = nlohmann::json::array();
     std::string cache = "warm";
-    auto add_row = [&](const std::string& op, const std::string& detail, double flops, double bytes, const Timing& t, double ws) {
+    auto add_row = [&](const std::string& op, const std::string& detail, double flops, double bytes, const Stat& t, double ws) {
       mine.push_back({{"op", op}, {"batch", s.batch}, {"in", s.in}, {"out", s.out}, {"grid_size", s.G}, {"spline_order", s.k},
                       {"detail", detail}, {"flops", flops}, {"bytes", bytes}, {"time_median_s", t.median},
                       {"time_iqr_s", t.iqr}, {"time_cv", t.cv}, {"unstable", t.cv > 0.05}, {"workspace_bytes", ws},

@@ -17,7 +17,7 @@ namespace ks::kernel_bench_detail {
 namespace {
 
 template <typename F>
-Timing time_gpu(Comm& comm, Gpu& gpu, F&& f, int warmup, int reps) {
+Stat time_gpu(Comm& comm, Gpu& gpu, F&& f, int warmup, int reps) {
   for (int i = 0; i < warmup; ++i) f();
   gpu.synchronize();
   comm.barrier();
@@ -69,7 +69,7 @@ double measure_shape_cuda(Comm& comm, Gpu& gpu, const KernelPlan& plan, std::siz
     add("kan_forward", "", fw.flops, fw.bytes, time_gpu(comm, gpu, [&] { dnet.layer_forward(0, B); }, plan.warmup, plan.repeats), ws);
     for (bool need_dx : {true, false}) {
       const auto bw = kanscale_layer_backward(s.in, s.out, s.G, s.k, s.batch, need_dx);
-      const Timing tb = time_gpu(comm, gpu, [&] { dnet.layer_backward(0, ddy, need_dx ? ddx : nullptr); }, plan.warmup, plan.repeats);
+      const Stat tb = time_gpu(comm, gpu, [&] { dnet.layer_backward(0, ddy, need_dx ? ddx : nullptr); }, plan.warmup, plan.repeats);
       add("kan_backward", need_dx ? "with input gradient" : "without input gradient", bw.flops, bw.bytes, tb,
           ws + 4.0 * (static_cast<double>(s.batch) * s.in * (C + 1) + s.in * C * s.out));
     }

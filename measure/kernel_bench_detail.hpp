@@ -8,6 +8,7 @@
 
 #include "comm.hpp"
 #include "kernel_bench.hpp"
+#include "model/statistics.hpp"
 
 namespace ks {
 
@@ -15,14 +16,9 @@ class Gpu;
 
 namespace kernel_bench_detail {
 
-struct Timing {
-  double median, iqr, cv;
-};
-// Median, interquartile range and coefficient of variation of repetitions.
-Timing summarize(const std::vector<double>& t);
 
 using AddRow = std::function<void(const std::string& op, const std::string& detail, double flops, double bytes,
-                                  const Timing& t, double workspace_bytes)>;
+                                  const Stat& t, double workspace_bytes)>;
 
 // Times shape `si` of the plan on the GPU (CUDA events around each op,
 // every rank at once) and adds its rows; returns the peak device bytes a

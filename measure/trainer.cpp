@@ -1,4 +1,5 @@
 #include "trainer.hpp"
+#include "model/sampler.hpp"
 #include "trainer_detail.hpp"
 
 #include <sys/resource.h>
@@ -154,7 +155,6 @@ KanNet load_model(const std::string& path, const Workload* expect, int* G_out, i
   return net;
 }
 
-Stat stat_of(std::vector<double> v) { return stat_over(std::move(v)); }
 
 Setup prepare(const TrainOptions& o, Comm& comm) {
   const Workload& w = o.workload;
@@ -216,9 +216,9 @@ Setup prepare(const TrainOptions& o, Comm& comm) {
   const KanShape shape{w.widths, w.grid_size, w.spline_order};
   setup.plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), w.ddp);
 
-  const std::int64_t per_rank = (w.dataset_size + world - 1) / world;
-  setup.batch = std::min<std::int64_t>(w.batch_per_gpu, per_rank);
-  setup.ipe = (per_rank + setup.batch - 1) / setup.batch;
+  const EpochSplit split = distributed_sampler_split(w.dataset_size, world, w.batch_per_gpu);
+  setup.batch = split.batch;
+  setup.ipe = split.iterations;
   const int epochs = o.epochs > 0 ? o.epochs : w.epochs;
   setup.total_steps = o.steps > 0 ? o.steps : setup.ipe * epochs;
   if (setup.total_steps <= start_step) {
@@ -282,13 +282,13 @@ int report(const TrainOptions& o, Comm& comm, const KanNet& net, const std::vect
     }
     if (!it.empty()) {
       // per rank: the median over its steady iterations
-      it_med.push_back(stat_of(it).median);
-      cp_med.push_back(stat_of(cp).median);
-      cm_med.push_back(stat_of(cm).median);
-      ex_med.push_back(stat_of(ex).median);
+      it_med.push_back(summarize(it).median);
+      cp_med.push_back(summarize(cp).median);
+      cm_med.push_back(summarize(cm).median);
+      ex_med.push_back(summarize(ex).median);
     }
     if (bucket_meds.size() < bucket_s.size()) bucket_meds.resize(bucket_s.size());
-    for (std::size_t b = 0; b < bucket_s.size(); ++b) bucket_meds[b].push_back(stat_of(bucket_s[b]).median);
+    for (std::size_t b = 0; b < bucket_s.size(); ++b) bucket_meds[b].push_back(summarize(bucket_s[b]).median);
     if (!o.trace.empty()) {
       trace_events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", r}, {"args", {{"name", "rank " + std::to_string(r)}}}});
       trace_events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", 0}, {"args", {{"name", "compute"}}}});
@@ -300,7 +300,7 @@ int report(const TrainOptions& o, Comm& comm, const KanNet& net, const std::vect
       }
     }
   }
-  const Stat iter = stat_of(it_med), compute = stat_of(cp_med), comm_t = stat_of(cm_med), exp_t = stat_of(ex_med);
+  const Stat iter = summarize(it_med), compute = summarize(cp_med), comm_t = summarize(cm_med), exp_t = summarize(ex_med);
   const double samples_per_s = iter.median > 0 ? static_cast<double>(world * batch) / iter.median : 0;
   std::ostringstream summary_sink;
   std::ostream& out = o.print_summary ? std::cout : summary_sink;
@@ -335,7 +335,7 @@ int report(const TrainOptions& o, Comm& comm, const KanNet& net, const std::vect
                     {"peak_device_bytes", max_device >= 0 ? nlohmann::json(max_device) : nlohmann::json(nullptr)}, {"final_loss", last_loss},
                     {"steps", step - start_step}, {"interrupted", interrupted}};
     nlohmann::json buckets = nlohmann::json::array();
-    for (const auto& v : bucket_meds) buckets.push_back(stat_of(v).median);
+    for (const auto& v : bucket_meds) buckets.push_back(summarize(v).median);
     j["summary"]["bucket_communication_s"] = buckets;  // per bucket (steady plan): median over ranks of each rank's median
     j["iterations"] = per_iter;
     files.emplace_back(o.json, j.dump(2) + "\n");

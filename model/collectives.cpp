@@ -140,6 +140,19 @@ CollectiveEstimate NcclModel::broadcast(double bytes, const Layout& l) const {
 }
 
 // ---------------------------------------------------------------- MPI
+AlphaBetaTerms mpi_allreduce_terms(MpiAlgo algorithm, double p, double bytes) {
+  if (algorithm == MpiAlgo::recursive_doubling) {
+    const double steps = std::ceil(std::log2(p));
+    return {steps, steps * bytes};
+  }
+  return {2 * (p - 1), 2 * (p - 1) / p * bytes};
+}
+
+AlphaBetaTerms mpi_broadcast_terms(double p, double bytes) {
+  const double steps = std::ceil(std::log2(p));
+  return {steps, steps * bytes};
+}
+
 MpiModel::MpiModel(const Cluster& c, const Calibration& k) : c_(c), regimes_(k.mpi_regimes), bcast_(k.mpi_broadcast) {}
 
 const MpiRegime& MpiModel::regime(double bytes) const {
@@ -169,26 +182,21 @@ double MpiModel::launch_time(const MpiRegime& r, double bytes) {
 CollectiveEstimate MpiModel::allreduce(double bytes, const Layout& l) const {
   if (l.ranks <= 1) return {0.0, "none", ""};
   const MpiRegime& r = regime(bytes);
-  const double p = l.ranks, a = link_latency(l, r), bw = link_bandwidth(l, r);
-  if (r.algorithm == MpiAlgo::recursive_doubling) {
-    // ceil(log2 p) exchange steps, each of the whole message
-    const double steps = std::ceil(std::log2(p));
-    return {steps * (a + bytes / bw), "recursive_doubling", "", launch_time(r, bytes)};
-  }
-  // ring: reduce-scatter then all-gather, 2(p-1) steps of bytes/p
-  return {2 * (p - 1) * a + 2 * (p - 1) / p * bytes / bw, "ring", "", launch_time(r, bytes)};
+  const AlphaBetaTerms t = mpi_allreduce_terms(r.algorithm, l.ranks, bytes);
+  return {t.latency_steps * link_latency(l, r) + t.byte_steps / link_bandwidth(l, r),
+          to_string(r.algorithm), "", launch_time(r, bytes)};
 }
 
 CollectiveEstimate MpiModel::broadcast(double bytes, const Layout& l) const {
   if (l.ranks <= 1) return {0.0, "none", ""};
-  const double steps = std::ceil(std::log2(static_cast<double>(l.ranks)));
+  const AlphaBetaTerms t = mpi_broadcast_terms(l.ranks, bytes);
   // binomial tree broadcast, with its own measured terms where fitted
   if (bcast_) {
     const double bw = bcast_->bandwidth_Bps ? *bcast_->bandwidth_Bps : link_bandwidth(l, regime(bytes));
-    return {steps * (bcast_->latency_s + bytes / bw), "binomial", ""};
+    return {t.latency_steps * bcast_->latency_s + t.byte_steps / bw, "binomial", ""};
   }
   const MpiRegime& r = regime(bytes);
-  return {steps * (link_latency(l, r) + bytes / link_bandwidth(l, r)), "binomial", ""};
+  return {t.latency_steps * link_latency(l, r) + t.byte_steps / link_bandwidth(l, r), "binomial", ""};
 }
 
 std::unique_ptr<CollectiveModel> make_collective_model(const Cluster& c, const Calibration& k) {

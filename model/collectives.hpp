@@ -68,6 +68,20 @@ class NcclModel : public CollectiveModel {
   double bus_intra_Bps_, bus_inter_Bps_;
 };
 
+// The alpha-beta terms of an MPI collective on p ranks: it costs
+// latency_steps x latency + byte_steps x bytes / bandwidth. The model below
+// and the fit's design matrix (calibration_fit) both take them from here.
+//  - recursive doubling all-reduce: ceil(log2 p) exchange steps, each of the
+//    whole message;
+//  - ring all-reduce: reduce-scatter then all-gather, 2(p-1) steps of
+//    bytes/p;
+//  - binomial-tree broadcast: ceil(log2 p) steps of the whole message.
+struct AlphaBetaTerms {
+  double latency_steps = 0, byte_steps = 0;
+};
+AlphaBetaTerms mpi_allreduce_terms(MpiAlgo algorithm, double ranks, double bytes);
+AlphaBetaTerms mpi_broadcast_terms(double ranks, double bytes);
+
 class MpiModel : public CollectiveModel {
  public:
   MpiModel(const Cluster& c, const Calibration& k);

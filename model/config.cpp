@@ -18,6 +18,7 @@ const char* to_string(LinkKind k) {
   return "?";
 }
 const char* to_string(Algo a) { return a == Algo::ring ? "ring" : "tree"; }
+const char* to_string(MpiAlgo a) { return a == MpiAlgo::ring ? "ring" : "recursive_doubling"; }
 const char* to_string(Proto p) {
   switch (p) {
     case Proto::ll: return "LL";

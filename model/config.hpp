@@ -126,6 +126,7 @@ struct NcclConstants {
 // OpenMPI-like all-reduce: per message-size regime an algorithm with a
 // latency-bandwidth (alpha-beta) cost at the slowest link level used.
 enum class MpiAlgo { recursive_doubling, ring };
+const char* to_string(MpiAlgo a);
 struct MpiRegime {
   double max_bytes = 0;  // regime applies to messages < max_bytes (last: infinity)
   MpiAlgo algorithm = MpiAlgo::ring;
@@ -158,7 +159,6 @@ struct Calibration {
   // rank of a node reading at once: where an iteration's working set falls
   // on it says how far its ops are from warm toward cold.
   std::vector<std::pair<double, double>> cache_probe;
-  double cold_fraction = 0;  // set per case by the simulator (cold_fraction_for), not read from files
   double host_overhead_s = 0;  // per iteration
   double jitter_sigma = 0;     // lognormal sigma of a rank's per-iteration compute factor
   double interference = 0;     // compute slowdown fraction while the rank's collective runs

@@ -6,7 +6,7 @@
 
 namespace ks {
 
-double op_time_s(const Op& op, const Calibration& k) {
+double op_time_s(const Op& op, const Calibration& k, double cold_fraction) {
   if (!op.cost_class.empty()) {
     auto it = k.ops.find(op.cost_class);
     if (it == k.ops.end()) {
@@ -16,18 +16,18 @@ double op_time_s(const Op& op, const Calibration& k) {
     }
     const double warm = std::max(0.0, it->second.time_s(op.flops, op.bytes, op.elements, op.weights));
     const auto cold = k.ops_cold.find(op.cost_class);
-    if (k.cold_fraction <= 0 || cold == k.ops_cold.end()) return warm;
+    if (cold_fraction <= 0 || cold == k.ops_cold.end()) return warm;
     const double c = std::max(0.0, cold->second.time_s(op.flops, op.bytes, op.elements, op.weights));
-    return warm + k.cold_fraction * (c - warm);
+    return warm + cold_fraction * (c - warm);
   }
   const OpCost& c = op.kind == OpKind::gemm ? k.gemm : k.elementwise;
   return c.time_s(op.flops, op.bytes);
 }
 
-std::vector<double> op_times_s(const std::vector<Op>& ops, const Calibration& k) {
+std::vector<double> op_times_s(const std::vector<Op>& ops, const Calibration& k, double cold_fraction) {
   std::vector<double> t;
   t.reserve(ops.size());
-  for (const auto& o : ops) t.push_back(op_time_s(o, k));
+  for (const auto& o : ops) t.push_back(op_time_s(o, k, cold_fraction));
   return t;
 }
 

@@ -8,8 +8,11 @@
 namespace ks {
 
 // Seconds one kernel takes under a calibration (no jitter, no interference).
-double op_time_s(const Op& op, const Calibration& k);
-std::vector<double> op_times_s(const std::vector<Op>& ops, const Calibration& k);
+// `cold_fraction` (0 = caches warm, 1 = cold; cold_fraction_for) moves a
+// fitted op from its warm fit toward its cold one, where the calibration
+// has one.
+double op_time_s(const Op& op, const Calibration& k, double cold_fraction);
+std::vector<double> op_times_s(const std::vector<Op>& ops, const Calibration& k, double cold_fraction);
 
 struct MemoryEstimate {
   double parameters_bytes = 0;

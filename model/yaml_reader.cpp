@@ -235,11 +235,6 @@ std::optional<bool> YamlMap::boolean_opt(const std::string& key) {
   fail_at(n.Mark(), key, "wrong type: expected true or false, got \"" + s + "\"");
 }
 
-bool YamlMap::boolean(const std::string& key) {
-  required(key);
-  return *boolean_opt(key);
-}
-
 std::optional<double> YamlMap::quantity_opt(const std::string& key, Quantity q, Bound bound) {
   YAML::Node n = value(key);
   if (!n.IsDefined()) return std::nullopt;

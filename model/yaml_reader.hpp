@@ -63,7 +63,6 @@ class YamlMap {
   std::optional<std::int64_t> integer_opt(const std::string& key, std::int64_t min_value, std::int64_t max_value = kIntMax);
   double number(const std::string& key, Bound bound);
   std::optional<double> number_opt(const std::string& key, Bound bound);
-  bool boolean(const std::string& key);
   std::optional<bool> boolean_opt(const std::string& key);
 
   double quantity(const std::string& key, Quantity q, Bound bound);

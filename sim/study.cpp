@@ -1,4 +1,5 @@
 #include "study.hpp"
+#include "model/sampler.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -45,18 +46,6 @@ Layout layout_for(const Cluster& c, int gpus, std::optional<int> gpus_per_node) 
   return l;
 }
 
-Stat stat_over(std::vector<double> v) {
-  Stat s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  // nearest rank p95
-  const std::size_t idx = static_cast<std::size_t>(std::ceil(0.95 * static_cast<double>(n))) - 1;
-  s.p95 = v[std::min(idx, n - 1)];
-  return s;
-}
-
 static std::vector<int> default_trace_ranks(int n) {
   std::vector<int> r;
   if (n <= 16) {
@@ -99,8 +88,6 @@ void check_work(const WorkEstimate& e, double max_events, const std::string& wha
   throw InputError(buf);
 }
 
-static std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-
 std::unique_ptr<ReplaySetup> make_replay_setup(const Cluster& c, const Workload& w, const Calibration& k,
                                                const Layout& layout, std::int64_t batch_per_gpu) {
   const KanShape shape{w.widths, w.grid_size, w.spline_order};
@@ -115,17 +102,14 @@ std::unique_ptr<ReplaySetup> make_replay_setup(const Cluster& c, const Workload&
   ReplayInput& in = s->input;
   in.ranks = layout.ranks;
   in.ops = &s->ops;
+  double cold_fraction = 0;
   if (w.implementation == Implementation::kanscale && !k.ops_cold.empty()) {
     // how far from cache-warm toward cold this rank's working set runs
     // (everything a training step touches but the runtime)
-    Calibration kc = k;
     const MemoryEstimate m = calibrated_memory(kanscale_memory(shape, batch_per_gpu, w.ddp, 0.0, 0.0), shape, k);
-    kc.cold_fraction = cold_fraction_for(k, m.peak_bytes - m.runtime_bytes);
-    s->cold_fraction = kc.cold_fraction;
-    in.op_time_s = op_times_s(s->ops, kc);
-  } else {
-    in.op_time_s = op_times_s(s->ops, k);
+    cold_fraction = cold_fraction_for(k, m.peak_bytes - m.runtime_bytes);
   }
+  in.op_time_s = op_times_s(s->ops, k, cold_fraction);
   auto planned = [&](const std::vector<Bucket>& bs) {
     PlannedBuckets pb;
     pb.buckets = bs;
@@ -189,12 +173,10 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
       pt.dataset_size = w.dataset_size * gpus;
       break;
   }
-  // DistributedSampler pads to ceil(D/N) samples per rank; drop_last=False.
-  // A rank with fewer samples than its batch runs one smaller batch. (The
-  // short last batch of an epoch is otherwise timed as a full one.)
-  const std::int64_t per_rank = ceil_div(pt.dataset_size, gpus);
-  pt.batch_per_gpu = std::min(pt.batch_per_gpu, per_rank);
-  pt.iterations_per_epoch = ceil_div(per_rank, pt.batch_per_gpu);
+  // (The short last batch of an epoch is timed as a full one.)
+  const EpochSplit split = distributed_sampler_split(pt.dataset_size, gpus, pt.batch_per_gpu);
+  pt.batch_per_gpu = split.batch;
+  pt.iterations_per_epoch = split.iterations;
 
   const KanShape shape{w.widths, w.grid_size, w.spline_order};
   const auto params = kan_parameters(shape);
@@ -226,11 +208,11 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
     ex[r] = d / (I - 1);
     first[r] = res.iterations[0][r].iteration_s();
   }
-  pt.iteration_s = stat_over(it);
-  pt.compute_s = stat_over(cp);
-  pt.comm_s = stat_over(cm);
-  pt.exposed_s = stat_over(ex);
-  pt.first_iteration_s = stat_over(first);
+  pt.iteration_s = summarize(it);
+  pt.compute_s = summarize(cp);
+  pt.comm_s = summarize(cm);
+  pt.exposed_s = summarize(ex);
+  pt.first_iteration_s = summarize(first);
   pt.overhead_exposed = pt.exposed_s.median / pt.iteration_s.median;
   pt.overhead_total = pt.comm_s.median / pt.iteration_s.median;
   pt.samples_per_s = static_cast<double>(gpus) * static_cast<double>(pt.batch_per_gpu) / pt.iteration_s.median;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "model/statistics.hpp"
 #include "model/buckets.hpp"
 #include "model/collectives.hpp"
 #include "model/config.hpp"
@@ -50,11 +51,6 @@ void check_work(const WorkEstimate& e, double max_events, const std::string& wha
 
 // Ranks laid out on nodes; throws InputError when N does not fit.
 Layout layout_for(const Cluster& c, int gpus, std::optional<int> gpus_per_node);
-
-struct Stat {
-  double median = 0, p95 = 0;
-};
-Stat stat_over(std::vector<double> v);
 
 struct BucketRow {
   int index = 0;
@@ -101,7 +97,6 @@ StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& k,
 struct ReplaySetup {
   std::vector<Op> ops;
   ReplayInput input;
-  double cold_fraction = 0;  // how far from cache-warm toward cold the op times are (cold_fraction_for)
   ReplaySetup() = default;
   ReplaySetup(const ReplaySetup&) = delete;
   ReplaySetup& operator=(const ReplaySetup&) = delete;

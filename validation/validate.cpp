@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -19,6 +20,8 @@
 
 #include "kanscale/build_info.hpp"
 #include "measure/sweep_options.hpp"
+#include "model/calibration_fit.hpp"
+#include "model/statistics.hpp"
 #include "model/units.hpp"
 #include "model/yaml_reader.hpp"
 #include "sim/report.hpp"
@@ -261,12 +264,6 @@ double pct_of_iteration(double predicted, double measured, double iteration) {
 }
 
 namespace {
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // Largest per-bucket error, as a share of the measured iteration (buckets
 // compared index by index; a missing one counts as 0).
 double bucket_error_pct(const CaseResult& r) {
@@ -884,26 +881,53 @@ Metrics live_metrics(const std::string& path, const std::string& backend) {
   return m;
 }
 
-// Fits the calibration(s) from the rounds' microbenchmarks (kanscale fit).
-void fit_measured(const ValidationPlan& p, const std::string& dir, const std::string& exe) {
+// Fits the calibration(s) from the rounds' microbenchmarks (the fit of
+// kanscale fit, model/calibration_fit), each with its report beside it.
+// Files are named relative to `dir` in the calibration, as the equivalent
+// `kanscale fit` command run in `dir` names them (its header records that
+// command).
+void fit_measured(const ValidationPlan& p, const std::string& dir) {
   for (const auto& t : p.measure.transports) {
-    std::vector<std::string> argv = {exe, "fit", "--name", p.name + "-" + transport_tag(t), "--out", calibration_out(t), "--kernels"};
-    for (int r = 0; r < p.rounds; ++r) argv.push_back(kernels_file(r));
+    std::vector<std::string> kernels, runtime, collectives, interference;
+    for (int r = 0; r < p.rounds; ++r) kernels.push_back(kernels_file(r));
     if (p.measure.ranks > 1) {
-      argv.push_back("--runtime-memory");
-      for (int r = 0; r < p.rounds; ++r) argv.push_back(runtime_file(r));
-      argv.push_back("--collectives");
-      for (int r = 0; r < p.rounds; ++r) argv.push_back(allreduce_file(t, r));
+      for (int r = 0; r < p.rounds; ++r) runtime.push_back(runtime_file(r));
+      for (int r = 0; r < p.rounds; ++r) collectives.push_back(allreduce_file(t, r));
       if (!p.measure.broadcast.empty())
-        for (int r = 0; r < p.rounds; ++r) argv.push_back(broadcast_file(t, r));
-      if (!p.measure.interference_bytes.empty() && p.backend == "cpu") {
-        argv.push_back("--interference");
-        for (int r = 0; r < p.rounds; ++r) argv.push_back(interference_file(r));
-      }
+        for (int r = 0; r < p.rounds; ++r) collectives.push_back(broadcast_file(t, r));
+      if (!p.measure.interference_bytes.empty() && p.backend == "cpu")
+        for (int r = 0; r < p.rounds; ++r) interference.push_back(interference_file(r));
     }
+    const std::string name = p.name + "-" + transport_tag(t);
+    std::string cmdline = "kanscale fit --name " + name + " --out " + calibration_out(t);
+    auto list = [&](const char* flag, const std::vector<std::string>& files) {
+      if (files.empty()) return;
+      cmdline += std::string(" ") + flag;
+      for (const auto& f : files) cmdline += " " + f;
+    };
+    list("--kernels", kernels);
+    list("--runtime-memory", runtime);
+    list("--collectives", collectives);
+    list("--interference", interference);
+    auto in_dir = [&](std::vector<std::string> files) {
+      for (auto& f : files) f = dir + "/" + f;
+      return files;
+    };
+    FitInputs in = read_fit_inputs(in_dir(kernels), in_dir(collectives), in_dir(interference), {}, in_dir(runtime));
+    for (auto* records : {&in.kernels, &in.runtime_memory})
+      for (auto& f : *records) f.path = f.path.substr(dir.size() + 1);
+    for (auto& f : in.collectives) f.path = f.path.substr(dir.size() + 1);
+    for (auto& f : in.interference) f.path = f.path.substr(dir.size() + 1);
     const std::string report = "results/fit-report-" + transport_tag(t) + ".txt";
-    if (run_process({argv, dir, report, {}}) != 0)
-      throw std::runtime_error("kanscale fit failed on the rounds' measurements: see " + dir + "/" + report);
+    CalibrationFit fit;
+    try {
+      fit = fit_calibration(in, name);
+    } catch (const InputError& e) {
+      write_files_atomic({{dir + "/" + report, std::string(e.what()) + "\n"}});
+      throw InputError(std::string("the fit failed on the rounds' measurements: ") + e.what());
+    }
+    write_files_atomic({{dir + "/" + calibration_out(t), write_calibration(fit.file, fit_header(cmdline))},
+                        {dir + "/" + report, fit.report + "wrote " + calibration_out(t) + "\n"}});
   }
 }
 
@@ -915,8 +939,7 @@ std::string calibration_label(const ValidationPlan& p, const std::string& dir, c
 
 }  // namespace
 
-int collect_validation(const ValidationPlan& plan, const std::string& dir, const std::string& out_dir, const std::string& exe,
-                       const std::string& cmdline) {
+int collect_validation(const ValidationPlan& plan, const std::string& dir, const std::string& out_dir, const std::string& cmdline) {
   const Cluster cluster = load_cluster(plan.cluster_file);
   {
     struct stat st {};
@@ -934,7 +957,7 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
                        (missing.size() > 5 ? ", ..." : "") + "): did every job of the schedule run?");
     }
   }
-  if (plan.measure.enabled) fit_measured(plan, dir, exe);
+  if (plan.measure.enabled) fit_measured(plan, dir);
   std::vector<CaseResult> results(plan.cases.size());
   const std::size_t shown = timeline_case(plan);
   std::vector<Slice> sim_slices;
@@ -1101,7 +1124,7 @@ int run_validation(const ValidationPlan& plan, const std::string& out_dir, const
     if (!tty) std::cerr << "round " << r + 1 << "/" << rounds.size() << ": " << done << "/" << total << " jobs done\n";
   }
   if (tty) std::cerr << "\n";
-  const int rc = collect_validation(plan, dir, out_dir, exe, cmdline);
+  const int rc = collect_validation(plan, dir, out_dir, cmdline);
   if (plan.published.enabled) published_comparison(plan, out_dir + "/published", cmdline);
   return rc;
 }

@@ -136,8 +136,7 @@ void emit_validation(const ValidationPlan& plan, const std::string& dir, const s
 // parser, as the job will receive them; one error line naming the key.
 void check_sweep_options(const ValidationPlan& plan);
 // Compares what the emitted scripts left in dir; report into out_dir.
-int collect_validation(const ValidationPlan& plan, const std::string& dir, const std::string& out_dir, const std::string& exe,
-                       const std::string& cmdline);
+int collect_validation(const ValidationPlan& plan, const std::string& dir, const std::string& out_dir, const std::string& cmdline);
 // The published-figures comparison alone (datasheet calibration; no live runs).
 int published_comparison(const ValidationPlan& plan, const std::string& out_dir, const std::string& cmdline);
 

@@ -1,14 +1,11 @@
 // kanscale measure kernels JSON files, as every reader takes them:
-// measure kernels --resume (ks::read_kernels_resume) and kanscale fit
-// --kernels / --runtime-memory.
-#include <iostream>
-
-#include "cli/commands.hpp"
+// measure kernels --resume (ks::read_kernels_resume) and the fit's records
+// (kanscale fit --kernels / --runtime-memory), fitted and written.
 #include "fuzz_target.hpp"
 #include "measure/kernel_bench.hpp"
+#include "model/calibration_fit.hpp"
 
 KS_FUZZ_TARGET(kernels_json) {
-  const ks::fuzz::QuietCout quiet;  // fit's report
   const std::string path = ks::fuzz::write_temp("kernels.json", data, size);
   // The resume check compares the file's settings with this run's: take them
   // from the file itself where it has them, so the rows get read.
@@ -23,6 +20,8 @@ KS_FUZZ_TARGET(kernels_json) {
   if (!meta["ranks"].is_number_unsigned() || meta["ranks"].get<std::uint64_t>() > 4096) meta["ranks"] = 1;
   const std::size_t plan_shapes = meta["shapes"].is_array() ? meta["shapes"].size() : 0;
   ks::fuzz::expect_no_crash([&] { ks::read_kernels_resume(path, meta, plan_shapes); });
-  const std::string out = ks::fuzz::temp_dir() + "/fit.yaml";
-  ks::fuzz::expect_no_crash([&] { ks::cli::fit({"--kernels", path, "--runtime-memory", path, "--out", out}, "fuzz"); });
+  ks::fuzz::expect_no_crash([&] {
+    const ks::FitInputs in = ks::read_fit_inputs({path}, {}, {}, {}, {path});
+    (void)ks::write_calibration(ks::fit_calibration(in, "fuzz").file, "");
+  });
 }

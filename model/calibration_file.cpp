@@ -1,0 +1,135 @@
+#include "calibration_file.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "kanscale/build_info.hpp"
+
+namespace ks {
+
+namespace {
+
+// A quantity as the YAML reader takes it: "12.5us", "3.1GB/s".
+std::string num(double v, const char* unit) {
+  char b[64];
+  std::snprintf(b, sizeof b, "\"%.6g%s\"", v, unit);
+  return b;
+}
+
+void write_op(std::ostream& y, const FittedOp& o) {
+  const OpCost& c = o.cost;
+  y << "    " << o.op << ": {fixed: " << num(c.fixed_s * 1e6, "us");
+  if (o.layer) {
+    if (c.flop_rate > 0) y << ", flop_rate: " << num(c.flop_rate * 1e-9, "GFLOP/s");
+    if (c.byte_rate > 0) y << ", byte_rate: " << num(c.byte_rate * 1e-9, "GB/s");
+    if (c.element_s > 0) y << ", per_element: " << num(c.element_s * 1e9, "ns");
+    if (c.weight_s > 0) y << ", per_weight: " << num(c.weight_s * 1e9, "ns");
+  } else if (c.byte_rate > 0) {
+    y << ", byte_rate: " << num(c.byte_rate * 1e-9, "GB/s");
+  }
+  y << ", combine: sum,\n      fit: " << fit_quality(o.fit) << "}\n";
+}
+
+}  // namespace
+
+std::string fit_quality(const LinearFit& f) {
+  std::ostringstream o;
+  o << std::setprecision(4) << "{r2: " << f.r2 << ", rms_rel_residual: " << f.rms_rel_residual << ", points: " << f.n_fit
+    << ", held_out: " << f.n_holdout;
+  if (f.n_holdout > 0) o << ", held_out_mean_abs_rel_error: " << f.holdout_mean_abs_rel << ", held_out_max_abs_rel_error: " << f.holdout_max_abs_rel;
+  o << ", std_err: [";
+  for (std::size_t j = 0; j < f.std_err.size(); ++j) o << (j ? ", " : "") << f.std_err[j];
+  o << "]}";
+  return o.str();
+}
+
+std::string fit_header(const std::string& command_line) {
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return std::string("# Fitted by kanscale fit ") + build::version + " (" + build::git_hash + ") on " + date + "\n# " + command_line + "\n";
+}
+
+std::string write_calibration(const CalibrationFile& f, const std::string& header) {
+  std::ostringstream y;
+  y << header << "name: " << f.name << "\nsource: fitted\nfitted_from: " << nlohmann::json(f.fitted_from).dump()
+    << "\nconcurrency: " << f.concurrency << "\n";
+  if (f.has_compute()) {
+    y << "compute:\n  jitter_sigma: " << f.jitter_sigma << "   # from the median spread (CV) of the layer timings\n"
+      << "  interference: " << f.interference.value_or(0.0)
+      << (f.interference ? "   # compute lost per second of collective in flight" : "   # not measured (kanscale bench interference)")
+      << "\n"
+      << "  host_overhead: \"0s\"   # the trainer's host work is in load_batch; no separate term\n";
+    if (!f.cache_probe.empty()) {
+      y << "  cache_probe:   # read bandwidth against buffer size, all ranks at once: [bytes, GB/s]\n    [";
+      for (std::size_t c = 0; c < f.cache_probe.size(); ++c)
+        y << (c ? ", " : "") << "[" << f.cache_probe[c].first << ", " << f.cache_probe[c].second << "]";
+      y << "]\n";
+    }
+    y << "  ops:\n";
+    for (const auto& o : f.ops) write_op(y, o);
+    if (!f.ops_cold.empty()) y << "  ops_cold:   # the same ops with the caches evicted before each repetition\n";
+    for (const auto& o : f.ops_cold) write_op(y, o);
+  }
+  if (!f.mpi_regimes.empty() || f.mpi_broadcast || f.nccl) {
+    y << "collectives:\n";
+    if (!f.mpi_regimes.empty()) y << "  mpi_regimes:\n";
+    for (const auto& fr : f.mpi_regimes) {
+      const MpiRegime& r = fr.regime;
+      const std::string below =
+          std::isinf(r.max_bytes) ? "" : "below: \"" + std::to_string(static_cast<long long>(r.max_bytes)) + "B\", ";
+      y << "    - {" << below << "algorithm: " << to_string(r.algorithm);
+      if (!r.latency_s) {
+        y << "}   # not measured: the link's defaults\n";
+        continue;
+      }
+      y << ", latency: " << num(*r.latency_s * 1e6, "us");
+      if (r.bandwidth_Bps) y << ", bandwidth: " << num(*r.bandwidth_Bps * 1e-9, "GB/s");
+      if (r.launch_s) y << ", launch: " << num(*r.launch_s * 1e6, "us");
+      if (r.launch_s && r.launch_Bps) y << ", launch_byte_rate: " << num(*r.launch_Bps * 1e-9, "GB/s");
+      y << "}   # " << (fr.fit ? fit_quality(*fr.fit) : "") << (fr.launch_fit ? " launch " + fit_quality(*fr.launch_fit) : "") << "\n";
+    }
+    if (f.mpi_broadcast) {
+      y << "  mpi_broadcast: {latency: " << num(f.mpi_broadcast->latency_s * 1e6, "us");
+      if (f.mpi_broadcast->bandwidth_Bps) y << ", bandwidth: " << num(*f.mpi_broadcast->bandwidth_Bps * 1e-9, "GB/s");
+      y << "}   # " << (f.mpi_broadcast_fit ? fit_quality(*f.mpi_broadcast_fit) : "") << "\n";
+    }
+    if (f.nccl) {
+      y << "  nccl:\n";
+      if (f.nccl_bus_bw_intra_Bps)
+        y << "    bus_bandwidth_intra: " << num(*f.nccl_bus_bw_intra_Bps * 1e-9, "GB/s") << "   # from " << f.nccl_intra_sweeps
+          << " single-node sweep(s)\n";
+      if (f.nccl_bus_bw_inter_Bps)
+        y << "    bus_bandwidth_inter: " << num(*f.nccl_bus_bw_inter_Bps * 1e-9, "GB/s") << "   # from " << f.nccl_inter_sweeps
+          << " multi-node sweep(s)\n";
+    }
+  }
+  if (f.has_memory()) {
+    y << "memory:\n";
+    if (f.runtime_per_local_peer_bytes) {
+      y << "  runtime: " << num(f.runtime_bytes.value_or(0.0), "B") << "   # one rank per node; measured: " << f.runtime_what
+        << " (largest rank): " << f.runtime_measured << " rank(s) per node\n"
+        << "  runtime_per_local_peer: " << num(*f.runtime_per_local_peer_bytes, "B")
+        << "   # per other rank of the node (MPI's shared memory)\n";
+    } else if (f.runtime_bytes) {
+      y << "  runtime: " << num(*f.runtime_bytes, "B") << "   # measured: " << f.runtime_what << " (largest rank)\n";
+    }
+    if (f.collective_in_flight)
+      y << "  collective_in_flight: " << *f.collective_in_flight
+        << "   # the library's memory per byte of a non-blocking all-reduce in flight (bench interference, largest rank)\n";
+    if (f.memory_fit) {
+      const LinearFit& m = *f.memory_fit;
+      y << "  fixed: " << num(m.coef[0], "B") << "\n  per_parameter: " << num(m.coef[1], "B")
+        << "   # the model's own accounting: 20 B (parameter, gradient, bucket, Adam's two moments)\n"
+        << "  activation_factor: " << m.coef[2] << "   # on the model's activation, workspace and batch bytes\n"
+        << "  fit: " << fit_quality(m) << "\n";
+    }
+  }
+  return y.str();
+}
+
+}  // namespace ks

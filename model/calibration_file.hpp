@@ -1,0 +1,74 @@
+#pragma once
+// A fitted calibration as its file holds it: the terms kanscale fit
+// measured, each with the quality of its fit, and where they came from.
+// write_calibration turns it into the YAML that parse_calibration
+// (config.hpp) reads back; a term the file leaves out keeps the cluster's
+// datasheet value there.
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config.hpp"
+#include "fit.hpp"
+
+namespace ks {
+
+struct FittedOp {
+  std::string op;  // a kanscale cost class
+  bool layer = false;  // kan_forward / kan_backward: flop, byte, element and weight terms; else fixed + bytes
+  OpCost cost;         // combine: sum
+  LinearFit fit;
+};
+
+struct FittedMpiRegime {
+  MpiRegime regime;              // latency unset: not measured (the link's defaults)
+  std::optional<LinearFit> fit;  // the latency-bandwidth fit
+  std::optional<LinearFit> launch_fit;
+};
+
+struct CalibrationFile {
+  std::string name;
+  std::string fitted_from;  // the measurement files, with their machine and date
+  int concurrency = 1;      // ranks per node the compute terms were measured at
+
+  // compute (written when any op was fitted)
+  double jitter_sigma = 0;
+  std::optional<double> interference;  // unset: not measured (written as 0)
+  std::vector<std::pair<double, double>> cache_probe;  // [bytes, GB/s]
+  std::vector<FittedOp> ops, ops_cold;
+
+  // collectives, mpi family
+  std::vector<FittedMpiRegime> mpi_regimes;
+  std::optional<MpiBroadcast> mpi_broadcast;
+  std::optional<LinearFit> mpi_broadcast_fit;
+  // collectives, nccl family: bus bandwidth per level, and how many sweeps each came from
+  bool nccl = false;
+  std::optional<double> nccl_bus_bw_intra_Bps, nccl_bus_bw_inter_Bps;
+  int nccl_intra_sweeps = 0, nccl_inter_sweeps = 0;
+
+  // memory
+  std::optional<double> runtime_bytes;                 // one rank per node
+  std::optional<double> runtime_per_local_peer_bytes;  // per other rank of the node
+  std::string runtime_what;     // what the runtime measurement counted
+  std::string runtime_measured;  // per peer: "12 MiB at 1, 14 MiB at 2"
+  std::optional<double> collective_in_flight;
+  std::optional<LinearFit> memory_fit;  // peak = fixed + per_parameter x P + activation_factor x A
+
+  bool has_compute() const { return !ops.empty() || !ops_cold.empty(); }
+  bool has_memory() const {
+    return runtime_bytes || runtime_per_local_peer_bytes || collective_in_flight || memory_fit;
+  }
+};
+
+// The YAML text; `header` (comment lines, each starting with '#') comes
+// first: the version and command that made it (fit_header).
+std::string write_calibration(const CalibrationFile& f, const std::string& header);
+// "# Fitted by kanscale fit VERSION (GIT) on DATE" and "# COMMAND_LINE".
+std::string fit_header(const std::string& command_line);
+
+// A fit's quality as the calibration records it: R^2, residuals, held-out
+// errors and standard errors.
+std::string fit_quality(const LinearFit& f);
+
+}  // namespace ks

@@ -1,0 +1,446 @@
+#include "calibration_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "collectives.hpp"
+#include "cost.hpp"
+#include "kan_model.hpp"
+#include "statistics.hpp"
+#include "units.hpp"
+#include "yaml_reader.hpp"
+
+namespace ks {
+
+namespace {
+
+// The top fraction of points (by `key`) are held out: extrapolation is
+// what users ask of a fit.
+std::vector<bool> hold_out_largest(const std::vector<double>& key, double fraction) {
+  std::vector<double> s = key;
+  std::sort(s.begin(), s.end());
+  const std::size_t n_hold = static_cast<std::size_t>(std::floor(fraction * static_cast<double>(s.size())));
+  std::vector<bool> h(key.size(), false);
+  if (n_hold == 0 || s.size() - n_hold < 4) return h;
+  const double cut = s[s.size() - n_hold];
+  for (std::size_t i = 0; i < key.size(); ++i) h[i] = key[i] >= cut;
+  return h;
+}
+
+void report_row(std::ostream& os, const std::string& name, const LinearFit& f, const std::vector<std::string>& units,
+                const std::vector<double>& scales) {
+  os << "  " << std::left << std::setw(20) << name;
+  for (std::size_t j = 0; j < 5; ++j) {
+    std::ostringstream c;
+    if (j >= f.coef.size()) c << "";
+    else if (f.active[j]) c << std::setprecision(3) << f.coef[j] * scales[j] << "+-" << std::setprecision(2) << f.std_err[j] * scales[j] << " " << units[j];
+    else c << "(dropped)";
+    os << std::setw(24) << c.str();
+  }
+  os << "R2 " << std::fixed << std::setprecision(4) << f.r2 << std::defaultfloat;
+  if (f.n_holdout > 0) os << "  held-out " << f.n_holdout << ": mean " << std::setprecision(3) << 100 * f.holdout_mean_abs_rel << "%, max " << 100 * f.holdout_max_abs_rel << "%";
+  os << "  (n=" << f.n_fit << ")\n";
+}
+
+// A rate from a fitted time per unit: set when the term was kept.
+double rate_of(const LinearFit& f, std::size_t j) { return f.active[j] && f.coef[j] > 0 ? 1.0 / f.coef[j] : 0.0; }
+
+// What a point of a sweep must have for the fit.
+template <typename T>
+T need(const std::optional<T>& v, const char* key, const CollectiveSweepFile& f, std::size_t i) {
+  if (!v) throw InputError(f.path + ": row " + std::to_string(i) + " lacks '" + key + "'");
+  return *v;
+}
+
+void append(std::ostringstream& from, const std::string& what) { from << (from.tellp() > 0 ? "; " : "") << what; }
+
+// Collectives, mpi family: alpha-beta per regime from all-reduce sweeps at
+// any rank counts, and the broadcast from broadcast sweeps.
+void fit_mpi_collectives(const std::vector<const CollectiveSweepFile*>& sweeps, std::ostringstream& from, CalibrationFile& out,
+                         std::ostream& report) {
+  // Regimes: OpenMPI's switch at 10000 B (recursive doubling below, ring
+  // above), and the ring again above 4 MiB, where the buffers leave the
+  // caches (measured here: the time per byte grows there).
+  struct Regime {
+    MpiAlgo algo;
+    double below;
+    std::vector<std::vector<double>> x;
+    std::vector<double> y, k;
+    std::vector<int> n;
+    std::vector<std::vector<double>> lx;  // launch: [1, bytes]
+    std::vector<double> ly, lk;
+  };
+  std::vector<Regime> regimes = {{MpiAlgo::recursive_doubling, 10000.0, {}, {}, {}, {}, {}, {}, {}},
+                                 {MpiAlgo::ring, 4.0 * 1048576, {}, {}, {}, {}, {}, {}, {}},
+                                 {MpiAlgo::ring, 0.0, {}, {}, {}, {}, {}, {}, {}}};
+  // broadcast sweeps (kanscale measure broadcast): the binomial tree's
+  // ceil(log2 n) x (latency + bytes/bw), one fit over every size
+  std::vector<std::vector<double>> bx;
+  std::vector<double> by, bk;
+  for (const CollectiveSweepFile* sp : sweeps) {
+    const CollectiveSweepFile& s = *sp;
+    const std::string& path = s.path;
+    const std::string op = s.has_metadata ? s.op : "";
+    if (!s.has_points || (op != "allreduce" && op != "broadcast"))
+      throw InputError(path + ": not a kanscale measure allreduce or broadcast file");
+    const int n = s.ranks.value_or(1);
+    if (n < 2) throw InputError(path + ": measured on one rank: no communication to fit");
+    if (op == "broadcast") {
+      append(from, path + " (broadcast, " + std::to_string(n) + " ranks)");
+      for (std::size_t i = 0; i < s.points.size(); ++i) {
+        const CollectivePoint& p = s.points[i];
+        if (!p.in_place) throw InputError(path + ": point " + std::to_string(i) + " lacks 'in_place'");
+        if (need(p.in_place->wrong, "wrong", s, i) != 0) throw InputError(path + ": point " + std::to_string(i) + " has wrong results");
+        const AlphaBetaTerms terms = mpi_broadcast_terms(n, p.size_bytes);
+        bx.push_back({terms.latency_steps, terms.byte_steps});
+        by.push_back(need(p.in_place->time_us, "time_us", s, i) * 1e-6);  // in place: as the trainer broadcasts its buffers
+        if (!(by.back() > 0)) throw InputError(path + ": point " + std::to_string(i) + ": 'in_place.time_us' must be greater than zero");
+        bk.push_back(p.size_bytes);
+      }
+      continue;
+    }
+    append(from, path + " (" + std::to_string(n) + " ranks, " + s.library + ", " + s.date_utc + ")");
+    for (std::size_t i = 0; i < s.points.size(); ++i) {
+      const CollectivePoint& p = s.points[i];
+      const double bytes = p.size_bytes;
+      if (!p.out_of_place || !p.in_place) throw InputError(path + ": point " + std::to_string(i) + " lacks timings");
+      const double t = need(p.out_of_place->time_us, "time_us", s, i) * 1e-6;
+      if (!(t > 0)) throw InputError(path + ": point " + std::to_string(i) + ": 'out_of_place.time_us' must be greater than zero");
+      if (need(p.out_of_place->wrong, "wrong", s, i) != 0) throw InputError(path + ": point " + std::to_string(i) + " has wrong results");
+      Regime& r = bytes < regimes[0].below ? regimes[0] : bytes < regimes[1].below ? regimes[1] : regimes[2];
+      const AlphaBetaTerms terms = mpi_allreduce_terms(r.algo, n, bytes);
+      r.x.push_back({terms.latency_steps, terms.byte_steps});
+      r.y.push_back(t);
+      r.k.push_back(bytes);
+      r.n.push_back(n);
+      if (s.nonblocking && p.in_place->launch_us) {
+        const double lt = *p.in_place->launch_us * 1e-6;  // in place: as the trainer issues it
+        if (lt > 0) {
+          r.lx.push_back({1.0, bytes});
+          r.ly.push_back(lt);
+          r.lk.push_back(bytes);
+        }
+      }
+    }
+  }
+  auto holdout = [](const std::vector<double>& k, const std::vector<int>& ns) {
+    const int nmax = *std::max_element(ns.begin(), ns.end()), nmin = *std::min_element(ns.begin(), ns.end());
+    if (nmax != nmin) {  // hold out the largest rank count
+      std::vector<bool> h(ns.size());
+      for (std::size_t i = 0; i < ns.size(); ++i) h[i] = ns[i] == nmax;
+      return h;
+    }
+    return hold_out_largest(k, 0.2);
+  };
+  report << "collectives (mpi: recursive doubling ceil(log2 n) x (latency + bytes/bw) below 10000 B (OpenMPI's\n"
+            "switch), ring 2(n-1) x latency + 2(n-1)/n x bytes/bw below and above 4 MiB; held out: the largest\n"
+            "rank count, or the largest 20% of sizes):\n";
+  for (std::size_t ri = 0; ri < regimes.size(); ++ri) {
+    Regime& r = regimes[ri];
+    FittedMpiRegime fr;
+    fr.regime.algorithm = r.algo;
+    fr.regime.max_bytes = r.below > 0 ? r.below : std::numeric_limits<double>::infinity();
+    const std::string label = std::string(to_string(r.algo)) + (ri == 2 ? " (large)" : "");
+    if (r.x.size() < 3) {
+      report << "  " << label << ": too few points (" << r.x.size() << "); left at the link defaults\n";
+      out.mpi_regimes.push_back(fr);
+      continue;
+    }
+    const LinearFit f = fit_relative_nonneg({"latency_s", "s_per_byte"}, r.x, r.y, holdout(r.k, r.n));
+    fr.fit = f;
+    fr.regime.latency_s = f.coef[0];
+    if (const double bw = rate_of(f, 1); bw > 0) fr.regime.bandwidth_Bps = bw;
+    if (r.lx.size() >= 3) {
+      const LinearFit lf = fit_relative_nonneg({"launch_s", "launch_s_per_byte"}, r.lx, r.ly, hold_out_largest(r.lk, 0.2));
+      fr.launch_fit = lf;
+      fr.regime.launch_s = lf.coef[0];
+      if (const double bw = rate_of(lf, 1); bw > 0) fr.regime.launch_Bps = bw;
+      report_row(report, label + " launch", lf, {"us", "ns/kB"}, {1e6, 1e12});
+    }
+    report_row(report, label, f, {"us", "ns/kB"}, {1e6, 1e12});
+    out.mpi_regimes.push_back(fr);
+  }
+  if (by.size() >= 3) {
+    const LinearFit f = fit_relative_nonneg({"latency_s", "s_per_byte"}, bx, by, hold_out_largest(bk, 0.2));
+    MpiBroadcast b;
+    b.latency_s = f.coef[0];
+    if (const double bw = rate_of(f, 1); bw > 0) b.bandwidth_Bps = bw;
+    out.mpi_broadcast = b;
+    out.mpi_broadcast_fit = f;
+    report << "broadcast (mpi: binomial tree, ceil(log2 n) x (latency + bytes/bw); held out: the largest 20% of sizes):\n";
+    report_row(report, "binomial", f, {"us", "ns/kB"}, {1e6, 1e12});
+  } else if (!by.empty()) {
+    report << "broadcast: too few points (" << by.size() << "); left to the all-reduce regimes\n";
+  }
+}
+
+// One NCCL all-reduce sweep: nccl-tests' log or kanscale's own (--backend nccl).
+struct NcclSweep {
+  int nodes = 1;
+  std::vector<std::pair<double, double>> bytes_busbw;  // per size: the better of in and out of place, GB/s
+};
+
+// Collectives, nccl family: the bus bandwidth per level from NCCL sweeps.
+void fit_nccl_sweeps(const std::vector<NcclSweep>& sweeps, CalibrationFile& out, std::ostream& report) {
+  double intra = 0, inter = 0;
+  int n_intra = 0, n_inter = 0;
+  for (const auto& sw : sweeps) {
+    // NCCL's busbw at large sizes is its model's bus bandwidth (latency
+    // amortised): take the best of the sizes >= 32 MiB, or of all sizes.
+    double best_large = 0, best = 0;
+    for (const auto& [bytes, b] : sw.bytes_busbw) {
+      best = std::max(best, b);
+      if (bytes >= 32.0 * 1048576) best_large = std::max(best_large, b);
+    }
+    const double v = best_large > 0 ? best_large : best;
+    if (sw.nodes <= 1) {
+      intra = std::max(intra, v);
+      ++n_intra;
+    } else {
+      inter = std::max(inter, v);
+      ++n_inter;
+    }
+  }
+  out.nccl = true;
+  report << "collectives (nccl): bus bandwidth per level = the best busbw at >= 32 MiB (NCCL's busbw there is its\n"
+            "model's bus bandwidth); latencies stay at NCCL's constants (small-message times mix several protocols'\n"
+            "base and per-hop latencies, which one sweep cannot separate)\n";
+  if (n_intra) {
+    out.nccl_bus_bw_intra_Bps = intra * 1e9;
+    out.nccl_intra_sweeps = n_intra;
+    report << "  intra-node bus bandwidth " << intra << " GB/s (" << n_intra << " log(s))\n";
+  } else {
+    report << "  intra-node bus bandwidth: no single-node log; stays at the cluster's value\n";
+  }
+  if (n_inter) {
+    out.nccl_bus_bw_inter_Bps = inter * 1e9;
+    out.nccl_inter_sweeps = n_inter;
+    report << "  inter-node bus bandwidth " << inter << " GB/s (" << n_inter << " log(s))\n";
+  } else {
+    report << "  inter-node bus bandwidth: no multi-node log; stays at the cluster's value\n";
+  }
+}
+
+}  // namespace
+
+FitInputs read_fit_inputs(const std::vector<std::string>& kernels, const std::vector<std::string>& collectives,
+                          const std::vector<std::string>& interference, const std::vector<std::string>& nccl_tests,
+                          const std::vector<std::string>& runtime_memory) {
+  FitInputs in;
+  for (const auto& p : kernels) in.kernels.push_back(read_kernels_file(p));
+  for (const auto& p : interference) in.interference.push_back(read_interference_file(p));
+  for (const auto& p : collectives) in.collectives.push_back(read_collective_sweep_file(p));
+  for (const auto& p : nccl_tests) in.nccl_tests.push_back(read_nccl_tests_log(p));
+  for (const auto& p : runtime_memory) in.runtime_memory.push_back(read_runtime_memory_file(p));
+  return in;
+}
+
+CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
+  CalibrationFit result;
+  CalibrationFile& out = result.file;
+  out.name = name;
+  std::ostringstream report, from;
+  int concurrency = 1;
+  // ---- compute: one fit per cost class over [1, flops, bytes]
+  std::map<std::string, std::vector<std::vector<double>>> X;
+  std::map<std::string, std::vector<double>> Y, key;
+  std::vector<double> cvs;
+  // memory: per shape, the peak of a one-layer training step
+  std::vector<std::vector<double>> mem_x;
+  std::vector<double> mem_y;
+  double runtime_bytes = -1;
+  std::string runtime_what;
+  std::map<int, double> runtime_at;  // ranks per node -> the largest rank's runtime memory
+  for (const KernelsFile& kf : in.kernels) {
+    concurrency = std::max(concurrency, static_cast<int>(std::lround(kf.ranks_per_node)));
+    append(from, kf.path + " (" + kf.host + ", " + kf.cpu_model + ", " + kf.date_utc + ", kanscale " + kf.git_hash + ", " +
+                     std::to_string(kf.ranks) + " rank(s))");
+    if (!kf.cache_probe.empty() && out.cache_probe.empty()) out.cache_probe = kf.cache_probe;
+    if (kf.runtime_memory_bytes) {
+      runtime_bytes = std::max(runtime_bytes, *kf.runtime_memory_bytes);
+      runtime_what = kf.runtime_memory_what.value_or("");
+      const int rpn = static_cast<int>(std::lround(kf.ranks_per_node));
+      runtime_at[rpn] = std::max(runtime_at[rpn], *kf.runtime_memory_bytes);
+    }
+    for (const KernelMemoryRecord& r : kf.memory) {
+      const KanShape shape{{r.in, r.out}, r.grid_size, r.spline_order};
+      const auto est = kanscale_memory(shape, r.batch, DdpSettings{}, 0, 0);
+      if (r.peak_bytes > 0) {  // a shape whose state came from freed blocks reads 0: nothing to learn from it
+        mem_x.push_back({1.0, static_cast<double>(kan_parameter_count(shape)), est.activations_bytes + est.transient_bytes + est.batch_bytes});
+        mem_y.push_back(r.peak_bytes);
+      }
+    }
+    for (const KernelRecord& r : kf.rows) {
+      // cold rows (caches evicted before each repetition) get their own fits
+      const std::string key_op = r.cache == "cold" ? r.op + "@cold" : r.op;
+      // layers: a fixed term, FLOPs, bytes and the basis evaluations (B*in),
+      // the basis separately from the contractions; the rest move memory
+      // (their FLOPs are proportional to their bytes): fixed and bytes.
+      if (r.layer()) X[key_op].push_back({1.0, r.flops, r.bytes, r.batch * r.in, r.in * r.out * (r.grid_size + r.spline_order)});
+      else X[key_op].push_back({1.0, r.bytes});
+      Y[key_op].push_back(r.time_median_s);
+      key[key_op].push_back(r.flops + r.bytes);
+      if (key_op == r.op && r.layer() && !r.unstable) cvs.push_back(r.time_cv);
+    }
+  }
+  if (!cvs.empty()) {
+    const double cv = median(cvs);
+    out.jitter_sigma = std::sqrt(std::log(1 + cv * cv));  // lognormal sigma with that CV
+  }
+  double interf = 0, inflight = -1;
+  if (!in.interference.empty()) {
+    // the simulator slows compute only while a collective is in flight:
+    // use the compute lost per second of collective (median over files);
+    // and the library's memory per byte in flight, where recorded
+    std::vector<double> v, mem;
+    for (const InterferenceFile& f : in.interference) {
+      v.push_back(std::max(0.0, f.per_collective_second));
+      if (f.inflight_memory_bytes_max && f.allreduce_bytes > 0 && f.ranks > 1)
+        mem.push_back(std::max(0.0, *f.inflight_memory_bytes_max) / f.allreduce_bytes);
+      append(from, f.path + " (interference)");
+    }
+    interf = median(v);
+    out.interference = interf;
+    if (!mem.empty()) inflight = median(mem);
+  }
+  report << "kanscale fit: " << name << "\n";
+  if (!X.empty()) {
+    report << "compute (time = fixed + flops/flop_rate + bytes/byte_rate; relative least squares, non-negative;\n"
+              "largest 20% of each op's points held out):\n";
+    bool cold_header = false;
+    // warm fits first, then the cold ones (std::map orders "op@cold" after "op"; split by the suffix)
+    std::vector<std::string> order;
+    for (const auto& kv : X)
+      if (kv.first.find("@cold") == std::string::npos) order.push_back(kv.first);
+    for (const auto& kv : X)
+      if (kv.first.find("@cold") != std::string::npos) order.push_back(kv.first);
+    for (const auto& key_name : order) {
+      const auto& rows = X[key_name];
+      const bool cold = key_name.find("@cold") != std::string::npos;
+      FittedOp o;
+      o.op = cold ? key_name.substr(0, key_name.find('@')) : key_name;
+      if (cold && !cold_header) {
+        report << "cold (caches evicted before each repetition):\n";
+        cold_header = true;
+      }
+      o.layer = rows.front().size() == 5;
+      o.fit = o.layer ? fit_relative_nonneg({"fixed_s", "s_per_flop", "s_per_byte", "s_per_element", "s_per_weight"}, rows, Y[key_name],
+                                            hold_out_largest(key[key_name], 0.2))
+                      : fit_relative_nonneg({"fixed_s", "s_per_byte"}, rows, Y[key_name], hold_out_largest(key[key_name], 0.2));
+      const LinearFit& f = o.fit;
+      o.cost = OpCost{f.coef[0], 0, 0, false};
+      if (o.layer) {
+        o.cost.flop_rate = rate_of(f, 1);
+        o.cost.byte_rate = rate_of(f, 2);
+        if (f.active[3] && f.coef[3] > 0) o.cost.element_s = f.coef[3];
+        if (f.active[4] && f.coef[4] > 0) o.cost.weight_s = f.coef[4];
+        report_row(report, o.op, f, {"us", "ns/kFLOP", "ns/kB", "ns/elem", "ns/weight"}, {1e6, 1e12, 1e12, 1e9, 1e9});
+      } else {
+        o.cost.byte_rate = rate_of(f, 1);
+        report_row(report, o.op, f, {"us", "ns/kB"}, {1e6, 1e12});
+      }
+      (cold ? out.ops_cold : out.ops).push_back(std::move(o));
+    }
+  }
+  // kanscale's own sweeps: MPI ones fit the mpi family, NCCL ones (--backend
+  // nccl) the nccl family's bus bandwidth, as nccl-tests' logs do
+  std::vector<const CollectiveSweepFile*> mpi_sweeps;
+  std::vector<NcclSweep> nccl;
+  for (const CollectiveSweepFile& s : in.collectives) {
+    const std::string& path = s.path;
+    if (!s.has_metadata || s.backend != "nccl") {
+      mpi_sweeps.push_back(&s);
+      continue;
+    }
+    if (s.op != "allreduce")
+      throw InputError(path + ": an NCCL " + (s.op.empty() ? std::string("?") : s.op) +
+                       " sweep: only NCCL all-reduce sweeps are fitted (the NCCL model derives its broadcast from the ring)");
+    NcclSweep sw;
+    sw.nodes = std::max<int>(1, static_cast<int>(std::set<std::string>(s.hosts.begin(), s.hosts.end()).size()));
+    if (!s.has_points) throw InputError(path + ": no points");
+    for (std::size_t i = 0; i < s.points.size(); ++i) {
+      const CollectivePoint& p = s.points[i];
+      if (!p.out_of_place || !p.in_place) throw InputError(path + ": point " + std::to_string(i) + " lacks timings");
+      sw.bytes_busbw.emplace_back(p.size_bytes, std::max(need(p.out_of_place->busbw_GBps, "busbw_GBps", s, i),
+                                                         need(p.in_place->busbw_GBps, "busbw_GBps", s, i)));
+    }
+    append(from, path + " (NCCL sweep, " + std::to_string(s.ranks.value_or(0)) + " ranks on " + std::to_string(sw.nodes) + " node(s))");
+    nccl.push_back(std::move(sw));
+  }
+  for (const NcclTestsLog& log : in.nccl_tests) {
+    append(from, log.file + " (nccl-tests, " + std::to_string(log.ranks) + " ranks on " + std::to_string(log.nodes) + " node(s)" +
+                     (log.nccl_version.empty() ? "" : ", NCCL " + log.nccl_version) + ")");
+    NcclSweep sw;
+    sw.nodes = log.nodes;
+    for (const auto& r : log.rows) sw.bytes_busbw.emplace_back(r.bytes, std::max(r.busbw_GBps[0], r.busbw_GBps[1]));
+    nccl.push_back(std::move(sw));
+  }
+  if (!mpi_sweeps.empty()) fit_mpi_collectives(mpi_sweeps, from, out, report);
+  if (!nccl.empty()) fit_nccl_sweeps(nccl, out, report);
+  // ---- runtime memory at other ranks per node (their op timings are not used)
+  for (const KernelsFile& kf : in.runtime_memory) {
+    const int rpn = static_cast<int>(std::lround(kf.ranks_per_node));
+    runtime_at[rpn] = std::max(runtime_at[rpn], kf.runtime_memory_bytes.value_or(0.0));
+    runtime_what = kf.runtime_memory_what.value_or(runtime_what);
+    append(from, kf.path + " (runtime memory, " + std::to_string(rpn) + " rank(s) per node)");
+  }
+  // runtime = at one rank + per_local_peer x (ranks per node - 1), least
+  // squares over the measured counts (two counts: the line through them)
+  double runtime_one = runtime_bytes, per_peer = -1;
+  if (runtime_at.size() >= 2) {
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    const double n = static_cast<double>(runtime_at.size());
+    for (const auto& [rpn, b] : runtime_at) {
+      const double x = rpn - 1;
+      sx += x, sy += b, sxx += x * x, sxy += x * b;
+    }
+    per_peer = std::max(0.0, (n * sxy - sx * sy) / (n * sxx - sx * sx));
+    runtime_one = (sy - per_peer * sx) / n;
+    if (runtime_one < 0) {  // a line through the origin instead
+      runtime_one = 0;
+      per_peer = sxx > 0 ? std::max(0.0, sxy / sxx) : 0.0;
+    }
+  } else if (!in.runtime_memory.empty()) {
+    report << "memory: the --runtime-memory files were measured at the same ranks per node as the kernels: no per-rank term\n";
+  }
+  // ---- memory: peak = fixed + per_parameter x P + activation_factor x A
+  out.runtime_what = runtime_what;
+  if (per_peer >= 0) {
+    std::ostringstream at;
+    for (const auto& [rpn, b] : runtime_at) at << (at.tellp() > 0 ? ", " : "") << format_bytes(b) << " at " << rpn;
+    out.runtime_bytes = runtime_one;
+    out.runtime_per_local_peer_bytes = per_peer;
+    out.runtime_measured = at.str();
+    report << "memory: runtime " << format_bytes(runtime_one) << " at one rank per node + " << format_bytes(per_peer)
+           << " per other rank of the node (" << runtime_what << "; measured " << at.str() << " rank(s) per node)\n";
+  } else if (runtime_bytes >= 0) {
+    out.runtime_bytes = runtime_bytes;
+    report << "memory: runtime " << format_bytes(runtime_bytes) << " (" << runtime_what << ")\n";
+  }
+  if (inflight >= 0) {
+    out.collective_in_flight = inflight;
+    report << "memory: a non-blocking all-reduce in flight holds " << inflight << " x its bytes (median over the interference files)\n";
+  }
+  if (mem_y.size() >= 4) {
+    const LinearFit f =
+        fit_relative_nonneg({"fixed_bytes", "bytes_per_parameter", "activation_factor"}, mem_x, mem_y, hold_out_largest(mem_y, 0.2));
+    out.memory_fit = f;
+    report << "memory (peak of a one-layer training step = fixed + per_parameter x P + factor x the model's activation\n"
+              "bytes; relative least squares, largest 20% held out):\n";
+    report_row(report, "peak", f, {"KiB", "B/param", "x"}, {1.0 / 1024, 1.0, 1.0});
+  } else if (!mem_y.empty() || runtime_bytes >= 0 || per_peer >= 0 || inflight >= 0) {
+    report << "memory: " << mem_y.size() << " shape(s) with a peak: too few to fit; the model's own accounting stays\n";
+  }
+  out.fitted_from = from.str();
+  out.concurrency = concurrency;
+  report << "jitter_sigma " << out.jitter_sigma << ", interference " << interf << ", concurrency " << concurrency << " rank(s) per node\n";
+  result.report = report.str();
+  return result;
+}
+
+}  // namespace ks

@@ -1,0 +1,36 @@
+#pragma once
+// kanscale fit as a function: typed measurements in, a fitted calibration
+// (with the quality of every term) and a readable report out. The command
+// (cli/fit.cpp) and validate's rounds both call it.
+#include <string>
+#include <vector>
+
+#include "calibration_file.hpp"
+#include "measurement_records.hpp"
+#include "nccl_tests_log.hpp"
+
+namespace ks {
+
+struct FitInputs {
+  std::vector<KernelsFile> kernels;            // measure kernels
+  std::vector<CollectiveSweepFile> collectives;  // measure allreduce / broadcast, MPI or NCCL, any rank counts
+  std::vector<InterferenceFile> interference;    // bench interference (the median is used)
+  std::vector<NcclTestsLog> nccl_tests;          // nccl-tests logs (nccl family)
+  std::vector<KernelsFile> runtime_memory;       // kernels files at other ranks per node: only their runtime memory
+};
+
+struct CalibrationFit {
+  CalibrationFile file;
+  std::string report;  // a table per group of terms: coefficients, standard errors, R^2, held-out errors
+};
+
+// Throws InputError for measurements that cannot be fitted (one rank,
+// wrong results, non-positive times), naming the file and point.
+CalibrationFit fit_calibration(const FitInputs& in, const std::string& name);
+
+// The files a FitInputs needs, read (each reader checks its own file).
+FitInputs read_fit_inputs(const std::vector<std::string>& kernels, const std::vector<std::string>& collectives,
+                          const std::vector<std::string>& interference, const std::vector<std::string>& nccl_tests,
+                          const std::vector<std::string>& runtime_memory);
+
+}  // namespace ks

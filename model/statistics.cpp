@@ -1,0 +1,54 @@
+#include "statistics.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ks {
+
+namespace {
+// On sorted values.
+double median_sorted(const std::vector<double>& s) {
+  const std::size_t n = s.size();
+  if (n == 0) return 0;
+  return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+double quantile_sorted(const std::vector<double>& s, double q) {
+  if (s.empty()) return 0;
+  const double rank = std::ceil(std::clamp(q, 0.0, 1.0) * static_cast<double>(s.size()));
+  const std::size_t idx = rank < 1 ? 0 : static_cast<std::size_t>(rank) - 1;
+  return s[std::min(idx, s.size() - 1)];
+}
+}  // namespace
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return median_sorted(v);
+}
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return quantile_sorted(v, q);
+}
+
+Stat summarize(std::vector<double> v) {
+  Stat s;
+  s.n = v.size();
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.median = median_sorted(v);
+  s.p95 = quantile_sorted(v, 0.95);
+  s.iqr = quantile_sorted(v, 0.75) - quantile_sorted(v, 0.25);
+  s.min = v.front();
+  s.max = v.back();
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  if (v.size() >= 2 && s.mean > 0) {
+    double var = 0;
+    for (double x : v) var += (x - s.mean) * (x - s.mean);
+    s.cv = std::sqrt(var / static_cast<double>(v.size() - 1)) / s.mean;
+  }
+  return s;
+}
+
+}  // namespace ks

@@ -1,0 +1,239 @@
+// The fit (model/calibration_fit) on typed measurements made from known
+// parameters, and the calibration writer's round trip through the reader.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "model/calibration_fit.hpp"
+#include "model/collectives.hpp"
+#include "model/config.hpp"
+#include "model/yaml_reader.hpp"
+
+using namespace ks;
+
+namespace {
+
+Cluster local_cpu() { return load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/local-cpu.yaml"); }
+Cluster ft3() { return load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/finisterrae3.yaml"); }
+
+Calibration round_trip(const CalibrationFile& f, const Cluster& c) {
+  return parse_calibration(write_calibration(f, "# a test\n"), "test.yaml", c, Precision::fp32);
+}
+
+CollectivePoint point(double bytes, double time_us, double busbw = 0) {
+  CollectivePoint p;
+  p.size_bytes = bytes;
+  CollectiveTiming t;
+  t.time_us = time_us;
+  t.busbw_GBps = busbw;
+  t.wrong = 0;
+  p.out_of_place = t;
+  p.in_place = t;
+  return p;
+}
+
+// An MPI all-reduce sweep on `ranks` ranks whose times follow the model
+// exactly: per regime latency_steps x a + byte_steps / bw (mpi_allreduce_terms).
+CollectiveSweepFile allreduce_sweep(int ranks, double a_small, double bw_small, double a_ring, double bw_ring) {
+  CollectiveSweepFile s;
+  s.path = "ar.json";
+  s.has_metadata = s.has_points = true;
+  s.op = "allreduce";
+  s.ranks = ranks;
+  for (double b = 8; b <= 4.0 * 1048576 / 2; b *= 2) {
+    const bool rd = b < 10000;
+    const AlphaBetaTerms t = mpi_allreduce_terms(rd ? MpiAlgo::recursive_doubling : MpiAlgo::ring, ranks, b);
+    s.points.push_back(point(b, (t.latency_steps * (rd ? a_small : a_ring) + t.byte_steps / (rd ? bw_small : bw_ring)) * 1e6));
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("fit: MPI all-reduce regimes recover the latency and bandwidth that made exact data") {
+  // 4 ranks; below 10000 B recursive doubling at 3 us and 1 GB/s, up to
+  // 4 MiB the ring at 8 us and 4 GB/s; nothing above 4 MiB (left at the
+  // link's defaults).
+  FitInputs in;
+  in.collectives.push_back(allreduce_sweep(4, 3e-6, 1e9, 8e-6, 4e9));
+  const CalibrationFit fit = fit_calibration(in, "t");
+  REQUIRE(fit.file.mpi_regimes.size() == 3);
+  const MpiRegime& rd = fit.file.mpi_regimes[0].regime;
+  CHECK(rd.algorithm == MpiAlgo::recursive_doubling);
+  CHECK(*rd.latency_s == doctest::Approx(3e-6).epsilon(1e-6));
+  CHECK(*rd.bandwidth_Bps == doctest::Approx(1e9).epsilon(1e-6));
+  const MpiRegime& ring = fit.file.mpi_regimes[1].regime;
+  CHECK(*ring.latency_s == doctest::Approx(8e-6).epsilon(1e-6));
+  CHECK(*ring.bandwidth_Bps == doctest::Approx(4e9).epsilon(1e-6));
+  CHECK_FALSE(fit.file.mpi_regimes[2].regime.latency_s.has_value());
+  CHECK(fit.report.find("too few points (0)") != std::string::npos);
+  // through the file: the model predicts the sweep's own points
+  const Cluster c = local_cpu();
+  const Calibration k = round_trip(fit.file, c);
+  CHECK(k.has_mpi_terms);
+  const MpiModel m(c, k);
+  Layout l;
+  l.ranks = 4;
+  l.nodes = 1;
+  for (const auto& p : in.collectives[0].points)
+    CHECK(m.allreduce(p.size_bytes, l).time_s == doctest::Approx(*p.out_of_place->time_us * 1e-6).epsilon(1e-4));
+  // one rank: nothing to fit
+  in.collectives[0].ranks = 1;
+  CHECK_THROWS_WITH_AS(fit_calibration(in, "t"), "ar.json: measured on one rank: no communication to fit", InputError);
+}
+
+TEST_CASE("fit: a broadcast sweep gives the binomial tree's latency and bandwidth (exact data, by hand)") {
+  // 4 ranks: ceil(log2 4) = 2 steps, each 5 us + bytes / 2 GB/s; sizes 8 B .. 1 MiB.
+  CollectiveSweepFile s;
+  s.path = "b.json";
+  s.has_metadata = s.has_points = true;
+  s.op = "broadcast";
+  s.ranks = 4;
+  for (double b = 8; b <= 1048576; b *= 2) s.points.push_back(point(b, 2 * (5e-6 + b / 2e9) * 1e6));
+  FitInputs in;
+  in.collectives.push_back(s);
+  const CalibrationFit fit = fit_calibration(in, "t");
+  REQUIRE(fit.file.mpi_broadcast.has_value());
+  CHECK(fit.file.mpi_broadcast->latency_s == doctest::Approx(5e-6).epsilon(1e-6));
+  CHECK(*fit.file.mpi_broadcast->bandwidth_Bps == doctest::Approx(2e9).epsilon(1e-6));
+  // through the file (written to 6 significant digits)
+  const Calibration k = round_trip(fit.file, local_cpu());
+  REQUIRE(k.mpi_broadcast.has_value());
+  CHECK(k.mpi_broadcast->latency_s == doctest::Approx(5e-6).epsilon(1e-5));
+  CHECK(*k.mpi_broadcast->bandwidth_Bps == doctest::Approx(2e9).epsilon(1e-5));
+  // a point with wrong results is refused
+  in.collectives[0].points[3].in_place->wrong = 1;
+  CHECK_THROWS_WITH_AS(fit_calibration(in, "t"), "b.json: point 3 has wrong results", InputError);
+}
+
+TEST_CASE("fit: kanscale's own NCCL all-reduce sweeps give the nccl family's bus bandwidth, not MPI terms") {
+  // one host: intra-node; the best busbw at >= 32 MiB (in or out of place): 150 GB/s
+  CollectiveSweepFile s;
+  s.path = "n.json";
+  s.has_metadata = s.has_points = true;
+  s.op = "allreduce";
+  s.backend = "nccl";
+  s.ranks = 2;
+  s.hosts = {"n1", "n1"};
+  const double sizes[] = {1048576.0, 33554432.0, 67108864.0}, busbw[] = {40, 120, 150};
+  for (int i = 0; i < 3; ++i) {
+    s.points.push_back(point(sizes[i], 1.0, busbw[i]));
+    s.points.back().in_place->busbw_GBps = busbw[i] - 1;
+  }
+  FitInputs in;
+  in.collectives.push_back(s);
+  const Calibration k = round_trip(fit_calibration(in, "t").file, ft3());
+  REQUIRE(k.nccl_bus_bw_intra_Bps.has_value());
+  CHECK(*k.nccl_bus_bw_intra_Bps == doctest::Approx(150e9));
+  CHECK_FALSE(k.nccl_bus_bw_inter_Bps.has_value());
+  CHECK_FALSE(k.has_mpi_terms);
+  // an NCCL broadcast sweep is refused
+  in.collectives[0].op = "broadcast";
+  CHECK_THROWS_WITH_AS(fit_calibration(in, "t"),
+                       "n.json: an NCCL broadcast sweep: only NCCL all-reduce sweeps are fitted (the NCCL model derives its "
+                       "broadcast from the ring)",
+                       InputError);
+}
+
+TEST_CASE("fit: the in-flight memory factor is the median over interference files; files without it give none") {
+  auto file = [](double inflight) {
+    InterferenceFile f;
+    f.path = "i.json";
+    f.ranks = 2;
+    f.allreduce_bytes = 4e6;
+    f.per_collective_second = 0.5;
+    if (inflight >= 0) f.inflight_memory_bytes_max = inflight;
+    return f;
+  };
+  FitInputs in;
+  in.interference = {file(4.4e6), file(4.0e6), file(4.8e6)};  // 1.1, 1.0, 1.2 x: median 1.1
+  CalibrationFit fit = fit_calibration(in, "t");
+  REQUIRE(fit.file.collective_in_flight.has_value());
+  CHECK(*fit.file.collective_in_flight == doctest::Approx(1.1));
+  CHECK(round_trip(fit.file, local_cpu()).memory_collective_in_flight == doctest::Approx(1.1));
+  in.interference = {file(-1)};
+  CHECK_FALSE(fit_calibration(in, "t").file.collective_in_flight.has_value());
+}
+
+TEST_CASE("fit: the runtime's memory per other rank of the node, from runs at 1, 2 and 4 ranks per node (by hand)") {
+  // 7 MiB at one rank per node and 7 MiB more per other rank: 7, 14, 28 MiB
+  // at 1, 2, 4 ranks per node lie on runtime = 7 MiB + 7 MiB x (ranks - 1).
+  auto kernels = [](int rpn, double mib) {
+    KernelsFile f;
+    f.path = "k" + std::to_string(rpn) + ".json";
+    f.ranks = rpn;
+    f.ranks_per_node = rpn;
+    f.runtime_memory_bytes = mib * 1048576;
+    f.runtime_memory_what = "resident set size before any shape";
+    return f;
+  };
+  const double MiB = 1048576.0;
+  FitInputs in;
+  in.kernels = {kernels(2, 14)};
+  in.runtime_memory = {kernels(1, 7), kernels(4, 28)};
+  Calibration k = round_trip(fit_calibration(in, "t").file, local_cpu());
+  CHECK(k.runtime_memory_bytes == doctest::Approx(7 * MiB).epsilon(1e-5));
+  CHECK(k.runtime_memory_per_local_peer_bytes == doctest::Approx(7 * MiB).epsilon(1e-5));
+  // without the other counts: the measured runtime as it is, no per-peer term
+  in.runtime_memory.clear();
+  const CalibrationFit alone = fit_calibration(in, "t");
+  CHECK_FALSE(alone.file.runtime_per_local_peer_bytes.has_value());
+  CHECK(round_trip(alone.file, local_cpu()).runtime_memory_bytes == doctest::Approx(14 * MiB).epsilon(1e-5));
+  // points whose least-squares line would start below zero: 1, 10, 40 MiB at
+  // 1, 2, 4 ranks per node (x = 0, 1, 3) give slope 186/14 and intercept
+  // (51 - 4 x 186/14)/3 < 0; the line through the origin instead: slope
+  // sum(x y)/sum(x^2) = 130/10 = 13 MiB, runtime 0
+  in.kernels = {kernels(2, 10)};
+  in.runtime_memory = {kernels(1, 1), kernels(4, 40)};
+  k = round_trip(fit_calibration(in, "t").file, local_cpu());
+  CHECK(k.runtime_memory_bytes == 0);
+  CHECK(k.runtime_memory_per_local_peer_bytes == doctest::Approx(13 * MiB).epsilon(1e-5));
+}
+
+TEST_CASE("fit: compute terms from layer timings made by a known cost, and their round trip") {
+  // kan_forward rows timed exactly as fixed 4 us + flops / 20 GFLOP/s +
+  // bytes / 5 GB/s + 2 ns per basis evaluation (batch x in) + 0.5 ns per
+  // spline weight (in x out x (G + k)); every feature varies independently
+  // over the shapes, so the least-squares fit must give them back.
+  KernelsFile f;
+  f.path = "k.json";
+  int shape = 0;
+  for (double batch : {16.0, 64.0, 256.0})
+    for (double in : {4.0, 32.0})
+      for (double out : {8.0, 64.0})
+        for (double g : {3.0, 10.0}) {
+          KernelRecord r;
+          r.op = "kan_forward";
+          r.batch = batch, r.in = in, r.out = out, r.grid_size = g, r.spline_order = 3;
+          r.flops = 2 * batch * in * out * (g + 4) + 37 * shape;  // the FLOPs and bytes
+          r.bytes = 4 * (batch * (in + out) + in * out * (g + 3)) + 101 * (shape % 5);  // not collinear with the rest
+          r.time_median_s = 4e-6 + r.flops / 20e9 + r.bytes / 5e9 + 2e-9 * batch * in + 0.5e-9 * in * out * (g + 3);
+          r.time_cv = 0.01 * (1 + shape % 3);  // median 0.02
+          f.rows.push_back(r);
+          ++shape;
+        }
+  FitInputs inputs;
+  inputs.kernels = {f};
+  const CalibrationFit fit = fit_calibration(inputs, "t");
+  REQUIRE(fit.file.ops.size() == 1);
+  const OpCost& c = fit.file.ops[0].cost;
+  CHECK(c.fixed_s == doctest::Approx(4e-6).epsilon(1e-4));
+  CHECK(c.flop_rate == doctest::Approx(20e9).epsilon(1e-4));
+  CHECK(c.byte_rate == doctest::Approx(5e9).epsilon(1e-4));
+  CHECK(c.element_s == doctest::Approx(2e-9).epsilon(1e-4));
+  CHECK(c.weight_s == doctest::Approx(0.5e-9).epsilon(1e-4));
+  // jitter: the lognormal sigma with the median CV, sqrt(log(1 + 0.02^2))
+  CHECK(fit.file.jitter_sigma == doctest::Approx(std::sqrt(std::log(1 + 0.02 * 0.02))));
+  const Calibration k = round_trip(fit.file, local_cpu());
+  REQUIRE(k.ops.count("kan_forward") == 1);
+  const OpCost& back = k.ops.at("kan_forward");
+  CHECK_FALSE(back.roofline);  // combine: sum
+  CHECK(back.fixed_s == doctest::Approx(c.fixed_s).epsilon(1e-5));
+  CHECK(back.flop_rate == doctest::Approx(c.flop_rate).epsilon(1e-5));
+  CHECK(back.byte_rate == doctest::Approx(c.byte_rate).epsilon(1e-5));
+  CHECK(back.element_s == doctest::Approx(c.element_s).epsilon(1e-5));
+  CHECK(back.weight_s == doctest::Approx(c.weight_s).epsilon(1e-5));
+  CHECK(k.jitter_sigma == doctest::Approx(fit.file.jitter_sigma).epsilon(1e-5));
+  CHECK(k.source == "fitted");
+  CHECK(k.name == "t");
+}
