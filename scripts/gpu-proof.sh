@@ -1,0 +1,76 @@
+#!/bin/bash
+# The GPU proof, run on the device machine (one H200) in one call: build for
+# sm_90 only, the CUDA tests, the CUDA kernel microbenchmarks and the
+# single-GPU validation plan. Everything lands under $OUT (at most 8 files):
+#   machine.txt  build.log  cuda_tests.txt  kernels-cuda.json  kernels.txt
+#   validate.txt  single-gpu-report.md  single-gpu-results.json
+# Each step has its own time limit so that what finished comes back even
+# when a later step runs long. Prepare here with scripts/gpu-proof-deps.sh.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/gpu-proof-out}
+mkdir -p "$OUT"
+t0=$(date +%s)
+stage() { echo "== $(($(date +%s) - t0)) s: $*" | tee -a "$OUT/machine.txt"; }
+
+{
+  date -u +%Y-%m-%dT%H:%M:%SZ
+  uname -a
+  grep -m1 'model name' /proc/cpuinfo
+  nproc
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1
+  command -v nvcc || ls /usr/local/cuda/bin/nvcc
+  (nvcc --version || /usr/local/cuda/bin/nvcc --version) 2>&1 | tail -2
+  cmake --version | head -1
+  (g++ --version || c++ --version) 2>&1 | head -1
+  command -v mpirun || echo "no mpirun"
+} >"$OUT/machine.txt" 2>&1
+
+# 1. the Debian packages carried in .deps/, unpacked beside the system (not over it)
+deps=/tmp/ks-deps
+if ls .deps/*.deb >/dev/null 2>&1; then
+  mkdir -p "$deps"
+  for f in .deps/*.deb; do dpkg-deb -x "$f" "$deps" || dpkg -x "$f" "$deps"; done
+fi
+export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+# 2. NCCL: the toolkit's, or the one PyTorch's wheels bring (nvidia-nccl-*),
+# exposed as NCCL_HOME/{include,lib/libnccl.so}
+nccl=/tmp/ks-nccl
+header=$(ls /usr/local/cuda/include/nccl.h /usr/include/nccl.h 2>/dev/null | head -1)
+if [ -z "$header" ]; then
+  header=$(python3 -c 'import nvidia, os; print(" ".join(nvidia.__path__))' 2>/dev/null | xargs -r -n1 -I{} find {} -name nccl.h 2>/dev/null | head -1)
+fi
+if [ -n "$header" ]; then
+  libdir=$(dirname "$(dirname "$header")")/lib
+  lib=$(ls "$libdir"/libnccl.so* /usr/local/cuda/lib64/libnccl.so* /usr/lib/x86_64-linux-gnu/libnccl.so* 2>/dev/null | head -1)
+  mkdir -p "$nccl/include" "$nccl/lib"
+  ln -sf "$header" "$nccl/include/nccl.h"
+  [ -n "$lib" ] && ln -sf "$lib" "$nccl/lib/libnccl.so" && ln -sf "$lib" "$nccl/lib/$(basename "$lib")"
+  export LD_LIBRARY_PATH="$nccl/lib:$LD_LIBRARY_PATH"
+  echo "NCCL: $header, ${lib:-no library}" >>"$OUT/machine.txt"
+else
+  echo "NCCL: not found (the NCCL backend will be off)" >>"$OUT/machine.txt"
+fi
+
+# 3. build: sm_90 only, the executable, the CUDA plugin and the CUDA tests
+stage "configure"
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$deps/usr" \
+  -DNCCL_HOME="$nccl" >"$OUT/build.log" 2>&1 || { stage "configure failed"; exit 1; }
+stage "build"
+timeout 240 cmake --build build-gpu -j"$(nproc)" --target kanscale kanscale_cuda cuda_tests >>"$OUT/build.log" 2>&1 ||
+  { stage "build failed"; tail -50 "$OUT/build.log"; exit 1; }
+stage "cuda_tests"
+timeout 60 build-gpu/tests/cuda_tests >"$OUT/cuda_tests.txt" 2>&1
+echo "exit $?" >>"$OUT/cuda_tests.txt"
+stage "measure kernels --backend cuda"
+timeout 60 build-gpu/cli/kanscale measure kernels --backend cuda --plan configs/measure/gpu-default.yaml \
+  --json "$OUT/kernels-cuda.json" >"$OUT/kernels.txt" 2>&1
+echo "exit $?" >>"$OUT/kernels.txt"
+stage "validate single-gpu"
+timeout 200 build-gpu/cli/kanscale validate validation/plans/single-gpu.yaml --out /tmp/single-gpu >"$OUT/validate.txt" 2>&1
+echo "exit $?" >>"$OUT/validate.txt"
+cp /tmp/single-gpu/report.md "$OUT/single-gpu-report.md" 2>/dev/null
+cp /tmp/single-gpu/results.json "$OUT/single-gpu-results.json" 2>/dev/null
+stage "done"
+tail -n 3 "$OUT/cuda_tests.txt" "$OUT/kernels.txt" "$OUT/validate.txt"
