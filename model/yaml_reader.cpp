@@ -117,6 +117,11 @@ bool YamlMap::has(const std::string& key) {
   return node_[key].IsDefined();
 }
 
+bool YamlMap::has_map(const std::string& key) {
+  known_.insert(key);
+  return node_[key].IsDefined() && node_[key].IsMap();
+}
+
 std::string YamlMap::scalar_of(const YAML::Node& n, const std::string& key, const char* expected) const {
   if (!n.IsScalar()) fail_at(n.Mark(), key, std::string("wrong type: expected ") + expected);
   // Names and paths end up in messages, reports and job scripts: a newline
@@ -269,6 +274,52 @@ std::vector<std::int64_t> YamlMap::integer_list(const std::string& key, std::int
     if (!e.IsScalar()) fail_at(e.Mark(), k, "wrong type: expected an integer");
     out.push_back(checked_int(e.Scalar(), quoted(e), min_value, max_value,
                               [&](const std::string& what) { fail_at(e.Mark(), k, what); }));
+  }
+  return out;
+}
+
+std::vector<std::vector<std::int64_t>> YamlMap::integer_lists(const std::string& key, std::int64_t min_value,
+                                                             std::size_t min_length, std::int64_t max_value) {
+  YAML::Node n = required(key);
+  if (!n.IsSequence() || n.size() == 0)
+    fail_at(n.Mark(), key, "wrong type: expected a non-empty list of integer lists such as [[16, 32, 1]]");
+  std::vector<std::vector<std::int64_t>> out;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const YAML::Node l = n[i];
+    const std::string k = key + "[" + std::to_string(i) + "]";
+    if (!l.IsSequence()) fail_at(l.Mark(), k, "wrong type: expected a list of integers such as [16, 32, 1]");
+    if (l.size() < min_length)
+      fail_at(l.Mark(), k, "expected at least " + std::to_string(min_length) + " entries, got " + std::to_string(l.size()));
+    std::vector<std::int64_t> row;
+    for (std::size_t j = 0; j < l.size(); ++j) {
+      const YAML::Node e = l[j];
+      const std::string kj = k + "[" + std::to_string(j) + "]";
+      if (!e.IsScalar()) fail_at(e.Mark(), kj, "wrong type: expected an integer");
+      row.push_back(checked_int(e.Scalar(), quoted(e), min_value, max_value, [&](const std::string& what) { fail_at(e.Mark(), kj, what); }));
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+std::vector<double> YamlMap::quantity_list(const std::string& key, Quantity q, Bound bound) {
+  YAML::Node n = required(key);
+  if (!n.IsSequence() || n.size() == 0)
+    fail_at(n.Mark(), key, std::string("wrong type: expected a non-empty list, each ") + quantity_name(q) + " such as " + quantity_example(q));
+  std::vector<double> out;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const YAML::Node e = n[i];
+    const std::string k = key + "[" + std::to_string(i) + "]";
+    const std::string s = scalar_of(e, k, quantity_name(q));
+    double v = 0;
+    try {
+      v = parse_quantity(s, q);
+    } catch (const UnitError& err) {
+      fail_at(e.Mark(), k, err.what());
+    }
+    if (bound == Bound::positive && !(v > 0)) fail_at(e.Mark(), k, "must be greater than zero, got \"" + s + "\"");
+    if (bound == Bound::non_negative && v < 0) fail_at(e.Mark(), k, "must not be negative, got \"" + s + "\"");
+    out.push_back(v);
   }
   return out;
 }

@@ -46,6 +46,7 @@ class YamlMap {
   static YamlMap load_string(const std::string& text, const std::string& name);
 
   bool has(const std::string& key);  // registers the key as known
+  bool has_map(const std::string& key);  // present and a map (registers the key)
   // Accepts the key with any value (informational entries such as fit quality).
   void ignore(const std::string& key) { known_.insert(key); }
 
@@ -70,6 +71,12 @@ class YamlMap {
 
   std::vector<std::int64_t> integer_list(const std::string& key, std::int64_t min_value, std::size_t min_length,
                                          std::int64_t max_value = kIntMax);
+  // A non-empty list of integer lists, each of at least `min_length`
+  // entries (e.g. KAN widths [[16, 32, 1], [8, 8, 1]]).
+  std::vector<std::vector<std::int64_t>> integer_lists(const std::string& key, std::int64_t min_value, std::size_t min_length,
+                                                       std::int64_t max_value = kIntMax);
+  // A non-empty list of quantities with units (e.g. ["1MiB", "64KiB"]).
+  std::vector<double> quantity_list(const std::string& key, Quantity q, Bound bound);
   std::vector<std::string> choice_list(const std::string& key, const std::vector<std::string>& choices);
   std::optional<std::vector<double>> number_list_opt(const std::string& key, Bound bound);
   // A non-empty list of strings.

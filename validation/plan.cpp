@@ -1,0 +1,199 @@
+#include "plan.hpp"
+
+#include <algorithm>
+#include <fstream>
+
+#include "model/kan_model.hpp"
+#include "model/units.hpp"
+#include "model/yaml_reader.hpp"
+
+namespace ks {
+
+std::string ValidationCase::label() const {
+  std::string w;
+  for (auto x : widths) w += (w.empty() ? "" : "-") + std::to_string(x);
+  return "np" + std::to_string(ranks) + " [" + w + "] G" + std::to_string(grid_size) + " b" + std::to_string(batch) +
+         " cap " + format_bytes(bucket_cap_bytes) + (transport.empty() ? "" : " " + transport) +
+         (oversubscribed ? " (oversubscribed)" : "");
+}
+
+// The MPI transports a plan can name, as Open MPI MCA settings.
+//  shm:      shared memory between the ranks of a node (the vader BTL);
+//  tcp:      TCP over the loopback interface;
+//  tcp-slow: TCP with 16 KiB socket buffers, which caps the loopback's
+//            all-reduce bandwidth near 0.7 GB/s (measured here: a 1 MiB
+//            all-reduce 1.4 ms against 0.3 ms on plain tcp), a network
+//            slower than the cores, as between nodes, where communication
+//            dominates. The microbenchmarks that calibrate it run with the
+//            same settings.
+std::vector<std::pair<std::string, std::string>> transport_mca(const std::string& t) {
+  if (t == "shm") return {{"btl", "self,vader"}};
+  if (t == "tcp") return {{"btl", "self,tcp"}};
+  if (t == "tcp-slow") return {{"btl", "self,tcp"}, {"btl_tcp_sndbuf", "16384"}, {"btl_tcp_rcvbuf", "16384"}};
+  return {};
+}
+
+namespace {
+bool known_transport(const std::string& t) { return !transport_mca(t).empty(); }
+
+void must_exist(YamlMap& m, const std::string& key, const std::string& file) {
+  if (!std::ifstream(file)) m.fail(key, "file \"" + file + "\" does not exist");
+}
+
+// KAN widths lists, each a model kanscale can build.
+std::vector<std::vector<std::int64_t>> widths_lists(YamlMap& m, const std::string& key) {
+  // the trainer keeps widths in ints
+  auto ws = m.integer_lists(key, 1, 2);
+  for (const auto& w : ws)
+    if (const std::string why = kan_size_problem(KanShape{w, 5, 3}); !why.empty()) m.fail(key, why);
+  return ws;
+}
+}  // namespace
+
+ValidationPlan load_validation_plan(const std::string& path) {
+  YamlMap m = YamlMap::load_file(path);
+  ValidationPlan p;
+  p.file = path;
+  p.name = m.string("name");
+  p.cluster_file = m.string("cluster");
+  must_exist(m, "cluster", p.cluster_file);
+  p.backend = m.choice_opt("backend", {"cpu", "cuda"}).value_or("cpu");
+  p.launcher = m.choice_opt("launcher", {"mpirun", "srun"}).value_or("mpirun");
+  p.gpus_per_node = static_cast<int>(m.integer_opt("gpus_per_node", 1).value_or(0));
+  p.steps = static_cast<int>(m.integer_opt("steps", 3).value_or(30));
+  // every round runs every case: a thousand is already weeks of running
+  p.rounds = static_cast<int>(m.integer_opt("rounds", 1, 1000).value_or(3));
+  p.spline_order = static_cast<int>(m.integer_opt("spline_order", 1).value_or(3));
+  // calibration: a file, "datasheet", or {measure: {...}} within the rounds
+  if (!m.has("calibration")) m.fail("calibration", "missing required key (a calibration file, datasheet, or {measure: ...})");
+  if (m.has_map("calibration")) {
+    YamlMap c = m.map("calibration");
+    YamlMap ms = c.map("measure");
+    p.measure.enabled = true;
+    p.measure.ranks = static_cast<int>(ms.integer("ranks", 1));
+    p.measure.kernels_plan = ms.string("kernels");
+    must_exist(ms, "kernels", p.measure.kernels_plan);
+    p.measure.allreduce = ms.string_opt("allreduce").value_or(p.measure.allreduce);
+    if (ms.has("broadcast")) {
+      p.measure.broadcast = ms.string("broadcast");
+      if (p.measure.broadcast.find_first_not_of(" \t") == std::string::npos)
+        ms.fail("broadcast", "expected sweep options such as \"-b 8 -e 1M -f 2 -n 50 -w 10\"");
+      if (p.measure.ranks < 2) ms.fail("broadcast", "a broadcast sweep needs ranks of 2 or more");
+    }
+    p.measure.interference_bytes = ms.string_opt("interference").value_or("");
+    if (!p.measure.interference_bytes.empty()) {
+      try {
+        if (!(parse_size_bytes(p.measure.interference_bytes) > 0)) throw UnitError("must be greater than zero");
+      } catch (const UnitError& e) {
+        ms.fail("interference", e.what());
+      }
+    }
+    if (ms.has("transports")) {
+      for (const auto& t : ms.string_list("transports")) {
+        if (!known_transport(t)) ms.fail("transports", "expected shm, tcp or tcp-slow, got \"" + t + "\"");
+        p.measure.transports.push_back(t);
+      }
+    }
+    if (p.measure.transports.empty()) p.measure.transports.push_back("");
+    ms.finish();
+    c.finish();
+  } else {
+    const std::string cal = m.string("calibration");
+    if (cal == "datasheet") {
+      p.datasheet = true;
+    } else {
+      p.calibration_file = cal;
+      must_exist(m, "calibration", cal);
+    }
+  }
+  if (auto b = m.map_opt("bound")) {
+    if (b->has("noise_factor")) {
+      p.noise_factor = b->number("noise_factor", Bound::positive);
+      p.noise_floor_pct = b->number_opt("floor_pct", Bound::non_negative).value_or(0.0);
+      p.exposed_floor_pct = b->number_opt("exposed_floor_pct", Bound::non_negative).value_or(0.0);
+    } else {
+      p.bound_mean_pct = b->number("mean_abs_pct", Bound::positive);
+      p.bound_max_pct = b->number("max_abs_pct", Bound::positive);
+    }
+    b->finish();
+  }
+  if (auto pub = m.map_opt("published")) {
+    p.published.enabled = true;
+    p.published.workload = pub->string("workload");
+    must_exist(*pub, "workload", p.published.workload);
+    if (pub->has("gpus")) {
+      p.published.gpus.clear();
+      for (auto g : pub->integer_list("gpus", 1, 2)) p.published.gpus.push_back(static_cast<int>(g));
+    }
+    p.published.speedup = pub->number("speedup", Bound::positive);
+    p.published.efficiency = pub->number("efficiency_pct", Bound::positive);
+    const auto ov = pub->number_list_opt("overhead_pct", Bound::non_negative);
+    if (!ov || ov->size() != 2) pub->fail("overhead_pct", "expected [lowest, highest] in percent");
+    p.published.overhead_min_pct = (*ov)[0];
+    p.published.overhead_max_pct = (*ov)[1];
+    if (pub->has("model_widths")) p.published.model_widths = widths_lists(*pub, "model_widths");
+    p.published.source = pub->string("source");
+    pub->finish();
+  }
+  if (m.has("cases")) {
+    YamlMap c = m.map("cases");
+    const auto ranks = c.integer_list("ranks", 1, 1);
+    std::vector<std::int64_t> over;
+    if (c.has("oversubscribed_ranks")) over = c.integer_list("oversubscribed_ranks", 1, 1);
+    const auto grids = c.integer_list("grid_sizes", 1, 1);
+    const auto batches = c.integer_list("batch_per_gpu", 1, 1);
+    std::vector<std::string> transports = {""};
+    if (c.has("transports")) {
+      transports = c.string_list("transports");
+      for (const auto& t : transports)
+        if (!known_transport(t)) c.fail("transports", "expected shm, tcp or tcp-slow, got \"" + t + "\"");
+    }
+    const auto widths = widths_lists(c, "widths");
+    const std::vector<double> caps = c.quantity_list("bucket_caps", Quantity::size, Bound::positive);
+    c.finish();
+    auto add_all = [&](const std::vector<std::int64_t>& rs, bool oversub) {
+      // oversubscribed ranks (reported, not judged) run on the first transport only
+      const std::vector<std::string> ts = oversub ? std::vector<std::string>{transports.front()} : transports;
+      for (const auto& t : ts)
+        for (auto r : rs)
+          for (const auto& w : widths)
+            for (auto g : grids)
+              for (auto b : batches)
+                for (double cap : caps) {
+                  ValidationCase vc;
+                  vc.ranks = static_cast<int>(r);
+                  vc.widths = w;
+                  vc.grid_size = static_cast<int>(g);
+                  vc.batch = b;
+                  vc.bucket_cap_bytes = cap;
+                  vc.transport = r > 1 ? t : "";
+                  vc.oversubscribed = oversub;
+                  // One-rank cases do not communicate: one per transport list,
+                  // and one per bucket-cap list (the cap only regroups the
+                  // same gradient copies; it is the speedups' baseline).
+                  if (r == 1) vc.bucket_cap_bytes = caps.front();
+                  bool dup = false;
+                  for (const auto& e : p.cases)
+                    dup = dup || (e.ranks == vc.ranks && e.widths == vc.widths && e.grid_size == vc.grid_size &&
+                                  e.batch == vc.batch && e.bucket_cap_bytes == vc.bucket_cap_bytes &&
+                                  e.transport == vc.transport && e.oversubscribed == vc.oversubscribed);
+                  if (!dup) p.cases.push_back(vc);
+                }
+    };
+    add_all(ranks, false);
+    add_all(over, true);
+    if (p.measure.enabled) {
+      for (const auto& vc : p.cases) {
+        if (vc.ranks < 2) continue;
+        if (std::find(p.measure.transports.begin(), p.measure.transports.end(), vc.transport) == p.measure.transports.end())
+          m.fail("calibration", "the cases use transport \"" + vc.transport + "\", which calibration.measure.transports does not measure");
+      }
+    }
+  } else if (!p.published.enabled) {
+    m.fail("cases", "missing required key (or a published: section)");
+  }
+  m.finish();
+  return p;
+}
+
+}  // namespace ks

@@ -1,0 +1,79 @@
+#pragma once
+// A validation plan (validation/plans/*.yaml): the cluster, the calibration
+// (a file, the datasheet, or microbenchmarks measured within the rounds),
+// the cases as the product of their lists, the bound, and the published
+// figures to compare with.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ks {
+
+struct ValidationCase {
+  int ranks = 1;
+  std::vector<std::int64_t> widths;
+  int grid_size = 5;
+  std::int64_t batch = 256;
+  double bucket_cap_bytes = 25.0 * 1048576;
+  std::string transport;        // "" (the launcher's default) or an MPI transport: shm, tcp, tcp-slow (validate.cpp: transport_mca)
+  bool oversubscribed = false;  // more ranks than cores: reported apart
+  std::string label() const;
+};
+
+// Microbenchmarks that calibrate the plan, run in every round before its
+// live cases (kanscale measure kernels / allreduce, bench interference).
+struct MeasureSpec {
+  bool enabled = false;
+  int ranks = 1;                   // ranks that time at once (the concurrency)
+  std::string kernels_plan;        // configs/measure/*.yaml
+  std::string allreduce = "-b 8 -e 64M -f 2 -n 20 -w 5";  // nccl-tests' letters (ranks > 1 only)
+  std::string broadcast;           // the same for a broadcast sweep ("" : not measured)
+  std::string interference_bytes;  // "" : not measured
+  std::vector<std::string> transports;  // one all-reduce sweep per transport ("" : the default)
+};
+
+// The study's published figures, compared with datasheet-calibrated
+// predictions (shared/reference/ddp-nccl-hardware.md).
+struct PublishedSpec {
+  bool enabled = false;
+  std::string workload;                 // the strong-scaling workload
+  std::vector<int> gpus = {1, 2, 4, 8};
+  double speedup = 0, efficiency = 0;   // at the largest GPU count
+  double overhead_min_pct = 0, overhead_max_pct = 0;
+  std::vector<std::vector<std::int64_t>> model_widths;  // model-size scaling
+  std::string source;
+};
+
+struct ValidationPlan {
+  std::string name, file;
+  std::string cluster_file;
+  std::string calibration_file;  // a fitted file; empty with measure or datasheet
+  bool datasheet = false;        // calibration: datasheet
+  MeasureSpec measure;
+  std::string backend = "cpu";       // cpu | cuda
+  std::string launcher = "mpirun";   // how --emit's scripts start ranks: mpirun | srun
+  int gpus_per_node = 0;             // for srun scripts (0: the cluster's)
+  int steps = 30, rounds = 3, spline_order = 3;
+  double bound_mean_pct = 5, bound_max_pct = 10;
+  // A bound derived from the noise instead (bound: {noise_factor: F, floor_pct: P}):
+  // every case's error must stay within max(P, F x the mean noise floor).
+  double noise_factor = 0, noise_floor_pct = 0;
+  // ...and each multi-rank case's exposed communication within
+  // max(exposed_floor_pct, noise_factor x its rounds' spread), both as a
+  // share of the iteration (0: not judged). Exposed, not total: on a CPU the
+  // total depends on when MPI gets to progress, the exposed part much less.
+  double exposed_floor_pct = 0;
+  std::vector<ValidationCase> cases;
+  PublishedSpec published;
+};
+
+// Reads validation/plans/*.yaml; a missing file, an unknown backend or zero
+// ranks is an InputError naming file, line and key, before anything runs.
+ValidationPlan load_validation_plan(const std::string& path);
+
+// The MPI transports a plan can name (shm, tcp, tcp-slow) as Open MPI MCA
+// settings; empty for any other name.
+std::vector<std::pair<std::string, std::string>> transport_mca(const std::string& transport);
+
+}  // namespace ks

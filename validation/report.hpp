@@ -1,0 +1,43 @@
+#pragma once
+// The validation report's plots, drawn as SVG: predicted against measured
+// iteration times, the error per case, and one iteration's timeline live
+// and simulated side by side.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "compare.hpp"
+#include "sim/study.hpp"
+
+namespace ks {
+
+std::string svg_scatter(const std::vector<CaseResult>& results);
+std::string svg_errors(const std::vector<CaseResult>& results);
+
+// One slice of a timeline: an op or a collective on a track.
+struct Slice {
+  std::string name, cat;
+  int track;
+  double t0, t1;
+};
+// One iteration of rank 0 from the live trace (the last steady one) and
+// from the replay, on one time axis each starting at 0.
+std::string svg_timelines(const std::vector<Slice>& sim, const std::vector<Slice>& live, const std::string& title);
+std::vector<Slice> live_iteration(const nlohmann::json& trace, int steps);
+std::vector<Slice> simulated_iteration(const ScalingPoint& point);
+
+// What the comparison of a plan's cases came to.
+struct ValidationOutcome {
+  std::vector<CaseResult> results;
+  std::vector<MetricSummary> summary;
+  bool ok = false;  // the plan's bound held
+  std::string why;  // where it did not
+  std::size_t shown = 0;  // the case whose timelines are drawn
+  std::vector<Slice> sim_slices;  // its simulated iteration
+};
+// Writes report.md, results.json and the plots into out_dir (dir: the run
+// directory, for the live trace) and prints the summary; returns ok.
+bool write_validation_report(const ValidationPlan& plan, const std::string& dir, const std::string& out_dir, const std::string& cmdline,
+                             const ValidationOutcome& outcome);
+
+}  // namespace ks

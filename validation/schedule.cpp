@@ -1,0 +1,357 @@
+#include "schedule.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "kanscale/build_info.hpp"
+#include "measure/sweep_options.hpp"
+#include "model/calibration_fit.hpp"
+#include "model/output_files.hpp"
+#include "model/yaml_reader.hpp"
+#include "validation/process.hpp"
+
+namespace ks {
+
+namespace {
+std::string transport_tag(const std::string& t) { return t.empty() ? "default" : t; }
+std::string kernels_file(int round) { return "results/kernels-r" + std::to_string(round) + ".json"; }
+std::string allreduce_file(const std::string& t, int round) {
+  return "results/allreduce-" + transport_tag(t) + "-r" + std::to_string(round) + ".json";
+}
+std::string broadcast_file(const std::string& t, int round) {
+  return "results/broadcast-" + transport_tag(t) + "-r" + std::to_string(round) + ".json";
+}
+std::string runtime_file(int round) { return "results/runtime-1rank-r" + std::to_string(round) + ".json"; }
+std::string interference_file(int round) { return "results/interference-r" + std::to_string(round) + ".json"; }
+}  // namespace
+
+std::string live_file(std::size_t c, int round) { return "results/live-c" + std::to_string(c) + "-r" + std::to_string(round) + ".json"; }
+std::string trace_file(std::size_t c) { return "results/trace-c" + std::to_string(c) + ".json"; }
+std::string calibration_out(const std::string& t) { return "results/calibration-" + transport_tag(t) + ".yaml"; }
+
+// The case whose live and simulated timelines the report shows side by
+// side: the judged multi-rank case with the most communication per sample.
+std::size_t timeline_case(const ValidationPlan& p) {
+  std::size_t best = 0;
+  double best_ratio = -1;
+  for (std::size_t i = 0; i < p.cases.size(); ++i) {
+    const auto& c = p.cases[i];
+    if (c.oversubscribed) continue;
+    double params = 0;
+    for (std::size_t l = 0; l + 1 < c.widths.size(); ++l) params += static_cast<double>(c.widths[l] * c.widths[l + 1]);
+    const double ratio = (c.ranks > 1 ? 1e6 : 0) + params * (c.grid_size + p.spline_order) / static_cast<double>(c.batch);
+    if (ratio > best_ratio) {
+      best_ratio = ratio;
+      best = i;
+    }
+  }
+  return best;
+}
+
+namespace {
+// A sweep job's arguments: the plan's options as words (never through a
+// shell), then what the schedule sets.
+std::vector<std::string> sweep_args(const std::string& op, const std::string& options, const std::string& backend,
+                                    const std::string& json) {
+  std::vector<std::string> args = {"measure", op};
+  for (auto& w : split_words(options)) args.push_back(w);
+  args.insert(args.end(), {"--backend", backend == "cuda" ? "nccl" : "mpi", "--json", json});
+  return args;
+}
+}  // namespace
+
+std::vector<std::vector<Job>> make_schedule(const ValidationPlan& p) {
+  std::vector<std::vector<Job>> rounds(static_cast<std::size_t>(p.rounds));
+  const std::size_t shown = timeline_case(p);
+  for (int r = 0; r < p.rounds; ++r) {
+    auto& jobs = rounds[static_cast<std::size_t>(r)];
+    if (p.measure.enabled) {
+      const int n = p.measure.ranks;
+      jobs.push_back({"kernels", n, "", false,
+                      {"measure", "kernels", "--plan", "measure-plan.yaml", "--backend", p.backend, "--json", kernels_file(r)},
+                      kernels_file(r)});
+      if (n > 1) {
+        // the runtime's own memory at one rank per node (the kernels above
+        // give it at n): one shape, only its runtime memory is used
+        jobs.push_back({"runtime memory, 1 rank", 1, "", false,
+                        {"measure", "kernels", "--plan", "measure-plan.yaml", "--max-shapes", "1", "--backend", p.backend, "--json",
+                         runtime_file(r)},
+                        runtime_file(r)});
+        for (const auto& t : p.measure.transports) {
+          jobs.push_back({"all-reduce sweep " + transport_tag(t), n, t, false,
+                          sweep_args("allreduce", p.measure.allreduce, p.backend, allreduce_file(t, r)), allreduce_file(t, r)});
+          // DDP broadcasts the module's buffers every iteration: its own sweep
+          if (!p.measure.broadcast.empty())
+            jobs.push_back({"broadcast sweep " + transport_tag(t), n, t, false,
+                            sweep_args("broadcast", p.measure.broadcast, p.backend, broadcast_file(t, r)), broadcast_file(t, r)});
+        }
+        if (!p.measure.interference_bytes.empty() && p.backend == "cpu")
+          jobs.push_back({"interference", n, "", false,
+                          {"bench", "interference", "--workload", "interference-workload.yaml", "--bytes", p.measure.interference_bytes,
+                           "--json", interference_file(r)},
+                          interference_file(r)});
+      }
+    }
+    for (std::size_t c = 0; c < p.cases.size(); ++c) {
+      const auto& vc = p.cases[c];
+      std::vector<std::string> args = {"train", "--quiet", "--backend", p.backend, "--workload", "cases/case" + std::to_string(c) + ".yaml",
+                                       "--steps", std::to_string(p.steps), "--json", live_file(c, r)};
+      if (r == 0 && c == shown) args.insert(args.end(), {"--trace", trace_file(c)});
+      jobs.push_back({vc.label(), vc.ranks, vc.transport, vc.oversubscribed, args, live_file(c, r)});
+    }
+  }
+  return rounds;
+}
+
+namespace {
+std::string case_workload(const ValidationCase& c, const ValidationPlan& p, int index) {
+  std::ostringstream w;
+  w << "# " << c.label() << " (written by kanscale validate from " << p.file << ")\n"
+    << "name: case" << index << "\nkan:\n  widths: [";
+  for (std::size_t i = 0; i < c.widths.size(); ++i) w << (i ? ", " : "") << c.widths[i];
+  w << "]\n  grid_size: " << c.grid_size << "\n  spline_order: " << p.spline_order << "\ntask: teacher\nbatch_per_gpu: " << c.batch
+    << "\ndataset_size: " << c.batch * c.ranks * (p.steps + 2) << "\nseed: 11\nimplementation: kanscale\nddp:\n  bucket_cap: \""
+    << static_cast<long long>(c.bucket_cap_bytes) << "B\"\n  first_bucket: \""
+    << static_cast<long long>(std::min(c.bucket_cap_bytes, 1048576.0)) << "B\"\n";
+  return w.str();
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+void prepare_dir(const ValidationPlan& p, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir + "/cases", ec);
+  std::filesystem::create_directories(dir + "/results", ec);
+  if (ec) throw std::runtime_error(dir + ": cannot create directory: " + ec.message());
+  std::vector<std::pair<std::string, std::string>> files;
+  for (std::size_t i = 0; i < p.cases.size(); ++i)
+    files.emplace_back(dir + "/cases/case" + std::to_string(i) + ".yaml", case_workload(p.cases[i], p, static_cast<int>(i)));
+  if (p.measure.enabled) {
+    files.emplace_back(dir + "/measure-plan.yaml", slurp(p.measure.kernels_plan));
+    files.emplace_back(dir + "/interference-workload.yaml", slurp("configs/workloads/default.yaml"));
+  }
+  write_files_atomic(files);
+}
+
+namespace {
+// Open MPI refuses to run as root without these (CI and containers run as root).
+const std::vector<std::string> kRootEnv = {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"};
+
+// How a job's ranks start here (mpirun, oversubscribed when asked) or in an
+// emitted script: the words before the executable. One rank starts under
+// mpirun too, as under srun, so that every job has MPI started (its memory
+// is the runtime's).
+std::vector<std::string> launch_local(const Job& j) {
+  if (j.ranks <= 1 && j.transport.empty() && !build::have_mpi) return {};  // a build without MPI runs one rank alone
+  std::vector<std::string> w = {"mpirun", "-np", std::to_string(j.ranks), "--oversubscribe"};
+  for (const auto& [key, value] : transport_mca(j.transport)) w.insert(w.end(), {"--mca", key, value});
+  return w;
+}
+
+// The same as a line of a script (the environment first).
+std::string launch_local_line(const Job& j) {
+  const auto w = launch_local(j);
+  return w.empty() ? "" : shell_words(kRootEnv) + " " + shell_words(w) + " ";
+}
+
+std::string launch_srun(const Job& j, int per_node, bool gpus) {
+  std::vector<std::string> env;
+  for (const auto& [key, value] : transport_mca(j.transport)) env.push_back("OMPI_MCA_" + key + "=" + value);
+  // oversubscribed: every rank on one node, more tasks than its CPUs
+  const int nodes = j.oversubscribed ? 1 : (j.ranks + per_node - 1) / per_node;
+  const int on_node = j.oversubscribed ? j.ranks : std::min(j.ranks, per_node);
+  std::vector<std::string> w = {"srun", "--nodes=" + std::to_string(nodes), "--ntasks=" + std::to_string(j.ranks),
+                                "--ntasks-per-node=" + std::to_string(on_node)};
+  if (j.oversubscribed) w.push_back("--overcommit");
+  if (gpus) w.push_back("--gpus-per-task=1");
+  return (env.empty() ? "" : shell_words(env) + " ") + shell_words(w) + " ";
+}
+
+// Runs kanscale (or anything) in the run directory with its output in `log`
+// (relative to dir); a non-zero exit is an error quoting the log's tail.
+void run_in(const std::vector<std::string>& argv, const std::string& dir, const std::string& log, const std::string& what) {
+  const int status = run_process({argv, dir, log, kRootEnv});
+  if (status != 0) {
+    std::string tail = slurp(dir + "/" + log);
+    if (tail.size() > 600) tail = "..." + tail.substr(tail.size() - 600);
+    throw std::runtime_error(what + ": the run failed (" + shell_words(argv) + "), exit status " + std::to_string(status) + ":\n" + tail);
+  }
+}
+
+}  // namespace
+
+void run_job(const Job& j, const std::string& dir, const std::string& exe) {
+  std::vector<std::string> argv = launch_local(j);
+  argv.push_back(exe);
+  argv.insert(argv.end(), j.args.begin(), j.args.end());
+  run_in(argv, dir, "results/last-job.log", j.what);
+}
+
+
+void check_sweep_options(const ValidationPlan& p) {
+  if (!p.measure.enabled || p.measure.ranks < 2) return;
+  for (const std::string op : {"allreduce", "broadcast"}) {
+    const std::string& text = op == "allreduce" ? p.measure.allreduce : p.measure.broadcast;
+    if (op == "broadcast" && text.empty()) continue;
+    // the job's own arguments, through measure's own parser
+    const auto args = sweep_args(op, text, p.backend, "x.json");
+    try {
+      for (const auto& w : split_words(text)) {
+        const std::string name = w.substr(0, w.find('='));
+        for (const char* own : {"--json", "--csv", "--resume", "--backend", "--check-options", "--max-points", "--help", "-h"})
+          if (name == own) throw InputError(name + " is set by the schedule, not by the plan");
+      }
+      const ParsedSweep parsed = parse_sweep_options(op, {args.begin() + 2, args.end()});
+      if (parsed.help) throw InputError("the options print help instead of measuring");
+      if (parsed.check_only) throw InputError("--check-options: the sweep would not measure");
+    } catch (const InputError& e) {
+      throw InputError(p.file + ": key 'calibration.measure." + op + "': \"" + text + "\": " + e.what());
+    }
+  }
+}
+
+// Slurm reads #SBATCH lines itself, not through a shell: the plan's name
+// keeps its letters, digits, '.', '_' and '-'; anything else becomes '_'.
+namespace {
+std::string slurm_job_name(const std::string& name) {
+  std::string s = "kanscale-validate-";
+  for (unsigned char ch : name) s += std::isalnum(ch) || ch == '.' || ch == '_' || ch == '-' ? static_cast<char>(ch) : '_';
+  return s;
+}
+
+}  // namespace
+
+void emit_validation(const ValidationPlan& p, const std::string& dir, const std::string& exe) {
+  for (const auto* text : {&p.file, &dir, &exe})
+    for (unsigned char ch : *text)
+      if (ch < 0x20 || ch == 0x7f) throw InputError("validate --emit: the plan's path, the directory or the executable's path holds a control character; "
+                         "it cannot go into a job script");
+  prepare_dir(p, dir);
+  const auto rounds = make_schedule(p);
+  const Cluster cluster = load_cluster(p.cluster_file);
+  const int per_node = p.gpus_per_node > 0 ? p.gpus_per_node : cluster.gpus_per_node;
+  int max_ranks = 1;
+  for (const auto& r : rounds)
+    for (const auto& j : r) max_ranks = std::max(max_ranks, j.ranks);
+  std::ostringstream sh, sb;
+  const std::string about =
+      "# Written by kanscale validate --emit from " + p.file + " (kanscale " + build::version + ", " + build::git_hash + ").\n"
+      "# Rounds of microbenchmarks and live runs, interleaved; every job leaves a file in results/.\n"
+      "# Afterwards: kanscale validate " + p.file + " --collect <this directory> --out <report directory>\n"
+      "set -euo pipefail\n";
+  // the executable's path is data to the shell: quoted, never expanded
+  const std::string tail = "KANSCALE_BUILT=" + shell_quote(exe) + "\nKANSCALE=\"${KANSCALE:-$KANSCALE_BUILT}\"\n";
+  // Slurm runs a copy of the batch script from its spool directory: it goes
+  // to the directory written here (KANSCALE_RUN_DIR if the files moved)
+  std::string abs_dir = dir;
+  {
+    char buf[4096];
+    if (dir.empty() || dir[0] != '/') {
+      if (getcwd(buf, sizeof buf)) abs_dir = std::string(buf) + "/" + dir;
+    }
+  }
+  const std::string head = about + "cd \"$(dirname \"$0\")\"\n" + tail;
+  const std::string head_slurm = about + "RUN_DIR=" + shell_quote(abs_dir) + "\ncd \"${KANSCALE_RUN_DIR:-$RUN_DIR}\"\n" + tail;
+  sh << "#!/usr/bin/env bash\n" << head;
+  sb << "#!/usr/bin/env bash\n#SBATCH --job-name=" << slurm_job_name(p.name) << "\n#SBATCH --nodes="
+     << (max_ranks + per_node - 1) / per_node << "\n#SBATCH --ntasks-per-node=" << per_node << "\n";
+  if (p.backend == "cuda") sb << "#SBATCH --gres=gpu:" << per_node << "\n";
+  sb << "#SBATCH --time=02:00:00\n" << head_slurm;
+  for (std::size_t r = 0; r < rounds.size(); ++r) {
+    sh << "\n# round " << r + 1 << "\n";
+    sb << "\n# round " << r + 1 << "\n";
+    for (const auto& j : rounds[r]) {
+      sh << "echo " << shell_quote(j.what) << "\n" << launch_local_line(j) << "\"$KANSCALE\" " << shell_words(j.args) << "\n";
+      sb << "echo " << shell_quote(j.what) << "\n" << launch_srun(j, per_node, p.backend == "cuda") << "\"$KANSCALE\" " << shell_words(j.args)
+         << "\n";
+    }
+  }
+  std::ostringstream readme;
+  readme << "kanscale validate: " << p.name << " (" << p.file << ")\n\n"
+         << "run-mpirun.sh     runs every round here, with mpirun (as on a workstation or inside an allocation)\n"
+         << "run-slurm.sbatch  the same as a Slurm batch job (srun per job; " << per_node << " ranks per node)\n"
+         << "cases/            the live cases' workloads\n"
+         << "results/          where every job writes its JSON\n\n"
+         << "Then: kanscale validate " << p.file << " --collect " << dir << " --out REPORT_DIR\n";
+  write_files_atomic({{dir + "/run-mpirun.sh", sh.str()}, {dir + "/run-slurm.sbatch", sb.str()}, {dir + "/README.txt", readme.str()}});
+  chmod((dir + "/run-mpirun.sh").c_str(), 0755);
+  chmod((dir + "/run-slurm.sbatch").c_str(), 0755);
+}
+
+// Fits the calibration(s) from the rounds' microbenchmarks (the fit of
+// kanscale fit, model/calibration_fit), each with its report beside it.
+// Files are named relative to `dir` in the calibration, as the equivalent
+// `kanscale fit` command run in `dir` names them (its header records that
+// command).
+void fit_measured(const ValidationPlan& p, const std::string& dir) {
+  for (const auto& t : p.measure.transports) {
+    std::vector<std::string> kernels, runtime, collectives, interference;
+    for (int r = 0; r < p.rounds; ++r) kernels.push_back(kernels_file(r));
+    if (p.measure.ranks > 1) {
+      for (int r = 0; r < p.rounds; ++r) runtime.push_back(runtime_file(r));
+      for (int r = 0; r < p.rounds; ++r) collectives.push_back(allreduce_file(t, r));
+      if (!p.measure.broadcast.empty())
+        for (int r = 0; r < p.rounds; ++r) collectives.push_back(broadcast_file(t, r));
+      if (!p.measure.interference_bytes.empty() && p.backend == "cpu")
+        for (int r = 0; r < p.rounds; ++r) interference.push_back(interference_file(r));
+    }
+    const std::string name = p.name + "-" + transport_tag(t);
+    std::string cmdline = "kanscale fit --name " + name + " --out " + calibration_out(t);
+    auto list = [&](const char* flag, const std::vector<std::string>& files) {
+      if (files.empty()) return;
+      cmdline += std::string(" ") + flag;
+      for (const auto& f : files) cmdline += " " + f;
+    };
+    list("--kernels", kernels);
+    list("--runtime-memory", runtime);
+    list("--collectives", collectives);
+    list("--interference", interference);
+    auto in_dir = [&](std::vector<std::string> files) {
+      for (auto& f : files) f = dir + "/" + f;
+      return files;
+    };
+    FitInputs in = read_fit_inputs(in_dir(kernels), in_dir(collectives), in_dir(interference), {}, in_dir(runtime));
+    for (auto* records : {&in.kernels, &in.runtime_memory})
+      for (auto& f : *records) f.path = f.path.substr(dir.size() + 1);
+    for (auto& f : in.collectives) f.path = f.path.substr(dir.size() + 1);
+    for (auto& f : in.interference) f.path = f.path.substr(dir.size() + 1);
+    const std::string report = "results/fit-report-" + transport_tag(t) + ".txt";
+    CalibrationFit fit;
+    try {
+      fit = fit_calibration(in, name);
+    } catch (const InputError& e) {
+      write_files_atomic({{dir + "/" + report, std::string(e.what()) + "\n"}});
+      throw InputError(std::string("the fit failed on the rounds' measurements: ") + e.what());
+    }
+    write_files_atomic({{dir + "/" + calibration_out(t), write_calibration(fit.file, fit_header(cmdline))},
+                        {dir + "/" + report, fit.report + "wrote " + calibration_out(t) + "\n"}});
+  }
+}
+
+std::string calibration_label(const ValidationPlan& p, const std::string& dir, const ValidationCase& c) {
+  if (p.datasheet) return "the datasheet calibration of " + p.cluster_file;
+  if (p.measure.enabled) return dir + "/" + calibration_out(c.ranks > 1 ? c.transport : p.measure.transports.front());
+  return p.calibration_file;
+}
+
+}  // namespace ks
