@@ -43,37 +43,18 @@ KernelPlan load_kernel_plan(const std::string& path) {
   p.backend = m.string_opt("backend").value_or("cpu");
   p.flush_bytes = m.quantity_opt("flush_between_repeats", Quantity::size, Bound::non_negative).value_or(0.0);
   if (p.backend != "cpu" && p.backend != "cuda") m.fail("backend", "expected cpu or cuda, got \"" + p.backend + "\"");
-  // shapes: a list of [batch, in, out, G, k]
-  if (!m.has("shapes")) m.fail("shapes", "missing required key");
-  m.finish();
-  // Parse the list through yaml-cpp directly, with positions for errors.
-  YAML::Node root = YAML::LoadFile(path);
-  const YAML::Node shapes = root["shapes"];
-  if (!shapes.IsSequence() || shapes.size() == 0) m.fail("shapes", "expected a list of [batch, in, out, grid_size, spline_order]");
+  // shapes: a list of [batch, in, out, G, k]; the kernels keep every size in an int
+  const auto shapes = m.integer_lists("shapes", 1, 5);
   for (std::size_t i = 0; i < shapes.size(); ++i) {
-    const YAML::Node s = shapes[i];
-    auto bad = [&](const std::string& what) {
-      throw InputError(path + ":" + std::to_string(s.Mark().line + 1) + ":" + std::to_string(s.Mark().column + 1) +
-                       ": key 'shapes[" + std::to_string(i) + "]': " + what);
-    };
-    if (!s.IsSequence() || s.size() != 5) bad("expected [batch, in, out, grid_size, spline_order]");
-    std::int64_t v[5];
-    for (int j = 0; j < 5; ++j) {
-      try {
-        v[j] = s[j].as<std::int64_t>();
-      } catch (...) {
-        bad("entry " + std::to_string(j) + " is not an integer");
-      }
-      if (v[j] < 1) bad("entries must be at least 1");
-      // the kernels keep every size in an int
-      if (v[j] > YamlMap::kIntMax) bad("entry " + std::to_string(j) + " must be at most " + std::to_string(YamlMap::kIntMax));
-    }
-    if (v[4] > 16) bad("spline order above 16");
+    const auto& v = shapes[i];
+    if (v.size() != 5) m.fail_item("shapes", i, "expected [batch, in, out, grid_size, spline_order]");
+    if (v[4] > 16) m.fail_item("shapes", i, "spline order above 16");
     if (const std::string why = kan_size_problem(KanShape{{v[1], v[2]}, static_cast<int>(v[3]), static_cast<int>(v[4])});
         !why.empty())
-      bad(why);
+      m.fail_item("shapes", i, why);
     p.shapes.push_back({v[0], v[1], v[2], static_cast<int>(v[3]), static_cast<int>(v[4])});
   }
+  m.finish();
   return p;
 }
 

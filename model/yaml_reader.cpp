@@ -90,6 +90,13 @@ void YamlMap::fail(const std::string& key, const std::string& what) const {
   fail_at(n.IsDefined() ? n.Mark() : node_.Mark(), key, what);
 }
 
+void YamlMap::fail_item(const std::string& key, std::size_t index, const std::string& what) const {
+  const YAML::Node n = node_[key];
+  const std::string k = key + "[" + std::to_string(index) + "]";
+  if (n.IsSequence() && index < n.size()) fail_at(n[index].Mark(), k, what);
+  fail_at(n.IsDefined() ? n.Mark() : node_.Mark(), k, what);
+}
+
 YAML::Node YamlMap::value(const std::string& key) {
   known_.insert(key);
   YAML::Node n = node_[key];

@@ -94,6 +94,8 @@ class YamlMap {
 
   // An error located at this map's key (or at the map when the key is absent).
   [[noreturn]] void fail(const std::string& key, const std::string& what) const;
+  // An error located at entry `index` of the list under `key` ("key[index]").
+  [[noreturn]] void fail_item(const std::string& key, std::size_t index, const std::string& what) const;
   const std::string& file() const { return *file_; }
   std::string key_path(const std::string& key) const;
 

@@ -309,7 +309,7 @@ Run run_in_source(const std::string& args, const TempDir& d) {
 TEST_CASE("outputs: a path that cannot be written fails before a long run starts") {
   TempDir d;
   const std::string w = kSrc + "/configs/workloads/pykan-exp-sin.yaml";
-  for (const std::string& flag : {"--json", "--csv", "--trace", "--checkpoint"}) {
+  for (const std::string flag : {"--json", "--csv", "--trace", "--checkpoint"}) {
     CAPTURE(flag);
     const auto t0 = std::chrono::steady_clock::now();
     const Run r = run("train --workload " + w + " --steps 100000 " + flag + " " + (d / "nodir/x.out"), d);
@@ -365,7 +365,7 @@ TEST_CASE("validate: no text from a plan reaches a shell; names with control cha
   const std::string plan = plan_with(d, "name: ci-small", "name: \"x $(touch " + marker + ") 'y\"");
   const Run r = run_in_source("validate " + plan + " --emit " + (d / "emitted"), d);
   CHECK(r.code == 0);
-  for (const std::string& script : {"run-mpirun.sh", "run-slurm.sbatch"}) {
+  for (const std::string script : {"run-mpirun.sh", "run-slurm.sbatch"}) {
     const std::string text = read_file(d / ("emitted/" + script));
     CHECK(text.find("$(touch") == std::string::npos);
     // the script parses, and its set-up lines run without running the name
@@ -391,7 +391,7 @@ TEST_CASE("validate --emit: an executable path with shell syntax is quoted in bo
   const std::string cmd = "cd '" + kSrc + "' && '" + exe + "' validate validation/plans/ci-small.yaml --emit '" + (d / "e") + "' > '" +
                           (d / "out") + "' 2>&1";
   REQUIRE(std::system(cmd.c_str()) == 0);
-  for (const std::string& script : {"run-mpirun.sh", "run-slurm.sbatch"}) {
+  for (const std::string script : {"run-mpirun.sh", "run-slurm.sbatch"}) {
     CAPTURE(script);
     // the lines that set KANSCALE, run alone: they name the executable and run nothing
     std::string setup;

@@ -44,8 +44,8 @@ void must_exist(YamlMap& m, const std::string& key, const std::string& file) {
 std::vector<std::vector<std::int64_t>> widths_lists(YamlMap& m, const std::string& key) {
   // the trainer keeps widths in ints
   auto ws = m.integer_lists(key, 1, 2);
-  for (const auto& w : ws)
-    if (const std::string why = kan_size_problem(KanShape{w, 5, 3}); !why.empty()) m.fail(key, why);
+  for (std::size_t i = 0; i < ws.size(); ++i)
+    if (const std::string why = kan_size_problem(KanShape{ws[i], 5, 3}); !why.empty()) m.fail_item(key, i, why);
   return ws;
 }
 }  // namespace
