@@ -149,7 +149,7 @@ int bench(const std::vector<std::string>& args, const std::string& cmdline) {
   calib.interference = interference;
   const auto gpus = parse_int_list(c.gpus, "--gpus");
   const std::size_t steady_buckets =
-      make_replay_setup(cluster, workload, calib, Layout{1, 1}, workload.batch_per_gpu)->input.steady.buckets.size();
+      make_replay_input(cluster, workload, calib, Layout{1, 1}, workload.batch_per_gpu, workload.seed).steady.buckets.size();
   if (!(max_events > 0)) throw InputError("--max-events: expected a positive number");
   {
     // every N, `repeat` times, one steady iteration each
@@ -173,8 +173,7 @@ int bench(const std::vector<std::string>& args, const std::string& cmdline) {
     Cluster cl = cluster;
     cl.nodes = std::max(cl.nodes, (n + cl.gpus_per_node - 1) / cl.gpus_per_node);
     const Layout layout = layout_for(cl, n, std::nullopt);
-    const auto setup = make_replay_setup(cl, workload, calib, layout, workload.batch_per_gpu);
-    ReplayInput& in = setup->input;
+    ReplayInput in = make_replay_input(cl, workload, calib, layout, workload.batch_per_gpu, workload.seed);
     in.first = in.steady;  // steady-state iterations only
     in.iterations = 1;
     in.include_first = false;

@@ -29,7 +29,7 @@ struct IterPlan {
 IterPlan make_plan(const ReplayInput& in, const PlannedBuckets& pb) {
   IterPlan p;
   p.pb = &pb;
-  const auto& ops = *in.ops;
+  const auto& ops = in.ops;
   std::vector<int> ready_pos;  // per parameter: position in main_ops of its bucket copy
   for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
     const Phase ph = ops[i].phase;
@@ -109,17 +109,12 @@ class Sim {
     // Global collective sequence: per iteration [broadcast], buckets in order.
     for (int i = 0; i < in.iterations; ++i) {
       const IterPlan& p = plan(i);
-      coll_offset_.push_back(static_cast<int>(coll_iter_.size()));
+      coll_offset_.push_back(static_cast<int>(colls_.size()));
       if (in.broadcast_buffers) add_coll(i, -1, in.broadcast_bytes, in.broadcast);
       for (std::size_t b = 0; b < p.pb->buckets.size(); ++b)
         add_coll(i, static_cast<int>(b), p.pb->buckets[b].bytes, p.pb->allreduce[b]);
     }
-    const std::size_t G = coll_iter_.size();
-    launched_.assign(G, 0);
-    ended_.assign(G, 0);
-    start_.assign(G, 0.0);
-    end_.assign(G, 0.0);
-    launch_time_.assign(G * static_cast<std::size_t>(n_), 0.0);
+    launch_time_.assign(colls_.size() * static_cast<std::size_t>(n_), 0.0);
     max_buckets_ = static_cast<int>(std::max(in.first.buckets.size(), in.steady.buckets.size()));
     ready_.assign(static_cast<std::size_t>(n_) * max_buckets_, 0);
     ranks_.resize(n_);
@@ -145,10 +140,7 @@ class Sim {
     for (int r = 0; r < n_; ++r)
       if (ranks_[r].stage != kDone) throw std::logic_error("replay deadlocked");
     result_.events = q_.popped();
-    for (std::size_t g = 0; g < coll_iter_.size(); ++g) {
-      result_.collectives.push_back(
-          CollectiveRecord{coll_iter_[g], coll_bucket_[g], coll_bytes_[g], coll_label_[g], start_[g], end_[g]});
-    }
+    for (const Collective& c : colls_) result_.collectives.push_back(CollectiveRecord{c.iter, c.bucket, c.bytes, c.label, c.start_s, c.end_s});
     build_trace();
     return std::move(result_);
   }
@@ -157,15 +149,17 @@ class Sim {
   const IterPlan& plan(int iter) const { return (iter == 0 && in_.include_first) ? plans_[0] : plans_[1]; }
 
   void add_coll(int iter, int bucket, double bytes, const CollectiveEstimate& est) {
-    coll_iter_.push_back(iter);
-    coll_bucket_.push_back(bucket);
-    coll_bytes_.push_back(bytes);
-    coll_dur_.push_back(est.time_s);
-    coll_label_.push_back(est.label());
+    Collective c;
+    c.iter = iter;
+    c.bucket = bucket;
+    c.bytes = bytes;
+    c.duration_s = est.time_s;
+    c.label = est.label();
+    colls_.push_back(std::move(c));
   }
   int coll_index(int iter, int bucket) const { return coll_offset_[iter] + (in_.broadcast_buffers ? 1 : 0) + bucket; }
   int last_coll(int iter) const {
-    return iter + 1 < static_cast<int>(coll_offset_.size()) ? coll_offset_[iter + 1] - 1 : static_cast<int>(coll_iter_.size()) - 1;
+    return iter + 1 < static_cast<int>(coll_offset_.size()) ? coll_offset_[iter + 1] - 1 : static_cast<int>(colls_.size()) - 1;
   }
 
   // ---- compute track
@@ -255,7 +249,7 @@ class Sim {
           s.launch_tail = false;
           s.stage = kWaitFinal;
           s.wait_start = now;
-          if (ended_[last_coll(s.iter)]) finish_wait_final(r, now);
+          if (colls_[last_coll(s.iter)].ended) finish_wait_final(r, now);
           break;
         }
         for (int b : p.ready_at[s.seg]) ready_[static_cast<std::size_t>(r) * max_buckets_ + b] = 1;
@@ -280,7 +274,7 @@ class Sim {
         } else {
           s.stage = kWaitFinal;
           s.wait_start = now;
-          if (ended_[last_coll(s.iter)]) finish_wait_final(r, now);
+          if (colls_[last_coll(s.iter)].ended) finish_wait_final(r, now);
         }
         break;
       }
@@ -310,7 +304,7 @@ class Sim {
   // ---- communication track
   void launch(int r, int g, double now) {
     launch_time_[static_cast<std::size_t>(g) * n_ + r] = now;
-    if (++launched_[g] == n_ && (g == 0 || ended_[g - 1])) start_coll(g, now);
+    if (++colls_[g].launched == n_ && (g == 0 || colls_[g - 1].ended)) start_coll(g, now);
   }
 
   void set_comm_active(bool active, double now) {
@@ -322,33 +316,34 @@ class Sim {
   }
 
   void start_coll(int g, double now) {
-    start_[g] = now;
-    q_.schedule(now + coll_dur_[g], Payload{kCollEnd, static_cast<std::uint32_t>(g)});
+    colls_[g].start_s = now;
+    q_.schedule(now + colls_[g].duration_s, Payload{kCollEnd, static_cast<std::uint32_t>(g)});
     set_comm_active(true, now);
   }
 
   void coll_end(int g, double now) {
-    ended_[g] = 1;
-    end_[g] = now;
-    const int it = coll_iter_[g];
-    const double prev_end = g > 0 ? end_[g - 1] : 0.0;
-    const std::string name = coll_bucket_[g] < 0 ? "broadcast buffers" : "allreduce bucket " + std::to_string(coll_bucket_[g]);
+    Collective& c = colls_[g];
+    c.ended = true;
+    c.end_s = now;
+    const int it = c.iter;
+    const double prev_end = g > 0 ? colls_[g - 1].end_s : 0.0;
+    const std::string name = c.bucket < 0 ? "broadcast buffers" : "allreduce bucket " + std::to_string(c.bucket);
     for (int r = 0; r < n_; ++r) {
       const double busy_from = std::max(launch_time_[static_cast<std::size_t>(g) * n_ + r], prev_end);
       result_.iterations[it][r].comm_s += now - busy_from;
       if (trace_slot_[r] >= 0) {
-        if (start_[g] > busy_from)
-          result_.trace.push_back(TraceSlice{r, 1, it, "wait for peers: " + name, "comm_wait", busy_from, start_[g], coll_bytes_[g]});
-        result_.trace.push_back(TraceSlice{r, 1, it, name + " (" + coll_label_[g] + ")", "comm", start_[g], now, coll_bytes_[g]});
+        if (c.start_s > busy_from)
+          result_.trace.push_back(TraceSlice{r, 1, it, "wait for peers: " + name, "comm_wait", busy_from, c.start_s, c.bytes});
+        result_.trace.push_back(TraceSlice{r, 1, it, name + " (" + c.label + ")", "comm", c.start_s, now, c.bytes});
       }
     }
-    const bool next_ready = g + 1 < static_cast<int>(coll_iter_.size()) && launched_[g + 1] == n_;
+    const bool next_ready = g + 1 < static_cast<int>(colls_.size()) && colls_[g + 1].launched == n_;
     if (next_ready) {
       start_coll(g + 1, now);  // the slowdown stays as it is
     } else {
       set_comm_active(false, now);
     }
-    const bool is_bcast = coll_bucket_[g] < 0;
+    const bool is_bcast = c.bucket < 0;
     const bool is_last = g == last_coll(it);
     for (int r = 0; r < n_; ++r) {
       RankState& s = ranks_[r];
@@ -364,7 +359,7 @@ class Sim {
 
   // ---- trace: map each op's nominal work interval onto wall time
   void build_trace() {
-    const auto& ops = *in_.ops;
+    const auto& ops = in_.ops;
     for (std::size_t slot = 0; slot < traced_.size(); ++slot) {
       const int r = traced_[slot];
       const auto& pcs = pieces_[slot];
@@ -404,12 +399,19 @@ class Sim {
   IterPlan plans_[2];
   EventQueue<Payload> q_;
   std::vector<RankState> ranks_;
-  std::vector<int> coll_offset_, coll_iter_, coll_bucket_;
-  std::vector<double> coll_bytes_, coll_dur_;
-  std::vector<std::string> coll_label_;
-  std::vector<int> launched_;
-  std::vector<std::uint8_t> ended_;
-  std::vector<double> start_, end_, launch_time_;
+  // The global collective sequence: per iteration [broadcast], buckets in order.
+  struct Collective {
+    int iter = 0;
+    int bucket = -1;  // -1: the buffer broadcast
+    double bytes = 0, duration_s = 0;
+    std::string label;
+    int launched = 0;  // ranks that launched it
+    bool ended = false;
+    double start_s = 0, end_s = 0;
+  };
+  std::vector<Collective> colls_;
+  std::vector<int> coll_offset_;       // per iteration: its first collective
+  std::vector<double> launch_time_;    // [collective * ranks + rank]
   std::vector<std::uint8_t> ready_;
   int max_buckets_ = 0;
   bool comm_active_ = false;

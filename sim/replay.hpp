@@ -19,7 +19,7 @@ struct PlannedBuckets {
 
 struct ReplayInput {
   int ranks = 1;
-  const std::vector<Op>* ops = nullptr;  // one iteration, in execution order
+  std::vector<Op> ops;                   // one iteration, in execution order
   std::vector<double> op_time_s;         // nominal duration of each op
   PlannedBuckets first;                  // plan of the first iteration
   PlannedBuckets steady;                 // plan of every later iteration

@@ -88,20 +88,18 @@ void check_work(const WorkEstimate& e, double max_events, const std::string& wha
   throw InputError(buf);
 }
 
-std::unique_ptr<ReplaySetup> make_replay_setup(const Cluster& c, const Workload& w, const Calibration& k,
-                                               const Layout& layout, std::int64_t batch_per_gpu) {
+ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibration& k, const Layout& layout,
+                              std::int64_t batch_per_gpu, std::uint64_t seed) {
   const KanShape shape{w.widths, w.grid_size, w.spline_order};
   std::vector<double> pbytes;
   for (const auto& p : kan_parameters(shape)) pbytes.push_back(p.bytes());
   const auto plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), w.ddp);
   const auto coll = make_collective_model(c, k);
-  auto s = std::make_unique<ReplaySetup>();
-  s->ops = w.implementation == Implementation::kanscale
+  ReplayInput in;
+  in.ops = w.implementation == Implementation::kanscale
                ? kanscale_iteration(shape, batch_per_gpu, w.ddp.gradient_as_bucket_view)
                : efficient_kan_iteration(shape, batch_per_gpu, w.ddp.gradient_as_bucket_view);
-  ReplayInput& in = s->input;
   in.ranks = layout.ranks;
-  in.ops = &s->ops;
   double cold_fraction = 0;
   if (w.implementation == Implementation::kanscale && !k.ops_cold.empty()) {
     // how far from cache-warm toward cold this rank's working set runs
@@ -109,7 +107,7 @@ std::unique_ptr<ReplaySetup> make_replay_setup(const Cluster& c, const Workload&
     const MemoryEstimate m = calibrated_memory(kanscale_memory(shape, batch_per_gpu, w.ddp, 0.0, 0.0), shape, k);
     cold_fraction = cold_fraction_for(k, m.peak_bytes - m.runtime_bytes);
   }
-  in.op_time_s = op_times_s(s->ops, k, cold_fraction);
+  in.op_time_s = op_times_s(in.ops, k, cold_fraction);
   auto planned = [&](const std::vector<Bucket>& bs) {
     PlannedBuckets pb;
     pb.buckets = bs;
@@ -133,15 +131,15 @@ std::unique_ptr<ReplaySetup> make_replay_setup(const Cluster& c, const Workload&
     throw InputError(what + " would take " + buf + ": a rate or time in calibration '" + k.name + "' or cluster " + c.file +
                      " is out of range (at most 1e12 s per step)");
   };
-  for (std::size_t i = 0; i < in.op_time_s.size(); ++i) check_duration(in.op_time_s[i], "op '" + s->ops[i].name + "'");
+  for (std::size_t i = 0; i < in.op_time_s.size(); ++i) check_duration(in.op_time_s[i], "op '" + in.ops[i].name + "'");
   for (const auto* pb : {&in.first, &in.steady})
     for (const auto& e : pb->allreduce) check_duration(e.time_s, "an all-reduce");
   check_duration(in.broadcast.time_s, "the buffer broadcast");
   check_duration(in.host_overhead_s, "the host overhead");
   in.jitter_sigma = k.jitter_sigma;
   in.interference = k.interference;
-  in.seed = w.seed;
-  return s;
+  in.seed = seed;
+  return in;
 }
 
 ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibration& k, const StudyOptions& o, int gpus) {
@@ -180,11 +178,9 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
 
   const KanShape shape{w.widths, w.grid_size, w.spline_order};
   const auto params = kan_parameters(shape);
-  const auto setup = make_replay_setup(c, w, k, layout, pt.batch_per_gpu);
-  ReplayInput& in = setup->input;
+  ReplayInput in = make_replay_input(c, w, k, layout, pt.batch_per_gpu, o.seed);
   in.iterations = std::max(2, o.iterations);
   in.include_first = true;
-  in.seed = o.seed;
   if (o.trace) in.trace_ranks = o.trace_ranks.empty() ? default_trace_ranks(gpus) : o.trace_ranks;
 
   ReplayResult res = replay(in);

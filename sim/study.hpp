@@ -91,18 +91,11 @@ struct StudyResult {
 
 StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& k, const StudyOptions& o);
 
-// What the replay needs for one GPU count and batch, owned together
-// (input.ops points at ops): ops and their times, both bucket plans with
-// their all-reduce costs, the buffer broadcast, jitter and interference.
-struct ReplaySetup {
-  std::vector<Op> ops;
-  ReplayInput input;
-  ReplaySetup() = default;
-  ReplaySetup(const ReplaySetup&) = delete;
-  ReplaySetup& operator=(const ReplaySetup&) = delete;
-};
-std::unique_ptr<ReplaySetup> make_replay_setup(const Cluster& c, const Workload& w, const Calibration& k,
-                                               const Layout& layout, std::int64_t batch_per_gpu);
+// What the replay needs for one GPU count and batch: ops and their times,
+// both bucket plans with their all-reduce costs, the buffer broadcast,
+// jitter and interference, and the seed of the jitter.
+ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibration& k, const Layout& layout,
+                              std::int64_t batch_per_gpu, std::uint64_t seed);
 
 // One point, exposed for tests and the benchmark.
 ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibration& k, const StudyOptions& o,

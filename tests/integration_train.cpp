@@ -263,7 +263,7 @@ ReplayInput replay_of_trace(const nlohmann::json& trace, std::int64_t step, cons
   if (span_end >= 0) add("rest", span_phase, span_end - cursor, -1);
   ReplayInput in;
   in.ranks = 1;
-  in.ops = &ops;
+  in.ops = ops;
   in.op_time_s = times;
   PlannedBuckets pb;
   pb.buckets = buckets;

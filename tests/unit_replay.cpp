@@ -25,7 +25,7 @@ struct Hand {
     op("B", Phase::backward, 1);
     op("adam", Phase::optimizer, -1);
     in.ranks = ranks;
-    in.ops = &ops;
+    in.ops = ops;
     in.op_time_s = {1, 10, 5, 5, 2};
     PlannedBuckets pb;
     pb.buckets = {Bucket{{0}, 100}, Bucket{{1}, 100}};
