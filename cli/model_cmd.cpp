@@ -61,7 +61,7 @@ int model(const std::vector<std::string>& args, const std::string& cmdline) {
     const auto e = m->allreduce(b, l);
     const double algbw = e.time_s > 0 ? b / e.time_s / 1e9 : 0;
     std::cout << "allreduce of " << format_bytes(b) << " on " << l.ranks << " ranks (" << l.nodes << " node(s)), " << m->family()
-              << ", calibration " << k.name << " (" << k.source << "):\n  " << std::setprecision(2) << e.time_s * 1e6 << " us, algbw "
+              << ", calibration " << k.name << " (" << k.source << (k.machine.empty() ? "" : ", measured on " + describe(k.machine)) << "):\n  " << std::setprecision(2) << e.time_s * 1e6 << " us, algbw "
               << algbw << " GB/s, busbw " << algbw * 2.0 * (l.ranks - 1) / l.ranks << " GB/s, " << e.label() << "\n";
     if (const auto* n = dynamic_cast<const NcclModel*>(m.get())) {
       std::cout << "  candidates (NCCL's order):\n";
@@ -89,7 +89,7 @@ int model(const std::vector<std::string>& args, const std::string& cmdline) {
     if (o.phase == Phase::backward) bwd += op_time_s(o, k, 0.0);
   }
   std::cout << impl << " layer " << in << " -> " << out << ", G=" << grid << ", k=" << order << ", batch " << batch
-            << ", calibration " << k.name << " (" << k.source << "):\n  forward " << std::setprecision(2) << fwd * 1e6
+            << ", calibration " << k.name << " (" << k.source << (k.machine.empty() ? "" : ", measured on " + describe(k.machine)) << "):\n  forward " << std::setprecision(2) << fwd * 1e6
             << " us (" << fl / fwd / 1e9 << " GFLOP/s), backward (no input gradient: first layer) " << bwd * 1e6 << " us\n";
   return 0;
 }

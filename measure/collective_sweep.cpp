@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "kanscale/build_info.hpp"
+#include "machine_info.hpp"
 #include "model/units.hpp"
 #include "model/yaml_reader.hpp"
 #include "sim/report.hpp"
@@ -127,6 +128,7 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
                          {"op", o.op},
                          {"backend", comm.backend()},
                          {"library", comm.library_version()},
+                         {"busy_runnable_threads", other_runnable_threads(n - 1)},
                          {"ranks", n},
                          {"nodes", unique_hosts.size()},
                          {"ranks_per_node", unique_hosts.empty() ? 0.0 : static_cast<double>(n) / unique_hosts.size()},
@@ -165,6 +167,10 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
   status[0] = static_cast<float>(comm.allreduce_max(status[0]));
   status[1] = static_cast<float>(comm.allreduce_max(status[1]));
   if (status[1] > 0) throw InputError(rank == 0 ? resume_error : o.resume + ": unusable (see rank 0)");
+  // the inputs are good: now say whether the machine is busy
+  if (rank == 0 && meta["busy_runnable_threads"].get<int>() > 0)
+    std::cerr << "kanscale: warning: " << meta["busy_runnable_threads"].get<int>()
+              << " other runnable thread(s) on this machine as the sweep starts: every timing means less\n";
   const std::size_t start = static_cast<std::size_t>(status[0]);
 
   const std::size_t max_count = sizes.empty() ? 0 : static_cast<std::size_t>(sizes.back() / 4);

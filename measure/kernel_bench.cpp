@@ -24,6 +24,8 @@
 #include "gpu.hpp"
 #include "kan_cpu.hpp"
 #include "kernel_bench_detail.hpp"
+#include "machine_info.hpp"
+#include "model/measurement_records.hpp"
 #include "kanscale/build_info.hpp"
 #include "model/kan_model.hpp"
 #include "model/units.hpp"
@@ -393,6 +395,8 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
   nlohmann::json meta = {{"kanscale_version", build::version}, {"git_hash", build::git_hash}, {"command_line", command_line},
                          {"date_utc", date}, {"plan", plan.name}, {"backend", plan.backend}, {"cpu_model", cpu_model()},
                          {"gpu", KS_GPU_OR(gpu->description(), std::string("none"))},
+                         {"machine", machine_json(this_machine(KS_GPU_OR(gpu->description(), std::string("none")), comm.library_version()))},
+                         {"busy_runnable_threads", other_runnable_threads(comm.size() - 1)},
                          {"host", host()}, {"hosts", hosts}, {"collective_library", comm.library_version()},
                          {"ranks", comm.size()}, {"nodes", nodes.size()},
                          {"concurrency_ranks_per_node", static_cast<double>(comm.size()) / std::max<std::size_t>(1, nodes.size())},
@@ -421,11 +425,15 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
   }
   comm.broadcast(status, 2, 0);
   if (status[1] > 0) throw InputError(rank == 0 ? resume_error : resume + ": unusable (see rank 0)");
+  // the inputs are good: now say whether the machine is busy
+  if (comm.rank() == 0 && meta["busy_runnable_threads"].get<int>() > 0)
+    std::cerr << "kanscale: warning: " << meta["busy_runnable_threads"].get<int>()
+              << " other runnable thread(s) on this machine as the measurement starts: every timing means less\n";
   const std::size_t start = static_cast<std::size_t>(status[0]);
   // The machine's ceilings belong to the measurement: a resumed file keeps
   // the ones (and the date) it was started with, and records the resume.
   static const char* const kKept[] = {"date_utc", "gemm_flops_per_s", "memcpy_bytes_per_s", "runtime_memory_bytes",
-                                      "effective_cache_bytes", "cache_probe_bytes_GBps", "cpu_model", "gpu", "host", "hosts"};
+                                      "effective_cache_bytes", "cache_probe_bytes_GBps", "cpu_model", "gpu", "machine", "host", "hosts"};
   if (resume.empty()) {
     const double gemm = KS_GPU_OR(gpu->sgemm_flops(), measure_gemm_flops(plan.threads));
     const double membw = KS_GPU_OR(gpu->copy_bandwidth(), memcpy_bandwidth(5));

@@ -58,6 +58,13 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
   std::ostringstream y;
   y << header << "name: " << f.name << "\nsource: fitted\nfitted_from: " << nlohmann::json(f.fitted_from).dump()
     << "\nconcurrency: " << f.concurrency << "\n";
+  if (!f.machine.empty()) {
+    const Machine& m = f.machine;
+    y << "machine: {cpu_model: " << nlohmann::json(m.cpu_model).dump() << ", cores: " << m.cores << ", isa: " << nlohmann::json(m.isa).dump();
+    if (m.memory_bytes > 0) y << ", memory: " << num(m.memory_bytes, "B");
+    y << ", gpu: " << nlohmann::json(m.gpu.empty() ? "none" : m.gpu).dump()
+      << ", collective_library: " << nlohmann::json(m.collective_library).dump() << "}   # where the measurements were taken\n";
+  }
   if (f.has_compute()) {
     y << "compute:\n  jitter_sigma: " << f.jitter_sigma << "   # from the median spread (CV) of the layer timings\n"
       << "  interference: " << f.interference.value_or(0.0)

@@ -31,6 +31,7 @@ struct CalibrationFile {
   std::string name;
   std::string fitted_from;  // the measurement files, with their machine and date
   int concurrency = 1;      // ranks per node the compute terms were measured at
+  Machine machine;          // from the first kernels file that records one
 
   // compute (written when any op was fitted)
   double jitter_sigma = 0;

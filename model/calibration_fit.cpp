@@ -261,6 +261,7 @@ CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
     append(from, kf.path + " (" + kf.host + ", " + kf.cpu_model + ", " + kf.date_utc + ", kanscale " + kf.git_hash + ", " +
                      std::to_string(kf.ranks) + " rank(s))");
     if (!kf.cache_probe.empty() && out.cache_probe.empty()) out.cache_probe = kf.cache_probe;
+    if (out.machine.empty()) out.machine = kf.machine;
     if (kf.runtime_memory_bytes) {
       runtime_bytes = std::max(runtime_bytes, *kf.runtime_memory_bytes);
       runtime_what = kf.runtime_memory_what.value_or("");

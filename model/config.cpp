@@ -232,6 +232,15 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
   k.source = m.choice("source", {"datasheet", "fitted"});
   k.derived_from = m.string("fitted_from");
   k.concurrency = static_cast<int>(m.integer("concurrency", 1));
+  if (auto mm = m.map_opt("machine")) {
+    k.machine.cpu_model = mm->string("cpu_model");
+    k.machine.cores = static_cast<int>(mm->integer("cores", 0));
+    k.machine.isa = mm->string_opt("isa").value_or("");
+    k.machine.memory_bytes = mm->quantity_opt("memory", Quantity::size, Bound::non_negative).value_or(0.0);
+    k.machine.gpu = mm->string_opt("gpu").value_or("");
+    k.machine.collective_library = mm->string_opt("collective_library").value_or("");
+    mm->finish();
+  }
   if (auto comp = m.map_opt("compute")) {
     read_op_cost(*comp, "gemm", &k.gemm);
     read_op_cost(*comp, "elementwise", &k.elementwise);

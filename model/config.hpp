@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "machine.hpp"
+
 namespace ks {
 
 enum class LinkKind { nvlink, pcie, shm };
@@ -151,6 +153,7 @@ struct Calibration {
   std::string source;        // "datasheet" (derived) or "fitted"
   std::string derived_from;  // cluster file or measurement files
   int concurrency = 1;       // ranks per node the compute terms were measured at
+  Machine machine;           // where a fitted calibration's measurements were taken (empty: not recorded)
   OpCost gemm;
   OpCost elementwise;
   std::map<std::string, OpCost> ops;  // fitted cost per op class (implementation kanscale), caches warm

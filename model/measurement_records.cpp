@@ -97,6 +97,16 @@ KernelsFile read_kernels_file(const std::string& path) {
   f.date_utc = value_or<std::string>(m, "date_utc", "?", path);
   f.git_hash = value_or<std::string>(m, "git_hash", "?", path);
   f.ranks = value_or<int>(m, "ranks", 1, path);
+  if (m.contains("machine")) {
+    const auto& mm = m["machine"];
+    if (!mm.is_object()) throw InputError(path + ": key 'metadata.machine': expected an object, got " + mm.dump());
+    f.machine.cpu_model = value_or<std::string>(mm, "cpu_model", "", path, "metadata.machine.");
+    f.machine.cores = value_or<int>(mm, "cores", 0, path, "metadata.machine.");
+    f.machine.isa = value_or<std::string>(mm, "isa", "", path, "metadata.machine.");
+    f.machine.memory_bytes = value_or<double>(mm, "memory_bytes", 0.0, path, "metadata.machine.");
+    f.machine.gpu = value_or<std::string>(mm, "gpu", "", path, "metadata.machine.");
+    f.machine.collective_library = value_or<std::string>(mm, "collective_library", "", path, "metadata.machine.");
+  }
   if (m.contains("cache_probe_bytes_GBps")) {
     const auto& probe = m["cache_probe_bytes_GBps"];
     if (!probe.is_array()) throw InputError(path + ": key 'metadata.cache_probe_bytes_GBps': expected a list of [bytes, GB/s]");
@@ -160,6 +170,11 @@ KernelsFile read_kernels_file(const std::string& path) {
     ++i;
   }
   return f;
+}
+
+nlohmann::json machine_json(const Machine& m) {
+  return {{"cpu_model", m.cpu_model}, {"cores", m.cores}, {"isa", m.isa}, {"memory_bytes", m.memory_bytes}, {"gpu", m.gpu},
+          {"collective_library", m.collective_library}};
 }
 
 KernelsFile read_runtime_memory_file(const std::string& path) {

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "machine.hpp"
+
 namespace ks {
 
 // A JSON file, parsed; InputError for a directory, a file that cannot be
@@ -42,6 +44,7 @@ struct KernelMemoryRecord {
 struct KernelsFile {
   std::string path;
   std::string host = "?", cpu_model = "?", date_utc = "?", git_hash = "?";
+  Machine machine;  // metadata.machine (empty in files from before it was recorded)
   int ranks = 1;
   double ranks_per_node = 1;  // metadata.concurrency_ranks_per_node
   std::vector<std::pair<double, double>> cache_probe;  // [bytes, GB/s]
@@ -51,6 +54,8 @@ struct KernelsFile {
   std::vector<KernelRecord> rows;
 };
 KernelsFile read_kernels_file(const std::string& path);
+// metadata.machine as measure kernels writes it (read back by read_kernels_file).
+nlohmann::json machine_json(const Machine& m);
 
 // A kernels file read only for its runtime memory (fit --runtime-memory).
 KernelsFile read_runtime_memory_file(const std::string& path);

@@ -44,6 +44,7 @@ nlohmann::json provenance(const RunInfo& info) {
                       {"derived_from", info.calibration->derived_from},
                       {"file", info.calibration_file},
                       {"concurrency_ranks_per_node", info.calibration->concurrency}};
+  if (!info.calibration->machine.empty()) j["calibration"]["machine"] = describe(info.calibration->machine);
   j["scaling"] = to_string(info.options.scaling);
   j["iterations_simulated"] = std::max(2, info.options.iterations);
   if (info.options.gpus_per_node) j["gpus_per_node_override"] = *info.options.gpus_per_node;
@@ -135,7 +136,7 @@ void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info) {
      << "\n";
   os << "  calibration: " << info.calibration->name << " (" << info.calibration->source
      << (info.calibration->source == "datasheet" ? ": derived from datasheet peaks; host overhead, jitter and interference unknown, set to 0" : "")
-     << ")\n";
+     << (info.calibration->machine.empty() ? "" : "; measured on " + describe(info.calibration->machine)) << ")\n";
   os << "  scaling: " << to_string(info.options.scaling) << "; seed " << info.options.seed
      << "; times are steady-state medians over ranks\n\n";
   os << std::left;

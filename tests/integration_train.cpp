@@ -564,6 +564,9 @@ TEST_CASE("measure kernels -> fit -> simulate with implementation kanscale, and 
   CHECK(cal.find("source: fitted") != std::string::npos);
   CHECK(cal.find("kan_forward:") != std::string::npos);
   CHECK(cal.find("k.json") != std::string::npos);  // what it was fitted from
+  // and on which machine: the kernels file's fingerprint, this machine's cores
+  CHECK(k["metadata"]["machine"]["cores"].get<long>() == sysconf(_SC_NPROCESSORS_ONLN));
+  CHECK(cal.find("machine: {cpu_model: ") != std::string::npos);
   // the simulator reads it and predicts kanscale's own iteration
   const std::string w = workload(d, "w.yaml", R"(name: t
 kan: {widths: [16, 32, 1]}
@@ -576,6 +579,7 @@ implementation: kanscale
              &err, &d) == 0);
   const auto s = nlohmann::json::parse(slurp(d / "s.json"));
   CHECK(s["points"][0]["iteration_time_s"]["median"].get<double>() > 0);
+  CHECK(s["provenance"]["calibration"]["machine"].get<std::string>().find(std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + " cores") != std::string::npos);
   // without a fitted calibration, kanscale's ops have no cost: one clear line, exit 2
   CHECK(sh(kExe + " simulate --cluster " + kSrc + "/configs/clusters/local-cpu.yaml --gpus 1,2 --workload " + w, &err, &d) == 2);
   CHECK(err.find("has no fitted cost for op") != std::string::npos);

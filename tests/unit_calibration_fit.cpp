@@ -237,3 +237,44 @@ TEST_CASE("fit: compute terms from layer timings made by a known cost, and their
   CHECK(k.source == "fitted");
   CHECK(k.name == "t");
 }
+
+TEST_CASE("a calibration knows its machine: the first kernels file's fingerprint goes through the file and back") {
+  KernelsFile f;
+  f.path = "k.json";
+  f.machine.cpu_model = "Intel(R) Xeon(R) \"Gold\" 6338";  // a quote, as a model name may hold
+  f.machine.cores = 64;
+  f.machine.isa = "avx2 fma avx512f";
+  f.machine.memory_bytes = 256.0 * 1073741824;
+  f.machine.gpu = "none";
+  f.machine.collective_library = "Open MPI v4.1.4, package: Debian OpenMPI";
+  f.runtime_memory_bytes = 1e8;  // something to fit
+  KernelsFile second = f;
+  second.machine.cpu_model = "AMD EPYC";
+  FitInputs in;
+  in.kernels = {f, second};
+  const CalibrationFit fit = fit_calibration(in, "t");
+  CHECK(fit.file.machine.cpu_model == f.machine.cpu_model);
+  const Calibration k = round_trip(fit.file, local_cpu());
+  CHECK(k.machine.cpu_model == f.machine.cpu_model);
+  CHECK(k.machine.cores == 64);
+  CHECK(k.machine.isa == "avx2 fma avx512f");
+  CHECK(k.machine.memory_bytes == doctest::Approx(256.0 * 1073741824).epsilon(1e-5));
+  CHECK(k.machine.collective_library == f.machine.collective_library);
+  CHECK(describe(k.machine) == "Intel(R) Xeon(R) \"Gold\" 6338, 64 cores, avx2 fma avx512f, 256.00 GiB");
+  // the same machine: no warning; another CPU or core count: one line naming both
+  CHECK(machine_mismatch(k.machine, f.machine).empty());
+  Machine other = f.machine;
+  other.cores = 2;
+  other.isa = "avx2 fma";
+  const std::string why = machine_mismatch(k.machine, other);
+  CHECK(why.find("cores 64 there, 2 here") != std::string::npos);
+  CHECK(why.find("vector extensions avx2 fma avx512f there, avx2 fma here") != std::string::npos);
+  // a GPU not known here is not compared; a known other one is
+  other = f.machine;
+  other.gpu = "";
+  CHECK(machine_mismatch(k.machine, other).empty());
+  other.gpu = "NVIDIA H200";
+  CHECK(machine_mismatch(k.machine, other).find("GPU none there, NVIDIA H200 here") != std::string::npos);
+  // a calibration without a recorded machine warns about nothing
+  CHECK(machine_mismatch(Machine{}, other).empty());
+}

@@ -21,6 +21,7 @@
 #include "model/yaml_reader.hpp"
 #include "sim/report.hpp"
 #include "sim/study.hpp"
+#include "measure/machine_info.hpp"
 #include "validation/report.hpp"
 #include "validation/schedule.hpp"
 
@@ -85,6 +86,13 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
 
 int run_validation(const ValidationPlan& plan, const std::string& out_dir, const std::string& exe, const std::string& cmdline) {
   if (plan.cases.empty()) return published_comparison(plan, out_dir, cmdline);
+  // live runs: say when the machine is busy, or is not the calibration's
+  if (!plan.calibration_file.empty() && plan.backend == "cpu") {
+    const Calibration k = load_calibration(plan.calibration_file, load_cluster(plan.cluster_file), Precision::fp32);
+    if (const std::string m = machine_mismatch(k.machine, this_machine("none", "")); !m.empty())
+      std::cerr << "kanscale: warning: " << plan.calibration_file << ": " << m << "\n";
+  }
+  if (const std::string w = busy_warning("validation starts"); !w.empty()) std::cerr << w << "\n";
   const std::string dir = out_dir + "/work";
   prepare_dir(plan, dir);
   const auto rounds = make_schedule(plan);
