@@ -115,9 +115,9 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
       std::string why;
       const CudaPlugin* cuda = cuda_plugin(&why);
       if (!cuda) throw InputError("--backend cuda: " + why);
-      return cuda->train(o, *comm);
+      return cuda->train(o, *comm).exit_code;
     }
-    return run_train(o, *comm);
+    return run_train(o, *comm).exit_code;
   } catch (const InputError& e) {
     std::cerr << "kanscale: " << e.what() << (comm->size() > 1 ? " (rank " + std::to_string(comm->rank()) + ")" : "") << "\n";
     comm->abort(2);

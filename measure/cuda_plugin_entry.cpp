@@ -6,7 +6,7 @@
 namespace ks {
 namespace {
 
-int train_entry(const TrainOptions& o, Comm& host) {
+TrainResult train_entry(const TrainOptions& o, Comm& host) {
 #if KANSCALE_HAVE_NCCL
   return run_train_cuda(o, host);
 #else

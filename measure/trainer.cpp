@@ -231,8 +231,8 @@ Setup prepare(const TrainOptions& o, Comm& comm) {
 
 // Gathers every rank's records at rank 0, which prints the summary and
 // writes the JSON, CSV and trace files.
-int report(const TrainOptions& o, Comm& comm, const KanNet& net, const std::vector<IterRecord>& records,
-           const std::vector<Event>& events, const ReportContext& c) {
+TrainResult report(const TrainOptions& o, Comm& comm, const KanNet& net, const std::vector<IterRecord>& records,
+                   const std::vector<Event>& events, const ReportContext& c) {
   const Workload& w = o.workload;
   const int rank = comm.rank(), world = comm.size();
   const std::int64_t start_step = c.start_step, step = c.step, batch = c.batch;
@@ -247,7 +247,7 @@ int report(const TrainOptions& o, Comm& comm, const KanNet& net, const std::vect
   const double rss = peak_rss_bytes();
   const auto all = comm.gather(nlohmann::json{{"records", mine}, {"events", evs}, {"rss", rss}, {"device", c.device_peak_bytes}}.dump());
   const auto hosts = comm.hosts();
-  if (rank != 0) return interrupted ? 1 : 0;
+  if (rank != 0) return TrainResult{interrupted ? 1 : 0, std::nullopt};
 
   std::vector<double> it_med, cp_med, cm_med, ex_med;
   std::vector<std::vector<double>> bucket_meds;  // [bucket][rank]: each rank's median over steady iterations
@@ -321,22 +321,26 @@ int report(const TrainOptions& o, Comm& comm, const KanNet& net, const std::vect
   out << "    peak memory " << format_bytes(max_rss) << " (largest rank RSS)\n";
   if (max_device >= 0) out << "    peak device " << format_bytes(max_device) << " (largest rank's device allocations)\n";
 
+  TrainSummary summary;
+  summary.iteration_s = {iter.median, iter.p95};
+  summary.compute_s = {compute.median, compute.p95};
+  summary.communication_s = {comm_t.median, comm_t.p95};
+  summary.exposed_communication_s = {exp_t.median, exp_t.p95};
+  summary.samples_per_s = samples_per_s;
+  summary.peak_rss_bytes = max_rss;
+  if (max_device >= 0) summary.peak_device_bytes = max_device;
+  summary.final_loss = last_loss;
+  summary.steps = step - start_step;
+  summary.interrupted = interrupted;
+  // per bucket (steady plan): median over ranks of each rank's median
+  for (const auto& v : bucket_meds) summary.bucket_communication_s.push_back(summarize(v).median);
   std::vector<std::pair<std::string, std::string>> files;
   if (!o.json.empty()) {
     nlohmann::json j;
     j["provenance"] = {{"kanscale_version", build::version}, {"git_hash", build::git_hash}, {"command_line", o.command_line},
                        {"seed", o.seed}, {"workload", {{"name", w.name}, {"file", w.file}}}, {"ranks", world},
                        {"backend", c.backend}, {"threads_per_rank", o.threads}, {"hosts", hosts}};
-    j["summary"] = {{"iteration_time_s", {{"median", iter.median}, {"p95", iter.p95}}},
-                    {"compute_time_s", {{"median", compute.median}, {"p95", compute.p95}}},
-                    {"communication_time_s", {{"median", comm_t.median}, {"p95", comm_t.p95}}},
-                    {"exposed_communication_s", {{"median", exp_t.median}, {"p95", exp_t.p95}}},
-                    {"samples_per_s", samples_per_s}, {"peak_rss_bytes", max_rss},
-                    {"peak_device_bytes", max_device >= 0 ? nlohmann::json(max_device) : nlohmann::json(nullptr)}, {"final_loss", last_loss},
-                    {"steps", step - start_step}, {"interrupted", interrupted}};
-    nlohmann::json buckets = nlohmann::json::array();
-    for (const auto& v : bucket_meds) buckets.push_back(summarize(v).median);
-    j["summary"]["bucket_communication_s"] = buckets;  // per bucket (steady plan): median over ranks of each rank's median
+    j["summary"] = to_json(summary);
     j["iterations"] = per_iter;
     files.emplace_back(o.json, j.dump(2) + "\n");
   }
@@ -344,7 +348,7 @@ int report(const TrainOptions& o, Comm& comm, const KanNet& net, const std::vect
   if (!o.trace.empty())
     files.emplace_back(o.trace, nlohmann::json{{"traceEvents", trace_events}, {"displayTimeUnit", "ms"}}.dump() + "\n");
   write_files_atomic(files);
-  return interrupted ? 1 : 0;
+  return TrainResult{interrupted ? 1 : 0, summary};
 }
 
 void save_on_rank0(const TrainOptions& o, Comm& host, KanNet& net, const Adam& adam, std::int64_t step) {
@@ -384,7 +388,7 @@ std::string optimizer_state_path(const std::string& checkpoint) {
   return checkpoint + ".optim.safetensors";
 }
 
-int run_train(const TrainOptions& o, Comm& comm) {
+TrainResult run_train(const TrainOptions& o, Comm& comm) {
   using namespace train_detail;
   const Workload& w = o.workload;
   const int rank = comm.rank(), world = comm.size();

@@ -7,8 +7,10 @@
 // bucket was launched; a wait for all buckets before the step). The bucket
 // plans come from model/'s planner, the one the simulator uses.
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "model/measurement_records.hpp"
 #include "comm.hpp"
 #include "model/config.hpp"
 
@@ -30,14 +32,19 @@ struct TrainOptions {
   std::string command_line;
 };
 
+struct TrainResult {
+  int exit_code = 0;                    // the process's: 1 when interrupted
+  std::optional<TrainSummary> summary;  // rank 0's: what --json's "summary" holds
+};
+
 // Runs the training on this process group; rank 0 prints the summary and
-// writes the outputs. Returns the process exit code.
-int run_train(const TrainOptions& o, Comm& comm);
+// writes the outputs.
+TrainResult run_train(const TrainOptions& o, Comm& comm);
 
 // The same on the CUDA backend: the model on this rank's GPU (the node-local
 // rank modulo the visible devices), NCCL between ranks bootstrapped over
 // `host`. Throws when the build or the machine has no CUDA/NCCL.
-int run_train_cuda(const TrainOptions& o, Comm& host);
+TrainResult run_train_cuda(const TrainOptions& o, Comm& host);
 
 // kanscale eval: predictions of a checkpoint for the rows of a CSV file.
 int run_eval(const std::string& checkpoint, const std::string& input_csv, int threads);

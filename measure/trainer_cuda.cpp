@@ -35,7 +35,7 @@ struct DeviceBucket {
 
 }  // namespace
 
-int run_train_cuda(const TrainOptions& o, Comm& host) {
+TrainResult run_train_cuda(const TrainOptions& o, Comm& host) {
   using namespace train_detail;
   const Workload& w = o.workload;
   const int rank = host.rank(), world = host.size();

@@ -96,8 +96,8 @@ struct ReportContext {
 };
 // Rank 0 prints the summary and writes --json/--csv/--trace (atomically);
 // returns the exit code (1 when interrupted).
-int report(const TrainOptions& o, Comm& host, const KanNet& net, const std::vector<IterRecord>& records,
-           const std::vector<Event>& events, const ReportContext& c);
+TrainResult report(const TrainOptions& o, Comm& host, const KanNet& net, const std::vector<IterRecord>& records,
+                   const std::vector<Event>& events, const ReportContext& c);
 
 // SIGINT/SIGTERM set a flag (checked between iterations) while active.
 struct StopOnSignal {

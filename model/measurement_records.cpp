@@ -232,6 +232,53 @@ CollectiveSweepFile read_collective_sweep_file(const std::string& path) {
   return f;
 }
 
+nlohmann::json to_json(const TrainSummary& s) {
+  auto mp = [](const TrainSummary::MedianP95& m) { return nlohmann::json{{"median", m.median}, {"p95", m.p95}}; };
+  return {{"iteration_time_s", mp(s.iteration_s)},
+          {"compute_time_s", mp(s.compute_s)},
+          {"communication_time_s", mp(s.communication_s)},
+          {"exposed_communication_s", mp(s.exposed_communication_s)},
+          {"samples_per_s", s.samples_per_s},
+          {"peak_rss_bytes", s.peak_rss_bytes},
+          {"peak_device_bytes", s.peak_device_bytes ? nlohmann::json(*s.peak_device_bytes) : nlohmann::json(nullptr)},
+          {"final_loss", s.final_loss},
+          {"steps", s.steps},
+          {"interrupted", s.interrupted},
+          {"bucket_communication_s", s.bucket_communication_s}};
+}
+
+TrainSummary train_summary_from_json(const nlohmann::json& j, const std::string& path) {
+  if (!j.is_object()) throw InputError(path + ": key 'summary': expected an object");
+  auto need = [&](const char* key) -> const nlohmann::json& {
+    if (!j.contains(key)) throw InputError(path + ": key 'summary." + std::string(key) + "': missing");
+    return j[key];
+  };
+  auto mp = [&](const char* key) {
+    const auto& m = need(key);
+    const std::string at = std::string("summary.") + key + ".";
+    return TrainSummary::MedianP95{value_or<double>(m, "median", 0.0, path, at), value_or<double>(m, "p95", 0.0, path, at)};
+  };
+  TrainSummary s;
+  s.iteration_s = mp("iteration_time_s");
+  s.compute_s = mp("compute_time_s");
+  s.communication_s = mp("communication_time_s");
+  s.exposed_communication_s = mp("exposed_communication_s");
+  s.samples_per_s = checked<double>(need("samples_per_s"), path + ": key 'summary.samples_per_s'");
+  s.peak_rss_bytes = value_or<double>(j, "peak_rss_bytes", 0.0, path, "summary.");
+  if (j.contains("peak_device_bytes") && !j["peak_device_bytes"].is_null())
+    s.peak_device_bytes = checked<double>(j["peak_device_bytes"], path + ": key 'summary.peak_device_bytes'");
+  if (j.contains("final_loss") && !j["final_loss"].is_null()) s.final_loss = value_or<double>(j, "final_loss", 0.0, path, "summary.");
+  s.steps = value_or<std::int64_t>(j, "steps", 0, path, "summary.");
+  s.interrupted = value_or<bool>(j, "interrupted", false, path, "summary.");
+  if (j.contains("bucket_communication_s")) {
+    const auto& b = j["bucket_communication_s"];
+    if (!b.is_array()) throw InputError(path + ": key 'summary.bucket_communication_s': expected a list of seconds");
+    for (std::size_t i = 0; i < b.size(); ++i)
+      s.bucket_communication_s.push_back(checked<double>(b[i], path + ": key 'summary.bucket_communication_s[" + std::to_string(i) + "]'"));
+  }
+  return s;
+}
+
 InterferenceFile read_interference_file(const std::string& path) {
   const auto j = read_json_file(path, "a kanscale bench interference file");
   if (!j.is_object() || !j.contains("interference_per_collective_second_mean"))

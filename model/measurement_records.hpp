@@ -81,6 +81,27 @@ struct CollectiveSweepFile {
 };
 CollectiveSweepFile read_collective_sweep_file(const std::string& path);
 
+// ---------------------------------------------------------------- train --json: its summary
+// Steady state, per metric: the median over ranks of each rank's median over
+// its steady iterations, and the p95 over ranks.
+struct TrainSummary {
+  struct MedianP95 {
+    double median = 0, p95 = 0;
+  };
+  MedianP95 iteration_s, compute_s, communication_s, exposed_communication_s;
+  double samples_per_s = 0;
+  double peak_rss_bytes = 0;                 // the largest rank's
+  std::optional<double> peak_device_bytes;   // the largest rank's device allocations (CUDA)
+  double final_loss = 0;
+  std::int64_t steps = 0;
+  bool interrupted = false;
+  std::vector<double> bucket_communication_s;  // per bucket of the steady plan
+};
+nlohmann::json to_json(const TrainSummary& s);
+// The "summary" object of a train --json file, every field checked
+// (InputError naming `path` and the key).
+TrainSummary train_summary_from_json(const nlohmann::json& summary, const std::string& path);
+
 // ---------------------------------------------------------------- bench interference
 struct InterferenceFile {
   std::string path;

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "model/measurement_records.hpp"
 #include "model/statistics.hpp"
 #include "model/yaml_reader.hpp"
 
@@ -206,19 +207,16 @@ Metrics live_metrics(const std::string& path, const std::string& backend) {
   } catch (const std::exception& e) {
     throw InputError(path + ": not a kanscale train --json file: " + e.what());
   }
-  if (!j.contains("summary")) throw InputError(path + ": not a kanscale train --json file (no summary)");
-  const auto& s = j["summary"];
+  if (!j.is_object() || !j.contains("summary")) throw InputError(path + ": not a kanscale train --json file (no summary)");
+  const TrainSummary s = train_summary_from_json(j["summary"], path);
   Metrics m;
-  m.iteration_s = s["iteration_time_s"]["median"];
-  m.compute_s = s["compute_time_s"]["median"];
-  m.comm_s = s["communication_time_s"]["median"];
-  m.exposed_s = s["exposed_communication_s"]["median"];
-  m.samples_per_s = s["samples_per_s"];
-  if (backend == "cuda" && s.contains("peak_device_bytes") && s["peak_device_bytes"].is_number())
-    m.peak_memory_bytes = s["peak_device_bytes"];
-  else
-    m.peak_memory_bytes = s.value("peak_rss_bytes", 0.0);
-  if (s.contains("bucket_communication_s")) m.bucket_s = s["bucket_communication_s"].get<std::vector<double>>();
+  m.iteration_s = s.iteration_s.median;
+  m.compute_s = s.compute_s.median;
+  m.comm_s = s.communication_s.median;
+  m.exposed_s = s.exposed_communication_s.median;
+  m.samples_per_s = s.samples_per_s;
+  m.peak_memory_bytes = backend == "cuda" && s.peak_device_bytes ? *s.peak_device_bytes : s.peak_rss_bytes;
+  m.bucket_s = s.bucket_communication_s;
   return m;
 }
 
