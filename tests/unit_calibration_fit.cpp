@@ -278,3 +278,36 @@ TEST_CASE("a calibration knows its machine: the first kernels file's fingerprint
   // a calibration without a recorded machine warns about nothing
   CHECK(machine_mismatch(Machine{}, other).empty());
 }
+
+TEST_CASE("the trainer summary record: written and read back field for field; a bad field names its key") {
+  TrainSummary s;
+  s.iteration_s = {0.25, 0.5};
+  s.compute_s = {0.125, 0.2};
+  s.communication_s = {0.0625, 0.07};
+  s.exposed_communication_s = {0.03125, 0.04};
+  s.samples_per_s = 4096;
+  s.peak_rss_bytes = 1e8;
+  s.final_loss = 0.5;
+  s.steps = 30;
+  s.interrupted = true;
+  s.bucket_communication_s = {0.01, 0.02};
+  TrainSummary back = train_summary_from_json(nlohmann::json::parse(to_json(s).dump()), "t.json");
+  CHECK(back.iteration_s.median == 0.25);
+  CHECK(back.iteration_s.p95 == 0.5);
+  CHECK(back.exposed_communication_s.median == 0.03125);
+  CHECK(back.samples_per_s == 4096);
+  CHECK_FALSE(back.peak_device_bytes.has_value());  // written as null
+  CHECK(back.steps == 30);
+  CHECK(back.interrupted);
+  CHECK(back.bucket_communication_s == std::vector<double>{0.01, 0.02});
+  s.peak_device_bytes = 2e9;
+  back = train_summary_from_json(to_json(s), "t.json");
+  CHECK(*back.peak_device_bytes == 2e9);
+  nlohmann::json bad = to_json(s);
+  bad["compute_time_s"]["median"] = "fast";
+  CHECK_THROWS_WITH_AS(train_summary_from_json(bad, "t.json"), "t.json: key 'summary.compute_time_s.median': expected a number, got \"fast\"",
+                       InputError);
+  bad = to_json(s);
+  bad.erase("samples_per_s");
+  CHECK_THROWS_WITH_AS(train_summary_from_json(bad, "t.json"), "t.json: key 'summary.samples_per_s': missing", InputError);
+}
