@@ -16,7 +16,9 @@
 #include "machine_info.hpp"
 #include "model/units.hpp"
 #include "model/yaml_reader.hpp"
-#include "sim/report.hpp"
+#include "model/output_files.hpp"
+#include "model/statistics.hpp"
+#include "model/units.hpp"
 
 namespace ks {
 

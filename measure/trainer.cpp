@@ -28,8 +28,9 @@
 #include "model/units.hpp"
 #include "model/yaml_reader.hpp"
 #include "safetensors.hpp"
-#include "sim/report.hpp"
-#include "sim/study.hpp"
+#include "model/output_files.hpp"
+#include "model/statistics.hpp"
+#include "model/units.hpp"
 
 namespace ks {
 

@@ -22,7 +22,7 @@
 #include "model/config.hpp"
 #include "model/kan_model.hpp"
 #include "temp_dir.hpp"
-#include "replay.hpp"
+#include "sim/replay.hpp"
 
 using namespace ks;
 
