@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -41,6 +42,32 @@ double peak_rss_bytes() {
 }
 
 namespace train_detail {
+
+nlohmann::json to_json(const Event& e) {
+  return {{"name", e.name}, {"cat", e.cat}, {"track", e.track}, {"t0", e.t0}, {"t1", e.t1}, {"step", e.step}};
+}
+Event event_from_json(const nlohmann::json& j) {
+  return {j.at("name").get<std::string>(), j.at("cat").get<std::string>(), j.at("track").get<int>(), j.at("t0").get<double>(),
+          j.at("t1").get<double>(), j.at("step").get<std::int64_t>()};
+}
+nlohmann::json to_json(const IterRecord& r) {
+  return {{"step", r.step}, {"batch", r.batch}, {"first", r.first}, {"start_s", r.start_s}, {"end_s", r.end_s},
+          {"compute_s", r.compute_s}, {"comm_s", r.comm_s}, {"exposed_s", r.exposed_s}, {"loss", r.loss}, {"bucket_s", r.bucket_s}};
+}
+IterRecord iter_record_from_json(const nlohmann::json& j) {
+  IterRecord r;
+  r.step = j.at("step").get<std::int64_t>();
+  r.batch = j.at("batch").get<int>();
+  r.first = j.at("first").get<bool>();
+  r.start_s = j.at("start_s").get<double>();
+  r.end_s = j.at("end_s").get<double>();
+  r.compute_s = j.at("compute_s").get<double>();
+  r.comm_s = j.at("comm_s").get<double>();
+  r.exposed_s = j.at("exposed_s").get<double>();
+  r.loss = j.at("loss").is_null() ? std::numeric_limits<double>::quiet_NaN() : j.at("loss").get<double>();
+  r.bucket_s = j.at("bucket_s").get<std::vector<double>>();
+  return r;
+}
 
 std::atomic<int> g_stop{0};
 extern "C" void on_signal(int) { g_stop = 1; }
@@ -240,11 +267,10 @@ TrainResult report(const TrainOptions& o, Comm& comm, const KanNet& net, const s
   const double last_loss = c.last_loss;
   const bool interrupted = step < c.total_steps;
   nlohmann::json mine = nlohmann::json::array();
-  for (const auto& r : records)
-    mine.push_back({r.step, r.batch, r.first, r.start_s, r.end_s, r.compute_s, r.comm_s, r.exposed_s, r.loss, r.bucket_s});
+  for (const auto& r : records) mine.push_back(to_json(r));
   nlohmann::json evs = nlohmann::json::array();
   if (!o.trace.empty())
-    for (const auto& e : events) evs.push_back({e.name, e.cat, e.track, e.t0, e.t1, e.step});
+    for (const auto& e : events) evs.push_back(to_json(e));
   const double rss = peak_rss_bytes();
   const auto all = comm.gather(nlohmann::json{{"records", mine}, {"events", evs}, {"rss", rss}, {"device", c.device_peak_bytes}}.dump());
   const auto hosts = comm.hosts();
@@ -266,20 +292,22 @@ TrainResult report(const TrainOptions& o, Comm& comm, const KanNet& net, const s
     std::vector<double> it, cp, cm, ex;
     std::vector<std::vector<double>> bucket_s;
     for (const auto& row : j["records"]) {
-      const double iter = row[4].get<double>() - row[3].get<double>();
-      csv << row[0] << "," << r << "," << row[1] << "," << (row[2].get<bool>() ? 1 : 0) << "," << iter << "," << row[5]
-          << "," << row[6] << "," << row[7] << "," << row[8] << "\n";
-      per_iter.push_back({{"step", row[0]}, {"rank", r}, {"batch", row[1]}, {"first_iteration", row[2]},
-                          {"iteration_time_s", iter}, {"compute_time_s", row[5]}, {"communication_time_s", row[6]},
-                          {"exposed_communication_s", row[7]}, {"loss", row[8]}});
-      if (row[2].get<bool>()) continue;  // steady state only
-      const auto bs = row[9].get<std::vector<double>>();
-      if (bucket_s.size() < bs.size()) bucket_s.resize(bs.size());
-      for (std::size_t b = 0; b < bs.size(); ++b) bucket_s[b].push_back(bs[b]);
+      const IterRecord rec = iter_record_from_json(row);
+      const double iter = rec.end_s - rec.start_s;
+      // the numbers as JSON writes them (shortest round trip; a NaN loss as null)
+      using J = nlohmann::json;
+      csv << rec.step << "," << r << "," << rec.batch << "," << (rec.first ? 1 : 0) << "," << iter << "," << J(rec.compute_s) << ","
+          << J(rec.comm_s) << "," << J(rec.exposed_s) << "," << J(rec.loss) << "\n";
+      per_iter.push_back({{"step", rec.step}, {"rank", r}, {"batch", rec.batch}, {"first_iteration", rec.first},
+                          {"iteration_time_s", iter}, {"compute_time_s", rec.compute_s}, {"communication_time_s", rec.comm_s},
+                          {"exposed_communication_s", rec.exposed_s}, {"loss", rec.loss}});
+      if (rec.first) continue;  // steady state only
+      if (bucket_s.size() < rec.bucket_s.size()) bucket_s.resize(rec.bucket_s.size());
+      for (std::size_t b = 0; b < rec.bucket_s.size(); ++b) bucket_s[b].push_back(rec.bucket_s[b]);
       it.push_back(iter);
-      cp.push_back(row[5].get<double>());
-      cm.push_back(row[6].get<double>());
-      ex.push_back(row[7].get<double>());
+      cp.push_back(rec.compute_s);
+      cm.push_back(rec.comm_s);
+      ex.push_back(rec.exposed_s);
     }
     if (!it.empty()) {
       // per rank: the median over its steady iterations
@@ -294,10 +322,10 @@ TrainResult report(const TrainOptions& o, Comm& comm, const KanNet& net, const s
       trace_events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", r}, {"args", {{"name", "rank " + std::to_string(r)}}}});
       trace_events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", 0}, {"args", {{"name", "compute"}}}});
       trace_events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", 1}, {"args", {{"name", "communication"}}}});
-      for (const auto& e : j["events"]) {
-        trace_events.push_back({{"ph", "X"}, {"name", e[0]}, {"cat", e[1]}, {"pid", r}, {"tid", e[2]},
-                                {"ts", e[3].get<double>() * 1e6}, {"dur", (e[4].get<double>() - e[3].get<double>()) * 1e6},
-                                {"args", {{"iteration", e[5]}}}});
+      for (const auto& ej : j["events"]) {
+        const Event e = event_from_json(ej);
+        trace_events.push_back({{"ph", "X"}, {"name", e.name}, {"cat", e.cat}, {"pid", r}, {"tid", e.track},
+                                {"ts", e.t0 * 1e6}, {"dur", (e.t1 - e.t0) * 1e6}, {"args", {{"iteration", e.step}}}});
       }
     }
   }

@@ -3,6 +3,7 @@
 // measure/trainer_cuda.cpp): the setup (data, model, optimizer, resume,
 // DDP's construction broadcast, bucket plans), the records each iteration
 // leaves, checkpoints and the report. Not a public interface.
+#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -34,6 +35,13 @@ struct IterRecord {
   double start_s = 0, end_s = 0, compute_s = 0, comm_s = 0, exposed_s = 0, loss = 0;
   std::vector<double> bucket_s;  // each bucket's all-reduce, from its start (launched, previous done) to its end
 };
+
+// What each rank sends rank 0 for the report, as named JSON fields (a NaN
+// loss travels as null).
+nlohmann::json to_json(const Event& e);
+Event event_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const IterRecord& r);
+IterRecord iter_record_from_json(const nlohmann::json& j);
 
 struct Setup {
   Setup(Dataset d, KanNet n) : data(std::move(d)), net(std::move(n)) {}
