@@ -1,10 +1,7 @@
 #include "measurement_records.hpp"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <type_traits>
 
@@ -14,13 +11,10 @@
 namespace ks {
 
 nlohmann::json read_json_file(const std::string& path, const char* what) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    throw InputError(path + (S_ISDIR(st.st_mode) ? ": is a directory; expected " : ": not a file; expected ") + what);
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot open file");
+  // read_input_file refuses directories, devices, pipes and files too large to hold
+  const std::string text = read_input_file(path, what);
   try {
-    return nlohmann::json::parse(in);
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(path + ": not JSON (" + std::string(e.what()) + "); expected " + what);
   }
