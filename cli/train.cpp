@@ -17,6 +17,8 @@
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include "measure/cuda_plugin.hpp"
+#include "measure/checkpoint.hpp"
+#include "measure/eval.hpp"
 #include "measure/trainer.hpp"
 #include "model/yaml_reader.hpp"
 #include "options.hpp"

@@ -46,13 +46,8 @@ TrainResult run_train(const TrainOptions& o, Comm& comm);
 // `host`. Throws when the build or the machine has no CUDA/NCCL.
 TrainResult run_train_cuda(const TrainOptions& o, Comm& host);
 
-// kanscale eval: predictions of a checkpoint for the rows of a CSV file.
-int run_eval(const std::string& checkpoint, const std::string& input_csv, int threads);
 
 // The process's peak resident set so far (getrusage), bytes.
 double peak_rss_bytes();
-
-// Checkpoint file names: the model and its sibling optimizer-state file.
-std::string optimizer_state_path(const std::string& checkpoint);
 
 }  // namespace ks

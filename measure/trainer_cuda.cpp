@@ -3,18 +3,20 @@
 // communication stream while the compute stream runs the rest of backward,
 // as DDP's reducer does with ProcessGroupNCCL. Timing comes from CUDA
 // events on both streams, so the records and the trace mean what the CPU
-// loop's mean (trainer.cpp): same events, same tracks, same metrics.
+// loop's mean (trainer.cpp): same events, same tracks, same metrics. The
+// bucket map, readiness and in-order launch are the shared Reducer's.
 #include <algorithm>
 #include <chrono>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <stdexcept>
 
 #include "comm.hpp"
 #include "gpu.hpp"
 #include "kan_cpu.hpp"
+#include "checkpoint.hpp"
 #include "model/yaml_reader.hpp"
+#include "reducer.hpp"
 #include "trainer.hpp"
 #include "trainer_detail.hpp"
 
@@ -24,11 +26,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A bucket's device buffer and the offsets of its parameters.
+// A bucket's device buffer and its timing marks in the current iteration.
 struct DeviceBucket {
   float* buf = nullptr;
   std::size_t n = 0;
-  int ready = 0;
   int handle = -1;
   int ready_mark = -1, start_mark = -1, end_mark = -1;
 };
@@ -59,17 +60,17 @@ TrainResult run_train_cuda(const TrainOptions& o, Comm& host) {
   const float inv_world = 1.0f / static_cast<float>(world);
 
   // One set of device buckets per plan (DDP's first iteration has its own).
-  std::map<const std::vector<Bucket>*, std::vector<DeviceBucket>> device_buckets;
-  std::vector<std::pair<int, std::size_t>> where(prefs.size());
-  for (const auto* plan : {&setup.plans.first_iteration, &setup.plans.steady}) {
-    auto& v = device_buckets[plan];
-    for (const auto& b : *plan) {
+  Reducer reducer(setup.plans, setup.param_elements);
+  std::vector<DeviceBucket> buckets_of[2];
+  for (Reducer::Plan plan : {Reducer::kFirst, Reducer::kSteady})
+    for (std::size_t b = 0; b < reducer.buckets(plan); ++b) {
       DeviceBucket d;
-      for (int p : b.params) d.n += prefs[static_cast<std::size_t>(p)].size();
+      d.n = reducer.elements(plan, b);
       d.buf = gpu.alloc(d.n);
-      v.push_back(d);
+      buckets_of[plan].push_back(d);
     }
-  }
+  std::vector<float*> grads;
+  for (std::size_t p = 0; p < prefs.size(); ++p) grads.push_back(dnet.grad(static_cast<int>(p)));
   // pinned batch buffers, freed on every path out
   auto free_host = [&gpu](float* p) { gpu.free_host(p); };
   std::unique_ptr<float, decltype(free_host)> X_owner(gpu.alloc_host(static_cast<std::size_t>(batch) * data.in()), free_host);
@@ -83,7 +84,7 @@ TrainResult run_train_cuda(const TrainOptions& o, Comm& host) {
     save_on_rank0(o, host, net, adam, at_step);
   };
 
-  std::vector<Event> events;
+  std::vector<TraceSlice> slices;
   std::vector<IterRecord> records;
   const auto t_origin = Clock::now();
   auto now = [&] { return std::chrono::duration<double>(Clock::now() - t_origin).count(); };
@@ -96,17 +97,10 @@ TrainResult run_train_cuda(const TrainOptions& o, Comm& host) {
     if (!o.checkpoint.empty() && host.allreduce_max(stop_requested() ? 1.0 : 0.0) > 0) break;
     const StepBatches::Slice slice = batches.at(step);
     const int B = slice.size;
-    const auto& plan = first_iteration ? setup.plans.first_iteration : setup.plans.steady;
-    auto& buckets = device_buckets[&plan];
-    for (std::size_t b = 0; b < plan.size(); ++b) {
-      std::size_t off = 0;
-      for (int p : plan[b].params) {
-        where[static_cast<std::size_t>(p)] = {static_cast<int>(b), off};
-        off += prefs[static_cast<std::size_t>(p)].size();
-      }
-      buckets[b].ready = 0;
-      buckets[b].handle = -1;
-    }
+    const Reducer::Plan plan = first_iteration ? Reducer::kFirst : Reducer::kSteady;
+    reducer.begin(plan);
+    std::vector<DeviceBucket>& buckets = buckets_of[plan];
+    for (DeviceBucket& d : buckets) d.handle = -1;
     IterRecord rec;
     rec.step = step;
     rec.rank = rank;
@@ -119,6 +113,7 @@ TrainResult run_train_cuda(const TrainOptions& o, Comm& host) {
     struct Span {
       std::string name, cat;
       int track, a, b;
+      double bytes = 0;
     };
     std::vector<Span> spans;
     int bc0 = -1, bc1 = -1, bcw0 = -1, bcw1 = -1;
@@ -130,7 +125,7 @@ TrainResult run_train_cuda(const TrainOptions& o, Comm& host) {
       bc1 = gpu.mark(NS);
       gpu.wait(CS, bc1);
       bcw1 = gpu.mark(CS);
-      spans.push_back({"broadcast buffers (nccl)", "comm", 1, bc0, bc1});
+      spans.push_back({"broadcast buffers (nccl)", "comm", 1, bc0, bc1, 4.0 * static_cast<double>(dnet.grids_size())});
       spans.push_back({"wait for broadcast", "wait", 0, bcw0, bcw1});
     }
     const double load0 = now();
@@ -144,54 +139,41 @@ TrainResult run_train_cuda(const TrainOptions& o, Comm& host) {
       spans.push_back({"forward layer " + std::to_string(l), "forward", 0, prev, m});
       prev = m;
     });
-    std::size_t next_launch = 0;
-    auto launch_ready = [&] {
-      while (next_launch < buckets.size() && buckets[next_launch].ready == static_cast<int>(plan[next_launch].params.size())) {
-        DeviceBucket& d = buckets[next_launch];
-        d.ready_mark = gpu.mark(CS);
-        gpu.wait(NS, d.ready_mark);
-        d.start_mark = gpu.mark(NS);
-        d.handle = nccl->iallreduce_sum(d.buf, d.n);
-        d.end_mark = gpu.mark(NS);
-        spans.push_back({"allreduce bucket " + std::to_string(next_launch) + " (nccl)", "comm", 1, d.start_mark, d.end_mark});
-        ++next_launch;
-      }
+    auto launch = [&](std::size_t b) {
+      DeviceBucket& d = buckets[b];
+      d.ready_mark = gpu.mark(CS);
+      gpu.wait(NS, d.ready_mark);
+      d.start_mark = gpu.mark(NS);
+      d.handle = nccl->iallreduce_sum(d.buf, d.n);
+      d.end_mark = gpu.mark(NS);
+      spans.push_back({"allreduce bucket " + std::to_string(b) + " (nccl)", "comm", 1, d.start_mark, d.end_mark, 4.0 * static_cast<double>(d.n)});
     };
     prev = gpu.mark(CS);
     int layer_start = prev;
     dnet.backward(
         [&](int p) {
-          const auto [b, off] = where[static_cast<std::size_t>(p)];
+          const Reducer::Slot& slot = reducer.slot(p);
           const int c0 = gpu.mark(CS);
-          gpu.scale_copy(dnet.grad(p), buckets[static_cast<std::size_t>(b)].buf + off, prefs[static_cast<std::size_t>(p)].size(),
-                         inv_world, CS);
+          gpu.scale_copy(dnet.grad(p), buckets[static_cast<std::size_t>(slot.bucket)].buf + slot.offset,
+                         prefs[static_cast<std::size_t>(p)].size(), inv_world, CS);
           spans.push_back({"bucket_copy " + prefs[static_cast<std::size_t>(p)].name, "grad_copy", 0, c0, gpu.mark(CS)});
-          ++buckets[static_cast<std::size_t>(b)].ready;
-          launch_ready();
+          reducer.mark_ready(p, launch);
         },
         [&](int l) {
           const int m = gpu.mark(CS);
           spans.push_back({"backward layer " + std::to_string(l), "backward", 0, layer_start, m});
           layer_start = m;
         });
-    if (next_launch != buckets.size())
-      throw std::logic_error("CUDA trainer: bucket " + std::to_string(next_launch) + " never became ready");
+    if (!reducer.all_launched()) throw std::logic_error("CUDA trainer: a bucket never became ready");
     const int wait0 = gpu.mark(CS);
     for (const auto& d : buckets) nccl->wait(d.handle);  // the compute stream waits for every bucket
     const int wait1 = gpu.mark(CS);
     spans.push_back({"wait for all-reduce", "wait", 0, wait0, wait1});
-    std::vector<const float*> gptr(prefs.size());
     const int cb0 = gpu.mark(CS);
-    for (std::size_t p = 0; p < prefs.size(); ++p) {
-      const auto [b, off] = where[p];
-      const float* src = buckets[static_cast<std::size_t>(b)].buf + off;
-      if (w.ddp.gradient_as_bucket_view) {
-        gptr[p] = src;
-      } else {
-        gpu.copy(dnet.grad(static_cast<int>(p)), src, prefs[p].size(), CS);
-        gptr[p] = dnet.grad(static_cast<int>(p));
-      }
-    }
+    std::vector<float*> bufs;
+    for (auto& d : buckets) bufs.push_back(d.buf);
+    const std::vector<const float*> gptr = reducer.reduced_gradients(
+        bufs, w.ddp.gradient_as_bucket_view, grads, [&](float* dst, const float* src, std::size_t n) { gpu.copy(dst, src, n, CS); });
     const int cb1 = gpu.mark(CS);
     if (!w.ddp.gradient_as_bucket_view) spans.push_back({"copy_back", "copy_back", 0, cb0, cb1});
     ++adam.step;
@@ -217,23 +199,19 @@ TrainResult run_train_cuda(const TrainOptions& o, Comm& host) {
     rec.comm_s = comm_busy;
     rec.exposed_s = exposed;
     rec.compute_s = (rec.end_s - rec.start_s) - exposed;
-    records.push_back(rec);
     if (!o.trace.empty()) {
-      events.push_back({"load batch", "host", 0, load0, load1, step});
-      for (const auto& s : spans) events.push_back({s.name, s.cat, s.track, at(s.a), at(s.b), step});
+      slices.push_back({rank, 0, step, "load batch", "host", load0, load1, 0});
+      for (const auto& sp : spans) slices.push_back({rank, sp.track, step, sp.name, sp.cat, at(sp.a), at(sp.b), sp.bytes});
     }
-    if (o.json.empty() && o.csv.empty() && records.size() > 20000) records.erase(records.begin(), records.begin() + 10000);
     first_iteration = false;
-    if (!o.quiet && rank == 0 && (step % 50 == 0 || step + 1 == total_steps))
-      std::cerr << "step " << step << "/" << total_steps << " loss " << last_loss << "\n";
-    if (!o.checkpoint.empty() && o.checkpoint_every > 0 && (step + 1) % o.checkpoint_every == 0) save_everywhere(step + 1);
+    end_step(o, rank, step, total_steps, rec, records, save_everywhere);
   }
   if (!o.checkpoint.empty()) save_everywhere(step);
   dnet.download(net);
   const double device_peak = gpu.peak_bytes();
-  for (auto& kv : device_buckets)
-    for (auto& d : kv.second) gpu.free(d.buf);
-  return report(o, host, net, records, events, ReportContext{start_step, step, total_steps, batch, last_loss, device_peak, nccl->backend()});
+  for (auto& v : buckets_of)
+    for (auto& d : v) gpu.free(d.buf);
+  return report(o, host, net, records, slices, ReportContext{start_step, step, total_steps, batch, last_loss, device_peak, nccl->backend()});
 }
 
 }  // namespace ks

@@ -1,11 +1,13 @@
 #pragma once
 // What the CPU and the CUDA trainer loops share (measure/trainer.cpp,
-// measure/trainer_cuda.cpp): the setup (data, model, optimizer, resume,
+// measure/trainer_cuda.cpp) besides the reducer (reducer.hpp) and the
+// checkpoints (checkpoint.hpp): the setup (data, model, optimizer, resume,
 // DDP's construction broadcast, bucket plans), the records each iteration
-// leaves, checkpoints and the report. Not a public interface.
+// leaves and the report (train_report.cpp). Not a public interface.
 #include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,17 +17,10 @@
 #include "data.hpp"
 #include "kan.hpp"
 #include "model/buckets.hpp"
+#include "model/trace.hpp"
 #include "trainer.hpp"
 
 namespace ks::train_detail {
-
-// One timed piece of an iteration, in the simulator's track and event names.
-struct Event {
-  std::string name, cat;
-  int track;  // 0 compute, 1 communication
-  double t0, t1;
-  std::int64_t step;
-};
 
 struct IterRecord {
   std::int64_t step = 0;
@@ -38,8 +33,6 @@ struct IterRecord {
 
 // What each rank sends rank 0 for the report, as named JSON fields (a NaN
 // loss travels as null).
-nlohmann::json to_json(const Event& e);
-Event event_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const IterRecord& r);
 IterRecord iter_record_from_json(const nlohmann::json& j);
 
@@ -50,6 +43,7 @@ struct Setup {
   Adam adam;
   std::int64_t start_step = 0, batch = 0, ipe = 0, total_steps = 0;  // ipe: iterations per epoch
   DdpBucketPlans plans;
+  std::vector<std::size_t> param_elements;  // each parameter's size, definition order
 };
 
 // Which samples this rank trains on at a step: DistributedSampler's shard
@@ -88,14 +82,6 @@ class StepBatches {
 // `host` (host memory), the bucket plans.
 Setup prepare(const TrainOptions& o, Comm& host);
 
-void save_checkpoint(const std::string& path, KanNet& net, const Adam& adam, const TrainOptions& o, int world,
-                     std::int64_t step);
-KanNet load_model(const std::string& path, const Workload* expect, int* G_out, int* k_out);
-// Rank 0 writes o.checkpoint; every rank learns whether it worked, so a
-// failure ends all of them with rank 0's message instead of leaving the
-// others waiting.
-void save_on_rank0(const TrainOptions& o, Comm& host, KanNet& net, const Adam& adam, std::int64_t step);
-
 struct ReportContext {
   std::int64_t start_step, step, total_steps, batch;
   double last_loss;
@@ -105,7 +91,13 @@ struct ReportContext {
 // Rank 0 prints the summary and writes --json/--csv/--trace (atomically);
 // returns the exit code (1 when interrupted).
 TrainResult report(const TrainOptions& o, Comm& host, const KanNet& net, const std::vector<IterRecord>& records,
-                   const std::vector<Event>& events, const ReportContext& c);
+                   const std::vector<TraceSlice>& slices, const ReportContext& c);
+
+// What every iteration ends with, on both loops: its record kept (a recent
+// window only, unless --json or --csv wants them all), the progress line,
+// the periodic checkpoint.
+void end_step(const TrainOptions& o, int rank, std::int64_t step, std::int64_t total_steps, const IterRecord& rec,
+              std::vector<IterRecord>& records, const std::function<void(std::int64_t)>& save_everywhere);
 
 // SIGINT/SIGTERM set a flag (checked between iterations) while active.
 struct StopOnSignal {

@@ -8,6 +8,7 @@
 #include "model/buckets.hpp"
 #include "model/collectives.hpp"
 #include "model/kan_model.hpp"
+#include "model/trace.hpp"
 
 namespace ks {
 
@@ -50,16 +51,6 @@ struct CollectiveRecord {
   double bytes = 0;
   std::string label;  // algorithm/protocol
   double start_s = 0, end_s = 0;
-};
-
-struct TraceSlice {
-  int rank = 0;
-  int track = 0;  // 0 compute, 1 communication
-  int iteration = 0;
-  std::string name;
-  std::string category;
-  double t0_s = 0, t1_s = 0;
-  double bytes = 0;  // communication slices
 };
 
 struct ReplayResult {

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "kanscale/build_info.hpp"
+#include "model/trace.hpp"
 #include "model/units.hpp"
 
 namespace ks {
@@ -224,34 +225,17 @@ std::string buckets_csv(const StudyResult& r, const RunInfo& info) {
 }
 
 nlohmann::json trace_json(const StudyResult& r, const RunInfo& info) {
-  nlohmann::json ev = nlohmann::json::array();
-  int pid_base = 0;
+  ChromeTrace trace;
+  int pid_base = 0;  // each scaling point's ranks after the previous point's
   for (const auto& p : r.points) {
     std::map<int, bool> ranks;
     for (const auto& s : p.trace) ranks[s.rank] = true;
-    for (const auto& [rank, _] : ranks) {
-      const int pid = pid_base + rank;
-      ev.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid},
-                    {"args", {{"name", "N=" + std::to_string(p.gpus) + " rank " + std::to_string(rank)}}}});
-      ev.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
-      ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", "compute"}}}});
-      ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", 1}, {"args", {{"name", "communication"}}}});
-    }
-    for (const auto& s : p.trace) {
-      nlohmann::json e = {{"ph", "X"},
-                          {"name", s.name},
-                          {"cat", s.category},
-                          {"pid", pid_base + s.rank},
-                          {"tid", s.track},
-                          {"ts", s.t0_s * 1e6},
-                          {"dur", (s.t1_s - s.t0_s) * 1e6},
-                          {"args", {{"iteration", s.iteration}}}};
-      if (s.track == 1) e["args"]["bytes"] = s.bytes;
-      ev.push_back(std::move(e));
-    }
+    for (const auto& [rank, _] : ranks)
+      trace.add_process(pid_base + rank, "N=" + std::to_string(p.gpus) + " rank " + std::to_string(rank));
+    for (const auto& s : p.trace) trace.add(pid_base + s.rank, s);
     pid_base += p.gpus;
   }
-  return {{"traceEvents", ev}, {"displayTimeUnit", "ms"}, {"otherData", provenance(info)}};
+  return trace.json(provenance(info));
 }
 
 }  // namespace ks

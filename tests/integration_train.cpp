@@ -215,21 +215,16 @@ namespace {
 // each bucket copy marking its gradient ready; collectives last `delay_s`.
 ReplayInput replay_of_trace(const nlohmann::json& trace, std::int64_t step, const std::vector<Param>& params,
                             const std::vector<Bucket>& buckets, double delay_s, std::vector<Op>& ops, int rank = 0) {
-  struct Ev {
-    std::string name, cat;
-    double t0, t1;
-  };
-  std::vector<Ev> ev;
-  for (const auto& e : trace["traceEvents"]) {
-    if (e["ph"] != "X" || e["pid"] != rank || e["tid"] != 0 || e["args"]["iteration"] != step) continue;
-    if (e["cat"] == "wait") continue;
-    ev.push_back({e["name"], e["cat"], e["ts"].get<double>() * 1e-6, (e["ts"].get<double>() + e["dur"].get<double>()) * 1e-6});
-  }
-  std::sort(ev.begin(), ev.end(), [](const Ev& a, const Ev& b) { return a.t0 < b.t0 || (a.t0 == b.t0 && a.t1 > b.t1); });
+  std::vector<TraceSlice> ev;
+  for (const auto& e : read_trace_slices(trace))
+    if (e.rank == rank && e.track == 0 && e.iteration == step && e.category != "wait") ev.push_back(e);
+  std::sort(ev.begin(), ev.end(), [](const TraceSlice& a, const TraceSlice& b) {
+    return a.t0_s < b.t0_s || (a.t0_s == b.t0_s && a.t1_s > b.t1_s);
+  });
   std::map<std::string, int> index;
   for (std::size_t p = 0; p < params.size(); ++p) index[params[p].name] = static_cast<int>(p);
   std::vector<double> times;
-  double cursor = ev.front().t0;
+  double cursor = ev.front().t0_s;
   auto add = [&](const std::string& name, Phase ph, double dur, int ready) {
     Op o;
     o.name = name;
@@ -241,24 +236,24 @@ ReplayInput replay_of_trace(const nlohmann::json& trace, std::int64_t step, cons
   double span_end = -1;  // end of the enclosing backward-layer slice
   Phase span_phase = Phase::backward;
   for (const auto& e : ev) {
-    Phase ph = e.cat == "host" ? Phase::zero_grad : e.cat == "forward" ? Phase::forward
-             : e.cat == "grad_copy" ? Phase::grad_copy : e.cat == "backward" ? Phase::backward : Phase::optimizer;
-    if (span_end >= 0 && e.t0 >= span_end) {  // leave the enclosing slice
+    Phase ph = e.category == "host" ? Phase::zero_grad : e.category == "forward" ? Phase::forward
+             : e.category == "grad_copy" ? Phase::grad_copy : e.category == "backward" ? Phase::backward : Phase::optimizer;
+    if (span_end >= 0 && e.t0_s >= span_end) {  // leave the enclosing slice
       add("rest", span_phase, span_end - cursor, -1);
       cursor = span_end;
       span_end = -1;
     }
-    if (e.cat == "backward") {  // bucket copies nest inside it
-      add("gap", Phase::backward, e.t0 - cursor, -1);
-      cursor = e.t0;
-      span_end = e.t1;
+    if (e.category == "backward") {  // bucket copies nest inside it
+      add("gap", Phase::backward, e.t0_s - cursor, -1);
+      cursor = e.t0_s;
+      span_end = e.t1_s;
       span_phase = Phase::backward;
       continue;
     }
-    add("gap", ph == Phase::grad_copy ? Phase::backward : ph, e.t0 - cursor, -1);
+    add("gap", ph == Phase::grad_copy ? Phase::backward : ph, e.t0_s - cursor, -1);
     const int ready = ph == Phase::grad_copy ? index.at(e.name.substr(std::string("bucket_copy ").size())) : -1;
-    add(e.name, ph, e.t1 - e.t0, ready);
-    cursor = e.t1;
+    add(e.name, ph, e.t1_s - e.t0_s, ready);
+    cursor = e.t1_s;
   }
   if (span_end >= 0) add("rest", span_phase, span_end - cursor, -1);
   ReplayInput in;
@@ -320,9 +315,9 @@ ddp: {bucket_cap: "32KiB", first_bucket: "16KiB", broadcast_buffers: false}
       // Measured from this step's own trace, so the tolerance follows the
       // machine's speed (a sanitizer build runs the layers 5-20x slower).
       double poll_s = 0;
-      for (const auto& e : tr["traceEvents"])
-        if (e["ph"] == "X" && e["pid"] == rank && e["tid"] == 0 && e["args"]["iteration"] == step && e["cat"] == "backward")
-          poll_s = std::max(poll_s, e["dur"].get<double>() * 1e-6);
+      for (const auto& e : read_trace_slices(tr))
+        if (e.rank == rank && e.track == 0 && e.iteration == step && e.category == "backward")
+          poll_s = std::max(poll_s, e.t1_s - e.t0_s);
       double measured = -1;
       for (const auto& row : j["iterations"])
         if (row["step"] == step && row["rank"] == rank) measured = row["exposed_communication_s"];

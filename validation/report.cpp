@@ -76,10 +76,10 @@ std::string svg_errors(const std::vector<CaseResult>& rs) {
 
 // One iteration of rank 0 from the live trace (the last steady one) and
 // from the replay, on one time axis each starting at 0.
-std::string svg_timelines(const std::vector<Slice>& sim, const std::vector<Slice>& live, const std::string& title) {
+std::string svg_timelines(const std::vector<TraceSlice>& sim, const std::vector<TraceSlice>& live, const std::string& title) {
   double span = 1e-9;
   for (const auto* v : {&sim, &live})
-    for (const auto& s : *v) span = std::max(span, s.t1);
+    for (const auto& s : *v) span = std::max(span, s.t1_s);
   const int W = 900, lane = 18, M = 110;
   const int H = 40 + 4 * (lane + 6) + 50;
   auto X = [&](double t) { return M + (W - M - 20) * t / span; };
@@ -104,8 +104,8 @@ std::string svg_timelines(const std::vector<Slice>& sim, const std::vector<Slice
     const auto& v = l < 2 ? sim : live;
     for (const auto& s : v) {
       if (s.track != l % 2) continue;
-      o << "<rect x=\"" << X(s.t0) << "\" y=\"" << y << "\" width=\"" << std::max(0.5, X(s.t1) - X(s.t0)) << "\" height=\"" << lane
-        << "\" fill=\"" << color(s.cat) << "\"><title>" << s.name << ": " << (s.t1 - s.t0) * 1e3 << " ms</title></rect>\n";
+      o << "<rect x=\"" << X(s.t0_s) << "\" y=\"" << y << "\" width=\"" << std::max(0.5, X(s.t1_s) - X(s.t0_s)) << "\" height=\"" << lane
+        << "\" fill=\"" << color(s.category) << "\"><title>" << s.name << ": " << (s.t1_s - s.t0_s) * 1e3 << " ms</title></rect>\n";
     }
   }
   const double ya = 34 + 4 * (lane + 6) + 8;
@@ -123,40 +123,33 @@ std::string svg_timelines(const std::vector<Slice>& sim, const std::vector<Slice
   return o.str();
 }
 
-std::vector<Slice> live_iteration(const nlohmann::json& trace, int steps) {
-  // rank 0, the last steady iteration
-  const std::int64_t step = steps - 1;
-  std::vector<Slice> v;
+namespace {
+// Rank 0's slices of one iteration, on a time axis starting at 0.
+std::vector<TraceSlice> rank0_iteration(const std::vector<TraceSlice>& all, std::int64_t iteration) {
+  std::vector<TraceSlice> v;
   double t0 = 1e300;
-  for (const auto& e : trace["traceEvents"]) {
-    if (e["ph"] != "X" || e["pid"] != 0 || e["args"]["iteration"] != step) continue;
-    const double a = e["ts"].get<double>() * 1e-6, b = a + e["dur"].get<double>() * 1e-6;
-    v.push_back({e["name"], e["cat"], e["tid"], a, b});
-    t0 = std::min(t0, a);
-  }
-  for (auto& s : v) {
-    s.t0 -= t0;
-    s.t1 -= t0;
-  }
-  return v;
-}
-
-std::vector<Slice> simulated_iteration(const ScalingPoint& pt) {
-  int last = 0;
-  for (const auto& s : pt.trace)
-    if (s.rank == 0) last = std::max(last, s.iteration);
-  std::vector<Slice> v;
-  double t0 = 1e300;
-  for (const auto& s : pt.trace) {
-    if (s.rank != 0 || s.iteration != last) continue;
-    v.push_back({s.name, s.category, s.track, s.t0_s, s.t1_s});
+  for (const auto& s : all) {
+    if (s.rank != 0 || s.iteration != iteration) continue;
+    v.push_back(s);
     t0 = std::min(t0, s.t0_s);
   }
   for (auto& s : v) {
-    s.t0 -= t0;
-    s.t1 -= t0;
+    s.t0_s -= t0;
+    s.t1_s -= t0;
   }
   return v;
+}
+}  // namespace
+
+std::vector<TraceSlice> live_iteration(const nlohmann::json& trace, int steps) {
+  return rank0_iteration(read_trace_slices(trace), steps - 1);  // the last steady iteration
+}
+
+std::vector<TraceSlice> simulated_iteration(const ScalingPoint& pt) {
+  std::int64_t last = 0;
+  for (const auto& s : pt.trace)
+    if (s.rank == 0) last = std::max(last, s.iteration);
+  return rank0_iteration(pt.trace, last);
 }
 
 bool write_validation_report(const ValidationPlan& plan, const std::string& dir, const std::string& out_dir, const std::string& cmdline,

@@ -14,17 +14,11 @@ namespace ks {
 std::string svg_scatter(const std::vector<CaseResult>& results);
 std::string svg_errors(const std::vector<CaseResult>& results);
 
-// One slice of a timeline: an op or a collective on a track.
-struct Slice {
-  std::string name, cat;
-  int track;
-  double t0, t1;
-};
 // One iteration of rank 0 from the live trace (the last steady one) and
 // from the replay, on one time axis each starting at 0.
-std::string svg_timelines(const std::vector<Slice>& sim, const std::vector<Slice>& live, const std::string& title);
-std::vector<Slice> live_iteration(const nlohmann::json& trace, int steps);
-std::vector<Slice> simulated_iteration(const ScalingPoint& point);
+std::string svg_timelines(const std::vector<TraceSlice>& sim, const std::vector<TraceSlice>& live, const std::string& title);
+std::vector<TraceSlice> live_iteration(const nlohmann::json& trace, int steps);
+std::vector<TraceSlice> simulated_iteration(const ScalingPoint& point);
 
 // What the comparison of a plan's cases came to.
 struct ValidationOutcome {
@@ -33,7 +27,7 @@ struct ValidationOutcome {
   bool ok = false;  // the plan's bound held
   std::string why;  // where it did not
   std::size_t shown = 0;  // the case whose timelines are drawn
-  std::vector<Slice> sim_slices;  // its simulated iteration
+  std::vector<TraceSlice> sim_slices;  // its simulated iteration
 };
 // Writes report.md, results.json and the plots into out_dir (dir: the run
 // directory, for the live trace) and prints the summary; returns ok.

@@ -48,7 +48,7 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
   if (plan.measure.enabled) fit_measured(plan, dir);
   std::vector<CaseResult> results(plan.cases.size());
   const std::size_t shown = timeline_case(plan);
-  std::vector<Slice> sim_slices;
+  std::vector<TraceSlice> sim_slices;
   for (std::size_t i = 0; i < plan.cases.size(); ++i) {
     const ValidationCase& vc = plan.cases[i];
     results[i].c = vc;

@@ -6,7 +6,7 @@
 #include "fuzz_target.hpp"
 #include "measure/kan.hpp"
 #include "measure/safetensors.hpp"
-#include "measure/trainer.hpp"
+#include "measure/eval.hpp"
 
 namespace {
 
