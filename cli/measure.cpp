@@ -102,7 +102,7 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
   }
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
   try {
-    std::vector<KernelRow> rows;
+    std::vector<KernelRecord> rows;
     if (plan.backend == "cuda") {
       std::string why;
       const CudaPlugin* cuda = cuda_plugin(&why);
@@ -116,7 +116,7 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
       std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t, int, int>> shapes;
       for (const auto& r : rows) {
         unstable += r.unstable;
-        shapes.insert({r.shape.batch, r.shape.in, r.shape.out, r.shape.G, r.shape.k});
+        shapes.insert({r.batch, r.in, r.out, r.grid_size, r.spline_order});
       }
       std::cout << "kanscale measure kernels: " << rows.size() << " measurements (" << shapes.size() << " of the plan's "
                 << plan.shapes.size() << " shapes x ops, " << comm->size() << " rank(s)); " << unstable << " unstable (CV > 5%)\n";

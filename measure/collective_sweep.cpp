@@ -37,42 +37,28 @@ std::string utc_now() {
   return buf;
 }
 
-nlohmann::json point_json(const SweepPoint& p, const std::string& redop, int root) {
-  auto side = [&](int s) {
-    return nlohmann::json{{"time_us", p.time_us[s]}, {"algbw_GBps", p.algbw_GBps[s]}, {"busbw_GBps", p.busbw_GBps[s]},
-                          {"wrong", p.wrong[s]}, {"launch_us", p.launch_us[s]}};
-  };
-  return {{"size_bytes", p.bytes}, {"count", p.count}, {"type", "float"}, {"redop", redop}, {"root", root},
-          {"out_of_place", side(0)}, {"in_place", side(1)}};
-}
-
-// Every field of a point that a resumed sweep prints, sums and writes back,
-// checked: a missing or mistyped one is one line naming the file and key.
-void check_sweep_point(const nlohmann::json& p, const std::string& path, std::size_t i) {
-  const std::string at = "points[" + std::to_string(i) + "]";
-  if (!p.is_object()) throw InputError(path + ": key '" + at + "': expected an object, got " + p.dump());
-  auto need = [&](const nlohmann::json& obj, const std::string& key, const char* field, bool integer) {
-    const std::string expected = integer ? "an integer" : "a number";
-    if (!obj.contains(field)) throw InputError(path + ": key '" + key + "." + field + "': missing; expected " + expected);
-    const auto& v = obj[field];
-    if (integer ? !v.is_number_integer() : !v.is_number())
-      throw InputError(path + ": key '" + key + "." + field + "': expected " + expected + ", got " + v.dump());
-  };
-  need(p, at, "size_bytes", false);
-  need(p, at, "count", true);
-  for (const char* side : {"out_of_place", "in_place"}) {
-    const std::string key = at + "." + side;
-    if (!p.contains(side)) throw InputError(path + ": key '" + key + "': missing; expected an object");
-    if (!p[side].is_object()) throw InputError(path + ": key '" + key + "': expected an object, got " + p[side].dump());
-    for (const char* f : {"time_us", "algbw_GBps", "busbw_GBps"}) need(p[side], key, f, false);
-    need(p[side], key, "wrong", true);
+CollectivePoint record_of(const SweepPoint& p, const std::string& redop, int root) {
+  CollectivePoint r;
+  r.size_bytes = p.bytes;
+  r.count = p.count;
+  r.redop = redop;
+  r.root = root;
+  for (int s = 0; s < 2; ++s) {
+    CollectiveTiming t;
+    t.time_us = p.time_us[s];
+    t.algbw_GBps = p.algbw_GBps[s];
+    t.busbw_GBps = p.busbw_GBps[s];
+    t.wrong = p.wrong[s];
+    t.launch_us = p.launch_us[s];
+    (s == 0 ? r.out_of_place : r.in_place) = t;
   }
+  return r;
 }
 
 }  // namespace
 
-std::vector<nlohmann::json> read_sweep_resume(const std::string& path, const nlohmann::json& meta, const std::vector<double>& sizes,
-                                              nlohmann::json* file_metadata) {
+std::vector<CollectivePoint> read_sweep_resume(const std::string& path, const nlohmann::json& meta, const std::vector<double>& sizes,
+                                               nlohmann::json* file_metadata) {
   const std::string text = read_input_file(path, "a kanscale sweep file");
   nlohmann::json j;
   try {
@@ -88,14 +74,13 @@ std::vector<nlohmann::json> read_sweep_resume(const std::string& path, const nlo
       throw InputError(path + ": was measured with another " + std::string(k) + " (" + (m.contains(k) ? m[k].dump() : "none") +
                        ", now " + meta[k].dump() + ")");
   }
-  std::vector<nlohmann::json> done;
+  std::vector<CollectivePoint> done;
   const auto& points = j["points"];
   for (std::size_t i = 0; i < points.size(); ++i) {
-    check_sweep_point(points[i], path, i);
-    if (i >= sizes.size() || points[i]["size_bytes"] != sizes[i])
+    done.push_back(collective_point_from_json(points[i], path, i, true));
+    if (i >= sizes.size() || done.back().size_bytes != sizes[i])
       throw InputError(path + ": point " + std::to_string(i) + " is not this sweep's size " +
                        (i < sizes.size() ? std::to_string(static_cast<long long>(sizes[i])) : "(none)"));
-    done.push_back(points[i]);
   }
   if (file_metadata) *file_metadata = m;
   return done;
@@ -147,7 +132,7 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
 
   // --resume: rank 0 reads and checks the file; every rank learns how many
   // points are done (or that the file is unusable).
-  std::vector<nlohmann::json> done;
+  std::vector<CollectivePoint> done;
   float status[2] = {0, 0};  // [done points, error]
   std::string resume_error;
   if (rank == 0 && !o.resume.empty()) {
@@ -198,25 +183,27 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
         << "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
         << "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       \n";
   }
-  auto print_row = [&](const nlohmann::json& p) {
+  // every point here is complete: measured now, or checked by read_sweep_resume
+  auto print_row = [&](const CollectivePoint& p) {
     char line[256];
-    const auto& a = p["out_of_place"];
-    const auto& b = p["in_place"];
+    const CollectiveTiming &a = *p.out_of_place, &b = *p.in_place;
     std::snprintf(line, sizeof line, "%12.0f  %12lld  %8s  %6s  %6d  %7.2f %6.2f %6.2f %6lld  %7.2f %6.2f %6.2f %6lld\n",
-                  p["size_bytes"].get<double>(), p["count"].get<long long>(), "float", redop.c_str(), root,
-                  a["time_us"].get<double>(), a["algbw_GBps"].get<double>(), a["busbw_GBps"].get<double>(),
-                  a["wrong"].get<long long>(), b["time_us"].get<double>(), b["algbw_GBps"].get<double>(),
-                  b["busbw_GBps"].get<double>(), b["wrong"].get<long long>());
+                  p.size_bytes, static_cast<long long>(*p.count), "float", redop.c_str(), root, *a.time_us, *a.algbw_GBps,
+                  *a.busbw_GBps, static_cast<long long>(*a.wrong), *b.time_us, *b.algbw_GBps, *b.busbw_GBps,
+                  static_cast<long long>(*b.wrong));
     out << line;
   };
   for (const auto& p : done)
     if (rank == 0) print_row(p);
 
-  auto write_files = [&](const std::vector<nlohmann::json>& pts) {
+  auto write_files = [&](const std::vector<CollectivePoint>& pts) {
     if (rank != 0) return;
     std::vector<std::pair<std::string, std::string>> files;
-    nlohmann::json j = {{"metadata", meta}, {"points", pts}};
-    if (!o.json.empty()) files.emplace_back(o.json, j.dump(2) + "\n");
+    if (!o.json.empty()) {
+      nlohmann::json points = nlohmann::json::array();
+      for (const auto& p : pts) points.push_back(to_json(p));
+      files.emplace_back(o.json, nlohmann::json{{"metadata", meta}, {"points", points}}.dump(2) + "\n");
+    }
     if (!o.csv.empty()) {
       std::ostringstream c;
       c << std::setprecision(9);
@@ -224,12 +211,10 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
       c << "size_bytes,count,type,redop,root,oop_time_us,oop_algbw_GBps,oop_busbw_GBps,oop_wrong,ip_time_us,ip_algbw_GBps,"
            "ip_busbw_GBps,ip_wrong\n";
       for (const auto& p : pts) {
-        const auto& a = p["out_of_place"];
-        const auto& b = p["in_place"];
-        c << p["size_bytes"].get<double>() << "," << p["count"] << ",float," << redop << "," << root << ","
-          << a["time_us"].get<double>() << "," << a["algbw_GBps"].get<double>() << "," << a["busbw_GBps"].get<double>()
-          << "," << a["wrong"] << "," << b["time_us"].get<double>() << "," << b["algbw_GBps"].get<double>() << ","
-          << b["busbw_GBps"].get<double>() << "," << b["wrong"] << "\n";
+        const CollectiveTiming &a = *p.out_of_place, &b = *p.in_place;
+        c << p.size_bytes << "," << *p.count << ",float," << redop << "," << root << "," << *a.time_us << "," << *a.algbw_GBps
+          << "," << *a.busbw_GBps << "," << *a.wrong << "," << *b.time_us << "," << *b.algbw_GBps << "," << *b.busbw_GBps << ","
+          << *b.wrong << "\n";
       }
       files.emplace_back(o.csv, c.str());
     }
@@ -237,11 +222,11 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
   };
 
   std::int64_t total_wrong = 0;
-  for (const auto& p : done) total_wrong += p["out_of_place"]["wrong"].get<std::int64_t>() + p["in_place"]["wrong"].get<std::int64_t>();
   double busbw_sum = 0;
   int busbw_n = 0;
   for (const auto& p : done) {
-    busbw_sum += p["out_of_place"]["busbw_GBps"].get<double>();
+    total_wrong += *p.out_of_place->wrong + *p.in_place->wrong;
+    busbw_sum += *p.out_of_place->busbw_GBps;
     ++busbw_n;
   }
   int new_points = 0;
@@ -315,7 +300,7 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
     total_wrong += std::max<std::int64_t>(0, pt.wrong[0]) + std::max<std::int64_t>(0, pt.wrong[1]);
     busbw_sum += pt.busbw_GBps[0];
     ++busbw_n;
-    done.push_back(point_json(pt, redop, root));
+    done.push_back(record_of(pt, redop, root));
     ++new_points;
     if (rank == 0) {
       print_row(done.back());

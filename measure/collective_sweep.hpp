@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "model/measurement_records.hpp"
+
 #include "comm.hpp"
 
 namespace ks {
@@ -46,8 +48,8 @@ double bus_factor(const std::string& op, int ranks);
 // --resume: the points of an earlier run of the same sweep (`meta`: this
 // run's metadata, `sizes`: its sizes), every field of every point checked;
 // anything else is an InputError naming the file and key.
-std::vector<nlohmann::json> read_sweep_resume(const std::string& path, const nlohmann::json& meta,
-                                              const std::vector<double>& sizes, nlohmann::json* file_metadata = nullptr);
+std::vector<CollectivePoint> read_sweep_resume(const std::string& path, const nlohmann::json& meta,
+                                               const std::vector<double>& sizes, nlohmann::json* file_metadata = nullptr);
 // Runs the sweep; rank 0 prints nccl-tests' table to `out` and writes the
 // files. Returns the total #wrong.
 std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out);

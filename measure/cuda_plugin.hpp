@@ -18,7 +18,7 @@ namespace ks {
 struct CudaPlugin {
   bool (*device_available)(std::string* why);
   TrainResult (*train)(const TrainOptions& o, Comm& host);  // kanscale train --backend cuda
-  std::vector<KernelRow> (*kernel_plan)(Comm& comm, const KernelPlan& plan, const std::string& json, const std::string& csv,
+  std::vector<KernelRecord> (*kernel_plan)(Comm& comm, const KernelPlan& plan, const std::string& json, const std::string& csv,
                                         const std::string& command_line, const std::string& resume);
   // The sweep on this rank's GPU over NCCL, bootstrapped over `host`; returns #wrong.
   std::int64_t (*nccl_sweep)(Comm& host, const SweepOptions& o, std::ostream& out);

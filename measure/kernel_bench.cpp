@@ -268,60 +268,10 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
 
 namespace {
 
-KernelRow row_of(const nlohmann::json& r) {
-  KernelRow k;
-  k.op = r["op"];
-  k.shape = {r["batch"], r["in"], r["out"], r["grid_size"], r["spline_order"]};
-  k.detail = r["detail"];
-  k.flops = r["flops"];
-  k.bytes = r["bytes"];
-  k.median_s = r["time_median_s"];
-  k.iqr_s = r["time_iqr_s"];
-  k.cv = r["time_cv"];
-  k.unstable = r["unstable"];
-  k.workspace_bytes = r["workspace_bytes"];
-  k.rank = r["rank"];
-  return k;
-}
-
 nlohmann::json shapes_json(const KernelPlan& plan) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& s : plan.shapes) a.push_back({s.batch, s.in, s.out, s.G, s.k});
   return a;
-}
-
-// One entry of a kernels file's rows or memory, every field the resume reads
-// (row_of) or writes back checked: one line naming the file and key.
-void check_entry(const nlohmann::json& e, const std::string& path, const std::string& at, bool row) {
-  if (!e.is_object()) throw InputError(path + ": key '" + at + "': expected an object, got " + e.dump());
-  enum Kind { text, integer, small_integer, number, boolean };
-  auto need = [&](const char* field, Kind kind) {
-    static const char* const expected[] = {"a string", "an integer", "an integer from 0 to 2147483647", "a number",
-                                           "true or false"};
-    if (!e.contains(field)) throw InputError(path + ": key '" + at + "." + field + "': missing; expected " + expected[kind]);
-    const auto& v = e[field];
-    const bool ok = kind == text      ? v.is_string()
-                    : kind == number  ? v.is_number()
-                    : kind == boolean ? v.is_boolean()
-                    : kind == integer ? v.is_number_integer()
-                                      : v.is_number_integer() && v.get<std::int64_t>() >= 0 &&
-                                            v.get<std::int64_t>() <= std::numeric_limits<int>::max();
-    if (!ok) throw InputError(path + ": key '" + at + "." + field + "': expected " + expected[kind] + ", got " + v.dump());
-  };
-  need("batch", integer);
-  need("in", integer);
-  need("out", integer);
-  need("grid_size", small_integer);
-  need("spline_order", small_integer);
-  need("rank", small_integer);
-  if (!row) {
-    need("peak_bytes", number);
-    return;
-  }
-  need("op", text);
-  need("detail", text);
-  for (const char* f : {"flops", "bytes", "time_median_s", "time_iqr_s", "time_cv", "workspace_bytes"}) need(f, number);
-  need("unstable", boolean);
 }
 
 }  // namespace
@@ -353,25 +303,19 @@ KernelsResume read_kernels_resume(const std::string& path, const nlohmann::json&
   r.shapes_done = sd.get<std::size_t>();
   for (const char* k : {"rows", "memory"})
     if (!j[k].is_array()) throw InputError(path + ": key '" + std::string(k) + "': expected a list, got " + j[k].dump());
-  for (std::size_t i = 0; i < j["rows"].size(); ++i) check_entry(j["rows"][i], path, "rows[" + std::to_string(i) + "]", true);
-  for (std::size_t i = 0; i < j["memory"].size(); ++i)
-    check_entry(j["memory"][i], path, "memory[" + std::to_string(i) + "]", false);
+  for (std::size_t i = 0; i < j["rows"].size(); ++i) r.rows.push_back(kernel_record_from_json(j["rows"][i], path, i, true));
+  for (std::size_t i = 0; i < j["memory"].size(); ++i) r.memory.push_back(kernel_memory_from_json(j["memory"][i], path, i, true));
   // every finished shape left one memory entry per rank
   const std::size_t ranks = meta["ranks"].get<std::size_t>();
-  if (j["memory"].size() != r.shapes_done * ranks)
+  if (r.memory.size() != r.shapes_done * ranks)
     throw InputError(path + ": key 'metadata.shapes_done': " + std::to_string(r.shapes_done) + " shape(s) done at " +
-                     std::to_string(ranks) + " rank(s), but 'memory' holds " + std::to_string(j["memory"].size()) +
+                     std::to_string(ranks) + " rank(s), but 'memory' holds " + std::to_string(r.memory.size()) +
                      " entries (an interrupted or edited file?)");
-  r.rows = j["rows"];
-  r.memory = j["memory"];
   r.metadata = m;
   return r;
 }
 
-namespace {
-}  // namespace
-
-std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const std::string& json, const std::string& csv,
+std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan, const std::string& json, const std::string& csv,
                                        const std::string& command_line, const std::string& resume) {
   set_cpu_threads(plan.threads);
   const int rank = comm.rank();
@@ -457,17 +401,20 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
   auto write = [&](std::size_t shapes_done) {
     meta["shapes_done"] = shapes_done;
     std::vector<std::pair<std::string, std::string>> files;
-    if (!json.empty())
-      files.emplace_back(json, nlohmann::json{{"metadata", meta}, {"rows", done.rows}, {"memory", done.memory}}.dump(2) + "\n");
+    if (!json.empty()) {
+      nlohmann::json rows = nlohmann::json::array(), memory = nlohmann::json::array();
+      for (const auto& r : done.rows) rows.push_back(to_json(r));
+      for (const auto& m : done.memory) memory.push_back(to_json(m));
+      files.emplace_back(json, nlohmann::json{{"metadata", meta}, {"rows", rows}, {"memory", memory}}.dump(2) + "\n");
+    }
     if (!csv.empty()) {
       std::ostringstream c;
       c << std::setprecision(9);
       for (auto it = meta.begin(); it != meta.end(); ++it) c << "# " << it.key() << ": " << it.value().dump() << "\n";
       c << "op,batch,in,out,grid_size,spline_order,detail,flops,bytes,time_median_s,time_iqr_s,time_cv,unstable,workspace_bytes,rank\n";
-      for (const auto& j : done.rows) {
-        const KernelRow r = row_of(j);
-        c << r.op << "," << r.shape.batch << "," << r.shape.in << "," << r.shape.out << "," << r.shape.G << "," << r.shape.k << ","
-          << r.detail << "," << r.flops << "," << r.bytes << "," << r.median_s << "," << r.iqr_s << "," << r.cv << ","
+      for (const KernelRecord& r : done.rows) {
+        c << r.op << "," << r.batch << "," << r.in << "," << r.out << "," << r.grid_size << "," << r.spline_order << ","
+          << r.detail << "," << r.flops << "," << r.bytes << "," << r.time_median_s << "," << r.time_iqr_s << "," << r.time_cv << ","
           << (r.unstable ? 1 : 0) << "," << r.workspace_bytes << "," << r.rank << "\n";
       }
       files.emplace_back(csv, c.str());
@@ -481,10 +428,24 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
     nlohmann::json mine = nlohmann::json::array();
     std::string cache = "warm";
     auto add_row = [&](const std::string& op, const std::string& detail, double flops, double bytes, const Stat& t, double ws) {
-      mine.push_back({{"op", op}, {"batch", s.batch}, {"in", s.in}, {"out", s.out}, {"grid_size", s.G}, {"spline_order", s.k},
-                      {"detail", detail}, {"flops", flops}, {"bytes", bytes}, {"time_median_s", t.median},
-                      {"time_iqr_s", t.iqr}, {"time_cv", t.cv}, {"unstable", t.cv > 0.05}, {"workspace_bytes", ws},
-                      {"cache", cache}, {"rank", rank}});
+      KernelRecord r;
+      r.op = op;
+      r.detail = detail;
+      r.cache = cache;
+      r.batch = s.batch;
+      r.in = s.in;
+      r.out = s.out;
+      r.grid_size = s.G;
+      r.spline_order = s.k;
+      r.flops = flops;
+      r.bytes = bytes;
+      r.time_median_s = t.median;
+      r.time_iqr_s = t.iqr;
+      r.time_cv = t.cv;
+      r.unstable = t.cv > 0.05;
+      r.workspace_bytes = ws;
+      r.rank = rank;
+      mine.push_back(to_json(r));
     };
     // warm: repetitions back to back; cold: caches evicted before each one
     g_flush.clear();
@@ -495,15 +456,15 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
       measure_shape_cpu(comm, plan, si, add_row);
       g_flush.clear();
     }
-    const nlohmann::json memory = {{"batch", s.batch}, {"in", s.in}, {"out", s.out}, {"grid_size", s.G},
-                                   {"spline_order", s.k}, {"peak_bytes", peak}, {"rank", rank}};
+    const KernelMemoryRecord memory{s.in, s.out, s.batch, s.G, s.k, peak, rank};
     // every finished shape is on disk at once (all ranks' rows)
-    const auto all = comm.gather(nlohmann::json{{"rows", mine}, {"memory", memory}}.dump());
+    const auto all = comm.gather(nlohmann::json{{"rows", mine}, {"memory", to_json(memory)}}.dump());
     if (rank != 0) continue;
-    for (const auto& part_text : all) {
-      const auto part = nlohmann::json::parse(part_text);
-      for (const auto& r : part["rows"]) done.rows.push_back(r);
-      done.memory.push_back(part["memory"]);
+    for (std::size_t r = 0; r < all.size(); ++r) {
+      const auto part = nlohmann::json::parse(all[r]);
+      const std::string from = "rank " + std::to_string(r) + "'s measurements";
+      for (std::size_t i = 0; i < part["rows"].size(); ++i) done.rows.push_back(kernel_record_from_json(part["rows"][i], from, i, true));
+      done.memory.push_back(kernel_memory_from_json(part["memory"], from, 0, true));
     }
     write(si + 1);
     if (tty) std::cerr << "\r";
@@ -515,9 +476,7 @@ std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const
   if (rank != 0) return {};
   if (tty) std::cerr << "\n";
   if (start >= plan.shapes.size()) write(plan.shapes.size());
-  std::vector<KernelRow> out;
-  for (const auto& j : done.rows) out.push_back(row_of(j));
-  return out;
+  return done.rows;
 #undef KS_GPU_OR
 }
 

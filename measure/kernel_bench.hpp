@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "comm.hpp"
+#include "model/measurement_records.hpp"
 
 namespace ks {
 
@@ -31,20 +32,10 @@ struct KernelPlan {
 // Reads configs/measure/*.yaml; errors name file, line and key.
 KernelPlan load_kernel_plan(const std::string& path);
 
-struct KernelRow {
-  std::string op;  // cost class
-  KernelShape shape;
-  std::string detail;  // e.g. which parameter a copy was for
-  double flops = 0, bytes = 0;
-  double median_s = 0, iqr_s = 0, cv = 0;
-  bool unstable = false;  // spread (CV) above 5%
-  double workspace_bytes = 0;
-  int rank = 0;
-};
-
 // What an earlier, interrupted run of the same plan finished (--resume).
 struct KernelsResume {
-  nlohmann::json rows = nlohmann::json::array(), memory = nlohmann::json::array();
+  std::vector<KernelRecord> rows;
+  std::vector<KernelMemoryRecord> memory;
   std::size_t shapes_done = 0;
   nlohmann::json metadata;  // the file's own: its date and machine ceilings are kept
 };
@@ -57,8 +48,8 @@ KernelsResume read_kernels_resume(const std::string& path, const nlohmann::json&
 // the files (JSON with metadata, CSV with units in every column) after
 // every shape, so an interrupted run loses at most the shape in progress;
 // `resume` (a JSON file of the same plan) continues after its last shape.
-std::vector<KernelRow> run_kernel_plan(Comm& comm, const KernelPlan& plan, const std::string& json,
-                                       const std::string& csv, const std::string& command_line,
-                                       const std::string& resume = "");
+std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan, const std::string& json,
+                                          const std::string& csv, const std::string& command_line,
+                                          const std::string& resume = "");
 
 }  // namespace ks

@@ -282,7 +282,8 @@ CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
       // layers: a fixed term, FLOPs, bytes and the basis evaluations (B*in),
       // the basis separately from the contractions; the rest move memory
       // (their FLOPs are proportional to their bytes): fixed and bytes.
-      if (r.layer()) X[key_op].push_back({1.0, r.flops, r.bytes, r.batch * r.in, r.in * r.out * (r.grid_size + r.spline_order)});
+      if (r.layer()) X[key_op].push_back({1.0, r.flops, r.bytes, static_cast<double>(r.batch) * static_cast<double>(r.in),
+                                         static_cast<double>(r.in) * static_cast<double>(r.out) * (r.grid_size + r.spline_order)});
       else X[key_op].push_back({1.0, r.bytes});
       Y[key_op].push_back(r.time_median_s);
       key[key_op].push_back(r.flops + r.bytes);

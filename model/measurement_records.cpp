@@ -78,6 +78,94 @@ const nlohmann::json& metadata_of(const nlohmann::json& j) {
 
 }  // namespace
 
+namespace {
+// obj[name] as T into `out` when present; absent: an InputError when
+// required ("missing; expected ..."), else `out` keeps its default.
+template <typename T>
+void entry(const nlohmann::json& obj, const char* name, bool required, T& out, const std::string& path, const std::string& at) {
+  const std::string key = path + ": key '" + at + "." + name + "'";
+  if (!obj.contains(name)) {
+    if (!required) return;
+    const char* expected = std::is_same_v<T, bool>           ? "true or false"
+                           : std::is_integral_v<T>           ? "an integer"
+                           : std::is_floating_point_v<T>     ? "a number"
+                                                             : "a string";
+    throw InputError(key + ": missing; expected " + expected);
+  }
+  out = checked<T>(obj[name], key);
+}
+}  // namespace
+
+nlohmann::json to_json(const KernelRecord& r) {
+  return {{"op", r.op},
+          {"batch", r.batch},
+          {"in", r.in},
+          {"out", r.out},
+          {"grid_size", r.grid_size},
+          {"spline_order", r.spline_order},
+          {"detail", r.detail},
+          {"flops", r.flops},
+          {"bytes", r.bytes},
+          {"time_median_s", r.time_median_s},
+          {"time_iqr_s", r.time_iqr_s},
+          {"time_cv", r.time_cv},
+          {"unstable", r.unstable},
+          {"workspace_bytes", r.workspace_bytes},
+          {"cache", r.cache},
+          {"rank", r.rank}};
+}
+
+KernelRecord kernel_record_from_json(const nlohmann::json& j, const std::string& path, std::size_t index, bool complete) {
+  const std::string at = "rows[" + std::to_string(index) + "]";
+  if (!j.is_object()) throw InputError(path + ": key '" + at + "': expected an object, got " + j.dump());
+  KernelRecord r;
+  entry(j, "op", true, r.op, path, at);
+  entry(j, "time_median_s", true, r.time_median_s, path, at);
+  entry(j, "flops", true, r.flops, path, at);
+  entry(j, "bytes", true, r.bytes, path, at);
+  entry(j, "cache", false, r.cache, path, at);
+  const bool shape = complete || r.layer();
+  entry(j, "batch", shape, r.batch, path, at);
+  entry(j, "in", shape, r.in, path, at);
+  entry(j, "out", shape, r.out, path, at);
+  entry(j, "grid_size", shape, r.grid_size, path, at);
+  entry(j, "spline_order", shape, r.spline_order, path, at);
+  entry(j, "unstable", complete || (r.layer() && r.cache != "cold"), r.unstable, path, at);
+  entry(j, "time_cv", complete || (r.layer() && r.cache != "cold" && !r.unstable), r.time_cv, path, at);
+  entry(j, "detail", complete, r.detail, path, at);
+  entry(j, "time_iqr_s", complete, r.time_iqr_s, path, at);
+  entry(j, "workspace_bytes", complete, r.workspace_bytes, path, at);
+  entry(j, "rank", complete, r.rank, path, at);
+  if (r.rank < 0) throw InputError(path + ": key '" + at + ".rank': expected a rank from 0, got " + std::to_string(r.rank));
+  return r;
+}
+
+nlohmann::json to_json(const KernelMemoryRecord& r) {
+  return {{"batch", r.batch}, {"in", r.in},           {"out", r.out},  {"grid_size", r.grid_size},
+          {"spline_order", r.spline_order}, {"peak_bytes", r.peak_bytes}, {"rank", r.rank}};
+}
+
+KernelMemoryRecord kernel_memory_from_json(const nlohmann::json& j, const std::string& path, std::size_t index, bool complete) {
+  const std::string at = "memory[" + std::to_string(index) + "]";
+  if (!j.is_object()) throw InputError(path + ": key '" + at + "': expected an object, got " + j.dump());
+  KernelMemoryRecord r;
+  entry(j, "peak_bytes", true, r.peak_bytes, path, at);
+  entry(j, "in", true, r.in, path, at);
+  entry(j, "out", true, r.out, path, at);
+  entry(j, "grid_size", true, r.grid_size, path, at);
+  entry(j, "spline_order", true, r.spline_order, path, at);
+  entry(j, "batch", true, r.batch, path, at);
+  entry(j, "rank", complete, r.rank, path, at);
+  // the shape goes into the memory model's integer arithmetic: a KAN kanscale could have measured
+  if (r.in < 1 || r.out < 1 || r.batch < 1 || r.batch > (std::int64_t{1} << 40) || r.grid_size < 1 || r.spline_order < 1 ||
+      r.spline_order > 16 || r.grid_size > (1 << 20) ||
+      static_cast<double>(r.in) * static_cast<double>(r.out) * (r.grid_size + r.spline_order + 2) > 1e15)
+    throw InputError(path + ": key '" + at + "': not a shape kanscale measures (batch " + std::to_string(r.batch) + ", in " +
+                     std::to_string(r.in) + ", out " + std::to_string(r.out) + ", G " + std::to_string(r.grid_size) + ", k " +
+                     std::to_string(r.spline_order) + ")");
+  return r;
+}
+
 KernelsFile read_kernels_file(const std::string& path) {
   const auto j = read_json_file(path, "a kanscale measure kernels file");
   if (!j.is_object() || !j.contains("metadata") || !j.contains("rows") || !j["rows"].is_array())
@@ -116,52 +204,17 @@ KernelsFile read_kernels_file(const std::string& path) {
     f.runtime_memory_what = value_or<std::string>(m, "runtime_memory_what", "", path);
   }
   if (j.contains("memory")) {
-    std::size_t mi = 0;
-    for (const auto& r : j["memory"]) {
-      KernelMemoryRecord row;
-      row.peak_bytes = field<double>(r, "peak_bytes", path, mi);
-      row.in = field<std::int64_t>(r, "in", path, mi);
-      row.out = field<std::int64_t>(r, "out", path, mi);
-      row.grid_size = field<int>(r, "grid_size", path, mi);
-      row.spline_order = field<int>(r, "spline_order", path, mi);
-      row.batch = field<std::int64_t>(r, "batch", path, mi);
-      // the shape goes into the memory model's integer arithmetic: a KAN kanscale could have measured
-      if (row.in < 1 || row.out < 1 || row.batch < 1 || row.batch > (std::int64_t{1} << 40) || row.grid_size < 1 ||
-          row.spline_order < 1 || row.spline_order > 16 || row.grid_size > (1 << 20) ||
-          static_cast<double>(row.in) * static_cast<double>(row.out) * (row.grid_size + row.spline_order + 2) > 1e15)
-        throw InputError(path + ": memory[" + std::to_string(mi) + "]: not a shape kanscale measures (batch " + std::to_string(row.batch) +
-                         ", in " + std::to_string(row.in) + ", out " + std::to_string(row.out) + ", G " +
-                         std::to_string(row.grid_size) + ", k " + std::to_string(row.spline_order) + ")");
-      f.memory.push_back(row);
-      ++mi;
-    }
+    if (!j["memory"].is_array()) throw InputError(path + ": key 'memory': expected a list, got " + j["memory"].dump());
+    for (std::size_t i = 0; i < j["memory"].size(); ++i) f.memory.push_back(kernel_memory_from_json(j["memory"][i], path, i, false));
   }
-  std::size_t i = 0;
-  for (const auto& r : j["rows"]) {
-    KernelRecord row;
-    row.op = field<std::string>(r, "op", path, i);
-    const auto& classes = kanscale_cost_classes();
-    if (std::find(classes.begin(), classes.end(), row.op) == classes.end())
-      throw InputError(path + ": row " + std::to_string(i) + ": unknown op '" + row.op + "'");
-    row.time_median_s = field<double>(r, "time_median_s", path, i);
-    row.flops = field<double>(r, "flops", path, i);
-    row.bytes = field<double>(r, "bytes", path, i);
-    row.cache = value_or<std::string>(r, "cache", "warm", path, "rows[" + std::to_string(i) + "].");
+  const auto& classes = kanscale_cost_classes();
+  for (std::size_t i = 0; i < j["rows"].size(); ++i) {
+    KernelRecord row = kernel_record_from_json(j["rows"][i], path, i, false);
+    const std::string at = path + ": key 'rows[" + std::to_string(i) + "]";
+    if (std::find(classes.begin(), classes.end(), row.op) == classes.end()) throw InputError(at + ".op': unknown op '" + row.op + "'");
     if (!(row.time_median_s > 0) || row.flops < 0 || row.bytes < 0)
-      throw InputError(path + ": row " + std::to_string(i) + ": times must be positive and counts non-negative");
-    if (row.layer()) {
-      row.batch = field<double>(r, "batch", path, i);
-      row.in = field<double>(r, "in", path, i);
-      row.out = field<double>(r, "out", path, i);
-      row.grid_size = field<double>(r, "grid_size", path, i);
-      row.spline_order = field<double>(r, "spline_order", path, i);
-      if (row.cache != "cold") {
-        row.unstable = field<bool>(r, "unstable", path, i);
-        if (!row.unstable) row.time_cv = field<double>(r, "time_cv", path, i);
-      }
-    }
-    f.rows.push_back(row);
-    ++i;
+      throw InputError(at + "': times must be positive and counts non-negative");
+    f.rows.push_back(std::move(row));
   }
   return f;
 }
@@ -184,6 +237,60 @@ KernelsFile read_runtime_memory_file(const std::string& path) {
   return f;
 }
 
+nlohmann::json to_json(const CollectivePoint& p) {
+  nlohmann::json j = {{"size_bytes", p.size_bytes}, {"type", p.type}, {"redop", p.redop}, {"root", p.root}};
+  if (p.count) j["count"] = *p.count;
+  auto side = [](const CollectiveTiming& t) {
+    nlohmann::json s = nlohmann::json::object();
+    if (t.time_us) s["time_us"] = *t.time_us;
+    if (t.algbw_GBps) s["algbw_GBps"] = *t.algbw_GBps;
+    if (t.busbw_GBps) s["busbw_GBps"] = *t.busbw_GBps;
+    if (t.wrong) s["wrong"] = *t.wrong;
+    if (t.launch_us) s["launch_us"] = *t.launch_us;
+    return s;
+  };
+  if (p.out_of_place) j["out_of_place"] = side(*p.out_of_place);
+  if (p.in_place) j["in_place"] = side(*p.in_place);
+  return j;
+}
+
+CollectivePoint collective_point_from_json(const nlohmann::json& p, const std::string& path, std::size_t index, bool complete) {
+  const std::string at = "points[" + std::to_string(index) + "]";
+  if (!p.is_object()) throw InputError(path + ": key '" + at + "': expected an object, got " + p.dump());
+  // an entry of `obj` at `key`: absent is an error when required
+  auto entry = [&](const nlohmann::json& obj, const std::string& key, const char* name, bool required,
+                   const char* expected) -> const nlohmann::json* {
+    if (obj.contains(name)) return &obj[name];
+    if (required) throw InputError(path + ": key '" + key + "." + name + "': missing; expected " + expected);
+    return nullptr;
+  };
+  CollectivePoint pt;
+  pt.size_bytes = checked<double>(*entry(p, at, "size_bytes", true, "a number"), path + ": key '" + at + ".size_bytes'");
+  if (const auto* v = entry(p, at, "count", complete, "an integer")) pt.count = checked<std::int64_t>(*v, path + ": key '" + at + ".count'");
+  if (const auto* v = entry(p, at, "type", false, "")) pt.type = checked<std::string>(*v, path + ": key '" + at + ".type'");
+  if (const auto* v = entry(p, at, "redop", false, "")) pt.redop = checked<std::string>(*v, path + ": key '" + at + ".redop'");
+  if (const auto* v = entry(p, at, "root", false, "")) pt.root = checked<int>(*v, path + ": key '" + at + ".root'");
+  for (const char* name : {"out_of_place", "in_place"}) {
+    const nlohmann::json* side = entry(p, at, name, complete, "an object");
+    if (!side) continue;
+    const std::string key = at + "." + name;
+    if (!side->is_object()) throw InputError(path + ": key '" + key + "': expected an object, got " + side->dump());
+    CollectiveTiming t;
+    auto number = [&](const char* f, bool required) -> std::optional<double> {
+      if (const auto* v = entry(*side, key, f, required, "a number")) return checked<double>(*v, path + ": key '" + key + "." + f + "'");
+      return std::nullopt;
+    };
+    t.time_us = number("time_us", complete);
+    t.algbw_GBps = number("algbw_GBps", complete);
+    t.busbw_GBps = number("busbw_GBps", complete);
+    t.launch_us = number("launch_us", false);
+    if (const auto* v = entry(*side, key, "wrong", complete, "an integer"))
+      t.wrong = checked<std::int64_t>(*v, path + ": key '" + key + ".wrong'");
+    (std::string(name) == "out_of_place" ? pt.out_of_place : pt.in_place) = t;
+  }
+  return pt;
+}
+
 CollectiveSweepFile read_collective_sweep_file(const std::string& path) {
   const auto j = read_json_file(path, "a kanscale measure allreduce or broadcast file");
   CollectiveSweepFile f;
@@ -203,26 +310,8 @@ CollectiveSweepFile read_collective_sweep_file(const std::string& path) {
   }
   f.has_points = j.is_object() && j.contains("points");
   if (!f.has_points) return f;
-  std::size_t i = 0;
-  for (const auto& p : j["points"]) {
-    CollectivePoint pt;
-    pt.size_bytes = field<double>(p, "size_bytes", path, i);
-    auto timing = [&](const char* key) -> std::optional<CollectiveTiming> {
-      if (!p.contains(key)) return std::nullopt;
-      const auto& t = p[key];
-      const std::string where = path + ": row " + std::to_string(i);
-      CollectiveTiming c;
-      c.time_us = optional_value<double>(t, "time_us", where);
-      c.busbw_GBps = optional_value<double>(t, "busbw_GBps", where);
-      c.launch_us = optional_value<double>(t, "launch_us", where);
-      c.wrong = optional_value<std::int64_t>(t, "wrong", where);
-      return c;
-    };
-    pt.out_of_place = timing("out_of_place");
-    pt.in_place = timing("in_place");
-    f.points.push_back(pt);
-    ++i;
-  }
+  if (!j["points"].is_array()) throw InputError(path + ": key 'points': expected a list, got " + j["points"].dump());
+  for (std::size_t i = 0; i < j["points"].size(); ++i) f.points.push_back(collective_point_from_json(j["points"][i], path, i, false));
   return f;
 }
 

@@ -21,25 +21,39 @@ namespace ks {
 nlohmann::json read_json_file(const std::string& path, const char* what);
 
 // ---------------------------------------------------------------- measure kernels
+// One row of measure kernels: one op timed at one shape on one rank.
 struct KernelRecord {
-  std::string op;             // one of kanscale_cost_classes()
+  std::string op;              // one of kanscale_cost_classes()
+  std::string detail;          // e.g. which parameter a copy was for
   std::string cache = "warm";  // warm | cold (caches evicted before each repetition)
-  double time_median_s = 0, flops = 0, bytes = 0;
-  // layers (kan_forward, kan_backward) only: the shape
-  double batch = 0, in = 0, out = 0, grid_size = 0, spline_order = 0;
-  // warm layers only: whether the repetitions were too spread to trust,
-  // and their coefficient of variation (read when stable)
-  bool unstable = false;
-  double time_cv = 0;
+  // the shape measured (every row carries it; only layers' times depend on it)
+  std::int64_t batch = 0, in = 0, out = 0;
+  int grid_size = 0, spline_order = 0;
+  double flops = 0, bytes = 0;
+  double time_median_s = 0, time_iqr_s = 0, time_cv = 0;
+  bool unstable = false;  // the repetitions' CV above 5%: too spread to trust
+  double workspace_bytes = 0;
+  int rank = 0;
   bool layer() const { return op == "kan_forward" || op == "kan_backward"; }
 };
+nlohmann::json to_json(const KernelRecord& r);
+// Row `index` of `path` (an InputError names rows[index].<key>). With
+// `complete` every field the writer writes is required (a resume writes them
+// back); otherwise what a fit reads: op, time, FLOPs and bytes, a layer's
+// shape, and for a warm layer whether it was stable and its CV.
+KernelRecord kernel_record_from_json(const nlohmann::json& r, const std::string& path, std::size_t index, bool complete);
 
-// The peak memory of a one-layer training step at one shape.
+// The peak memory of a one-layer training step at one shape, on one rank.
 struct KernelMemoryRecord {
   std::int64_t in = 0, out = 0, batch = 0;
   int grid_size = 0, spline_order = 0;
   double peak_bytes = 0;
+  int rank = 0;
 };
+nlohmann::json to_json(const KernelMemoryRecord& r);
+// memory[index]: the shape and peak required (rank too with `complete`);
+// a shape kanscale could not have measured is refused.
+KernelMemoryRecord kernel_memory_from_json(const nlohmann::json& r, const std::string& path, std::size_t index, bool complete);
 
 struct KernelsFile {
   std::string path;
@@ -61,14 +75,28 @@ nlohmann::json machine_json(const Machine& m);
 KernelsFile read_runtime_memory_file(const std::string& path);
 
 // ---------------------------------------------------------------- measure allreduce / broadcast
+// One point of a sweep, as measure allreduce/broadcast writes it (nccl-tests'
+// columns: times in microseconds, bandwidths in GB/s). Fields are optional
+// so that a file from another or an older writer can still be read; what a
+// fit needs of them is the fit's business, what a resume needs is checked by
+// collective_point_from_json(..., complete = true).
 struct CollectiveTiming {
-  std::optional<double> time_us, busbw_GBps, launch_us;
-  std::optional<std::int64_t> wrong;
+  std::optional<double> time_us, algbw_GBps, busbw_GBps, launch_us;
+  std::optional<std::int64_t> wrong;  // -1: not checked
 };
 struct CollectivePoint {
   double size_bytes = 0;
+  std::optional<std::int64_t> count;
+  std::string type = "float", redop = "sum";
+  int root = -1;  // broadcast's root; -1 for all-reduce
   std::optional<CollectiveTiming> out_of_place, in_place;
 };
+nlohmann::json to_json(const CollectivePoint& p);
+// Point `index` of `path`: types checked (an InputError names
+// points[index].<key>); with `complete`, every field that the sweep writes
+// must be there (count, and time, bandwidths and #wrong on both sides).
+CollectivePoint collective_point_from_json(const nlohmann::json& p, const std::string& path, std::size_t index, bool complete);
+
 struct CollectiveSweepFile {
   std::string path;
   bool has_metadata = false;

@@ -585,7 +585,7 @@ implementation: kanscale
   // malformed measurement files
   std::ofstream(d / "bad.json") << R"({"metadata": {}, "rows": [{"op": "kan_forward", "flops": 1}]})";
   CHECK(sh(kExe + " fit --kernels " + (d / "bad.json") + " --out " + (d / "x.yaml"), &err, &d) == 2);
-  CHECK(err.find("bad.json: row 0 lacks 'time_median_s'") != std::string::npos);
+  CHECK(err.find("bad.json: key 'rows[0].time_median_s': missing; expected a number") != std::string::npos);
   std::ofstream(d / "bad2.json") << "{";
   CHECK(sh(kExe + " fit --kernels " + (d / "bad2.json") + " --out " + (d / "x.yaml"), &err, &d) == 2);
   CHECK(err.find("bad2.json: not JSON") != std::string::npos);
