@@ -181,13 +181,20 @@ int bench_interference(const std::vector<std::string>& args, const std::string& 
             << std::setprecision(2) << inflight / nbytes << " x the message\n";
   if (comm->size() == 1) std::cout << "  (one rank: the all-reduce is a no-op; run under mpirun for a measurement)\n";
   if (!json.empty()) {
-    nlohmann::json j = {{"command_line", cmdline}, {"ranks", comm->size()}, {"threads_per_rank", threads},
-                        {"allreduce_bytes", nbytes}, {"alone_s", r.alone_s}, {"with_communication_s", r.with_comm_s},
-                        {"interference_rank0", r.interference()}, {"interference_mean", mean}, {"interference_max", worst},
-                        {"allreduce_alone_s", r.allreduce_alone_s}, {"interference_per_collective_second_mean", window_mean},
-                        {"inflight_memory_bytes_max", inflight},
-                        };
-    write_files_atomic({{json, j.dump(2) + "\n"}});
+    InterferenceFile f;
+    f.command_line = cmdline;
+    f.ranks = comm->size();
+    f.threads_per_rank = threads;
+    f.allreduce_bytes = nbytes;
+    f.alone_s = r.alone_s;
+    f.with_communication_s = r.with_comm_s;
+    f.interference_rank0 = r.interference();
+    f.interference_mean = mean;
+    f.interference_max = worst;
+    f.allreduce_alone_s = r.allreduce_alone_s;
+    f.per_collective_second = window_mean;
+    f.inflight_memory_bytes_max = inflight;
+    write_files_atomic({{json, to_json(f).dump(2) + "\n"}});
   }
   return 0;
 }

@@ -362,6 +362,22 @@ TrainSummary train_summary_from_json(const nlohmann::json& j, const std::string&
   return s;
 }
 
+nlohmann::json to_json(const InterferenceFile& f) {
+  nlohmann::json j = {{"command_line", f.command_line},
+                      {"ranks", f.ranks},
+                      {"threads_per_rank", f.threads_per_rank},
+                      {"allreduce_bytes", f.allreduce_bytes},
+                      {"alone_s", f.alone_s},
+                      {"with_communication_s", f.with_communication_s},
+                      {"interference_rank0", f.interference_rank0},
+                      {"interference_mean", f.interference_mean},
+                      {"interference_max", f.interference_max},
+                      {"allreduce_alone_s", f.allreduce_alone_s},
+                      {"interference_per_collective_second_mean", f.per_collective_second}};
+  if (f.inflight_memory_bytes_max) j["inflight_memory_bytes_max"] = *f.inflight_memory_bytes_max;
+  return j;
+}
+
 InterferenceFile read_interference_file(const std::string& path) {
   const auto j = read_json_file(path, "a kanscale bench interference file");
   if (!j.is_object() || !j.contains("interference_per_collective_second_mean"))
@@ -372,6 +388,14 @@ InterferenceFile read_interference_file(const std::string& path) {
   f.per_collective_second = value_or<double>(j, "interference_per_collective_second_mean", 0, path, "");
   f.allreduce_bytes = value_or<double>(j, "allreduce_bytes", 0, path, "");
   f.ranks = value_or<int>(j, "ranks", 1, path, "");
+  f.command_line = value_or<std::string>(j, "command_line", "", path, "");
+  f.threads_per_rank = value_or<int>(j, "threads_per_rank", 1, path, "");
+  f.alone_s = value_or<double>(j, "alone_s", 0, path, "");
+  f.with_communication_s = value_or<double>(j, "with_communication_s", 0, path, "");
+  f.interference_rank0 = value_or<double>(j, "interference_rank0", 0, path, "");
+  f.interference_mean = value_or<double>(j, "interference_mean", 0, path, "");
+  f.interference_max = value_or<double>(j, "interference_max", 0, path, "");
+  f.allreduce_alone_s = value_or<double>(j, "allreduce_alone_s", 0, path, "");
   if (j.contains("inflight_memory_bytes_max")) f.inflight_memory_bytes_max = value_or<double>(j, "inflight_memory_bytes_max", 0, path, "");
   return f;
 }

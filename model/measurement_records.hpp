@@ -133,11 +133,18 @@ TrainSummary train_summary_from_json(const nlohmann::json& summary, const std::s
 // ---------------------------------------------------------------- bench interference
 struct InterferenceFile {
   std::string path;
-  double per_collective_second = 0;  // compute lost per second of collective in flight (mean)
+  std::string command_line;
+  int ranks = 1, threads_per_rank = 1;
   double allreduce_bytes = 0;
-  int ranks = 1;
+  // rank 0's forward+backward alone and with an all-reduce in flight (medians)
+  double alone_s = 0, with_communication_s = 0;
+  // slowdown while communicating: rank 0's, mean and worst over ranks
+  double interference_rank0 = 0, interference_mean = 0, interference_max = 0;
+  double allreduce_alone_s = 0;
+  double per_collective_second = 0;  // compute lost per second of collective in flight (mean over ranks): the fit's input
   std::optional<double> inflight_memory_bytes_max;
 };
+nlohmann::json to_json(const InterferenceFile& f);
 InterferenceFile read_interference_file(const std::string& path);
 
 }  // namespace ks

@@ -200,13 +200,7 @@ bool judge(const std::vector<CaseResult>& results, const ValidationPlan& plan, s
 
 Metrics live_metrics(const std::string& path, const std::string& backend) {
   if (!std::filesystem::exists(path)) throw InputError(path + ": missing (did every job of the schedule run?)");
-  const std::string text = read_input_file(path, "a kanscale train --json file");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const std::exception& e) {
-    throw InputError(path + ": not a kanscale train --json file: " + e.what());
-  }
+  const nlohmann::json j = read_json_file(path, "a kanscale train --json file");
   if (!j.is_object() || !j.contains("summary")) throw InputError(path + ": not a kanscale train --json file (no summary)");
   const TrainSummary s = train_summary_from_json(j["summary"], path);
   Metrics m;
