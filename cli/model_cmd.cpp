@@ -45,8 +45,8 @@ int model(const std::vector<std::string>& args, const std::string& cmdline) {
   if (!parse_args({args.begin() + 1, args.end()}, desc, "usage: kanscale model allreduce|layer --cluster C [--calibration K] ...", vm)) return 0;
   if (c.cluster.empty()) throw InputError("missing required option --cluster");
   const Cluster cl = load_cluster(c.cluster);
-  const Calibration k = c.calibration.empty() ? datasheet_calibration(cl, Precision::fp32) : load_calibration(c.calibration, cl, Precision::fp32);
-  if (const std::string m = collective_family_mismatch(cl, k); !m.empty() && what == "allreduce") std::cerr << "WARNING: " << m << "\n";
+  const Calibration cal = c.calibration.empty() ? datasheet_calibration(cl, Precision::fp32) : load_calibration(c.calibration, cl, Precision::fp32);
+  if (const std::string m = collective_family_mismatch(cl, cal); !m.empty() && what == "allreduce") std::cerr << "WARNING: " << m << "\n";
   std::cout << std::fixed;
   if (what == "allreduce") {
     double b = 0;
@@ -57,11 +57,11 @@ int model(const std::vector<std::string>& args, const std::string& cmdline) {
     }
     if (!(b > 0)) throw InputError("--bytes: must be positive");
     const Layout l = layout_for(cl, gpus, vm.count("gpus-per-node") ? std::optional<int>(c.gpus_per_node) : std::nullopt);
-    const auto m = make_collective_model(cl, k);
+    const auto m = make_collective_model(cl, cal);
     const auto e = m->allreduce(b, l);
     const double algbw = e.time_s > 0 ? b / e.time_s / 1e9 : 0;
     std::cout << "allreduce of " << format_bytes(b) << " on " << l.ranks << " ranks (" << l.nodes << " node(s)), " << m->family()
-              << ", calibration " << k.name << " (" << k.source << (k.machine.empty() ? "" : ", measured on " + describe(k.machine)) << "):\n  " << std::setprecision(2) << e.time_s * 1e6 << " us, algbw "
+              << ", calibration " << cal.name << " (" << cal.source << (cal.machine.empty() ? "" : ", measured on " + describe(cal.machine)) << "):\n  " << std::setprecision(2) << e.time_s * 1e6 << " us, algbw "
               << algbw << " GB/s, busbw " << algbw * 2.0 * (l.ranks - 1) / l.ranks << " GB/s, " << e.label() << "\n";
     if (const auto* n = dynamic_cast<const NcclModel*>(m.get())) {
       std::cout << "  candidates (NCCL's order):\n";
@@ -83,13 +83,13 @@ int model(const std::vector<std::string>& args, const std::string& cmdline) {
   double fwd = 0, bwd = 0, fl = 0;
   for (const auto& o : ops) {
     if (o.phase == Phase::forward) {
-      fwd += op_time_s(o, k, 0.0);  // caches warm, as the layer is measured
+      fwd += op_time_s(o, cal, 0.0);  // caches warm, as the layer is measured
       fl += o.flops;
     }
-    if (o.phase == Phase::backward) bwd += op_time_s(o, k, 0.0);
+    if (o.phase == Phase::backward) bwd += op_time_s(o, cal, 0.0);
   }
   std::cout << impl << " layer " << in << " -> " << out << ", G=" << grid << ", k=" << order << ", batch " << batch
-            << ", calibration " << k.name << " (" << k.source << (k.machine.empty() ? "" : ", measured on " + describe(k.machine)) << "):\n  forward " << std::setprecision(2) << fwd * 1e6
+            << ", calibration " << cal.name << " (" << cal.source << (cal.machine.empty() ? "" : ", measured on " + describe(cal.machine)) << "):\n  forward " << std::setprecision(2) << fwd * 1e6
             << " us (" << fl / fwd / 1e9 << " GFLOP/s), backward (no input gradient: first layer) " << bwd * 1e6 << " us\n";
   return 0;
 }

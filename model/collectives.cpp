@@ -16,12 +16,12 @@ long log2i(long n) {
 constexpr int kNvlink = 0, kPci = 1, kNet = 2;
 }  // namespace
 
-NcclModel::NcclModel(const Cluster& c, const Calibration& k) : c_(c), k_(k.nccl) {
+NcclModel::NcclModel(const Cluster& c, const Calibration& cal) : c_(c), consts_(cal.nccl) {
   // Bus bandwidth per level: within a node the intra-node link; across
   // nodes the slower of that and the node's NICs (the ring enters and
   // leaves every node once per channel; the fabric is non-blocking).
-  bus_intra_Bps_ = k.nccl_bus_bw_intra_Bps.value_or(c.intra.bandwidth_Bps);
-  bus_inter_Bps_ = k.nccl_bus_bw_inter_Bps.value_or(
+  bus_intra_Bps_ = cal.nccl_bus_bw_intra_Bps.value_or(c.intra.bandwidth_Bps);
+  bus_inter_Bps_ = cal.nccl_bus_bw_inter_Bps.value_or(
       std::min(c.intra.bandwidth_Bps, c.net.nics_per_node * c.net.nic_bandwidth_Bps));
 }
 
@@ -56,33 +56,33 @@ NcclCandidate NcclModel::candidate(bool allreduce, Algo a, Proto p, double bytes
   const int nChannels = c_.collectives.channels;
   const int index2 = nNodes <= 2 ? nNodes - 1 : 2;
   const int index1 = nNodes == 1 ? (cc80 ? 1 : 0) : (amd ? 1 : 0);
-  const double llMaxBw = k_.ll_max_bw_GBps[index1][index2];
-  const double perChMaxTreeBw = k_.per_ch_max_tree_bw_GBps[cc80 ? 1 : 0][index2];
+  const double llMaxBw = consts_.ll_max_bw_GBps[index1][index2];
+  const double perChMaxTreeBw = consts_.per_ch_max_tree_bw_GBps[cc80 ? 1 : 0][index2];
   const double ppn = static_cast<double>(nRanks) / nNodes;
 
   const int nsteps = allreduce ? 2 * (nRanks - 1) : nRanks;
   const int nInterSteps = allreduce ? (nNodes > 1 ? 2 * nNodes : 0) : nNodes;
 
   double busBw = bus_bandwidth_GBps(l);
-  if (cc80) busBw = std::min(busBw, k_.ampere_bus_bw_cap_GBps);
+  if (cc80) busBw = std::min(busBw, consts_.ampere_bus_bw_cap_GBps);
   if (a == Algo::ring && p == Proto::ll) busBw = std::min(llMaxBw, busBw * ((nNodes > 1 || allreduce) ? 1.0 / 4.0 : 1.0 / 3.0));
-  if (a == Algo::ring && p == Proto::ll128) busBw = std::min(busBw * (ppn < 2 ? 0.7 : 0.92), k_.ll128_max_bw_per_ch_GBps * nChannels);
+  if (a == Algo::ring && p == Proto::ll128) busBw = std::min(busBw * (ppn < 2 ? 0.7 : 0.92), consts_.ll128_max_bw_per_ch_GBps * nChannels);
   if (a == Algo::tree) busBw = std::min(busBw * .92, nChannels * perChMaxTreeBw);
   if (a == Algo::tree && p == Proto::ll) busBw = std::min(busBw * 1.0 / 3.8, llMaxBw);
-  if (a == Algo::tree && p == Proto::ll128) busBw = std::min(busBw * (nNodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), k_.ll128_max_bw_per_ch_GBps * nChannels);
+  if (a == Algo::tree && p == Proto::ll128) busBw = std::min(busBw * (nNodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), consts_.ll128_max_bw_per_ch_GBps * nChannels);
   const double ratio = a == Algo::ring ? static_cast<double>(nRanks) / nsteps : 0.5;
   double bw = busBw * ratio;
 
   const int intraHw = c_.intra.kind == LinkKind::nvlink ? kNvlink : kPci;
   const int hw = nNodes == 1 ? intraHw : kNet;
-  double lat = k_.base_latency_us[ai][pi];
-  double intraLat = k_.hw_latency_us[intraHw][ai][pi];
-  const double interLat = k_.hw_latency_us[kNet][ai][pi];
+  double lat = consts_.base_latency_us[ai][pi];
+  double intraLat = consts_.hw_latency_us[intraHw][ai][pi];
+  const double interLat = consts_.hw_latency_us[kNet][ai][pi];
   if (nNodes > 1 && p == Proto::ll) intraLat *= 1.8;
   if (a == Algo::ring) {
     if (!allreduce) {
       // Broadcast: ring graphs with sameChannels add one hop latency.
-      lat += k_.hw_latency_us[hw][ai][pi];
+      lat += consts_.hw_latency_us[hw][ai][pi];
     } else {
       lat += (nsteps - nInterSteps) * intraLat + nInterSteps * interLat;
     }
@@ -94,9 +94,9 @@ NcclCandidate NcclModel::candidate(bool allreduce, Algo a, Proto p, double bytes
   // (in doubles: a size beyond 2^63 bytes must not wrap to a negative long)
   const double chunks = std::floor(bytes / 64);
   const long logSize = chunks >= 4.6e18 ? 62 : log2i(static_cast<long>(chunks));
-  if (a == Algo::tree && logSize < 23) bw *= k_.tree_correction[pi][logSize];
+  if (a == Algo::tree && logSize < 23) bw *= consts_.tree_correction[pi][logSize];
   if (a == Algo::ring && p == Proto::simple && nNodes > 1 && allreduce && bytes >= nRanks / 16.0 * 65536) {
-    lat *= k_.ring_plateau_factor;
+    lat *= consts_.ring_plateau_factor;
   }
   cd.latency_us = lat;
   cd.bandwidth_GBps = bw;
@@ -153,7 +153,7 @@ AlphaBetaTerms mpi_broadcast_terms(double p, double bytes) {
   return {steps, steps * bytes};
 }
 
-MpiModel::MpiModel(const Cluster& c, const Calibration& k) : c_(c), regimes_(k.mpi_regimes), bcast_(k.mpi_broadcast) {}
+MpiModel::MpiModel(const Cluster& c, const Calibration& cal) : c_(c), regimes_(cal.mpi_regimes), bcast_(cal.mpi_broadcast) {}
 
 const MpiRegime& MpiModel::regime(double bytes) const {
   for (const auto& r : regimes_)
@@ -199,9 +199,9 @@ CollectiveEstimate MpiModel::broadcast(double bytes, const Layout& l) const {
   return {t.latency_steps * link_latency(l, r) + t.byte_steps / link_bandwidth(l, r), "binomial", ""};
 }
 
-std::unique_ptr<CollectiveModel> make_collective_model(const Cluster& c, const Calibration& k) {
-  if (c.collectives.family == CollFamily::nccl) return std::make_unique<NcclModel>(c, k);
-  return std::make_unique<MpiModel>(c, k);
+std::unique_ptr<CollectiveModel> make_collective_model(const Cluster& c, const Calibration& cal) {
+  if (c.collectives.family == CollFamily::nccl) return std::make_unique<NcclModel>(c, cal);
+  return std::make_unique<MpiModel>(c, cal);
 }
 
 }  // namespace ks

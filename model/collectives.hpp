@@ -46,12 +46,12 @@ class CollectiveModel {
   virtual std::string family() const = 0;
 };
 
-std::unique_ptr<CollectiveModel> make_collective_model(const Cluster& c, const Calibration& k);
+std::unique_ptr<CollectiveModel> make_collective_model(const Cluster& c, const Calibration& cal);
 
 // The NCCL family, exposed for tests and `kanscale model allreduce`.
 class NcclModel : public CollectiveModel {
  public:
-  NcclModel(const Cluster& c, const Calibration& k);
+  NcclModel(const Cluster& c, const Calibration& cal);
   CollectiveEstimate allreduce(double bytes, const Layout& l) const override;
   CollectiveEstimate broadcast(double bytes, const Layout& l) const override;
   std::string family() const override { return "nccl"; }
@@ -64,7 +64,7 @@ class NcclModel : public CollectiveModel {
   NcclCandidate candidate(bool allreduce, Algo a, Proto p, double bytes, const Layout& l) const;
   bool allowed(Algo a, Proto p) const;
   Cluster c_;
-  NcclConstants k_;
+  NcclConstants consts_;
   double bus_intra_Bps_, bus_inter_Bps_;
 };
 
@@ -84,7 +84,7 @@ AlphaBetaTerms mpi_broadcast_terms(double ranks, double bytes);
 
 class MpiModel : public CollectiveModel {
  public:
-  MpiModel(const Cluster& c, const Calibration& k);
+  MpiModel(const Cluster& c, const Calibration& cal);
   CollectiveEstimate allreduce(double bytes, const Layout& l) const override;
   CollectiveEstimate broadcast(double bytes, const Layout& l) const override;
   std::string family() const override { return "mpi"; }

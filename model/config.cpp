@@ -180,26 +180,26 @@ Workload parse_workload(const std::string& text, const std::string& name) {
 
 // ---------------------------------------------------------------- calibration
 Calibration datasheet_calibration(const Cluster& c, Precision precision) {
-  Calibration k;
-  k.name = c.name + "-datasheet";
-  k.source = "datasheet";
-  k.derived_from = c.file;
-  k.concurrency = c.gpus_per_node;
+  Calibration cal;
+  cal.name = c.name + "-datasheet";
+  cal.source = "datasheet";
+  cal.derived_from = c.file;
+  cal.concurrency = c.gpus_per_node;
   // Roofline at datasheet peaks: an optimistic bound, labelled as derived.
-  k.gemm = OpCost{c.gpu.kernel_launch_s, precision == Precision::tf32 ? c.gpu.tf32_flops : c.gpu.fp32_flops,
+  cal.gemm = OpCost{c.gpu.kernel_launch_s, precision == Precision::tf32 ? c.gpu.tf32_flops : c.gpu.fp32_flops,
                   c.gpu.memory_bandwidth_Bps, true};
-  k.elementwise = OpCost{c.gpu.kernel_launch_s, c.gpu.fp32_flops, c.gpu.memory_bandwidth_Bps, true};
+  cal.elementwise = OpCost{c.gpu.kernel_launch_s, c.gpu.fp32_flops, c.gpu.memory_bandwidth_Bps, true};
   // Unknown without measurement: host overhead, jitter and interference are 0.
-  k.host_overhead_s = 0;
-  k.jitter_sigma = 0;
-  k.interference = 0;
-  if (c.collectives.family == CollFamily::nccl) k.nccl = nccl_constants_for(c.collectives.version, c.file);
+  cal.host_overhead_s = 0;
+  cal.jitter_sigma = 0;
+  cal.interference = 0;
+  if (c.collectives.family == CollFamily::nccl) cal.nccl = nccl_constants_for(c.collectives.version, c.file);
   // OpenMPI's fixed decision (ompi/mca/coll/tuned/coll_tuned_decision_fixed.c,
   // 4.0: intermediate_message = 10000 B): recursive doubling below, ring above.
-  k.mpi_regimes = {MpiRegime{10000.0, MpiAlgo::recursive_doubling, std::nullopt, std::nullopt, std::nullopt, std::nullopt},
+  cal.mpi_regimes = {MpiRegime{10000.0, MpiAlgo::recursive_doubling, std::nullopt, std::nullopt, std::nullopt, std::nullopt},
                    MpiRegime{std::numeric_limits<double>::infinity(), MpiAlgo::ring, std::nullopt, std::nullopt, std::nullopt, std::nullopt}};
-  k.runtime_memory_bytes = c.gpu.runtime_memory_bytes;
-  return k;
+  cal.runtime_memory_bytes = c.gpu.runtime_memory_bytes;
+  return cal;
 }
 
 static void read_op_cost(YamlMap& parent, const std::string& key, OpCost* cost) {
@@ -227,23 +227,23 @@ static void read_table(YamlMap& m, const std::string& key, double* out) {
 }
 
 static Calibration read_calibration(YamlMap m, const Cluster& c, Precision precision) {
-  Calibration k = datasheet_calibration(c, precision);
-  k.name = m.string("name");
-  k.source = m.choice("source", {"datasheet", "fitted"});
-  k.derived_from = m.string("fitted_from");
-  k.concurrency = static_cast<int>(m.integer("concurrency", 1));
+  Calibration cal = datasheet_calibration(c, precision);
+  cal.name = m.string("name");
+  cal.source = m.choice("source", {"datasheet", "fitted"});
+  cal.derived_from = m.string("fitted_from");
+  cal.concurrency = static_cast<int>(m.integer("concurrency", 1));
   if (auto mm = m.map_opt("machine")) {
-    k.machine.cpu_model = mm->string("cpu_model");
-    k.machine.cores = static_cast<int>(mm->integer("cores", 0));
-    k.machine.isa = mm->string_opt("isa").value_or("");
-    k.machine.memory_bytes = mm->quantity_opt("memory", Quantity::size, Bound::non_negative).value_or(0.0);
-    k.machine.gpu = mm->string_opt("gpu").value_or("");
-    k.machine.collective_library = mm->string_opt("collective_library").value_or("");
+    cal.machine.cpu_model = mm->string("cpu_model");
+    cal.machine.cores = static_cast<int>(mm->integer("cores", 0));
+    cal.machine.isa = mm->string_opt("isa").value_or("");
+    cal.machine.memory_bytes = mm->quantity_opt("memory", Quantity::size, Bound::non_negative).value_or(0.0);
+    cal.machine.gpu = mm->string_opt("gpu").value_or("");
+    cal.machine.collective_library = mm->string_opt("collective_library").value_or("");
     mm->finish();
   }
   if (auto comp = m.map_opt("compute")) {
-    read_op_cost(*comp, "gemm", &k.gemm);
-    read_op_cost(*comp, "elementwise", &k.elementwise);
+    read_op_cost(*comp, "gemm", &cal.gemm);
+    read_op_cost(*comp, "elementwise", &cal.elementwise);
     for (const char* table : {"ops", "ops_cold"}) {
       auto ops = comp->map_opt(table);
       if (!ops) continue;
@@ -251,7 +251,7 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
         if (!ops->has(cls)) continue;
         OpCost c{0, 0, 0, false};
         read_op_cost(*ops, cls, &c);
-        (std::string(table) == "ops" ? k.ops : k.ops_cold)[cls] = c;
+        (std::string(table) == "ops" ? cal.ops : cal.ops_cold)[cls] = c;
       }
       ops->finish();
     }
@@ -259,34 +259,34 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
       const auto pts = comp->number_pairs("cache_probe");
       for (const auto& [bytes, gbps] : pts) {
         if (!(bytes > 0) || !(gbps > 0)) comp->fail("cache_probe", "expected [bytes, GB/s] pairs of positive numbers");
-        k.cache_probe.emplace_back(bytes, gbps * 1e9);
+        cal.cache_probe.emplace_back(bytes, gbps * 1e9);
       }
     }
-    k.host_overhead_s = comp->quantity_opt("host_overhead", Quantity::time, Bound::non_negative).value_or(0.0);
-    k.jitter_sigma = comp->number_opt("jitter_sigma", Bound::non_negative).value_or(0.0);
-    if (k.jitter_sigma > 1.0) {
-      comp->fail("jitter_sigma", "must be at most 1 (a lognormal sigma; 0.01-0.1 is typical), got " + std::to_string(k.jitter_sigma));
+    cal.host_overhead_s = comp->quantity_opt("host_overhead", Quantity::time, Bound::non_negative).value_or(0.0);
+    cal.jitter_sigma = comp->number_opt("jitter_sigma", Bound::non_negative).value_or(0.0);
+    if (cal.jitter_sigma > 1.0) {
+      comp->fail("jitter_sigma", "must be at most 1 (a lognormal sigma; 0.01-0.1 is typical), got " + std::to_string(cal.jitter_sigma));
     }
-    k.interference = comp->number_opt("interference", Bound::non_negative).value_or(0.0);
+    cal.interference = comp->number_opt("interference", Bound::non_negative).value_or(0.0);
     comp->finish();
   }
   if (auto col = m.map_opt("collectives")) {
     if (auto n = col->map_opt("nccl")) {
-      k.has_nccl_terms = true;
-      k.nccl_bus_bw_intra_Bps = n->quantity_opt("bus_bandwidth_intra", Quantity::rate, Bound::positive);
-      k.nccl_bus_bw_inter_Bps = n->quantity_opt("bus_bandwidth_inter", Quantity::rate, Bound::positive);
+      cal.has_nccl_terms = true;
+      cal.nccl_bus_bw_intra_Bps = n->quantity_opt("bus_bandwidth_intra", Quantity::rate, Bound::positive);
+      cal.nccl_bus_bw_inter_Bps = n->quantity_opt("bus_bandwidth_inter", Quantity::rate, Bound::positive);
       for (int a = 0; a < 2; ++a) {
         const std::string an = a == 0 ? "ring" : "tree";
-        read_table(*n, "base_latency_" + an, k.nccl.base_latency_us[a]);
+        read_table(*n, "base_latency_" + an, cal.nccl.base_latency_us[a]);
         const char* hw[3] = {"nvlink", "pci", "net"};
-        for (int h = 0; h < 3; ++h) read_table(*n, "hop_latency_" + std::string(hw[h]) + "_" + an, k.nccl.hw_latency_us[h][a]);
+        for (int h = 0; h < 3; ++h) read_table(*n, "hop_latency_" + std::string(hw[h]) + "_" + an, cal.nccl.hw_latency_us[h][a]);
       }
       n->finish();
     }
     auto regimes = col->map_list_opt("mpi_regimes");
     if (!regimes.empty()) {
-      k.mpi_regimes.clear();
-      k.has_mpi_terms = true;
+      cal.mpi_regimes.clear();
+      cal.has_mpi_terms = true;
       for (auto& r : regimes) {
         MpiRegime g;
         g.max_bytes = r.quantity_opt("below", Quantity::size, Bound::positive).value_or(std::numeric_limits<double>::infinity());
@@ -296,39 +296,39 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
         g.launch_s = r.quantity_opt("launch", Quantity::time, Bound::non_negative);
         g.launch_Bps = r.quantity_opt("launch_byte_rate", Quantity::rate, Bound::positive);
         r.finish();
-        k.mpi_regimes.push_back(g);
+        cal.mpi_regimes.push_back(g);
       }
-      if (!std::isinf(k.mpi_regimes.back().max_bytes)) col->fail("mpi_regimes", "the last regime must have no 'below' limit");
+      if (!std::isinf(cal.mpi_regimes.back().max_bytes)) col->fail("mpi_regimes", "the last regime must have no 'below' limit");
     }
     if (auto b = col->map_opt("mpi_broadcast")) {
-      k.has_mpi_terms = true;
+      cal.has_mpi_terms = true;
       MpiBroadcast mb;
       mb.latency_s = b->quantity("latency", Quantity::time, Bound::non_negative);
       mb.bandwidth_Bps = b->quantity_opt("bandwidth", Quantity::rate, Bound::positive);
       b->finish();
-      k.mpi_broadcast = mb;
+      cal.mpi_broadcast = mb;
     }
     col->finish();
   }
   if (auto mem = m.map_opt("memory")) {
-    k.runtime_memory_bytes = mem->quantity_opt("runtime", Quantity::size, Bound::non_negative).value_or(k.runtime_memory_bytes);
-    k.runtime_memory_per_local_peer_bytes =
+    cal.runtime_memory_bytes = mem->quantity_opt("runtime", Quantity::size, Bound::non_negative).value_or(cal.runtime_memory_bytes);
+    cal.runtime_memory_per_local_peer_bytes =
         mem->quantity_opt("runtime_per_local_peer", Quantity::size, Bound::non_negative).value_or(0.0);
-    k.memory_collective_in_flight = mem->number_opt("collective_in_flight", Bound::non_negative).value_or(0.0);
+    cal.memory_collective_in_flight = mem->number_opt("collective_in_flight", Bound::non_negative).value_or(0.0);
     // fitted terms (kanscale fit): peak = runtime + fixed + per_parameter x P
     //                                      + activation_factor x (activations + transients + batch)
-    k.memory_fixed_bytes = mem->quantity_opt("fixed", Quantity::size, Bound::non_negative).value_or(0.0);
-    k.memory_bytes_per_parameter = mem->quantity_opt("per_parameter", Quantity::size, Bound::non_negative);
-    k.memory_activation_factor = mem->number_opt("activation_factor", Bound::non_negative);
+    cal.memory_fixed_bytes = mem->quantity_opt("fixed", Quantity::size, Bound::non_negative).value_or(0.0);
+    cal.memory_bytes_per_parameter = mem->quantity_opt("per_parameter", Quantity::size, Bound::non_negative);
+    cal.memory_activation_factor = mem->number_opt("activation_factor", Bound::non_negative);
     mem->ignore("fit");
     mem->finish();
   }
   m.finish();
-  return k;
+  return cal;
 }
 
-double cold_fraction_for(const Calibration& k, double ws) {
-  const auto& p = k.cache_probe;
+double cold_fraction_for(const Calibration& cal, double ws) {
+  const auto& p = cal.cache_probe;
   if (p.size() < 2 || !(ws > 0)) return 0.0;
   double hi = 0, lo = 1e300;
   for (const auto& [b, bw] : p) {
@@ -351,10 +351,10 @@ double cold_fraction_for(const Calibration& k, double ws) {
   return std::clamp((hi - bw) / (hi - lo), 0.0, 1.0);
 }
 
-std::string collective_family_mismatch(const Cluster& c, const Calibration& k) {
+std::string collective_family_mismatch(const Cluster& c, const Calibration& cal) {
   const bool nccl = c.collectives.family == CollFamily::nccl;
-  if ((nccl && k.has_mpi_terms && !k.has_nccl_terms) || (!nccl && k.has_nccl_terms && !k.has_mpi_terms))
-    return "calibration '" + k.name + "' has " + (nccl ? "MPI" : "NCCL") + " collective terms only; cluster '" + c.name + "' uses " +
+  if ((nccl && cal.has_mpi_terms && !cal.has_nccl_terms) || (!nccl && cal.has_nccl_terms && !cal.has_mpi_terms))
+    return "calibration '" + cal.name + "' has " + (nccl ? "MPI" : "NCCL") + " collective terms only; cluster '" + c.name + "' uses " +
            (nccl ? "NCCL" : "MPI") + ": its collectives stay at the cluster's datasheet values";
   return "";
 }

@@ -194,14 +194,14 @@ Workload parse_workload(const std::string& yaml_text, const std::string& name);
 // How far from cache-warm toward cache-cold a working set runs: the drop of
 // the measured read bandwidth at that size, from the best (in cache) to the
 // worst (in memory), log-linearly interpolated in size; 0 without a probe.
-double cold_fraction_for(const Calibration& k, double working_set_bytes);
+double cold_fraction_for(const Calibration& cal, double working_set_bytes);
 
 // The calibration a cluster file implies from datasheet numbers alone.
 Calibration datasheet_calibration(const Cluster& c, Precision precision);
 // A calibration file, applied on top of the datasheet calibration.
 // Empty, or a warning that the calibration's collective terms are of the
 // other family than the cluster's (so they are not used).
-std::string collective_family_mismatch(const Cluster& c, const Calibration& k);
+std::string collective_family_mismatch(const Cluster& c, const Calibration& cal);
 Calibration load_calibration(const std::string& path, const Cluster& c, Precision precision);
 Calibration parse_calibration(const std::string& yaml_text, const std::string& name, const Cluster& c,
                               Precision precision);

@@ -6,28 +6,28 @@
 
 namespace ks {
 
-double op_time_s(const Op& op, const Calibration& k, double cold_fraction) {
+double op_time_s(const Op& op, const Calibration& cal, double cold_fraction) {
   if (!op.cost_class.empty()) {
-    auto it = k.ops.find(op.cost_class);
-    if (it == k.ops.end()) {
-      throw InputError("calibration '" + k.name + "' has no fitted cost for op '" + op.cost_class +
+    auto it = cal.ops.find(op.cost_class);
+    if (it == cal.ops.end()) {
+      throw InputError("calibration '" + cal.name + "' has no fitted cost for op '" + op.cost_class +
                        "': implementation kanscale needs a calibration from `kanscale fit` on `kanscale measure "
                        "kernels` (the datasheet calibration models efficient-kan only)");
     }
     const double warm = std::max(0.0, it->second.time_s(op.flops, op.bytes, op.elements, op.weights));
-    const auto cold = k.ops_cold.find(op.cost_class);
-    if (cold_fraction <= 0 || cold == k.ops_cold.end()) return warm;
+    const auto cold = cal.ops_cold.find(op.cost_class);
+    if (cold_fraction <= 0 || cold == cal.ops_cold.end()) return warm;
     const double c = std::max(0.0, cold->second.time_s(op.flops, op.bytes, op.elements, op.weights));
     return warm + cold_fraction * (c - warm);
   }
-  const OpCost& c = op.kind == OpKind::gemm ? k.gemm : k.elementwise;
+  const OpCost& c = op.kind == OpKind::gemm ? cal.gemm : cal.elementwise;
   return c.time_s(op.flops, op.bytes);
 }
 
-std::vector<double> op_times_s(const std::vector<Op>& ops, const Calibration& k, double cold_fraction) {
+std::vector<double> op_times_s(const std::vector<Op>& ops, const Calibration& cal, double cold_fraction) {
   std::vector<double> t;
   t.reserve(ops.size());
-  for (const auto& o : ops) t.push_back(op_time_s(o, k, cold_fraction));
+  for (const auto& o : ops) t.push_back(op_time_s(o, cal, cold_fraction));
   return t;
 }
 
@@ -85,22 +85,22 @@ MemoryEstimate kanscale_memory(const KanShape& s, std::int64_t batch, const DdpS
   return m;
 }
 
-MemoryEstimate calibrated_memory(MemoryEstimate m, const KanShape& s, const Calibration& k) {
-  if (k.memory_bytes_per_parameter) {
+MemoryEstimate calibrated_memory(MemoryEstimate m, const KanShape& s, const Calibration& cal) {
+  if (cal.memory_bytes_per_parameter) {
     const double P = static_cast<double>(kan_parameter_count(s));
     const double modelled = m.parameters_bytes + m.gradients_bytes + m.buckets_bytes + m.optimizer_bytes;
-    const double f = modelled > 0 ? *k.memory_bytes_per_parameter * P / modelled : 0.0;
+    const double f = modelled > 0 ? *cal.memory_bytes_per_parameter * P / modelled : 0.0;
     m.parameters_bytes *= f;
     m.gradients_bytes *= f;
     m.buckets_bytes *= f;
     m.optimizer_bytes *= f;
   }
-  if (k.memory_activation_factor) {
-    m.activations_bytes *= *k.memory_activation_factor;
-    m.transient_bytes *= *k.memory_activation_factor;
-    m.batch_bytes *= *k.memory_activation_factor;
+  if (cal.memory_activation_factor) {
+    m.activations_bytes *= *cal.memory_activation_factor;
+    m.transient_bytes *= *cal.memory_activation_factor;
+    m.batch_bytes *= *cal.memory_activation_factor;
   }
-  m.runtime_bytes += k.memory_fixed_bytes;
+  m.runtime_bytes += cal.memory_fixed_bytes;
   m.peak_bytes = m.parameters_bytes + m.gradients_bytes + m.buckets_bytes + m.optimizer_bytes + m.activations_bytes +
                  m.transient_bytes + m.batch_bytes + m.buffers_bytes + m.collective_bytes + m.runtime_bytes;
   return m;

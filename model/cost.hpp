@@ -11,8 +11,8 @@ namespace ks {
 // `cold_fraction` (0 = caches warm, 1 = cold; cold_fraction_for) moves a
 // fitted op from its warm fit toward its cold one, where the calibration
 // has one.
-double op_time_s(const Op& op, const Calibration& k, double cold_fraction);
-std::vector<double> op_times_s(const std::vector<Op>& ops, const Calibration& k, double cold_fraction);
+double op_time_s(const Op& op, const Calibration& cal, double cold_fraction);
+std::vector<double> op_times_s(const std::vector<Op>& ops, const Calibration& cal, double cold_fraction);
 
 struct MemoryEstimate {
   double parameters_bytes = 0;
@@ -45,6 +45,6 @@ MemoryEstimate kanscale_memory(const KanShape& s, std::int64_t batch, const DdpS
 // them): parameter-state bytes become per_parameter x P, the activation,
 // transient and batch terms are scaled by activation_factor, and the fixed
 // term joins the runtime.
-MemoryEstimate calibrated_memory(MemoryEstimate m, const KanShape& s, const Calibration& k);
+MemoryEstimate calibrated_memory(MemoryEstimate m, const KanShape& s, const Calibration& cal);
 
 }  // namespace ks

@@ -88,26 +88,26 @@ void check_work(const WorkEstimate& e, double max_events, const std::string& wha
   throw InputError(buf);
 }
 
-ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibration& k, const Layout& layout,
+ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibration& cal, const Layout& layout,
                               std::int64_t batch_per_gpu, std::uint64_t seed) {
   const KanShape shape{w.widths, w.grid_size, w.spline_order};
   std::vector<double> pbytes;
   for (const auto& p : kan_parameters(shape)) pbytes.push_back(p.bytes());
   const auto plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), w.ddp);
-  const auto coll = make_collective_model(c, k);
+  const auto coll = make_collective_model(c, cal);
   ReplayInput in;
   in.ops = w.implementation == Implementation::kanscale
                ? kanscale_iteration(shape, batch_per_gpu, w.ddp.gradient_as_bucket_view)
                : efficient_kan_iteration(shape, batch_per_gpu, w.ddp.gradient_as_bucket_view);
   in.ranks = layout.ranks;
   double cold_fraction = 0;
-  if (w.implementation == Implementation::kanscale && !k.ops_cold.empty()) {
+  if (w.implementation == Implementation::kanscale && !cal.ops_cold.empty()) {
     // how far from cache-warm toward cold this rank's working set runs
     // (everything a training step touches but the runtime)
-    const MemoryEstimate m = calibrated_memory(kanscale_memory(shape, batch_per_gpu, w.ddp, 0.0, 0.0), shape, k);
-    cold_fraction = cold_fraction_for(k, m.peak_bytes - m.runtime_bytes);
+    const MemoryEstimate m = calibrated_memory(kanscale_memory(shape, batch_per_gpu, w.ddp, 0.0, 0.0), shape, cal);
+    cold_fraction = cold_fraction_for(cal, m.peak_bytes - m.runtime_bytes);
   }
-  in.op_time_s = op_times_s(in.ops, k, cold_fraction);
+  in.op_time_s = op_times_s(in.ops, cal, cold_fraction);
   auto planned = [&](const std::vector<Bucket>& bs) {
     PlannedBuckets pb;
     pb.buckets = bs;
@@ -119,7 +119,7 @@ ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibra
   in.broadcast_buffers = w.ddp.broadcast_buffers;
   in.broadcast_bytes = kan_buffer_bytes(shape);
   in.broadcast = coll->broadcast(in.broadcast_bytes, layout);
-  in.host_overhead_s = k.host_overhead_s;
+  in.host_overhead_s = cal.host_overhead_s;
   // A rate or time at the edge of the double range (a FLOP rate of 1e-300,
   // an overhead of 1e300 s) makes durations the event core cannot order:
   // refuse any beyond ~30,000 years, naming where they came from.
@@ -128,7 +128,7 @@ ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibra
     if (t >= 0 && t <= kMaxDuration_s) return;
     char buf[96];
     std::snprintf(buf, sizeof buf, "%.3g s", t);
-    throw InputError(what + " would take " + buf + ": a rate or time in calibration '" + k.name + "' or cluster " + c.file +
+    throw InputError(what + " would take " + buf + ": a rate or time in calibration '" + cal.name + "' or cluster " + c.file +
                      " is out of range (at most 1e12 s per step)");
   };
   for (std::size_t i = 0; i < in.op_time_s.size(); ++i) check_duration(in.op_time_s[i], "op '" + in.ops[i].name + "'");
@@ -136,14 +136,14 @@ ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibra
     for (const auto& e : pb->allreduce) check_duration(e.time_s, "an all-reduce");
   check_duration(in.broadcast.time_s, "the buffer broadcast");
   check_duration(in.host_overhead_s, "the host overhead");
-  in.jitter_sigma = k.jitter_sigma;
-  in.interference = k.interference;
+  in.jitter_sigma = cal.jitter_sigma;
+  in.interference = cal.interference;
   in.seed = seed;
   return in;
 }
 
-ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibration& k, const StudyOptions& o, int gpus) {
-  const Layout layout = layout_for(c, gpus, o.gpus_per_node);
+ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibration& cal, const StudyOptions& o, const Layout& layout) {
+  const int gpus = layout.ranks;
   ScalingPoint pt;
   pt.gpus = gpus;
   pt.nodes = layout.nodes;
@@ -178,7 +178,7 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
 
   const KanShape shape{w.widths, w.grid_size, w.spline_order};
   const auto params = kan_parameters(shape);
-  ReplayInput in = make_replay_input(c, w, k, layout, pt.batch_per_gpu, o.seed);
+  ReplayInput in = make_replay_input(c, w, cal, layout, pt.batch_per_gpu, o.seed);
   in.iterations = std::max(2, o.iterations);
   in.include_first = true;
   if (o.trace) in.trace_ranks = o.trace_ranks.empty() ? default_trace_ranks(gpus) : o.trace_ranks;
@@ -218,16 +218,16 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
   pt.gpu_hours = gpus * pt.time_to_train_s / 3600.0;
   // the runtime's own memory grows with the other ranks of the node (MPI's
   // shared-memory segments, where the calibration measured it)
-  const double runtime = k.runtime_memory_bytes + k.runtime_memory_per_local_peer_bytes * (layout.ranks_per_node() - 1);
+  const double runtime = cal.runtime_memory_bytes + cal.runtime_memory_per_local_peer_bytes * (layout.ranks_per_node() - 1);
   const MemoryEstimate modelled = w.implementation == Implementation::kanscale
                                       ? kanscale_memory(shape, pt.batch_per_gpu, w.ddp, runtime, c.gpu.memory_bytes)
                                       : efficient_kan_memory(shape, pt.batch_per_gpu, w.ddp, runtime, c.gpu.memory_bytes);
-  pt.memory = w.implementation == Implementation::kanscale ? calibrated_memory(modelled, shape, k) : modelled;
-  if (gpus > 1 && k.memory_collective_in_flight > 0) {
+  pt.memory = w.implementation == Implementation::kanscale ? calibrated_memory(modelled, shape, cal) : modelled;
+  if (gpus > 1 && cal.memory_collective_in_flight > 0) {
     // every bucket can be in flight at the end of backward: the library's
     // copies of all the gradients (the gradient bytes themselves, not the
     // calibrated per-parameter total)
-    pt.memory.collective_bytes = k.memory_collective_in_flight * modelled.gradients_bytes;
+    pt.memory.collective_bytes = cal.memory_collective_in_flight * modelled.gradients_bytes;
     pt.memory.peak_bytes += pt.memory.collective_bytes;
   }
 
@@ -258,19 +258,21 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
   return pt;
 }
 
-StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& k, const StudyOptions& o) {
+StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& cal, const StudyOptions& o) {
   if (o.gpus.empty()) throw InputError("--gpus: give at least one GPU count");
-  // Validate every layout before simulating anything.
-  for (int n : o.gpus) layout_for(c, n, o.gpus_per_node);
+  // Every layout, once, before simulating anything (an impossible one is an InputError).
+  std::vector<Layout> layouts;
+  for (int n : o.gpus) layouts.push_back(layout_for(c, n, o.gpus_per_node));
   StudyResult sr;
   sr.parameters = kan_parameter_count(KanShape{w.widths, w.grid_size, w.spline_order});
   sr.collective_family = c.collectives.family == CollFamily::nccl ? "nccl" : "mpi";
-  if (const std::string m = collective_family_mismatch(c, k); !m.empty()) sr.warnings.push_back(m);
+  if (const std::string m = collective_family_mismatch(c, cal); !m.empty()) sr.warnings.push_back(m);
   StudyOptions base = o;
   base.trace = false;
-  sr.baseline = simulate_point(c, w, k, base, 1);
-  for (int n : o.gpus) {
-    ScalingPoint pt = (n == 1 && !o.trace) ? sr.baseline : simulate_point(c, w, k, o, n);
+  sr.baseline = simulate_point(c, w, cal, base, layout_for(c, 1, o.gpus_per_node));
+  for (const Layout& layout : layouts) {
+    const int n = layout.ranks;
+    ScalingPoint pt = (n == 1 && !o.trace) ? sr.baseline : simulate_point(c, w, cal, o, layout);
     if (o.scaling == Scaling::weak) {
       // Work grows with N: speedup is N times the epoch-time ratio.
       pt.speedup = n * sr.baseline.epoch_s / pt.epoch_s;

@@ -89,16 +89,17 @@ struct StudyResult {
   std::vector<std::string> warnings;
 };
 
-StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& k, const StudyOptions& o);
+StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& cal, const StudyOptions& o);
 
 // What the replay needs for one GPU count and batch: ops and their times,
 // both bucket plans with their all-reduce costs, the buffer broadcast,
 // jitter and interference, and the seed of the jitter.
-ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibration& k, const Layout& layout,
+ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibration& cal, const Layout& layout,
                               std::int64_t batch_per_gpu, std::uint64_t seed);
 
-// One point, exposed for tests and the benchmark.
-ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibration& k, const StudyOptions& o,
-                            int gpus);
+// One point (layout.ranks GPUs laid out by layout_for), exposed for tests
+// and validation.
+ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibration& cal, const StudyOptions& o,
+                            const Layout& layout);
 
 }  // namespace ks

@@ -29,13 +29,13 @@ int published_comparison(const ValidationPlan& plan, const std::string& out_dir,
   const PublishedSpec& pub = plan.published;
   const Cluster c = load_cluster(plan.cluster_file);
   const Workload w = load_workload(pub.workload);
-  const Calibration k = datasheet_calibration(c, w.precision);  // datasheet only: nothing tuned to the figures
+  const Calibration cal = datasheet_calibration(c, w.precision);  // datasheet only: nothing tuned to the figures
   StudyOptions o;
   o.gpus = pub.gpus;
   o.scaling = Scaling::strong;
-  const StudyResult strong = run_study(c, w, k, o);
+  const StudyResult strong = run_study(c, w, cal, o);
   o.scaling = Scaling::weak;
-  const StudyResult weak = run_study(c, w, k, o);
+  const StudyResult weak = run_study(c, w, cal, o);
   const ScalingPoint& top = strong.points.back();
   std::ostringstream md, rows;
   md << std::fixed << std::setprecision(2);
@@ -104,7 +104,7 @@ int published_comparison(const ValidationPlan& plan, const std::string& out_dir,
     wm.widths = widths;
     StudyOptions om;
     om.gpus = {top.gpus};
-    const StudyResult r = run_study(c, wm, k, om);
+    const StudyResult r = run_study(c, wm, cal, om);
     const ScalingPoint& pt = r.points.back();
     const double ratio = pt.memory.parameter_to_memory_ratio();
     std::string ws;

@@ -54,7 +54,7 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
     results[i].c = vc;
     const Workload w = load_workload(dir + "/cases/case" + std::to_string(i) + ".yaml");
     // predictions: from the calibration only (microbenchmarks or datasheet), never from the live cases
-    const Calibration k = plan.datasheet ? datasheet_calibration(cluster, w.precision)
+    const Calibration cal = plan.datasheet ? datasheet_calibration(cluster, w.precision)
                                          : load_calibration(calibration_label(plan, dir, vc), cluster, w.precision);
     StudyOptions o;
     o.gpus = {vc.ranks};
@@ -62,7 +62,7 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
     o.trace_ranks = {0};
     Cluster cl = cluster;
     if (vc.ranks > cluster.gpus_per_node * cluster.nodes) cl.gpus_per_node = vc.ranks;  // oversubscribed
-    const ScalingPoint pt = simulate_point(cl, w, k, o, vc.ranks);
+    const ScalingPoint pt = simulate_point(cl, w, cal, o, layout_for(cl, vc.ranks, std::nullopt));
     Metrics& m = results[i].predicted;
     m = {pt.iteration_s.median, pt.compute_s.median, pt.comm_s.median, pt.exposed_s.median, pt.samples_per_s, pt.memory.peak_bytes, {}};
     for (const auto& b : pt.steady_plan) m.bucket_s.push_back(b.end_s - b.start_s);
@@ -88,8 +88,8 @@ int run_validation(const ValidationPlan& plan, const std::string& out_dir, const
   if (plan.cases.empty()) return published_comparison(plan, out_dir, cmdline);
   // live runs: say when the machine is busy, or is not the calibration's
   if (!plan.calibration_file.empty() && plan.backend == "cpu") {
-    const Calibration k = load_calibration(plan.calibration_file, load_cluster(plan.cluster_file), Precision::fp32);
-    if (const std::string m = machine_mismatch(k.machine, this_machine("none", "")); !m.empty())
+    const Calibration cal = load_calibration(plan.calibration_file, load_cluster(plan.cluster_file), Precision::fp32);
+    if (const std::string m = machine_mismatch(cal.machine, this_machine("none", "")); !m.empty())
       std::cerr << "kanscale: warning: " << plan.calibration_file << ": " << m << "\n";
   }
   if (const std::string w = busy_warning("validation starts"); !w.empty()) std::cerr << w << "\n";
