@@ -706,3 +706,38 @@ TEST_CASE("validate --emit: oversubscribed ranks stay on one node under srun; a 
   CHECK(err.find("is a directory") != std::string::npos);
 }
 
+
+TEST_CASE("calibrate: one command measures this machine and fits a calibration that simulate reads") {
+  // configs/calibrate/ci.yaml: kernels, the runtime at 1 rank, all-reduce and
+  // broadcast sweeps over shared memory and the interference benchmark at
+  // 2 ranks, one round (~10 s here); then the fit.
+  Dir d;
+  std::string err;
+  const std::string in_src = "cd " + kSrc + " && ";
+  const int rc = sh(in_src + timeout(170) + kExe + " calibrate configs/calibrate/ci.yaml --out " + (d / "cal"), &err, &d);
+  CAPTURE(err);
+  REQUIRE(rc == 0);
+  const std::string file = d / "cal/results/calibration-shm.yaml";
+  const Calibration cal = load_calibration(file, load_cluster(kSrc + "/configs/clusters/local-cpu.yaml"), Precision::fp32);
+  CHECK(cal.source == "fitted");
+  CHECK_FALSE(cal.machine.empty());  // it knows where it was measured
+  // every term it was fitted from is a file it left beside it
+  for (const char* m : {"kernels-r0.json", "runtime-1rank-r0.json", "allreduce-shm-r0.json", "broadcast-shm-r0.json", "interference-r0.json"}) {
+    CAPTURE(m);
+    CHECK(cal.derived_from.find(std::string("results/") + m) != std::string::npos);
+    CHECK(std::ifstream(d / (std::string("cal/results/") + m)).good());
+  }
+  CHECK(slurp(d / "cal/results/fit-report-shm.txt").find("wrote results/calibration-shm.yaml") != std::string::npos);
+  CHECK(cal.ops.count("kan_forward") == 1);
+  CHECK(cal.mpi_regimes.size() >= 1);
+  CHECK(cal.interference >= 0);  // fitted (a quiet machine may measure none)
+  // simulate uses it
+  CHECK(sh(in_src + kExe + " simulate --cluster configs/clusters/local-cpu.yaml --workload configs/workloads/local-kanscale.yaml --gpus 1,2 "
+                         "--calibration " + file, &err, &d) == 0);
+  // a plan that measures nothing is refused in one line, before anything runs
+  std::ofstream(d / "file.yaml") << "name: f\ncluster: " << kSrc << "/configs/clusters/local-cpu.yaml\ncalibration: " << kSrc
+                                 << "/configs/calibrations/local-cpu.yaml\n";
+  CHECK(sh(kExe + " calibrate " + (d / "file.yaml") + " --out " + (d / "none"), &err, &d) == 2);
+  CHECK(err.find("file.yaml: key 'calibration': kanscale calibrate measures a plan's calibration: measure: section") != std::string::npos);
+  CHECK_FALSE(std::ifstream(d / "none/results").good());
+}

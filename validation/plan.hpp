@@ -70,7 +70,9 @@ struct ValidationPlan {
 
 // Reads validation/plans/*.yaml; a missing file, an unknown backend or zero
 // ranks is an InputError naming file, line and key, before anything runs.
-ValidationPlan load_validation_plan(const std::string& path);
+// Without `need_cases` (kanscale calibrate) a plan may have neither cases
+// nor a published: section.
+ValidationPlan load_validation_plan(const std::string& path, bool need_cases = true);
 
 // The MPI transports a plan can name (shm, tcp, tcp-slow) as Open MPI MCA
 // settings; empty for any other name.

@@ -140,8 +140,8 @@ std::string slurp(const std::string& path) {
 
 void prepare_dir(const ValidationPlan& p, const std::string& dir) {
   std::error_code ec;
-  std::filesystem::create_directories(dir + "/cases", ec);
-  std::filesystem::create_directories(dir + "/results", ec);
+  if (!p.cases.empty()) std::filesystem::create_directories(dir + "/cases", ec);
+  if (!ec) std::filesystem::create_directories(dir + "/results", ec);
   if (ec) throw std::runtime_error(dir + ": cannot create directory: " + ec.message());
   std::vector<std::pair<std::string, std::string>> files;
   for (std::size_t i = 0; i < p.cases.size(); ++i)
@@ -205,6 +205,27 @@ void run_job(const Job& j, const std::string& dir, const std::string& exe) {
   argv.push_back(exe);
   argv.insert(argv.end(), j.args.begin(), j.args.end());
   run_in(argv, dir, "results/last-job.log", j.what);
+}
+
+void run_schedule(const std::vector<std::vector<Job>>& rounds, const std::string& dir, const std::string& exe) {
+  std::size_t total = 0, done = 0;
+  for (const auto& r : rounds) total += r.size();
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  const int width = 30;
+  for (std::size_t r = 0; r < rounds.size(); ++r) {
+    for (const auto& j : rounds[r]) {
+      if (tty) {
+        const int filled = static_cast<int>(width * done / std::max<std::size_t>(total, 1));
+        std::cerr << "\r[" << std::string(static_cast<std::size_t>(filled), '#') << std::string(static_cast<std::size_t>(width - filled), ' ')
+                  << "] round " << r + 1 << "/" << rounds.size() << ", job " << done + 1 << "/" << total << ": " << j.what
+                  << "\033[K" << std::flush;
+      }
+      run_job(j, dir, exe);
+      ++done;
+      if (!tty) std::cerr << "round " << r + 1 << "/" << rounds.size() << ": job " << done << "/" << total << " done (" << j.what << ")\n";
+    }
+  }
+  if (tty) std::cerr << "\r[" << std::string(static_cast<std::size_t>(width), '#') << "] " << total << " jobs done\033[K\n";
 }
 
 

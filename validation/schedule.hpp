@@ -38,6 +38,9 @@ void prepare_dir(const ValidationPlan& plan, const std::string& dir);
 // failure is an error quoting its log's tail.
 void run_job(const Job& job, const std::string& dir, const std::string& exe);
 
+// Runs every job of every round here, in order, with a progress bar on a
+// terminal (one line per job otherwise).
+void run_schedule(const std::vector<std::vector<Job>>& rounds, const std::string& dir, const std::string& exe);
 // Writes the schedule as job scripts into dir (run-mpirun.sh, run-slurm.sbatch,
 // the case workloads, README.txt) without running anything.
 void emit_validation(const ValidationPlan& plan, const std::string& dir, const std::string& exe);

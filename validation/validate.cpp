@@ -95,19 +95,7 @@ int run_validation(const ValidationPlan& plan, const std::string& out_dir, const
   if (const std::string w = busy_warning("validation starts"); !w.empty()) std::cerr << w << "\n";
   const std::string dir = out_dir + "/work";
   prepare_dir(plan, dir);
-  const auto rounds = make_schedule(plan);
-  std::size_t total = 0, done = 0;
-  for (const auto& r : rounds) total += r.size();
-  const bool tty = isatty(STDERR_FILENO) != 0;
-  for (std::size_t r = 0; r < rounds.size(); ++r) {
-    for (const auto& j : rounds[r]) {
-      run_job(j, dir, exe);
-      ++done;
-      if (tty) std::cerr << "\rround " << r + 1 << "/" << rounds.size() << ": " << done << "/" << total << " jobs   " << std::flush;
-    }
-    if (!tty) std::cerr << "round " << r + 1 << "/" << rounds.size() << ": " << done << "/" << total << " jobs done\n";
-  }
-  if (tty) std::cerr << "\n";
+  run_schedule(make_schedule(plan), dir, exe);
   const int rc = collect_validation(plan, dir, out_dir, cmdline);
   if (plan.published.enabled) published_comparison(plan, out_dir + "/published", cmdline);
   return rc;

@@ -1,0 +1,53 @@
+// kanscale calibrate PLAN: one command from a bare machine to a fitted
+// calibration (validation/calibrate.hpp).
+#include <boost/program_options.hpp>
+#include <unistd.h>
+
+#include <climits>
+#include <iostream>
+
+#include "commands.hpp"
+#include "model/output_files.hpp"
+#include "model/yaml_reader.hpp"
+#include "validation/calibrate.hpp"
+
+namespace po = boost::program_options;
+
+namespace ks::cli {
+
+int calibrate(const std::vector<std::string>& args, const std::string& cmdline) {
+  (void)cmdline;
+  std::string plan_file, out = "calibration";
+  int rounds = 0;
+  po::options_description desc("calibrate options");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("plan", po::value(&plan_file)->value_name("FILE"), "what to measure (configs/calibrate/, or any validation plan with calibration: measure:)")
+      ("out", po::value(&out)->default_value(out), "directory for the measurements, the calibration(s) and the fit reports")
+      ("rounds", po::value(&rounds), "rounds of measurements pooled by the fit (default: the plan's)");
+  po::positional_options_description pos;
+  pos.add("plan", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: kanscale calibrate PLAN [--out DIR] [--rounds R]\n"
+                 "  measures kernels, the runtime's memory, all-reduce and broadcast sweeps per transport and the\n"
+                 "  interference benchmark on this machine, then fits DIR/results/calibration-<transport>.yaml\n\n"
+              << desc << "\n";
+    return 0;
+  }
+  po::notify(vm);
+  if (plan_file.empty()) throw InputError("calibrate: give a plan: kanscale calibrate configs/calibrate/local-cpu.yaml");
+  ValidationPlan plan = load_validation_plan(plan_file, false);
+  if (vm.count("rounds")) {
+    if (rounds < 1 || rounds > 100) throw InputError("--rounds: expected 1 to 100, got " + std::to_string(rounds));
+    plan.rounds = rounds;
+  }
+  check_output_dir(out, "--out");
+  char exe[PATH_MAX] = {0};
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) throw std::runtime_error("cannot find the kanscale executable (/proc/self/exe)");
+  return run_calibration(plan, out, std::string(exe, static_cast<std::size_t>(n)));
+}
+
+}  // namespace ks::cli

@@ -1,0 +1,51 @@
+#include "calibrate.hpp"
+
+#include <chrono>
+#include <iostream>
+
+#include "measure/cuda_plugin.hpp"
+#include "measure/machine_info.hpp"
+#include "model/config.hpp"
+#include "model/machine.hpp"
+#include "model/yaml_reader.hpp"
+#include "schedule.hpp"
+
+namespace ks {
+
+int run_calibration(const ValidationPlan& plan_in, const std::string& out_dir, const std::string& exe) {
+  if (!plan_in.measure.enabled)
+    throw InputError(plan_in.file + ": key 'calibration': kanscale calibrate measures a plan's calibration: measure: section; this plan " +
+                     (plan_in.datasheet ? "uses the datasheet" : "names a calibration file"));
+  if (plan_in.backend == "cuda") {  // before any job starts ranks
+    std::string why;
+    const CudaPlugin* cuda = cuda_plugin(&why);
+    if (!cuda || !cuda->device_available(&why)) throw InputError(plan_in.file + ": key 'backend': cuda: " + why);
+  }
+  ValidationPlan plan = plan_in;
+  plan.cases.clear();  // only the microbenchmarks
+  check_sweep_options(plan);
+  if (const std::string w = busy_warning("calibration starts"); !w.empty()) std::cerr << w << "\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  prepare_dir(plan, out_dir);
+  const auto rounds = make_schedule(plan);
+  std::size_t jobs = 0;
+  for (const auto& r : rounds) jobs += r.size();
+  run_schedule(rounds, out_dir, exe);
+  fit_measured(plan, out_dir);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const Cluster cluster = load_cluster(plan.cluster_file);
+  std::cout << "kanscale calibrate: " << plan.name << " (" << plan.file << "), " << jobs << " measurement jobs in " << plan.rounds
+            << " round(s), " << static_cast<long long>(took + 0.5) << " s\n";
+  for (const auto& t : plan.measure.transports) {
+    const std::string file = out_dir + "/" + calibration_out(t);
+    const Calibration cal = load_calibration(file, cluster, Precision::fp32);
+    std::cout << "  " << file << ": " << (t.empty() ? std::string("default transport") : "transport " + t) << ", measured on "
+              << (cal.machine.empty() ? std::string("an unrecorded machine") : describe(cal.machine)) << "\n";
+  }
+  std::cout << "  fit reports and measurement files beside them (" << out_dir << "/results/); use one with\n"
+            << "  kanscale simulate --cluster " << plan.cluster_file << " --calibration " << out_dir << "/"
+            << calibration_out(plan.measure.transports.front()) << " --workload WORKLOAD.yaml --gpus 1,2\n";
+  return 0;
+}
+
+}  // namespace ks
