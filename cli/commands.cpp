@@ -35,8 +35,8 @@ Scaling parse_scaling(const std::string& s) {
 
 int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
   CommonOptions c;
-  int iterations = 5;
-  double max_events = kDefaultMaxEvents;
+  int iterations = 5, interval_samples = 100;
+  double max_events = kDefaultMaxEvents, interval_level = 0.9;
   std::string scaling = "strong", trace_ranks;
   po::options_description desc = common_options(c);
   po::options_description own("simulate options");
@@ -47,7 +47,10 @@ int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
       ("trace-ranks", po::value(&trace_ranks)->value_name("R[,R...]"),
        "ranks to put in --trace (default: all up to 16 ranks, else 0, 1, N/2, N-1)")
       ("max-events", po::value(&max_events)->default_value(max_events, "5e7"),
-       "refuse a study estimated to replay more events than this (time and memory grow with them)");
+       "refuse a study estimated to replay more events than this (time and memory grow with them)")
+      ("interval-samples", po::value(&interval_samples)->default_value(interval_samples),
+       "Monte Carlo samples behind the prediction intervals of a fitted calibration (fit covariances, jitter); 0: none")
+      ("interval-level", po::value(&interval_level)->default_value(interval_level, "0.9"), "the intervals' coverage, e.g. 0.9");
   desc.add(own);
   po::variables_map vm;
   if (!parse_args(args, desc,
@@ -78,6 +81,18 @@ int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
   for (int n : o.gpus) layout_for(cluster, n, o.gpus_per_node);
   if (!(max_events > 0)) throw InputError("--max-events: expected a positive number");
   check_work(estimate_study_work(workload, o), max_events, "--gpus and --iterations");
+  if (interval_samples < 0 || interval_samples > 100000)
+    throw InputError("--interval-samples: expected 0 to 100000, got " + std::to_string(interval_samples));
+  if (!(interval_level > 0 && interval_level < 1)) throw InputError("--interval-level: expected a number between 0 and 1, e.g. 0.9");
+  o.interval_samples = interval_samples;
+  o.interval_level = interval_level;
+  if (interval_samples > 0 && has_measured_uncertainty(calib)) {
+    // every sample replays the study again, with its baseline
+    WorkEstimate e = estimate_study_work(workload, o);
+    e.events *= interval_samples + 1;
+    e.bytes = estimate_study_work(workload, o).bytes;
+    check_work(e, max_events, "--interval-samples (each sample replays the study again; 0 turns them off)");
+  }
   for (int r : o.trace_ranks) {
     if (r >= *std::max_element(o.gpus.begin(), o.gpus.end()))
       throw InputError("--trace-ranks: rank " + std::to_string(r) + " does not exist at any of the --gpus counts");

@@ -36,14 +36,30 @@ void write_op(std::ostream& y, const FittedOp& o) {
 
 }  // namespace
 
-std::string fit_quality(const LinearFit& f) {
+namespace {
+std::string matrix(const std::vector<std::vector<double>>& m) {
+  std::ostringstream o;
+  o << std::setprecision(6) << "[";
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    o << (i ? ", [" : "[");
+    for (std::size_t j = 0; j < m[i].size(); ++j) o << (j ? ", " : "") << m[i][j];
+    o << "]";
+  }
+  o << "]";
+  return o.str();
+}
+}  // namespace
+
+std::string fit_quality(const LinearFit& f, bool with_cov) {
   std::ostringstream o;
   o << std::setprecision(4) << "{r2: " << f.r2 << ", rms_rel_residual: " << f.rms_rel_residual << ", points: " << f.n_fit
     << ", held_out: " << f.n_holdout;
   if (f.n_holdout > 0) o << ", held_out_mean_abs_rel_error: " << f.holdout_mean_abs_rel << ", held_out_max_abs_rel_error: " << f.holdout_max_abs_rel;
   o << ", std_err: [";
   for (std::size_t j = 0; j < f.std_err.size(); ++j) o << (j ? ", " : "") << f.std_err[j];
-  o << "]}";
+  o << "]";
+  if (with_cov && !f.cov.empty()) o << ",\n        cov: " << matrix(f.cov);
+  o << "}";
   return o.str();
 }
 
@@ -98,12 +114,14 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
       if (r.bandwidth_Bps) y << ", bandwidth: " << num(*r.bandwidth_Bps * 1e-9, "GB/s");
       if (r.launch_s) y << ", launch: " << num(*r.launch_s * 1e6, "us");
       if (r.launch_s && r.launch_Bps) y << ", launch_byte_rate: " << num(*r.launch_Bps * 1e-9, "GB/s");
-      y << "}   # " << (fr.fit ? fit_quality(*fr.fit) : "") << (fr.launch_fit ? " launch " + fit_quality(*fr.launch_fit) : "") << "\n";
+      if (!r.cov.empty()) y << ", cov: " << matrix(r.cov);
+      y << "}   # " << (fr.fit ? fit_quality(*fr.fit, false) : "") << (fr.launch_fit ? " launch " + fit_quality(*fr.launch_fit, false) : "") << "\n";
     }
     if (f.mpi_broadcast) {
       y << "  mpi_broadcast: {latency: " << num(f.mpi_broadcast->latency_s * 1e6, "us");
       if (f.mpi_broadcast->bandwidth_Bps) y << ", bandwidth: " << num(*f.mpi_broadcast->bandwidth_Bps * 1e-9, "GB/s");
-      y << "}   # " << (f.mpi_broadcast_fit ? fit_quality(*f.mpi_broadcast_fit) : "") << "\n";
+      if (!f.mpi_broadcast->cov.empty()) y << ", cov: " << matrix(f.mpi_broadcast->cov);
+      y << "}   # " << (f.mpi_broadcast_fit ? fit_quality(*f.mpi_broadcast_fit, false) : "") << "\n";
     }
     if (f.nccl) {
       y << "  nccl:\n";

@@ -69,7 +69,8 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
 std::string fit_header(const std::string& command_line);
 
 // A fit's quality as the calibration records it: R^2, residuals, held-out
-// errors and standard errors.
-std::string fit_quality(const LinearFit& f);
+// errors and standard errors, and (with_cov) the coefficients' covariance,
+// which parse_calibration reads for prediction intervals.
+std::string fit_quality(const LinearFit& f, bool with_cov = true);
 
 }  // namespace ks

@@ -153,8 +153,8 @@ void fit_mpi_collectives(const std::vector<const CollectiveSweepFile*>& sweeps, 
     }
     const LinearFit f = fit_relative_nonneg({"latency_s", "s_per_byte"}, r.x, r.y, holdout(r.k, r.n));
     fr.fit = f;
-    fr.regime.latency_s = f.coef[0];
-    if (const double bw = rate_of(f, 1); bw > 0) fr.regime.bandwidth_Bps = bw;
+    set_alpha_beta(fr.regime.latency_s, fr.regime.bandwidth_Bps, f.coef);
+    fr.regime.cov = f.cov;
     if (r.lx.size() >= 3) {
       const LinearFit lf = fit_relative_nonneg({"launch_s", "launch_s_per_byte"}, r.lx, r.ly, hold_out_largest(r.lk, 0.2));
       fr.launch_fit = lf;
@@ -168,8 +168,10 @@ void fit_mpi_collectives(const std::vector<const CollectiveSweepFile*>& sweeps, 
   if (by.size() >= 3) {
     const LinearFit f = fit_relative_nonneg({"latency_s", "s_per_byte"}, bx, by, hold_out_largest(bk, 0.2));
     MpiBroadcast b;
-    b.latency_s = f.coef[0];
-    if (const double bw = rate_of(f, 1); bw > 0) b.bandwidth_Bps = bw;
+    std::optional<double> latency;
+    set_alpha_beta(latency, b.bandwidth_Bps, f.coef);
+    b.latency_s = *latency;
+    b.cov = f.cov;
     out.mpi_broadcast = b;
     out.mpi_broadcast_fit = f;
     report << "broadcast (mpi: binomial tree, ceil(log2 n) x (latency + bytes/bw); held out: the largest 20% of sizes):\n";
@@ -335,15 +337,12 @@ CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
                                             hold_out_largest(key[key_name], 0.2))
                       : fit_relative_nonneg({"fixed_s", "s_per_byte"}, rows, Y[key_name], hold_out_largest(key[key_name], 0.2));
       const LinearFit& f = o.fit;
-      o.cost = OpCost{f.coef[0], 0, 0, false};
+      o.cost = OpCost{0, 0, 0, false};
+      set_op_coefficients(o.cost, o.layer, f.coef);  // dropped features have coefficient 0: no term
+      o.cost.cov = f.cov;
       if (o.layer) {
-        o.cost.flop_rate = rate_of(f, 1);
-        o.cost.byte_rate = rate_of(f, 2);
-        if (f.active[3] && f.coef[3] > 0) o.cost.element_s = f.coef[3];
-        if (f.active[4] && f.coef[4] > 0) o.cost.weight_s = f.coef[4];
         report_row(report, o.op, f, {"us", "ns/kFLOP", "ns/kB", "ns/elem", "ns/weight"}, {1e6, 1e12, 1e12, 1e9, 1e9});
       } else {
-        o.cost.byte_rate = rate_of(f, 1);
         report_row(report, o.op, f, {"us", "ns/kB"}, {1e6, 1e12});
       }
       (cold ? out.ops_cold : out.ops).push_back(std::move(o));

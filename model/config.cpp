@@ -202,7 +202,9 @@ Calibration datasheet_calibration(const Cluster& c, Precision precision) {
   return cal;
 }
 
-static void read_op_cost(YamlMap& parent, const std::string& key, OpCost* cost) {
+// coefficients: how many a fitted op of this class has (op_coefficients);
+// its fit's covariance, when recorded, must be that square.
+static void read_op_cost(YamlMap& parent, const std::string& key, OpCost* cost, std::size_t coefficients = 0) {
   auto m = parent.map_opt(key);
   if (!m) return;
   cost->fixed_s = m->quantity_opt("fixed", Quantity::time, Bound::non_negative).value_or(cost->fixed_s);
@@ -211,7 +213,11 @@ static void read_op_cost(YamlMap& parent, const std::string& key, OpCost* cost) 
   if (auto comb = m->choice_opt("combine", {"max", "sum"})) cost->roofline = *comb == "max";
   cost->element_s = m->quantity_opt("per_element", Quantity::time, Bound::non_negative).value_or(cost->element_s);
   cost->weight_s = m->quantity_opt("per_weight", Quantity::time, Bound::non_negative).value_or(cost->weight_s);
-  m->ignore("fit");  // the fit's quality, recorded for people
+  // the fit's quality, recorded for people, and its covariance, read for intervals
+  if (coefficients > 0 && m->has_map("fit")) {
+    if (auto cov = m->map("fit").matrix_opt("cov", coefficients)) cost->cov = *cov;
+  }
+  m->ignore("fit");
   m->finish();
 }
 
@@ -250,7 +256,7 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
       for (const auto& cls : kanscale_cost_classes()) {
         if (!ops->has(cls)) continue;
         OpCost c{0, 0, 0, false};
-        read_op_cost(*ops, cls, &c);
+        read_op_cost(*ops, cls, &c, op_coefficients(c, cls == "kan_forward" || cls == "kan_backward").size());
         (std::string(table) == "ops" ? cal.ops : cal.ops_cold)[cls] = c;
       }
       ops->finish();
@@ -295,6 +301,7 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
         g.bandwidth_Bps = r.quantity_opt("bandwidth", Quantity::rate, Bound::positive);
         g.launch_s = r.quantity_opt("launch", Quantity::time, Bound::non_negative);
         g.launch_Bps = r.quantity_opt("launch_byte_rate", Quantity::rate, Bound::positive);
+        if (auto cov = r.matrix_opt("cov", 2)) g.cov = *cov;
         r.finish();
         cal.mpi_regimes.push_back(g);
       }
@@ -305,6 +312,7 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
       MpiBroadcast mb;
       mb.latency_s = b->quantity("latency", Quantity::time, Bound::non_negative);
       mb.bandwidth_Bps = b->quantity_opt("bandwidth", Quantity::rate, Bound::positive);
+      if (auto cov = b->matrix_opt("cov", 2)) mb.cov = *cov;
       b->finish();
       cal.mpi_broadcast = mb;
     }
@@ -325,6 +333,35 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
   }
   m.finish();
   return cal;
+}
+
+std::vector<double> op_coefficients(const OpCost& c, bool layer) {
+  auto per = [](double rate) { return rate > 0 ? 1.0 / rate : 0.0; };
+  if (layer) return {c.fixed_s, per(c.flop_rate), per(c.byte_rate), c.element_s, c.weight_s};
+  return {c.fixed_s, per(c.byte_rate)};
+}
+
+void set_op_coefficients(OpCost& c, bool layer, const std::vector<double>& coef) {
+  auto rate = [](double per) { return per > 0 ? 1.0 / per : 0.0; };
+  c.fixed_s = std::max(0.0, coef.at(0));
+  if (layer) {
+    c.flop_rate = rate(coef.at(1));
+    c.byte_rate = rate(coef.at(2));
+    c.element_s = std::max(0.0, coef.at(3));
+    c.weight_s = std::max(0.0, coef.at(4));
+  } else {
+    c.byte_rate = rate(coef.at(1));
+  }
+}
+
+std::vector<double> alpha_beta_coefficients(const std::optional<double>& latency_s, const std::optional<double>& bandwidth_Bps) {
+  return {latency_s.value_or(0.0), bandwidth_Bps && *bandwidth_Bps > 0 ? 1.0 / *bandwidth_Bps : 0.0};
+}
+
+void set_alpha_beta(std::optional<double>& latency_s, std::optional<double>& bandwidth_Bps, const std::vector<double>& coef) {
+  latency_s = std::max(0.0, coef.at(0));
+  if (coef.at(1) > 0) bandwidth_Bps = 1.0 / coef.at(1);
+  else bandwidth_Bps.reset();
 }
 
 double cold_fraction_for(const Calibration& cal, double ws) {

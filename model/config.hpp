@@ -109,8 +109,18 @@ struct OpCost {
   bool roofline = true;
   double element_s = 0;  // per (sample, input) basis evaluation (fitted kanscale layers)
   double weight_s = 0;   // per spline weight (in*out*C) the layer rearranges (fitted kanscale layers)
+  // A fitted op's coefficient covariance (op_coefficients' order); empty:
+  // not recorded (datasheet values, older files).
+  std::vector<std::vector<double>> cov;
   double time_s(double flops, double bytes, double elements = 0, double weights = 0) const;
 };
+
+// A fitted op's coefficients, in the fit's order: a layer's (fixed s,
+// s per FLOP, s per byte, s per element, s per weight), any other op's
+// (fixed s, s per byte); a rate of 0 (no term) is a coefficient of 0.
+std::vector<double> op_coefficients(const OpCost& c, bool layer);
+// The inverse: sets the terms from coefficients (negative ones count as 0).
+void set_op_coefficients(OpCost& c, bool layer, const std::vector<double>& coef);
 
 // NCCL tuning constants; the defaults come from the configured NCCL version,
 // a fitted calibration can replace them.
@@ -138,6 +148,8 @@ struct MpiRegime {
   // bytes / launch_byte_rate (fitted from a --nonblocking sweep; unset: 0).
   std::optional<double> launch_s;
   std::optional<double> launch_Bps;
+  // the latency-bandwidth fit's covariance over (latency s, s per byte); empty: not recorded
+  std::vector<std::vector<double>> cov;
 };
 
 // An MPI broadcast measured on its own (kanscale measure broadcast): a
@@ -146,7 +158,13 @@ struct MpiRegime {
 struct MpiBroadcast {
   double latency_s = 0;
   std::optional<double> bandwidth_Bps;
+  std::vector<std::vector<double>> cov;  // as MpiRegime's
 };
+
+// An alpha-beta term's coefficients (latency s, s per byte; no bandwidth: 0)
+// and the inverse (a coefficient of 0 or less leaves the bandwidth unset).
+std::vector<double> alpha_beta_coefficients(const std::optional<double>& latency_s, const std::optional<double>& bandwidth_Bps);
+void set_alpha_beta(std::optional<double>& latency_s, std::optional<double>& bandwidth_Bps, const std::vector<double>& coef);
 
 struct Calibration {
   std::string name;

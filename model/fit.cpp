@@ -20,6 +20,7 @@ LinearFit fit_relative_nonneg(const std::vector<std::string>& features, const st
   f.active.assign(p, true);
   f.coef.assign(p, 0.0);
   f.std_err.assign(p, 0.0);
+  f.cov.assign(p, std::vector<double>(p, 0.0));
   std::vector<std::size_t> rows;
   for (std::size_t i = 0; i < y.size(); ++i) {
     if (!(y[i] > 0)) throw std::invalid_argument("fit: times must be positive");
@@ -65,6 +66,8 @@ LinearFit fit_relative_nonneg(const std::vector<std::string>& features, const st
       const double sc = scale[c] > 0 ? scale[c] : 1.0;
       f.coef[cols[c]] = std::max(0.0, sol(c)) / sc;
       f.std_err[cols[c]] = std::sqrt(std::max(0.0, cov(c, c))) / sc;
+      for (std::size_t d = 0; d < cols.size(); ++d)
+        f.cov[cols[c]][cols[d]] = cov(c, d) / (sc * (scale[d] > 0 ? scale[d] : 1.0));
     }
     // R^2 of the weighted (relative) problem; b is all ones
     const double mean = 1.0;

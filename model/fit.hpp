@@ -9,6 +9,9 @@ namespace ks {
 struct LinearFit {
   std::vector<std::string> features;  // as given; dropped ones have coef 0 and active false
   std::vector<double> coef, std_err;
+  // the coefficients' covariance (sigma^2 (A'A)^-1 of the weighted problem,
+  // in the coefficients' units); rows and columns of dropped features are 0
+  std::vector<std::vector<double>> cov;
   std::vector<bool> active;
   double r2 = 0;                     // on the fitted points, of the relative model
   double rms_rel_residual = 0;       // on the fitted points

@@ -380,6 +380,30 @@ std::vector<std::string> YamlMap::string_list(const std::string& key) {
   return out;
 }
 
+std::optional<std::vector<std::vector<double>>> YamlMap::matrix_opt(const std::string& key, std::size_t size) {
+  YAML::Node n = value(key);
+  if (!n.IsDefined()) return std::nullopt;
+  const std::string shape = std::to_string(size) + " x " + std::to_string(size);
+  if (!n.IsSequence() || n.size() != size) fail_at(n.Mark(), key, "expected a " + shape + " matrix: a list of " + std::to_string(size) + " rows");
+  std::vector<std::vector<double>> out;
+  for (std::size_t i = 0; i < size; ++i) {
+    const YAML::Node row = n[i];
+    const std::string k = key + "[" + std::to_string(i) + "]";
+    if (!row.IsSequence() || row.size() != size) fail_at(row.Mark(), k, "expected a row of " + std::to_string(size) + " numbers (a " + shape + " matrix)");
+    std::vector<double> r;
+    for (std::size_t j = 0; j < size; ++j) {
+      char* end = nullptr;
+      const std::string s = row[j].IsScalar() ? row[j].Scalar() : "";
+      const double v = std::strtod(s.c_str(), &end);
+      if (!row[j].IsScalar() || end == s.c_str() || *end != '\0' || !std::isfinite(v))
+        fail_at(row[j].Mark(), k + "[" + std::to_string(j) + "]", "wrong type: expected a finite number");
+      r.push_back(v);
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 std::vector<std::pair<double, double>> YamlMap::number_pairs(const std::string& key) {
   YAML::Node n = required(key);
   if (!n.IsSequence()) fail_at(n.Mark(), key, "wrong type: expected a list of [number, number] pairs");

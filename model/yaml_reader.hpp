@@ -81,6 +81,9 @@ class YamlMap {
   std::optional<std::vector<double>> number_list_opt(const std::string& key, Bound bound);
   // A non-empty list of strings.
   std::vector<std::string> string_list(const std::string& key);
+  // A square matrix of finite numbers, [[a, b], [c, d]], of `size` rows
+  // (a fit's covariance); absent: nullopt.
+  std::optional<std::vector<std::vector<double>>> matrix_opt(const std::string& key, std::size_t size);
   // A list of [a, b] number pairs (e.g. a measured curve).
   std::vector<std::pair<double, double>> number_pairs(const std::string& key);
 

@@ -67,6 +67,15 @@ nlohmann::json buckets_json(const std::vector<BucketRow>& rows) {
   return a;
 }
 
+nlohmann::json band_json(const std::optional<Band>& b) {
+  if (!b) return nullptr;
+  return {{"lo", b->lo}, {"hi", b->hi}};
+}
+
+std::string band_text(const Band& b, bool time) {
+  return "[" + (time ? format_time(b.lo) : fixed(b.lo, 2)) + ", " + (time ? format_time(b.hi) : fixed(b.hi, 2)) + "]";
+}
+
 nlohmann::json point_json(const ScalingPoint& p) {
   const MemoryEstimate& m = p.memory;
   return {{"gpus", p.gpus},
@@ -104,6 +113,8 @@ nlohmann::json point_json(const ScalingPoint& p) {
             {"capacity_bytes", m.capacity_bytes},
             {"parameter_to_memory_ratio", m.parameter_to_memory_ratio()},
             {"exceeds_capacity", m.exceeds_capacity()}}},
+          {"iteration_time_interval_s", band_json(p.iteration_band)},
+          {"speedup_interval", band_json(p.speedup_band)},
           {"buckets_first_iteration", buckets_json(p.first_plan)},
           {"buckets_steady", buckets_json(p.steady_plan)}};
 }
@@ -156,6 +167,16 @@ void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info) {
        << format_bytes(p.memory.peak_bytes) << bucket_choices(p.steady_plan) << "\n";
   }
   os << "\n  overhead = exposed / iteration (and total communication / iteration)\n";
+  if (r.interval_samples > 0) {
+    os << "  " << fixed(100 * info.options.interval_level, 0) << "% intervals (" << r.interval_samples
+       << " samples: the calibration's fit covariances and its jitter):";
+    for (const auto& p : r.points)
+      if (p.iteration_band && p.speedup_band)
+        os << " N=" << p.gpus << " iter " << band_text(*p.iteration_band, true) << " speedup " << band_text(*p.speedup_band, false) << ";";
+    os << "\n";
+  } else if (!r.interval_note.empty()) {
+    os << "  intervals: " << r.interval_note << "\n";
+  }
   if (!r.points.empty()) {
     const auto& last = *std::max_element(r.points.begin(), r.points.end(),
                                          [](const ScalingPoint& a, const ScalingPoint& b) { return a.gpus < b.gpus; });
@@ -182,6 +203,7 @@ nlohmann::json study_json(const StudyResult& r, const RunInfo& info) {
   nlohmann::json pts = nlohmann::json::array();
   for (const auto& p : r.points) pts.push_back(point_json(p));
   j["points"] = pts;
+  j["intervals"] = {{"samples", r.interval_samples}, {"level", info.options.interval_level}, {"note", r.interval_note}};
   j["warnings"] = r.warnings;
   return j;
 }
@@ -193,14 +215,18 @@ std::string study_csv(const StudyResult& r, const RunInfo& info) {
   os << "gpus,nodes,batch_per_gpu,iterations_per_epoch,iteration_time_s,iteration_time_p95_s,first_iteration_time_s,"
         "compute_time_s,communication_time_s,exposed_communication_s,overhead_exposed,overhead_total,samples_per_s,"
         "epoch_time_s,time_to_train_s,gpu_hours,speedup,efficiency,peak_memory_bytes,parameter_to_memory_ratio,"
-        "buckets_steady\n";
+        "buckets_steady,iteration_time_lo_s,iteration_time_hi_s,speedup_lo,speedup_hi\n";
   for (const auto& p : r.points) {
     os << p.gpus << "," << p.nodes << "," << p.batch_per_gpu << "," << p.iterations_per_epoch << ","
        << p.iteration_s.median << "," << p.iteration_s.p95 << "," << p.first_iteration_s.median << ","
        << p.compute_s.median << "," << p.comm_s.median << "," << p.exposed_s.median << "," << p.overhead_exposed << ","
        << p.overhead_total << "," << p.samples_per_s << "," << p.epoch_s << "," << p.time_to_train_s << ","
        << p.gpu_hours << "," << p.speedup << "," << p.efficiency << "," << p.memory.peak_bytes << ","
-       << p.memory.parameter_to_memory_ratio() << "," << csv_escape(bucket_choices(p.steady_plan)) << "\n";
+       << p.memory.parameter_to_memory_ratio() << "," << csv_escape(bucket_choices(p.steady_plan));
+    if (p.iteration_band && p.speedup_band)
+      os << "," << p.iteration_band->lo << "," << p.iteration_band->hi << "," << p.speedup_band->lo << "," << p.speedup_band->hi << "\n";
+    else
+      os << ",,,,\n";
   }
   return os.str();
 }

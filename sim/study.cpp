@@ -1,4 +1,6 @@
 #include "study.hpp"
+
+#include "model/uncertainty.hpp"
 #include "model/sampler.hpp"
 
 #include <algorithm>
@@ -258,6 +260,47 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
   return pt;
 }
 
+bool has_measured_uncertainty(const Calibration& cal) { return has_parameter_uncertainty(cal) || cal.jitter_sigma > 0; }
+
+Band central_band(std::vector<double> v, double level) {
+  const double tail = (1.0 - level) / 2;
+  return {quantile(v, tail), quantile(std::move(v), 1.0 - tail)};
+}
+
+namespace {
+// Monte Carlo over the calibration's uncertainty: sample s replays the
+// baseline and every point with the calibration drawn as number s and the
+// jitter seeded by s; the bands are the central intervals over samples.
+void add_bands(const Cluster& c, const Workload& w, const Calibration& cal, const StudyOptions& o, const std::vector<Layout>& layouts,
+               StudyResult& sr) {
+  if (!has_measured_uncertainty(cal)) {
+    sr.interval_note = "calibration '" + cal.name + "' (" + cal.source + ") records no measured uncertainty: no intervals";
+    return;
+  }
+  const Rng rng(o.seed ^ 0x5eed1e7e7a15ULL);
+  StudyOptions so = o;
+  so.trace = false;
+  std::vector<std::vector<double>> iter(layouts.size()), speedup(layouts.size());
+  const Layout one = layout_for(c, 1, o.gpus_per_node);
+  for (int s = 0; s < o.interval_samples; ++s) {
+    const Calibration drawn = has_parameter_uncertainty(cal) ? draw_calibration(cal, rng, static_cast<std::uint64_t>(s)) : cal;
+    so.seed = o.seed + 1 + static_cast<std::uint64_t>(s);
+    const ScalingPoint base = simulate_point(c, w, drawn, so, one);
+    for (std::size_t i = 0; i < layouts.size(); ++i) {
+      const ScalingPoint pt = layouts[i].ranks == 1 ? base : simulate_point(c, w, drawn, so, layouts[i]);
+      iter[i].push_back(pt.iteration_s.median);
+      const double n = layouts[i].ranks;
+      speedup[i].push_back(o.scaling == Scaling::weak ? n * base.epoch_s / pt.epoch_s : base.epoch_s / pt.epoch_s);
+    }
+  }
+  for (std::size_t i = 0; i < layouts.size(); ++i) {
+    sr.points[i].iteration_band = central_band(iter[i], o.interval_level);
+    sr.points[i].speedup_band = central_band(speedup[i], o.interval_level);
+  }
+  sr.interval_samples = o.interval_samples;
+}
+}  // namespace
+
 StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& cal, const StudyOptions& o) {
   if (o.gpus.empty()) throw InputError("--gpus: give at least one GPU count");
   // Every layout, once, before simulating anything (an impossible one is an InputError).
@@ -289,6 +332,7 @@ StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& ca
   }
   sr.baseline.speedup = 1.0;
   sr.baseline.efficiency = 1.0;
+  if (o.interval_samples > 0) add_bands(c, w, cal, o, layouts, sr);
   return sr;
 }
 

@@ -28,6 +28,12 @@ struct StudyOptions {
   std::uint64_t seed = 0;
   bool trace = false;
   std::vector<int> trace_ranks;  // empty: a default subset
+  // Prediction intervals (sim/interval): this many Monte Carlo samples, each
+  // a calibration drawn from the fits' covariance and a jitter seed of its
+  // own; 0: none. Only a calibration with measured uncertainty (fit
+  // covariances or jitter) gets intervals.
+  int interval_samples = 0;
+  double interval_level = 0.9;  // central interval
 };
 
 // What a study costs before it runs: the event core's events (about a
@@ -60,6 +66,11 @@ struct BucketRow {
   double start_s = 0, end_s = 0;  // relative to rank 0's iteration start
 };
 
+// The central interval of a prediction at StudyOptions::interval_level.
+struct Band {
+  double lo = 0, hi = 0;
+};
+
 struct ScalingPoint {
   int gpus = 0, nodes = 0;
   std::int64_t batch_per_gpu = 0;
@@ -79,6 +90,9 @@ struct ScalingPoint {
   std::string broadcast_label;
   std::uint64_t events = 0;
   std::vector<TraceSlice> trace;
+  // from the interval samples (unset: none): the median iteration time over
+  // ranks, and the speedup (each sample's baseline from the same draw)
+  std::optional<Band> iteration_band, speedup_band;
 };
 
 struct StudyResult {
@@ -87,9 +101,17 @@ struct StudyResult {
   std::int64_t parameters = 0;
   std::string collective_family;
   std::vector<std::string> warnings;
+  int interval_samples = 0;  // the samples behind the bands (0: no bands)
+  std::string interval_note;  // why there are none, when asked for
 };
 
 StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& cal, const StudyOptions& o);
+
+// Whether a calibration's predictions can carry an interval: fit
+// covariances to draw from, or run-to-run jitter.
+bool has_measured_uncertainty(const Calibration& cal);
+// The central `level` interval of `samples` (nearest-rank quantiles).
+Band central_band(std::vector<double> samples, double level);
 
 // What the replay needs for one GPU count and batch: ops and their times,
 // both bucket plans with their all-reduce costs, the buffer broadcast,

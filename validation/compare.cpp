@@ -198,6 +198,19 @@ bool judge(const std::vector<CaseResult>& results, const ValidationPlan& plan, s
   return true;
 }
 
+Coverage interval_coverage(const std::vector<CaseResult>& results) {
+  Coverage c;
+  std::vector<double> half;
+  for (const auto& r : results) {
+    if (r.c.oversubscribed || !r.interval || !(r.predicted.iteration_s > 0)) continue;
+    ++c.cases;
+    c.inside += r.live.iteration_s >= r.interval->lo && r.live.iteration_s <= r.interval->hi;
+    half.push_back(100.0 * (r.interval->hi - r.interval->lo) / 2 / r.predicted.iteration_s);
+  }
+  if (!half.empty()) c.median_half_width_pct = median(half);
+  return c;
+}
+
 Metrics live_metrics(const std::string& path, const std::string& backend) {
   if (!std::filesystem::exists(path)) throw InputError(path + ": missing (did every job of the schedule run?)");
   const nlohmann::json j = read_json_file(path, "a kanscale train --json file");

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "plan.hpp"
+#include "sim/study.hpp"
 
 namespace ks {
 
@@ -24,6 +25,9 @@ struct CaseResult {
   double exposed_noise_pct = 0;  // spread of the rounds' exposed communication, over the median iteration
   // speedup over the same case on one rank (0: no such case)
   double speedup_predicted = 0, speedup_live = 0;
+  // the prediction's interval on the iteration time (none: the calibration
+  // records no measured uncertainty)
+  std::optional<Band> interval;
 };
 
 // Signed percentage error of a prediction (positive: predicted too high).
@@ -39,6 +43,16 @@ struct MetricSummary {
   int cases = 0;
 };
 std::vector<MetricSummary> summarize(const std::vector<CaseResult>& results);
+
+// How the intervals did on the judged cases that have one: how many hold
+// the measured iteration time (the median over rounds), and the median
+// half-width as a share of the prediction.
+struct Coverage {
+  int cases = 0, inside = 0;
+  double median_half_width_pct = 0;
+  double pct() const { return cases > 0 ? 100.0 * inside / cases : 0.0; }
+};
+Coverage interval_coverage(const std::vector<CaseResult>& results);
 
 // The mean noise floor of the judged (not oversubscribed) cases.
 double mean_noise_pct(const std::vector<CaseResult>& results);

@@ -64,6 +64,7 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
   // every round runs every case: a thousand is already weeks of running
   p.rounds = static_cast<int>(m.integer_opt("rounds", 1, 1000).value_or(3));
   p.spline_order = static_cast<int>(m.integer_opt("spline_order", 1).value_or(3));
+  p.interval_samples = static_cast<int>(m.integer_opt("interval_samples", 0, 100000).value_or(100));
   // calibration: a file, "datasheet", or {measure: {...}} within the rounds
   if (!m.has("calibration")) m.fail("calibration", "missing required key (a calibration file, datasheet, or {measure: ...})");
   if (m.has_map("calibration")) {

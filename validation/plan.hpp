@@ -55,6 +55,7 @@ struct ValidationPlan {
   std::string launcher = "mpirun";   // how --emit's scripts start ranks: mpirun | srun
   int gpus_per_node = 0;             // for srun scripts (0: the cluster's)
   int steps = 30, rounds = 3, spline_order = 3;
+  int interval_samples = 100;  // Monte Carlo samples behind each prediction's 90% interval (0: none)
   double bound_mean_pct = 5, bound_max_pct = 10;
   // A bound derived from the noise instead (bound: {noise_factor: F, floor_pct: P}):
   // every case's error must stay within max(P, F x the mean noise floor).

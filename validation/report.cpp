@@ -152,6 +152,21 @@ std::vector<TraceSlice> simulated_iteration(const ScalingPoint& pt) {
   return rank0_iteration(pt.trace, last);
 }
 
+namespace {
+std::string coverage_text(const Coverage& c, const ValidationPlan& plan) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(1);
+  if (c.cases == 0) {
+    o << "90% intervals: none (" << (plan.interval_samples == 0 ? "interval_samples: 0" : "the calibration records no measured uncertainty")
+      << ")";
+  } else {
+    o << "90% intervals (" << plan.interval_samples << " samples: the fits' covariances and the jitter): " << c.inside << " of " << c.cases
+      << " judged cases inside, coverage " << c.pct() << "%; median half-width " << c.median_half_width_pct << "% of the prediction";
+  }
+  return o.str();
+}
+}  // namespace
+
 bool write_validation_report(const ValidationPlan& plan, const std::string& dir, const std::string& out_dir, const std::string& cmdline,
                              const ValidationOutcome& o) {
   std::ostringstream table;
@@ -216,7 +231,7 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
      << "judged.\n\n"
      << "## Summary\n\n" << sum.str() << "\nCommunication-heavy cases (measured communication at least 30% of the iteration): "
      << heavy << " of " << judged << " judged.\n\nBound on the iteration time: " << bound.str() << ": **"
-     << (o.ok ? "met" : "exceeded: " + o.why) << "**\n\n"
+     << (o.ok ? "met" : "exceeded: " + o.why) << "**\n\n" << coverage_text(o.coverage, plan) << "\n\n"
      << "## Cases\n\n" << table.str() << "\n![predicted vs measured](predicted_vs_measured.svg)\n\n"
      << "Predicted against measured iteration time (green: 1 rank, blue: several, red: oversubscribed; dashed: equal).\n\n"
      << "![error per case, noise floor in orange](error_per_case.svg)\n\n"
@@ -244,7 +259,8 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
     j.push_back({{"case", r.c.label()}, {"ranks", r.c.ranks}, {"transport", r.c.transport}, {"oversubscribed", r.c.oversubscribed},
                  {"predicted", mj(r.predicted)}, {"measured_median", mj(r.live)}, {"rounds", rounds}, {"noise_pct", r.noise_pct},
                  {"iteration_error_pct", pct_error(r.predicted.iteration_s, r.live.iteration_s)},
-                 {"speedup_predicted", r.speedup_predicted}, {"speedup_measured", r.speedup_live}});
+                 {"speedup_predicted", r.speedup_predicted}, {"speedup_measured", r.speedup_live},
+                 {"iteration_interval_s", r.interval ? nlohmann::json{{"lo", r.interval->lo}, {"hi", r.interval->hi}} : nlohmann::json(nullptr)}});
   }
   nlohmann::json sj = nlohmann::json::array();
   for (const auto& s : o.summary)
@@ -254,6 +270,9 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
   files.emplace_back(out_dir + "/results.json",
                      nlohmann::json{{"plan", plan.file}, {"bound_met", o.ok}, {"why", o.why}, {"mean_noise_pct", mean_noise},
                                     {"communication_heavy_cases", heavy}, {"judged_cases", judged},
+                                    {"intervals", {{"samples", plan.interval_samples}, {"level", 0.9}, {"cases", o.coverage.cases},
+                                                   {"inside", o.coverage.inside}, {"coverage_pct", o.coverage.pct()},
+                                                   {"median_half_width_pct", o.coverage.median_half_width_pct}}},
                                     {"summary", sj}, {"cases", j}}
                              .dump(2) +
                          "\n");
@@ -263,8 +282,8 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
   std::filesystem::create_directories(out_dir, ec);
   write_files_atomic(files);
   std::cout << "kanscale validate: " << plan.name << " (" << o.results.size() << " cases x " << plan.rounds << " rounds)\n\n"
-            << sum.str() << "\n" << table.str() << "\nbound " << (o.ok ? "met" : "EXCEEDED: " + o.why) << "; report: " << out_dir
-            << "/report.md\n";
+            << sum.str() << "\n" << table.str() << "\nbound " << (o.ok ? "met" : "EXCEEDED: " + o.why) << "; "
+            << coverage_text(o.coverage, plan) << "; report: " << out_dir << "/report.md\n";
   return o.ok;
 }
 

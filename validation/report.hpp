@@ -28,6 +28,7 @@ struct ValidationOutcome {
   std::string why;  // where it did not
   std::size_t shown = 0;  // the case whose timelines are drawn
   std::vector<TraceSlice> sim_slices;  // its simulated iteration
+  Coverage coverage;                   // of the predictions' intervals
 };
 // Writes report.md, results.json and the plots into out_dir (dir: the run
 // directory, for the live trace) and prints the summary; returns ok.

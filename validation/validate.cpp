@@ -60,9 +60,11 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
     o.gpus = {vc.ranks};
     o.trace = i == shown;
     o.trace_ranks = {0};
+    o.interval_samples = plan.interval_samples;
     Cluster cl = cluster;
     if (vc.ranks > cluster.gpus_per_node * cluster.nodes) cl.gpus_per_node = vc.ranks;  // oversubscribed
-    const ScalingPoint pt = simulate_point(cl, w, cal, o, layout_for(cl, vc.ranks, std::nullopt));
+    const ScalingPoint pt = run_study(cl, w, cal, o).points.front();
+    results[i].interval = pt.iteration_band;
     Metrics& m = results[i].predicted;
     m = {pt.iteration_s.median, pt.compute_s.median, pt.comm_s.median, pt.exposed_s.median, pt.samples_per_s, pt.memory.peak_bytes, {}};
     for (const auto& b : pt.steady_plan) m.bucket_s.push_back(b.end_s - b.start_s);
@@ -81,7 +83,7 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
   std::string why;
   const bool ok = judge(results, plan, &why);
 
-  return write_validation_report(plan, dir, out_dir, cmdline, {results, summary, ok, why, shown, sim_slices}) ? 0 : 1;
+  return write_validation_report(plan, dir, out_dir, cmdline, {results, summary, ok, why, shown, sim_slices, interval_coverage(results)}) ? 0 : 1;
 }
 
 int run_validation(const ValidationPlan& plan, const std::string& out_dir, const std::string& exe, const std::string& cmdline) {

@@ -1,0 +1,74 @@
+#include "uncertainty.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <stdexcept>
+
+namespace ks {
+
+bool has_parameter_uncertainty(const Calibration& cal) {
+  for (const auto* table : {&cal.ops, &cal.ops_cold})
+    for (const auto& [name, c] : *table)
+      if (!c.cov.empty()) return true;
+  for (const auto& r : cal.mpi_regimes)
+    if (!r.cov.empty()) return true;
+  return cal.mpi_broadcast && !cal.mpi_broadcast->cov.empty();
+}
+
+std::vector<double> correlated_normal(const std::vector<double>& mean, const std::vector<std::vector<double>>& cov,
+                                      const std::vector<double>& z) {
+  const std::size_t n = mean.size();
+  if (cov.size() != n || z.size() != n) throw std::invalid_argument("correlated_normal: sizes differ");
+  Eigen::MatrixXd C(n, n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (cov[i].size() != n) throw std::invalid_argument("correlated_normal: covariance is not square");
+    for (std::size_t j = 0; j < n; ++j) C(i, j) = 0.5 * (cov[i][j] + cov[j][i]);
+  }
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(C);
+  const Eigen::VectorXd root = es.eigenvalues().cwiseMax(0.0).cwiseSqrt();
+  Eigen::VectorXd zz(n);
+  for (std::size_t i = 0; i < n; ++i) zz(i) = z[i];
+  const Eigen::VectorXd x = es.eigenvectors() * root.asDiagonal() * zz;
+  std::vector<double> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = mean[i] + x(i);
+  return out;
+}
+
+Calibration draw_calibration(const Calibration& fitted, const Rng& rng, std::uint64_t draw) {
+  Calibration cal = fitted;
+  std::uint64_t term = 0;  // each term its own stream of normals, in a fixed order
+  auto normals = [&](std::size_t n) {
+    std::vector<double> z(n);
+    for (std::size_t i = 0; i < n; ++i) z[i] = rng.normal(0x1000 + term, draw * 16 + i);
+    ++term;
+    return z;
+  };
+  for (auto* table : {&cal.ops, &cal.ops_cold}) {
+    for (auto& [name, c] : *table) {
+      if (c.cov.empty()) {
+        ++term;
+        continue;
+      }
+      const bool layer = name == "kan_forward" || name == "kan_backward";
+      const std::vector<double> mean = op_coefficients(c, layer);
+      set_op_coefficients(c, layer, correlated_normal(mean, c.cov, normals(mean.size())));
+    }
+  }
+  for (auto& r : cal.mpi_regimes) {
+    if (r.cov.empty() || !r.latency_s) {
+      ++term;
+      continue;
+    }
+    const std::vector<double> mean = alpha_beta_coefficients(r.latency_s, r.bandwidth_Bps);
+    set_alpha_beta(r.latency_s, r.bandwidth_Bps, correlated_normal(mean, r.cov, normals(2)));
+  }
+  if (cal.mpi_broadcast && !cal.mpi_broadcast->cov.empty()) {
+    MpiBroadcast& b = *cal.mpi_broadcast;
+    std::optional<double> latency = b.latency_s;
+    set_alpha_beta(latency, b.bandwidth_Bps, correlated_normal(alpha_beta_coefficients(latency, b.bandwidth_Bps), b.cov, normals(2)));
+    b.latency_s = *latency;
+  }
+  return cal;
+}
+
+}  // namespace ks

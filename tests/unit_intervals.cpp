@@ -1,0 +1,206 @@
+// Prediction intervals (issue 12, item 4): the fit's coefficient covariance,
+// its round trip through the calibration file, correlated draws, the bands a
+// study puts on its predictions, and validate's coverage.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "model/calibration_file.hpp"
+#include "model/fit.hpp"
+#include "model/rng.hpp"
+#include "model/uncertainty.hpp"
+#include "model/yaml_reader.hpp"
+#include "sim/study.hpp"
+#include "validation/compare.hpp"
+
+using namespace ks;
+
+TEST_CASE("fit: the reported covariance matches the spread of refits on fresh noise") {
+  // y = 5 us + x / 2 GB/s with 5% relative Gaussian noise, 25 points over
+  // three decades of x. Refitting 400 noisy replicates gives the coefficients'
+  // real spread; the covariance each single fit reports must match it (the
+  // mean reported variance within 20% of the replicates' variance, and the
+  // correlation's sign and size alike).
+  const Rng rng(7);
+  std::vector<std::vector<double>> X;
+  for (int i = 0; i < 25; ++i) X.push_back({1.0, std::pow(10.0, 2.0 + 3.0 * i / 24.0)});
+  const std::vector<bool> none(X.size(), false);
+  std::vector<double> a, b;
+  double var_a = 0, var_b = 0, cov_ab = 0;
+  const int R = 400;
+  for (int r = 0; r < R; ++r) {
+    std::vector<double> y;
+    for (std::size_t i = 0; i < X.size(); ++i) y.push_back((5e-6 + X[i][1] / 2e9) * (1 + 0.05 * rng.normal(r, i)));
+    const LinearFit f = fit_relative_nonneg({"fixed_s", "s_per_byte"}, X, y, none);
+    REQUIRE(f.cov.size() == 2);
+    CHECK(f.cov[0][1] == doctest::Approx(f.cov[1][0]));
+    CHECK(std::sqrt(f.cov[0][0]) == doctest::Approx(f.std_err[0]).epsilon(1e-9));
+    a.push_back(f.coef[0]);
+    b.push_back(f.coef[1]);
+    var_a += f.cov[0][0] / R;
+    var_b += f.cov[1][1] / R;
+    cov_ab += f.cov[0][1] / R;
+  }
+  auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return s / static_cast<double>(v.size());
+  };
+  const double ma = mean(a), mb = mean(b);
+  double ea = 0, eb = 0, eab = 0;
+  for (int r = 0; r < R; ++r) {
+    ea += (a[r] - ma) * (a[r] - ma) / (R - 1);
+    eb += (b[r] - mb) * (b[r] - mb) / (R - 1);
+    eab += (a[r] - ma) * (b[r] - mb) / (R - 1);
+  }
+  CHECK(var_a == doctest::Approx(ea).epsilon(0.2));
+  CHECK(var_b == doctest::Approx(eb).epsilon(0.2));
+  CHECK(cov_ab / std::sqrt(var_a * var_b) == doctest::Approx(eab / std::sqrt(ea * eb)).epsilon(0.15));
+}
+
+TEST_CASE("correlated draws have the covariance asked for") {
+  // cov = [[4, 1.2], [1.2, 1]] (correlation 0.6); 20,000 draws: sample
+  // variances and covariance within 5% (their standard errors are ~1%)
+  const std::vector<std::vector<double>> cov = {{4.0, 1.2}, {1.2, 1.0}};
+  const Rng rng(3);
+  const int N = 20000;
+  double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
+  for (int i = 0; i < N; ++i) {
+    const auto x = correlated_normal({10.0, -2.0}, cov, {rng.normal(1, i), rng.normal(2, i)});
+    sx += x[0];
+    sy += x[1];
+    sxx += x[0] * x[0];
+    syy += x[1] * x[1];
+    sxy += x[0] * x[1];
+  }
+  const double mx = sx / N, my = sy / N;
+  CHECK(mx == doctest::Approx(10.0).epsilon(0.01));
+  CHECK(my == doctest::Approx(-2.0).epsilon(0.05));
+  CHECK(sxx / N - mx * mx == doctest::Approx(4.0).epsilon(0.05));
+  CHECK(syy / N - my * my == doctest::Approx(1.0).epsilon(0.05));
+  CHECK(sxy / N - mx * my == doctest::Approx(1.2).epsilon(0.05));
+}
+
+namespace {
+const char* kCluster = R"(
+name: c
+nodes: 1
+gpus_per_node: 2
+gpu: {model: cpu, compute_capability: 8.0, fp32: "100GFLOP/s", memory_bandwidth: "10GB/s", memory: "16GiB",
+      kernel_launch: "0s", runtime_memory: "0B"}
+intra_node: {kind: shm, bandwidth: "5GB/s", latency: "1us"}
+network: {nics_per_node: 1, nic_bandwidth: "1GB/s", latency: "10us"}
+collectives: {family: mpi, version: "test"}
+)";
+const char* kWork = R"(
+name: w
+kan: {widths: [16, 64, 1], grid_size: 5, spline_order: 3}
+batch_per_gpu: 64
+dataset_size: 1024
+seed: 1
+implementation: kanscale
+)";
+
+// A fitted calibration: every compute op from one fit of known coefficients
+// and covariance, written and read back.
+Calibration fitted(const Cluster& c, double rel_sd) {
+  CalibrationFile f;
+  f.name = "t";
+  f.fitted_from = "test";
+  f.jitter_sigma = 0;
+  for (const char* op : {"kan_forward", "kan_backward", "mse", "bucket_copy", "copy_back", "adam", "load_batch"}) {
+    FittedOp o;
+    o.op = op;
+    o.layer = std::string(op) == "kan_forward" || std::string(op) == "kan_backward";
+    const std::vector<double> coef = o.layer ? std::vector<double>{2e-6, 1.0 / 50e9, 1.0 / 10e9, 1e-9, 0.2e-9}
+                                             : std::vector<double>{1e-6, 1.0 / 10e9};
+    o.fit.features.assign(coef.size(), "x");
+    o.fit.coef = coef;
+    o.fit.active.assign(coef.size(), true);
+    o.fit.cov.assign(coef.size(), std::vector<double>(coef.size(), 0.0));
+    for (std::size_t i = 0; i < coef.size(); ++i) {
+      o.fit.cov[i][i] = (rel_sd * coef[i]) * (rel_sd * coef[i]);
+      o.fit.std_err.push_back(rel_sd * coef[i]);
+    }
+    set_op_coefficients(o.cost, o.layer, coef);
+    o.cost.roofline = false;
+    o.cost.cov = o.fit.cov;
+    f.ops.push_back(o);
+  }
+  return parse_calibration(write_calibration(f, "# test\n"), "t.yaml", c, Precision::fp32);
+}
+}  // namespace
+
+TEST_CASE("calibration file: the fit covariance survives the round trip and the draws vary only the fitted terms") {
+  const Cluster c = parse_cluster(kCluster, "c.yaml");
+  const Calibration cal = fitted(c, 0.1);
+  REQUIRE(cal.ops.at("kan_forward").cov.size() == 5);
+  CHECK(cal.ops.at("kan_forward").cov[1][1] == doctest::Approx(std::pow(0.1 / 50e9, 2)).epsilon(1e-5));
+  CHECK(has_parameter_uncertainty(cal));
+  const Rng rng(11);
+  const Calibration d0 = draw_calibration(cal, rng, 0), d0b = draw_calibration(cal, rng, 0), d1 = draw_calibration(cal, rng, 1);
+  CHECK(d0.ops.at("kan_forward").flop_rate == d0b.ops.at("kan_forward").flop_rate);  // reproducible
+  CHECK(d0.ops.at("kan_forward").flop_rate != d1.ops.at("kan_forward").flop_rate);
+  CHECK(d0.ops.at("adam").fixed_s != cal.ops.at("adam").fixed_s);
+  CHECK(d0.jitter_sigma == cal.jitter_sigma);
+  // over many draws the fixed term's spread is the 10% recorded
+  double s = 0, ss = 0;
+  const int N = 2000;
+  for (int i = 0; i < N; ++i) {
+    const double v = draw_calibration(cal, rng, static_cast<std::uint64_t>(i)).ops.at("adam").fixed_s;
+    s += v;
+    ss += v * v;
+  }
+  CHECK(std::sqrt(ss / N - (s / N) * (s / N)) == doctest::Approx(0.1e-6).epsilon(0.1));
+  // a datasheet calibration has nothing to draw
+  CHECK_FALSE(has_parameter_uncertainty(datasheet_calibration(c, Precision::fp32)));
+}
+
+TEST_CASE("bands: none without measured uncertainty, wider with a wider fit, around the point prediction") {
+  const Cluster c = parse_cluster(kCluster, "c.yaml");
+  const Workload w = parse_workload(kWork, "w.yaml");
+  StudyOptions o;
+  o.gpus = {1, 2};
+  o.interval_samples = 200;
+  // the datasheet (which models efficient-kan): no bands, and a note saying why
+  std::string ek = kWork;
+  ek.replace(ek.find("implementation: kanscale"), 24, "implementation: efficient-kan");
+  const StudyResult ds = run_study(c, parse_workload(ek, "ek.yaml"), datasheet_calibration(c, Precision::fp32), o);
+  CHECK_FALSE(ds.points[0].iteration_band.has_value());
+  CHECK(ds.interval_note.find("no measured uncertainty") != std::string::npos);
+  // a fit with 2% and one with 10% standard errors
+  const StudyResult narrow = run_study(c, w, fitted(c, 0.02), o);
+  const StudyResult wide = run_study(c, w, fitted(c, 0.10), o);
+  for (std::size_t i = 0; i < 2; ++i) {
+    REQUIRE(narrow.points[i].iteration_band.has_value());
+    REQUIRE(wide.points[i].iteration_band.has_value());
+    const Band n = *narrow.points[i].iteration_band, v = *wide.points[i].iteration_band;
+    const double pred = narrow.points[i].iteration_s.median;
+    CHECK(n.lo <= pred);
+    CHECK(n.hi >= pred);
+    CHECK(v.hi - v.lo > 2 * (n.hi - n.lo));  // 5x the standard errors: ~5x the width
+    // every op's time moves by ~10% / sqrt(its terms): the 90% band of a sum of
+    // independent terms is at most +-1.645 x 10% of the prediction
+    CHECK((v.hi - v.lo) / 2 < 0.1645 * pred);
+  }
+  // no samples asked: no bands
+  o.interval_samples = 0;
+  CHECK_FALSE(run_study(c, w, fitted(c, 0.1), o).points[0].iteration_band.has_value());
+}
+
+TEST_CASE("coverage: the share of judged cases whose measured time lies in the interval, and the median half-width") {
+  std::vector<CaseResult> rs(4);
+  // predicted 10 ms with [9, 11] (half-width 10%), measured 10.5: inside
+  rs[0].predicted.iteration_s = 0.010, rs[0].live.iteration_s = 0.0105, rs[0].interval = Band{0.009, 0.011};
+  // [18, 22] around 20 (10%), measured 23: outside
+  rs[1].predicted.iteration_s = 0.020, rs[1].live.iteration_s = 0.023, rs[1].interval = Band{0.018, 0.022};
+  // [0.9, 1.5] around 1 (30%), measured 1.2: inside
+  rs[2].predicted.iteration_s = 0.001, rs[2].live.iteration_s = 0.0012, rs[2].interval = Band{0.0009, 0.0015};
+  // oversubscribed: not judged
+  rs[3].c.oversubscribed = true, rs[3].predicted.iteration_s = 1, rs[3].live.iteration_s = 5, rs[3].interval = Band{0.9, 1.1};
+  const Coverage cv = interval_coverage(rs);
+  CHECK(cv.cases == 3);
+  CHECK(cv.inside == 2);
+  CHECK(cv.pct() == doctest::Approx(200.0 / 3));
+  CHECK(cv.median_half_width_pct == doctest::Approx(10.0));  // median of 10, 10, 30
+}
