@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "model/statistics.hpp"
+
 #include "gpu.hpp"
 #include "kan_cuda.hpp"
 
@@ -345,6 +347,8 @@ double Gpu::seconds(int a, int b) {
 void Gpu::clear_marks() { impl_->next_event = 0; }
 
 namespace {
+// The median (model/statistics, the project's one definition) of `reps`
+// timings of f on the compute stream, after one warm-up.
 template <typename F>
 double median_seconds(Gpu& g, F&& f, int reps) {
   std::vector<double> t;
@@ -358,8 +362,7 @@ double median_seconds(Gpu& g, F&& f, int reps) {
     t.push_back(g.seconds(a, b));
   }
   g.clear_marks();
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return median(std::move(t));
 }
 }  // namespace
 

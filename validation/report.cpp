@@ -223,6 +223,10 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
      << "; " << plan.rounds << " rounds of " << plan.steps << " steps per case, cases interleaved within each round"
      << (plan.measure.enabled ? " after that round's microbenchmarks" : "") << ". kanscale " << build::version << " ("
      << build::git_hash << ").\n\n"
+     << (o.machine.empty() ? std::string("The calibration records no machine.")
+                           : "Machine: " + o.machine + (plan.measure.enabled ? " (the fingerprint the rounds' kernel measurements recorded; the live runs ran beside them)"
+                                                                               : " (where the calibration was measured)"))
+     << "\n\n"
      << "Errors are (predicted - measured) / measured; communication errors are stated as a share of the measured iteration. "
      << "The noise floor of a case is the robust standard deviation (1.4826 x the median absolute deviation) of its rounds' "
         "median iteration times, over their median. "
@@ -269,7 +273,7 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
   files.emplace_back(out_dir + "/report.md", md.str());
   files.emplace_back(out_dir + "/results.json",
                      nlohmann::json{{"plan", plan.file}, {"bound_met", o.ok}, {"why", o.why}, {"mean_noise_pct", mean_noise},
-                                    {"communication_heavy_cases", heavy}, {"judged_cases", judged},
+                                    {"communication_heavy_cases", heavy}, {"judged_cases", judged}, {"machine", o.machine},
                                     {"intervals", {{"samples", plan.interval_samples}, {"level", 0.9}, {"cases", o.coverage.cases},
                                                    {"inside", o.coverage.inside}, {"coverage_pct", o.coverage.pct()},
                                                    {"median_half_width_pct", o.coverage.median_half_width_pct}}},

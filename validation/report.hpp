@@ -29,6 +29,7 @@ struct ValidationOutcome {
   std::size_t shown = 0;  // the case whose timelines are drawn
   std::vector<TraceSlice> sim_slices;  // its simulated iteration
   Coverage coverage;                   // of the predictions' intervals
+  std::string machine;                 // where the calibration was measured (its fingerprint), "" when unrecorded
 };
 // Writes report.md, results.json and the plots into out_dir (dir: the run
 // directory, for the live trace) and prints the summary; returns ok.

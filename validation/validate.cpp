@@ -49,6 +49,7 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
   std::vector<CaseResult> results(plan.cases.size());
   const std::size_t shown = timeline_case(plan);
   std::vector<TraceSlice> sim_slices;
+  std::string machine;
   for (std::size_t i = 0; i < plan.cases.size(); ++i) {
     const ValidationCase& vc = plan.cases[i];
     results[i].c = vc;
@@ -61,6 +62,7 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
     o.trace = i == shown;
     o.trace_ranks = {0};
     o.interval_samples = plan.interval_samples;
+    if (machine.empty() && !cal.machine.empty()) machine = describe(cal.machine);
     Cluster cl = cluster;
     if (vc.ranks > cluster.gpus_per_node * cluster.nodes) cl.gpus_per_node = vc.ranks;  // oversubscribed
     const ScalingPoint pt = run_study(cl, w, cal, o).points.front();
@@ -83,7 +85,7 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
   std::string why;
   const bool ok = judge(results, plan, &why);
 
-  return write_validation_report(plan, dir, out_dir, cmdline, {results, summary, ok, why, shown, sim_slices, interval_coverage(results)}) ? 0 : 1;
+  return write_validation_report(plan, dir, out_dir, cmdline, {results, summary, ok, why, shown, sim_slices, interval_coverage(results), machine}) ? 0 : 1;
 }
 
 int run_validation(const ValidationPlan& plan, const std::string& out_dir, const std::string& exe, const std::string& cmdline) {
