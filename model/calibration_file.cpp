@@ -133,6 +133,14 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
           << " multi-node sweep(s)\n";
     }
   }
+  if (!f.live.empty()) {
+    y << "live:   # kanscale train on the calibration's own shapes (" << f.live_from << "), against the prediction from the terms above\n"
+      << "  model_error_sigma: " << f.model_error_sigma << "   # RMS of log(measured / corrected prediction) over those runs\n"
+      << "  terms:\n";
+    for (const auto& l : f.live)
+      y << "    - {ranks: " << l.term.ranks << ", compute_factor: " << l.term.compute_factor << ", host_overhead: "
+        << num(l.term.host_overhead_s * 1e6, "us") << "}   # " << fit_quality(l.fit, false) << "\n";
+  }
   if (f.has_memory()) {
     y << "memory:\n";
     if (f.runtime_per_local_peer_bytes) {

@@ -55,6 +55,14 @@ struct CalibrationFile {
   std::string runtime_measured;  // per peer: "12 MiB at 1, 14 MiB at 2"
   std::optional<double> collective_in_flight;
   std::optional<LinearFit> memory_fit;  // peak = fixed + per_parameter x P + activation_factor x A
+  // live trainer runs on the calibration's own shapes (validation/calibration_live)
+  struct FittedLive {
+    Calibration::LiveTerm term;
+    LinearFit fit;  // measured - predicted non-compute ~ factor x predicted compute + host
+  };
+  std::vector<FittedLive> live;
+  double model_error_sigma = 0;
+  std::string live_from;  // the files, for people
 
   bool has_compute() const { return !ops.empty() || !ops_cold.empty(); }
   bool has_memory() const {

@@ -318,6 +318,20 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
     }
     col->finish();
   }
+  if (auto live = m.map_opt("live")) {
+    cal.model_error_sigma = live->number_opt("model_error_sigma", Bound::non_negative).value_or(0.0);
+    if (cal.model_error_sigma > 1.0) live->fail("model_error_sigma", "must be at most 1 (a lognormal sigma), got " + std::to_string(cal.model_error_sigma));
+    for (auto& t : live->map_list_opt("terms")) {
+      Calibration::LiveTerm lt;
+      lt.ranks = static_cast<int>(t.integer("ranks", 1));
+      lt.compute_factor = t.number("compute_factor", Bound::positive);
+      if (lt.compute_factor > 100) t.fail("compute_factor", "must be at most 100, got " + std::to_string(lt.compute_factor));
+      lt.host_overhead_s = t.quantity_opt("host_overhead", Quantity::time, Bound::non_negative).value_or(0.0);
+      t.finish();
+      cal.live_terms.push_back(lt);
+    }
+    live->finish();
+  }
   if (auto mem = m.map_opt("memory")) {
     cal.runtime_memory_bytes = mem->quantity_opt("runtime", Quantity::size, Bound::non_negative).value_or(cal.runtime_memory_bytes);
     cal.runtime_memory_per_local_peer_bytes =
@@ -362,6 +376,13 @@ void set_alpha_beta(std::optional<double>& latency_s, std::optional<double>& ban
   latency_s = std::max(0.0, coef.at(0));
   if (coef.at(1) > 0) bandwidth_Bps = 1.0 / coef.at(1);
   else bandwidth_Bps.reset();
+}
+
+const Calibration::LiveTerm* live_term_for(const Calibration& cal, int ranks_per_node) {
+  const Calibration::LiveTerm* best = nullptr;
+  for (const auto& t : cal.live_terms)
+    if (t.ranks <= ranks_per_node && (!best || t.ranks > best->ranks)) best = &t;
+  return best;
 }
 
 double cold_fraction_for(const Calibration& cal, double ws) {

@@ -181,6 +181,19 @@ struct Calibration {
   // on it says how far its ops are from warm toward cold.
   std::vector<std::pair<double, double>> cache_probe;
   double host_overhead_s = 0;  // per iteration
+  // What live trainer runs on the calibration's own shapes cost beyond the
+  // microbenchmarks' prediction, per ranks on a node: every compute op's
+  // time x compute_factor, plus host_overhead_s per iteration. The study
+  // uses the term with the most ranks up to its ranks per node.
+  struct LiveTerm {
+    int ranks = 1;
+    double compute_factor = 1, host_overhead_s = 0;
+  };
+  std::vector<LiveTerm> live_terms;
+  // The live runs' remaining relative spread around the corrected prediction
+  // (RMS of log(measured / predicted)): the intervals' model error.
+  double model_error_sigma = 0;
+  double compute_scale = 1;  // a drawn model error (uncertainty draws only); 1: none
   double jitter_sigma = 0;     // lognormal sigma of a rank's per-iteration compute factor
   double interference = 0;     // compute slowdown fraction while the rank's collective runs
   NcclConstants nccl;
@@ -213,6 +226,9 @@ Workload parse_workload(const std::string& yaml_text, const std::string& name);
 // the measured read bandwidth at that size, from the best (in cache) to the
 // worst (in memory), log-linearly interpolated in size; 0 without a probe.
 double cold_fraction_for(const Calibration& cal, double working_set_bytes);
+
+// The live term for a node with `ranks_per_node` ranks (null: none).
+const Calibration::LiveTerm* live_term_for(const Calibration& cal, int ranks_per_node);
 
 // The calibration a cluster file implies from datasheet numbers alone.
 Calibration datasheet_calibration(const Cluster& c, Precision precision);

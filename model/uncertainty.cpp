@@ -12,7 +12,7 @@ bool has_parameter_uncertainty(const Calibration& cal) {
       if (!c.cov.empty()) return true;
   for (const auto& r : cal.mpi_regimes)
     if (!r.cov.empty()) return true;
-  return cal.mpi_broadcast && !cal.mpi_broadcast->cov.empty();
+  return (cal.mpi_broadcast && !cal.mpi_broadcast->cov.empty()) || cal.model_error_sigma > 0;
 }
 
 std::vector<double> correlated_normal(const std::vector<double>& mean, const std::vector<std::vector<double>>& cov,
@@ -68,6 +68,8 @@ Calibration draw_calibration(const Calibration& fitted, const Rng& rng, std::uin
     set_alpha_beta(latency, b.bandwidth_Bps, correlated_normal(alpha_beta_coefficients(latency, b.bandwidth_Bps), b.cov, normals(2)));
     b.latency_s = *latency;
   }
+  // the model error the live runs showed: one factor on every compute op
+  cal.compute_scale = rng.lognormal_mean_one(cal.model_error_sigma, 0x2000, draw);
   return cal;
 }
 

@@ -13,7 +13,8 @@
 
 namespace ks {
 
-// Whether any term carries a covariance to draw from.
+// Whether any term carries a covariance to draw from, or the live runs a
+// model error (a lognormal factor on every compute op, compute_scale).
 bool has_parameter_uncertainty(const Calibration& cal);
 
 // Draw number `draw` (reproducible: a function of the rng's seed and

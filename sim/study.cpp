@@ -110,6 +110,10 @@ ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibra
     cold_fraction = cold_fraction_for(cal, m.peak_bytes - m.runtime_bytes);
   }
   in.op_time_s = op_times_s(in.ops, cal, cold_fraction);
+  // what live runs on the calibration's shapes cost beyond the microbenchmarks
+  // (per ranks on a node), and a drawn model error when sampling intervals
+  const Calibration::LiveTerm* live = live_term_for(cal, layout.ranks_per_node());
+  for (double& t : in.op_time_s) t *= (live ? live->compute_factor : 1.0) * cal.compute_scale;
   auto planned = [&](const std::vector<Bucket>& bs) {
     PlannedBuckets pb;
     pb.buckets = bs;
@@ -121,7 +125,7 @@ ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibra
   in.broadcast_buffers = w.ddp.broadcast_buffers;
   in.broadcast_bytes = kan_buffer_bytes(shape);
   in.broadcast = coll->broadcast(in.broadcast_bytes, layout);
-  in.host_overhead_s = cal.host_overhead_s;
+  in.host_overhead_s = cal.host_overhead_s + (live ? live->host_overhead_s : 0.0);
   // A rate or time at the edge of the double range (a FLOP rate of 1e-300,
   // an overhead of 1e300 s) makes durations the event core cannot order:
   // refuse any beyond ~30,000 years, naming where they came from.
@@ -260,7 +264,9 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
   return pt;
 }
 
-bool has_measured_uncertainty(const Calibration& cal) { return has_parameter_uncertainty(cal) || cal.jitter_sigma > 0; }
+bool has_measured_uncertainty(const Calibration& cal) {
+  return has_parameter_uncertainty(cal) || cal.jitter_sigma > 0 || cal.model_error_sigma > 0;
+}
 
 Band central_band(std::vector<double> v, double level) {
   const double tail = (1.0 - level) / 2;
@@ -283,7 +289,7 @@ void add_bands(const Cluster& c, const Workload& w, const Calibration& cal, cons
   std::vector<std::vector<double>> iter(layouts.size()), speedup(layouts.size());
   const Layout one = layout_for(c, 1, o.gpus_per_node);
   for (int s = 0; s < o.interval_samples; ++s) {
-    const Calibration drawn = has_parameter_uncertainty(cal) ? draw_calibration(cal, rng, static_cast<std::uint64_t>(s)) : cal;
+    const Calibration drawn = draw_calibration(cal, rng, static_cast<std::uint64_t>(s));
     so.seed = o.seed + 1 + static_cast<std::uint64_t>(s);
     const ScalingPoint base = simulate_point(c, w, drawn, so, one);
     for (std::size_t i = 0; i < layouts.size(); ++i) {

@@ -731,6 +731,11 @@ TEST_CASE("calibrate: one command measures this machine and fits a calibration t
   CHECK(cal.ops.count("kan_forward") == 1);
   CHECK(cal.mpi_regimes.size() >= 1);
   CHECK(cal.interference >= 0);  // fitted (a quiet machine may measure none)
+  // the live runs on the plan's own shapes: a term per rank count (4 runs each), and the spread left
+  CHECK(cal.live_terms.size() == 2);
+  for (const auto& t : cal.live_terms) CHECK((t.compute_factor > 0.2 && t.compute_factor < 5));  // a factor, not a rescue
+  CHECK(cal.model_error_sigma >= 0);
+  CHECK(std::ifstream(d / "cal/results/livecal-c0-r0.json").good());
   // simulate uses it
   CHECK(sh(in_src + kExe + " simulate --cluster configs/clusters/local-cpu.yaml --workload configs/workloads/local-kanscale.yaml --gpus 1,2 "
                          "--calibration " + file, &err, &d) == 0);

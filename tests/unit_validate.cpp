@@ -3,9 +3,13 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
+#include <set>
+#include <tuple>
 
 #include "model/yaml_reader.hpp"
+#include "measure/kernel_bench.hpp"
 #include "validation/validate.hpp"
 
 using namespace ks;
@@ -172,4 +176,40 @@ TEST_CASE("the shipped plans load, with the case counts their comments state") {
   CHECK(gpu.backend == "cuda");
   const ValidationPlan ci = load_validation_plan("validation/plans/ci-small.yaml");
   CHECK(ci.cases.size() == 2);
+}
+
+TEST_CASE("honest by construction: no validation case's layer is among its calibration's measured shapes") {
+  // A layer shape is (batch, in, out, G, k). The calibration of a plan that
+  // measures (calibration: measure:) comes from its kernel plan's shapes and
+  // its live runs' layers; a case whose layer were among them would be
+  // predicted from its own measurement.
+  namespace fs = std::filesystem;
+  using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t, int, int>;
+  auto layers = [](const ValidationCase& c, int k) {
+    std::vector<Shape> v;
+    for (std::size_t l = 0; l + 1 < c.widths.size(); ++l) v.emplace_back(c.batch, c.widths[l], c.widths[l + 1], c.grid_size, k);
+    return v;
+  };
+  int plans = 0;
+  for (const auto& e : fs::directory_iterator(std::string(KANSCALE_SOURCE_DIR) + "/validation/plans")) {
+    if (e.path().extension() != ".yaml") continue;
+    const std::string cwd = fs::current_path();
+    fs::current_path(KANSCALE_SOURCE_DIR);  // plans name their files from the repository root
+    const ValidationPlan p = load_validation_plan(e.path().string());
+    std::set<Shape> measured;
+    if (p.measure.enabled) {
+      for (const auto& s : load_kernel_plan(p.measure.kernels_plan).shapes) measured.emplace(s.batch, s.in, s.out, s.G, s.k);
+      for (const auto& lc : p.measure.live)
+        for (const auto& s : layers(lc, p.spline_order)) measured.insert(s);
+    }
+    fs::current_path(cwd);
+    if (measured.empty()) continue;
+    ++plans;
+    CAPTURE(e.path().string());
+    for (const auto& c : p.cases) {
+      CAPTURE(c.label());
+      for (const auto& s : layers(c, p.spline_order)) CHECK(measured.count(s) == 0);
+    }
+  }
+  CHECK(plans >= 3);  // ci-small, local-cpu, single-gpu (and finisterrae3) measure
 }

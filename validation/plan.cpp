@@ -50,6 +50,61 @@ std::vector<std::vector<std::int64_t>> widths_lists(YamlMap& m, const std::strin
 }
 }  // namespace
 
+namespace {
+// A matrix of live runs (a plan's cases:, or its calibration's measure.live:):
+// ranks x transports x widths x grid sizes x batches x bucket caps, one-rank
+// runs once per model and batch.
+std::vector<ValidationCase> case_matrix(YamlMap& c) {
+  std::vector<ValidationCase> out;
+  const auto ranks = c.integer_list("ranks", 1, 1);
+  std::vector<std::int64_t> over;
+  if (c.has("oversubscribed_ranks")) over = c.integer_list("oversubscribed_ranks", 1, 1);
+  const auto grids = c.integer_list("grid_sizes", 1, 1);
+  const auto batches = c.integer_list("batch_per_gpu", 1, 1);
+  std::vector<std::string> transports = {""};
+  if (c.has("transports")) {
+    transports = c.string_list("transports");
+    for (const auto& t : transports)
+      if (!known_transport(t)) c.fail("transports", "expected shm, tcp or tcp-slow, got \"" + t + "\"");
+  }
+  const auto widths = widths_lists(c, "widths");
+  const std::vector<double> caps = c.quantity_list("bucket_caps", Quantity::size, Bound::positive);
+  c.finish();
+  auto add_all = [&](const std::vector<std::int64_t>& rs, bool oversub) {
+    // oversubscribed ranks (reported, not judged) run on the first transport only
+    const std::vector<std::string> ts = oversub ? std::vector<std::string>{transports.front()} : transports;
+    for (const auto& t : ts)
+      for (auto r : rs)
+        for (const auto& w : widths)
+          for (auto g : grids)
+            for (auto b : batches)
+              for (double cap : caps) {
+                ValidationCase vc;
+                vc.ranks = static_cast<int>(r);
+                vc.widths = w;
+                vc.grid_size = static_cast<int>(g);
+                vc.batch = b;
+                vc.bucket_cap_bytes = cap;
+                vc.transport = r > 1 ? t : "";
+                vc.oversubscribed = oversub;
+                // One-rank cases do not communicate: one per transport list,
+                // and one per bucket-cap list (the cap only regroups the
+                // same gradient copies; it is the speedups' baseline).
+                if (r == 1) vc.bucket_cap_bytes = caps.front();
+                bool dup = false;
+                for (const auto& e : out)
+                  dup = dup || (e.ranks == vc.ranks && e.widths == vc.widths && e.grid_size == vc.grid_size &&
+                                e.batch == vc.batch && e.bucket_cap_bytes == vc.bucket_cap_bytes &&
+                                e.transport == vc.transport && e.oversubscribed == vc.oversubscribed);
+                if (!dup) out.push_back(vc);
+              }
+  };
+  add_all(ranks, false);
+  add_all(over, true);
+  return out;
+}
+}  // namespace
+
 ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
   YamlMap m = YamlMap::load_file(path);
   ValidationPlan p;
@@ -96,6 +151,13 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
       }
     }
     if (p.measure.transports.empty()) p.measure.transports.push_back("");
+    if (ms.has_map("live")) {
+      YamlMap l = ms.map("live");
+      p.measure.live = case_matrix(l);
+      for (const auto& vc : p.measure.live)
+        if (vc.ranks > 1 && std::find(p.measure.transports.begin(), p.measure.transports.end(), vc.transport) == p.measure.transports.end())
+          ms.fail("live", "its runs use transport \"" + vc.transport + "\", which calibration.measure.transports does not measure");
+    }
     ms.finish();
     c.finish();
   } else {
@@ -138,51 +200,8 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
   }
   if (m.has("cases")) {
     YamlMap c = m.map("cases");
-    const auto ranks = c.integer_list("ranks", 1, 1);
-    std::vector<std::int64_t> over;
-    if (c.has("oversubscribed_ranks")) over = c.integer_list("oversubscribed_ranks", 1, 1);
-    const auto grids = c.integer_list("grid_sizes", 1, 1);
-    const auto batches = c.integer_list("batch_per_gpu", 1, 1);
-    std::vector<std::string> transports = {""};
-    if (c.has("transports")) {
-      transports = c.string_list("transports");
-      for (const auto& t : transports)
-        if (!known_transport(t)) c.fail("transports", "expected shm, tcp or tcp-slow, got \"" + t + "\"");
-    }
-    const auto widths = widths_lists(c, "widths");
-    const std::vector<double> caps = c.quantity_list("bucket_caps", Quantity::size, Bound::positive);
-    c.finish();
-    auto add_all = [&](const std::vector<std::int64_t>& rs, bool oversub) {
-      // oversubscribed ranks (reported, not judged) run on the first transport only
-      const std::vector<std::string> ts = oversub ? std::vector<std::string>{transports.front()} : transports;
-      for (const auto& t : ts)
-        for (auto r : rs)
-          for (const auto& w : widths)
-            for (auto g : grids)
-              for (auto b : batches)
-                for (double cap : caps) {
-                  ValidationCase vc;
-                  vc.ranks = static_cast<int>(r);
-                  vc.widths = w;
-                  vc.grid_size = static_cast<int>(g);
-                  vc.batch = b;
-                  vc.bucket_cap_bytes = cap;
-                  vc.transport = r > 1 ? t : "";
-                  vc.oversubscribed = oversub;
-                  // One-rank cases do not communicate: one per transport list,
-                  // and one per bucket-cap list (the cap only regroups the
-                  // same gradient copies; it is the speedups' baseline).
-                  if (r == 1) vc.bucket_cap_bytes = caps.front();
-                  bool dup = false;
-                  for (const auto& e : p.cases)
-                    dup = dup || (e.ranks == vc.ranks && e.widths == vc.widths && e.grid_size == vc.grid_size &&
-                                  e.batch == vc.batch && e.bucket_cap_bytes == vc.bucket_cap_bytes &&
-                                  e.transport == vc.transport && e.oversubscribed == vc.oversubscribed);
-                  if (!dup) p.cases.push_back(vc);
-                }
-    };
-    add_all(ranks, false);
-    add_all(over, true);
+    p.cases = case_matrix(c);
+
     if (p.measure.enabled) {
       for (const auto& vc : p.cases) {
         if (vc.ranks < 2) continue;

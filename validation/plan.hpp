@@ -31,6 +31,10 @@ struct MeasureSpec {
   std::string broadcast;           // the same for a broadcast sweep ("" : not measured)
   std::string interference_bytes;  // "" : not measured
   std::vector<std::string> transports;  // one all-reduce sweep per transport ("" : the default)
+  // Live trainer runs on shapes of the calibration's own (never a case's):
+  // what the trainer's sequence of ops costs beyond the microbenchmarks'
+  // (calibration_live.hpp fits it).
+  std::vector<ValidationCase> live;
 };
 
 // The study's published figures, compared with datasheet-calibrated

@@ -21,6 +21,7 @@
 #include "model/calibration_fit.hpp"
 #include "model/output_files.hpp"
 #include "model/yaml_reader.hpp"
+#include "validation/calibration_live.hpp"
 #include "validation/process.hpp"
 
 namespace ks {
@@ -37,6 +38,11 @@ std::string broadcast_file(const std::string& t, int round) {
 std::string runtime_file(int round) { return "results/runtime-1rank-r" + std::to_string(round) + ".json"; }
 std::string interference_file(int round) { return "results/interference-r" + std::to_string(round) + ".json"; }
 }  // namespace
+
+std::string live_cal_workload(std::size_t c) { return "cases/livecal" + std::to_string(c) + ".yaml"; }
+std::string live_cal_file(std::size_t c, int round) {
+  return "results/livecal-c" + std::to_string(c) + "-r" + std::to_string(round) + ".json";
+}
 
 std::string live_file(std::size_t c, int round) { return "results/live-c" + std::to_string(c) + "-r" + std::to_string(round) + ".json"; }
 std::string trace_file(std::size_t c) { return "results/trace-c" + std::to_string(c) + ".json"; }
@@ -104,6 +110,14 @@ std::vector<std::vector<Job>> make_schedule(const ValidationPlan& p) {
                            "--json", interference_file(r)},
                           interference_file(r)});
       }
+      // live runs on the calibration's own shapes (calibration_live)
+      for (std::size_t c = 0; c < p.measure.live.size(); ++c) {
+        const auto& lc = p.measure.live[c];
+        jobs.push_back({"calibration run " + lc.label(), lc.ranks, lc.transport, lc.oversubscribed,
+                        {"train", "--quiet", "--backend", p.backend, "--workload", live_cal_workload(c), "--steps", std::to_string(p.steps),
+                         "--json", live_cal_file(c, r)},
+                        live_cal_file(c, r)});
+      }
     }
     for (std::size_t c = 0; c < p.cases.size(); ++c) {
       const auto& vc = p.cases[c];
@@ -140,12 +154,14 @@ std::string slurp(const std::string& path) {
 
 void prepare_dir(const ValidationPlan& p, const std::string& dir) {
   std::error_code ec;
-  if (!p.cases.empty()) std::filesystem::create_directories(dir + "/cases", ec);
+  if (!p.cases.empty() || !p.measure.live.empty()) std::filesystem::create_directories(dir + "/cases", ec);
   if (!ec) std::filesystem::create_directories(dir + "/results", ec);
   if (ec) throw std::runtime_error(dir + ": cannot create directory: " + ec.message());
   std::vector<std::pair<std::string, std::string>> files;
   for (std::size_t i = 0; i < p.cases.size(); ++i)
     files.emplace_back(dir + "/cases/case" + std::to_string(i) + ".yaml", case_workload(p.cases[i], p, static_cast<int>(i)));
+  for (std::size_t i = 0; i < p.measure.live.size(); ++i)
+    files.emplace_back(dir + "/" + live_cal_workload(i), case_workload(p.measure.live[i], p, static_cast<int>(i)));
   if (p.measure.enabled) {
     files.emplace_back(dir + "/measure-plan.yaml", slurp(p.measure.kernels_plan));
     files.emplace_back(dir + "/interference-workload.yaml", slurp("configs/workloads/default.yaml"));
@@ -364,8 +380,10 @@ void fit_measured(const ValidationPlan& p, const std::string& dir) {
       write_files_atomic({{dir + "/" + report, std::string(e.what()) + "\n"}});
       throw InputError(std::string("the fit failed on the rounds' measurements: ") + e.what());
     }
+    std::ostringstream live_report;
+    if (!p.measure.live.empty()) fit_live_terms(p, dir, t, fit.file, live_report);
     write_files_atomic({{dir + "/" + calibration_out(t), write_calibration(fit.file, fit_header(cmdline))},
-                        {dir + "/" + report, fit.report + "wrote " + calibration_out(t) + "\n"}});
+                        {dir + "/" + report, fit.report + live_report.str() + "wrote " + calibration_out(t) + "\n"}});
   }
 }
 

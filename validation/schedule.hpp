@@ -31,6 +31,9 @@ std::size_t timeline_case(const ValidationPlan& plan);
 std::string live_file(std::size_t case_index, int round);
 std::string trace_file(std::size_t case_index);
 std::string calibration_out(const std::string& transport);
+// The calibration's own live runs: workload and result files.
+std::string live_cal_workload(std::size_t case_index);
+std::string live_cal_file(std::size_t case_index, int round);
 
 // The run directory: case workloads, the measurement plan, results/.
 void prepare_dir(const ValidationPlan& plan, const std::string& dir);

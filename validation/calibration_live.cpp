@@ -1,0 +1,99 @@
+#include "calibration_live.hpp"
+
+#include <cmath>
+#include <iomanip>
+#include <map>
+
+#include "compare.hpp"
+#include "model/fit.hpp"
+#include "model/statistics.hpp"
+#include "schedule.hpp"
+#include "sim/study.hpp"
+
+namespace ks {
+
+namespace {
+struct LivePoint {
+  int ranks = 1;
+  std::size_t index = 0;
+  Workload workload;
+  Cluster cluster;  // oversubscribed runs get their ranks on one node
+  double measured_s = 0;
+};
+
+ScalingPoint predict(const LivePoint& lp, const Calibration& cal) {
+  StudyOptions o;
+  o.gpus = {lp.ranks};
+  return simulate_point(lp.cluster, lp.workload, cal, o, layout_for(lp.cluster, lp.ranks, std::nullopt));
+}
+}  // namespace
+
+void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::string& transport, CalibrationFile& file,
+                    std::ostream& report) {
+  const Cluster cluster = load_cluster(p.cluster_file);
+  const Calibration base = parse_calibration(write_calibration(file, ""), file.name, cluster, Precision::fp32);
+  std::vector<LivePoint> points;
+  for (std::size_t i = 0; i < p.measure.live.size(); ++i) {
+    const ValidationCase& lc = p.measure.live[i];
+    if (lc.ranks > 1 && lc.transport != transport) continue;
+    LivePoint lp;
+    lp.ranks = lc.ranks;
+    lp.index = i;
+    lp.workload = load_workload(dir + "/" + live_cal_workload(i));
+    lp.cluster = cluster;
+    if (lc.ranks > cluster.gpus_per_node * cluster.nodes) lp.cluster.gpus_per_node = lc.ranks;
+    std::vector<Metrics> rounds;
+    for (int r = 0; r < p.rounds; ++r) rounds.push_back(live_metrics(dir + "/" + live_cal_file(i, r), p.backend));
+    lp.measured_s = median_of(rounds).iteration_s;
+    points.push_back(std::move(lp));
+  }
+  std::map<int, std::vector<const LivePoint*>> by_ranks;
+  for (const auto& lp : points) by_ranks[lp.ranks].push_back(&lp);
+  report << "live (kanscale train on the calibration's own shapes; measured - predicted non-compute = compute_factor x predicted "
+            "compute + host_overhead):\n";
+  for (const auto& [ranks, pts] : by_ranks) {
+    std::vector<std::vector<double>> X;
+    std::vector<double> y;
+    for (const LivePoint* lp : pts) {
+      const ScalingPoint pt = predict(*lp, base);
+      const double rest = pt.iteration_s.median - pt.compute_s.median;
+      const double target = lp->measured_s - rest;
+      if (!(target > 0) || !(pt.compute_s.median > 0)) continue;
+      X.push_back({pt.compute_s.median, 1.0});
+      y.push_back(target);
+    }
+    if (X.size() < 3) {
+      report << "  " << ranks << " rank(s): " << X.size() << " usable run(s), too few for two terms; none\n";
+      continue;
+    }
+    const LinearFit f = fit_relative_nonneg({"compute_factor", "host_overhead_s"}, X, y, std::vector<bool>(X.size(), false));
+    if (!f.active[0] || !(f.coef[0] > 0)) {
+      report << "  " << ranks << " rank(s): the compute factor came out 0; none\n";
+      continue;
+    }
+    CalibrationFile::FittedLive fl;
+    fl.term = Calibration::LiveTerm{ranks, f.coef[0], f.active[1] ? f.coef[1] : 0.0};
+    fl.fit = f;
+    file.live.push_back(fl);
+    report << std::setprecision(4) << "  " << ranks << " rank(s), " << X.size() << " runs: compute_factor " << fl.term.compute_factor
+           << " (+- " << f.std_err[0] << "), host_overhead " << fl.term.host_overhead_s * 1e6 << " us (+- " << f.std_err[1] * 1e6
+           << "), rms relative residual " << f.rms_rel_residual << "\n";
+  }
+  // the spread that is left, with the terms applied
+  Calibration corrected = base;
+  for (const auto& fl : file.live) corrected.live_terms.push_back(fl.term);
+  double sum2 = 0;
+  int n = 0;
+  for (const auto& lp : points) {
+    const double pred = predict(lp, corrected).iteration_s.median;
+    if (!(pred > 0) || !(lp.measured_s > 0)) continue;
+    const double e = std::log(lp.measured_s / pred);
+    sum2 += e * e;
+    ++n;
+  }
+  file.model_error_sigma = n > 0 ? std::sqrt(sum2 / n) : 0.0;
+  file.live_from = "results/livecal-*.json, " + std::to_string(points.size()) + " runs x " + std::to_string(p.rounds) + " round(s)";
+  report << "  model error (RMS of log(measured / corrected prediction) over " << n << " runs): " << file.model_error_sigma << "\n";
+}
+
+}  // namespace ks
