@@ -1,14 +1,12 @@
 // kanscale calibrate PLAN: one command from a bare machine to a fitted
 // calibration (validation/calibrate.hpp).
 #include <boost/program_options.hpp>
-#include <unistd.h>
-
-#include <climits>
 #include <iostream>
 
 #include "commands.hpp"
 #include "model/output_files.hpp"
 #include "model/yaml_reader.hpp"
+#include "options.hpp"
 #include "validation/calibrate.hpp"
 
 namespace po = boost::program_options;
@@ -44,10 +42,7 @@ int calibrate(const std::vector<std::string>& args, const std::string& cmdline) 
     plan.rounds = rounds;
   }
   check_output_dir(out, "--out");
-  char exe[PATH_MAX] = {0};
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) throw std::runtime_error("cannot find the kanscale executable (/proc/self/exe)");
-  return run_calibration(plan, out, std::string(exe, static_cast<std::size_t>(n)));
+  return run_calibration(plan, out, self_executable());
 }
 
 }  // namespace ks::cli

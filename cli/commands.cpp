@@ -80,7 +80,8 @@ int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
   if (!trace_ranks.empty()) o.trace_ranks = parse_int_list(trace_ranks, "--trace-ranks");
   for (int n : o.gpus) layout_for(cluster, n, o.gpus_per_node);
   if (!(max_events > 0)) throw InputError("--max-events: expected a positive number");
-  check_work(estimate_study_work(workload, o), max_events, "--gpus and --iterations");
+  const WorkEstimate work = estimate_study_work(workload, o);
+  check_work(work, max_events, "--gpus and --iterations");
   if (interval_samples < 0 || interval_samples > 100000)
     throw InputError("--interval-samples: expected 0 to 100000, got " + std::to_string(interval_samples));
   if (!(interval_level > 0 && interval_level < 1)) throw InputError("--interval-level: expected a number between 0 and 1, e.g. 0.9");
@@ -88,9 +89,8 @@ int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
   o.interval_level = interval_level;
   if (interval_samples > 0 && has_measured_uncertainty(calib)) {
     // every sample replays the study again, with its baseline
-    WorkEstimate e = estimate_study_work(workload, o);
+    WorkEstimate e = work;  // the records are not kept across samples: the same bytes
     e.events *= interval_samples + 1;
-    e.bytes = estimate_study_work(workload, o).bytes;
     check_work(e, max_events, "--interval-samples (each sample replays the study again; 0 turns them off)");
   }
   for (int r : o.trace_ranks) {

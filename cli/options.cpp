@@ -1,5 +1,10 @@
 #include "options.hpp"
 
+#include <unistd.h>
+
+#include <climits>
+#include <stdexcept>
+
 #include <algorithm>
 #include <iostream>
 #include <set>
@@ -102,6 +107,13 @@ bool parse_args(const std::vector<std::string>& args, const po::options_descript
   }
   po::notify(vm);
   return true;
+}
+
+std::string self_executable() {
+  char exe[PATH_MAX] = {0};
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) throw std::runtime_error("cannot find the kanscale executable (/proc/self/exe)");
+  return std::string(exe, static_cast<std::size_t>(n));
 }
 
 }  // namespace ks::cli

@@ -28,6 +28,10 @@ double parse_size_option(const std::string& text, const std::string& option);
 // A non-negative integer seed; throws InputError otherwise.
 std::uint64_t parse_seed(const std::string& text);
 // Parses args; prints help and returns false when --help was given.
+// The running kanscale executable (/proc/self/exe), for the jobs a schedule
+// starts (validate, calibrate).
+std::string self_executable();
+
 bool parse_args(const std::vector<std::string>& args, const boost::program_options::options_description& desc,
                 const std::string& usage_line, boost::program_options::variables_map& vm);
 

@@ -1,8 +1,6 @@
 // kanscale validate PLAN: live runs beside predictions, with the error stated.
 #include <boost/program_options.hpp>
-#include <unistd.h>
 
-#include <climits>
 #include <fstream>
 #include <iostream>
 
@@ -61,10 +59,7 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
     plan.measure.enabled = false;
     plan.datasheet = false;
   }
-  char exe[PATH_MAX] = {0};
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) throw std::runtime_error("cannot find the kanscale executable (/proc/self/exe)");
-  const std::string self(exe, static_cast<std::size_t>(n));
+  const std::string self = self_executable();
   if (!emit.empty() + !collect.empty() + published > 1) throw InputError("validate: give at most one of --emit, --collect, --published");
   // Before anything runs: where the report or the scripts go.
   if (!emit.empty())

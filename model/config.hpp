@@ -111,7 +111,7 @@ struct OpCost {
   double weight_s = 0;   // per spline weight (in*out*C) the layer rearranges (fitted kanscale layers)
   // A fitted op's coefficient covariance (op_coefficients' order); empty:
   // not recorded (datasheet values, older files).
-  std::vector<std::vector<double>> cov;
+  std::vector<std::vector<double>> cov{};
   double time_s(double flops, double bytes, double elements = 0, double weights = 0) const;
 };
 
@@ -149,7 +149,7 @@ struct MpiRegime {
   std::optional<double> launch_s;
   std::optional<double> launch_Bps;
   // the latency-bandwidth fit's covariance over (latency s, s per byte); empty: not recorded
-  std::vector<std::vector<double>> cov;
+  std::vector<std::vector<double>> cov{};
 };
 
 // An MPI broadcast measured on its own (kanscale measure broadcast): a
@@ -158,7 +158,7 @@ struct MpiRegime {
 struct MpiBroadcast {
   double latency_s = 0;
   std::optional<double> bandwidth_Bps;
-  std::vector<std::vector<double>> cov;  // as MpiRegime's
+  std::vector<std::vector<double>> cov{};  // as MpiRegime's
 };
 
 // An alpha-beta term's coefficients (latency s, s per byte; no bandwidth: 0)

@@ -94,6 +94,16 @@ void entry(const nlohmann::json& obj, const char* name, bool required, T& out, c
   }
   out = checked<T>(obj[name], key);
 }
+
+// The shape (batch, in, out, grid_size, spline_order) both kernel records carry.
+template <typename Record>
+void shape_entries(const nlohmann::json& j, bool required, Record& r, const std::string& path, const std::string& at) {
+  entry(j, "batch", required, r.batch, path, at);
+  entry(j, "in", required, r.in, path, at);
+  entry(j, "out", required, r.out, path, at);
+  entry(j, "grid_size", required, r.grid_size, path, at);
+  entry(j, "spline_order", required, r.spline_order, path, at);
+}
 }  // namespace
 
 nlohmann::json to_json(const KernelRecord& r) {
@@ -124,12 +134,7 @@ KernelRecord kernel_record_from_json(const nlohmann::json& j, const std::string&
   entry(j, "flops", true, r.flops, path, at);
   entry(j, "bytes", true, r.bytes, path, at);
   entry(j, "cache", false, r.cache, path, at);
-  const bool shape = complete || r.layer();
-  entry(j, "batch", shape, r.batch, path, at);
-  entry(j, "in", shape, r.in, path, at);
-  entry(j, "out", shape, r.out, path, at);
-  entry(j, "grid_size", shape, r.grid_size, path, at);
-  entry(j, "spline_order", shape, r.spline_order, path, at);
+  shape_entries(j, complete || r.layer(), r, path, at);
   entry(j, "unstable", complete || (r.layer() && r.cache != "cold"), r.unstable, path, at);
   entry(j, "time_cv", complete || (r.layer() && r.cache != "cold" && !r.unstable), r.time_cv, path, at);
   entry(j, "detail", complete, r.detail, path, at);
@@ -150,11 +155,7 @@ KernelMemoryRecord kernel_memory_from_json(const nlohmann::json& j, const std::s
   if (!j.is_object()) throw InputError(path + ": key '" + at + "': expected an object, got " + j.dump());
   KernelMemoryRecord r;
   entry(j, "peak_bytes", true, r.peak_bytes, path, at);
-  entry(j, "in", true, r.in, path, at);
-  entry(j, "out", true, r.out, path, at);
-  entry(j, "grid_size", true, r.grid_size, path, at);
-  entry(j, "spline_order", true, r.spline_order, path, at);
-  entry(j, "batch", true, r.batch, path, at);
+  shape_entries(j, true, r, path, at);
   entry(j, "rank", complete, r.rank, path, at);
   // the shape goes into the memory model's integer arithmetic: a KAN kanscale could have measured
   if (r.in < 1 || r.out < 1 || r.batch < 1 || r.batch > (std::int64_t{1} << 40) || r.grid_size < 1 || r.spline_order < 1 ||

@@ -220,6 +220,14 @@ std::int64_t YamlMap::integer(const std::string& key, std::int64_t min_value, st
   return *integer_opt(key, min_value, max_value);
 }
 
+double YamlMap::list_number(const YAML::Node& e, const std::string& key) const {
+  char* end = nullptr;
+  const std::string s = e.IsScalar() ? e.Scalar() : "";
+  const double v = std::strtod(s.c_str(), &end);
+  if (!e.IsScalar() || end == s.c_str() || *end != '\0' || !std::isfinite(v)) fail_at(e.Mark(), key, "wrong type: expected a finite number");
+  return v;
+}
+
 std::optional<double> YamlMap::number_opt(const std::string& key, Bound bound) {
   YAML::Node n = value(key);
   if (!n.IsDefined()) return std::nullopt;
@@ -358,10 +366,8 @@ std::optional<std::vector<double>> YamlMap::number_list_opt(const std::string& k
   for (std::size_t i = 0; i < n.size(); ++i) {
     const YAML::Node e = n[i];
     const std::string k = key + "[" + std::to_string(i) + "]";
-    char* end = nullptr;
-    const std::string s = e.IsScalar() ? e.Scalar() : "";
-    const double v = std::strtod(s.c_str(), &end);
-    if (!e.IsScalar() || end == s.c_str() || *end != '\0' || !std::isfinite(v)) fail_at(e.Mark(), k, "wrong type: expected a finite number");
+    const double v = list_number(e, k);
+    const std::string s = e.Scalar();
     if (bound == Bound::positive && !(v > 0)) fail_at(e.Mark(), k, "must be greater than zero, got " + s);
     if (bound == Bound::non_negative && v < 0) fail_at(e.Mark(), k, "must not be negative, got " + s);
     out.push_back(v);
@@ -391,14 +397,7 @@ std::optional<std::vector<std::vector<double>>> YamlMap::matrix_opt(const std::s
     const std::string k = key + "[" + std::to_string(i) + "]";
     if (!row.IsSequence() || row.size() != size) fail_at(row.Mark(), k, "expected a row of " + std::to_string(size) + " numbers (a " + shape + " matrix)");
     std::vector<double> r;
-    for (std::size_t j = 0; j < size; ++j) {
-      char* end = nullptr;
-      const std::string s = row[j].IsScalar() ? row[j].Scalar() : "";
-      const double v = std::strtod(s.c_str(), &end);
-      if (!row[j].IsScalar() || end == s.c_str() || *end != '\0' || !std::isfinite(v))
-        fail_at(row[j].Mark(), k + "[" + std::to_string(j) + "]", "wrong type: expected a finite number");
-      r.push_back(v);
-    }
+    for (std::size_t j = 0; j < size; ++j) r.push_back(list_number(row[j], k + "[" + std::to_string(j) + "]"));
     out.push_back(std::move(r));
   }
   return out;
@@ -413,13 +412,7 @@ std::vector<std::pair<double, double>> YamlMap::number_pairs(const std::string& 
     const std::string k = key + "[" + std::to_string(i) + "]";
     if (!e.IsSequence() || e.size() != 2) fail_at(e.Mark(), k, "expected a pair [number, number]");
     double v[2];
-    for (int j = 0; j < 2; ++j) {
-      char* end = nullptr;
-      const std::string s = e[j].IsScalar() ? e[j].Scalar() : "";
-      v[j] = std::strtod(s.c_str(), &end);
-      if (!e[j].IsScalar() || end == s.c_str() || *end != '\0' || !std::isfinite(v[j]))
-        fail_at(e[j].Mark(), k, "wrong type: expected a finite number");
-    }
+    for (int j = 0; j < 2; ++j) v[j] = list_number(e[j], k);
     out.emplace_back(v[0], v[1]);
   }
   return out;

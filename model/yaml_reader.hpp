@@ -107,6 +107,8 @@ class YamlMap {
   YAML::Node value(const std::string& key);  // registers; null node when absent
   YAML::Node required(const std::string& key);
   [[noreturn]] void fail_at(const YAML::Mark& mark, const std::string& key, const std::string& what) const;
+  // A list entry that must be a finite number (`key` names it in the error).
+  double list_number(const YAML::Node& e, const std::string& key) const;
   std::string scalar_of(const YAML::Node& n, const std::string& key, const char* expected) const;
 
   std::shared_ptr<const std::string> file_;

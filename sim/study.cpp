@@ -277,8 +277,8 @@ namespace {
 // Monte Carlo over the calibration's uncertainty: sample s replays the
 // baseline and every point with the calibration drawn as number s and the
 // jitter seeded by s; the bands are the central intervals over samples.
-void add_bands(const Cluster& c, const Workload& w, const Calibration& cal, const StudyOptions& o, const std::vector<Layout>& layouts,
-               StudyResult& sr) {
+void add_bands(const Cluster& c, const Workload& w, const Calibration& cal, const StudyOptions& o, const Layout& one,
+               const std::vector<Layout>& layouts, StudyResult& sr) {
   if (!has_measured_uncertainty(cal)) {
     sr.interval_note = "calibration '" + cal.name + "' (" + cal.source + ") records no measured uncertainty: no intervals";
     return;
@@ -287,7 +287,6 @@ void add_bands(const Cluster& c, const Workload& w, const Calibration& cal, cons
   StudyOptions so = o;
   so.trace = false;
   std::vector<std::vector<double>> iter(layouts.size()), speedup(layouts.size());
-  const Layout one = layout_for(c, 1, o.gpus_per_node);
   for (int s = 0; s < o.interval_samples; ++s) {
     const Calibration drawn = draw_calibration(cal, rng, static_cast<std::uint64_t>(s));
     so.seed = o.seed + 1 + static_cast<std::uint64_t>(s);
@@ -318,7 +317,8 @@ StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& ca
   if (const std::string m = collective_family_mismatch(c, cal); !m.empty()) sr.warnings.push_back(m);
   StudyOptions base = o;
   base.trace = false;
-  sr.baseline = simulate_point(c, w, cal, base, layout_for(c, 1, o.gpus_per_node));
+  const Layout one = layout_for(c, 1, o.gpus_per_node);
+  sr.baseline = simulate_point(c, w, cal, base, one);
   for (const Layout& layout : layouts) {
     const int n = layout.ranks;
     ScalingPoint pt = (n == 1 && !o.trace) ? sr.baseline : simulate_point(c, w, cal, o, layout);
@@ -338,7 +338,7 @@ StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& ca
   }
   sr.baseline.speedup = 1.0;
   sr.baseline.efficiency = 1.0;
-  if (o.interval_samples > 0) add_bands(c, w, cal, o, layouts, sr);
+  if (o.interval_samples > 0) add_bands(c, w, cal, o, one, layouts, sr);
   return sr;
 }
 
