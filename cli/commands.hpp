@@ -12,6 +12,7 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline);
 int model(const std::vector<std::string>& args, const std::string& cmdline);
 int validate(const std::vector<std::string>& args, const std::string& cmdline);
 int calibrate(const std::vector<std::string>& args, const std::string& cmdline);
+int study(const std::vector<std::string>& args, const std::string& cmdline);
 int train(const std::vector<std::string>& args, const std::string& cmdline);
 int eval(const std::vector<std::string>& args, const std::string& cmdline);
 }  // namespace ks::cli

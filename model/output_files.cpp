@@ -247,3 +247,59 @@ void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& 
 }
 
 }  // namespace ks
+
+namespace ks {
+
+void check_replaceable_dir(const std::string& target, const std::string& marker, const std::string& what) {
+  if (target.empty()) throw InputError(what + ": expected a directory name, got an empty one");
+  refuse_control_characters(target, what);
+  std::string trimmed = target;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  struct stat st {};
+  if (lstat(trimmed.c_str(), &st) != 0) {
+    if (errno != ENOENT) throw InputError(what + " " + target + ": " + std::strerror(errno));
+    check_parent(target, trimmed, what);
+    return;
+  }
+  if (!S_ISDIR(st.st_mode)) throw InputError(what + " " + target + ": exists and is not a directory");
+  std::error_code ec;
+  const bool empty = fs::is_empty(trimmed, ec);
+  if (ec) throw InputError(what + " " + target + ": cannot read it: " + ec.message());
+  if (!empty && !fs::is_regular_file(trimmed + "/" + marker, ec))
+    throw InputError(what + " " + target + ": a directory that holds other files (no " + marker +
+                     " from an earlier run); kanscale replaces only its own output: choose another directory");
+  check_parent(target, trimmed, what);
+}
+
+std::string make_staging_dir(const std::string& target) {
+  std::string trimmed = target;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  std::string templ = dir_of(trimmed) + "/." + base_of(trimmed).substr(0, 160) + ".tmp-XXXXXX";
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  if (!mkdtemp(buf.data())) throw std::runtime_error(target + ": cannot create a directory beside it: " + std::strerror(errno));
+  return buf.data();
+}
+
+void commit_staging_dir(const std::string& staging, const std::string& target) {
+  std::string trimmed = target;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  struct stat st {};
+  if (lstat(trimmed.c_str(), &st) == 0) {
+    // swap the two names in one step; the old directory is then the staging one
+    if (renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, trimmed.c_str(), RENAME_EXCHANGE) != 0)
+      throw std::runtime_error(target + ": cannot put the new output in place: " + std::strerror(errno));
+    std::error_code ec;
+    fs::remove_all(staging, ec);
+    return;
+  }
+  if (rename(staging.c_str(), trimmed.c_str()) != 0)
+    throw std::runtime_error(target + ": cannot put the new output in place: " + std::strerror(errno));
+}
+
+void discard_staging_dir(const std::string& staging) noexcept {
+  std::error_code ec;
+  fs::remove_all(staging, ec);
+}
+
+}  // namespace ks

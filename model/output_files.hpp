@@ -40,3 +40,25 @@ void check_output_dir(const std::string& path, const std::string& what);
 void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files);
 
 }  // namespace ks
+
+namespace ks {
+
+// A directory of outputs that lands whole: its files are written into a
+// fresh directory beside the target and swapped in at the end (an
+// existing target is exchanged atomically and then removed), so a reader
+// sees the old set or the new one, never a mix, and an interrupted run
+// leaves the old one as it was.
+//
+// check_replaceable_dir refuses (InputError naming `what`) a target that
+// exists and is not a directory, or is a non-empty directory without
+// `marker` (a file only this command writes): kanscale never removes a
+// directory it did not make.
+void check_replaceable_dir(const std::string& target, const std::string& marker, const std::string& what);
+// Creates the fresh directory beside `target`; returns its path.
+std::string make_staging_dir(const std::string& target);
+// Puts `staging` in place of `target`; an old target is removed.
+void commit_staging_dir(const std::string& staging, const std::string& target);
+// Removes a staging directory (after a failure); never throws.
+void discard_staging_dir(const std::string& staging) noexcept;
+
+}  // namespace ks

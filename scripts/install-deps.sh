@@ -10,6 +10,7 @@ PKGS=(
   nlohmann-json3-dev                   # JSON output and Chrome traces
   doctest-dev                          # unit tests
   libopenmpi-dev openmpi-bin           # MPI collectives and the CPU data-parallel trainer
+  gnuplot-nox                          # plots of kanscale study (run as a process from the .gp scripts it writes)
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,5 +1,5 @@
 // Running programs from argument vectors and quoting words for scripts
-// (validation/process.hpp): the shell hands every quoted word back
+// (model/process.hpp): the shell hands every quoted word back
 // unchanged, and nothing in a word runs.
 #include <doctest/doctest.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "temp_dir.hpp"
-#include "validation/process.hpp"
+#include "model/process.hpp"
 
 namespace {
 std::string slurp(const std::string& p) {

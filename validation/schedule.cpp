@@ -22,7 +22,8 @@
 #include "model/output_files.hpp"
 #include "model/yaml_reader.hpp"
 #include "validation/calibration_live.hpp"
-#include "validation/process.hpp"
+#include "model/process.hpp"
+#include "model/progress.hpp"
 
 namespace ks {
 
@@ -224,24 +225,18 @@ void run_job(const Job& j, const std::string& dir, const std::string& exe) {
 }
 
 void run_schedule(const std::vector<std::vector<Job>>& rounds, const std::string& dir, const std::string& exe) {
-  std::size_t total = 0, done = 0;
+  std::size_t total = 0;
   for (const auto& r : rounds) total += r.size();
-  const bool tty = isatty(STDERR_FILENO) != 0;
-  const int width = 30;
+  Progress progress(total, "job");
   for (std::size_t r = 0; r < rounds.size(); ++r) {
+    const std::string round = "round " + std::to_string(r + 1) + "/" + std::to_string(rounds.size());
     for (const auto& j : rounds[r]) {
-      if (tty) {
-        const int filled = static_cast<int>(width * done / std::max<std::size_t>(total, 1));
-        std::cerr << "\r[" << std::string(static_cast<std::size_t>(filled), '#') << std::string(static_cast<std::size_t>(width - filled), ' ')
-                  << "] round " << r + 1 << "/" << rounds.size() << ", job " << done + 1 << "/" << total << ": " << j.what
-                  << "\033[K" << std::flush;
-      }
+      progress.starting(round + ", " + j.what);
       run_job(j, dir, exe);
-      ++done;
-      if (!tty) std::cerr << "round " << r + 1 << "/" << rounds.size() << ": job " << done << "/" << total << " done (" << j.what << ")\n";
+      progress.finished(j.what, round);
     }
   }
-  if (tty) std::cerr << "\r[" << std::string(static_cast<std::size_t>(width), '#') << "] " << total << " jobs done\033[K\n";
+  progress.close();
 }
 
 

@@ -1,0 +1,88 @@
+// kanscale study STUDY.yaml: a YAML topology study, its four dimensions
+// written as tables, plots and a report into one directory that lands
+// whole (sim/scenario.hpp, sim/study_report.hpp).
+#include <boost/program_options.hpp>
+
+#include <iostream>
+
+#include "commands.hpp"
+#include "model/output_files.hpp"
+#include "model/plot.hpp"
+#include "model/progress.hpp"
+#include "model/yaml_reader.hpp"
+#include "sim/scenario.hpp"
+#include "sim/study_report.hpp"
+
+namespace po = boost::program_options;
+
+namespace ks::cli {
+
+int study(const std::vector<std::string>& args, const std::string& cmdline) {
+  std::string file, out;
+  bool no_plots = false;
+  double max_events = 1e9;
+  po::options_description desc("study options");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("study", po::value(&file)->value_name("FILE"), "the study file (configs/studies/)")
+      ("out", po::value(&out)->value_name("DIR"), "output directory (default: study-NAME); replaced whole when it holds an earlier study")
+      ("no-plots", po::bool_switch(&no_plots), "write the plots' .gp scripts and data but do not run gnuplot")
+      ("max-events", po::value(&max_events)->default_value(max_events, "1e9"),
+       "refuse a study estimated to replay more events than this, all scenarios and interval samples together");
+  po::positional_options_description pos;
+  pos.add("study", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+  if (vm.count("help")) {
+    std::cout << "usage: kanscale study STUDY.yaml [--out DIR] [--no-plots]\n"
+                 "  runs every scenario of the study (clusters x sweep values, each over the GPU counts) and writes\n"
+                 "  strong_scaling, weak_scaling, communication and model_size as CSV and JSON, gnuplot plots\n"
+                 "  (.gp, .dat, .svg, .png), study.json and report.md into DIR\n\n"
+              << desc << "\n";
+    return 0;
+  }
+  po::notify(vm);
+  if (file.empty()) throw InputError("study: give a study file: kanscale study configs/studies/default.yaml");
+  if (!(max_events > 0)) throw InputError("--max-events: expected a positive number");
+
+  // Everything is read and checked before anything runs.
+  const StudySpec spec = load_study(file, max_events);
+  if (out.empty()) out = "study-" + spec.name;
+  check_replaceable_dir(out, "study.json", "--out");
+  if (!no_plots && !in_path("gnuplot"))
+    throw InputError("study: gnuplot is not in PATH (Debian: apt-get install gnuplot-nox); or pass --no-plots to write the scripts only");
+
+  std::vector<StudyResult> results;
+  {
+    Progress progress(spec.scenarios.size(), "scenario");
+    for (std::size_t i = 0; i < spec.scenarios.size(); ++i) {
+      progress.starting(spec.scenarios[i].label);
+      auto r = run_scenarios(spec, i, i + 1);
+      results.push_back(std::move(r.front()));
+      progress.finished(spec.scenarios[i].label, "simulate");
+    }
+    progress.close();
+  }
+  const StudyOutputs outputs = study_outputs(spec, results, cmdline);
+  const std::string staging = make_staging_dir(out);
+  try {
+    std::vector<std::pair<std::string, std::string>> files;
+    for (auto& [name, content] : study_files(spec, outputs)) files.emplace_back(staging + "/" + name, std::move(content));
+    write_files_atomic(files);
+    if (!no_plots) {
+      std::vector<std::string> names;
+      for (const auto& p : outputs.plots) names.push_back(p.name);
+      std::cerr << "rendering " << names.size() << " plot(s) with gnuplot\n";
+      render_plots(staging, names);
+    }
+    commit_staging_dir(staging, out);
+  } catch (...) {
+    discard_staging_dir(staging);
+    throw;
+  }
+  std::cout << tables_text(spec, outputs) << "\nwrote " << out << "/ (report.md, " << outputs.tables.size() * 2
+            << " tables, " << outputs.plots.size() << " plots" << (no_plots ? " as scripts" : "") << ", study.json)\n";
+  return 0;
+}
+
+}  // namespace ks::cli

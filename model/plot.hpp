@@ -1,0 +1,61 @@
+#pragma once
+// Plots as gnuplot scripts with their data beside them: a PlotSpec becomes a
+// .gp script and a .dat file that a user can edit and re-run
+// (`gnuplot NAME.gp` in the output directory renders NAME.svg and
+// NAME.png). kanscale renders them by running gnuplot as a process, from an
+// argument vector.
+//
+// gnuplot runs backticks (`cmd`) and system() in scripts and reads
+// ^_{}@&~ as markup in enhanced text: every title that reaches a script is
+// checked by plot_safe_name (refused otherwise), put in single quotes and
+// shown with enhanced text off. File names in scripts are the spec's name
+// only, which the same check guards.
+#include <array>
+#include <string>
+#include <vector>
+
+namespace ks {
+
+// Letters, digits, space and ._+-=:/,[]() only: nothing gnuplot reads as a
+// command, a macro, a quote or markup.
+bool plot_safe_name(const std::string& s);
+// The characters plot_safe_name accepts, for error messages.
+inline constexpr const char* kPlotSafeCharacters = "letters, digits, space and ._+-=:/,[]()";
+
+struct PlotSeries {
+  std::string title;
+  // x, y, and the band's lo and hi (NaN: no band at that x)
+  std::vector<std::array<double, 4>> points;
+  bool dashed = false;
+  int color = 0;  // gnuplot's line colour index; 0: the series' own position
+};
+
+enum class Axis { linear, log2, log10 };
+
+struct PlotSpec {
+  std::string name;  // file stem: NAME.gp, NAME.dat, NAME.svg, NAME.png
+  std::string title, xlabel, ylabel;
+  Axis x = Axis::linear, y = Axis::linear;
+  bool lines = true;           // false: points only (a scatter)
+  bool diagonal = false;       // the line y = x (ideal speedup; predicted = measured)
+  std::string diagonal_title;  // its key entry
+  std::string note;            // a comment line in the script (what the bands are)
+  std::vector<PlotSeries> series;
+};
+
+// The data file: one block per series (x, y, lo, hi), blocks separated by
+// two blank lines so that the script can address them with `index`.
+std::string gnuplot_data(const PlotSpec& p);
+// The script: SVG, then PNG, from NAME.dat. Throws std::invalid_argument
+// when a title or the name fails plot_safe_name.
+std::string gnuplot_script(const PlotSpec& p);
+
+// Runs `gnuplot NAME.gp` in `dir` (its output to NAME.log there) for each
+// name; throws std::runtime_error naming the script when gnuplot fails or
+// writes no picture. Returns nothing: the pictures are in `dir`.
+void render_plots(const std::string& dir, const std::vector<std::string>& names);
+
+// Whether a program named `name` is found in PATH (as execvp looks it up).
+bool in_path(const std::string& name);
+
+}  // namespace ks

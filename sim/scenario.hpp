@@ -1,0 +1,61 @@
+#pragma once
+// A study file (kanscale study STUDY.yaml): clusters, a base workload and
+// the sweeps over them, expanded into scenarios. A scenario is one scaling
+// study (run_study) over the study's GPU counts: one cluster, one value of
+// every swept key. The outputs (sim/study_report) group its points by the
+// four dimensions of the KAN scaling study.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/config.hpp"
+#include "study.hpp"
+
+namespace ks {
+
+struct StudyCluster {
+  std::string label;  // the name plots and tables use (the cluster's name unless given)
+  Cluster cluster;
+  Calibration calibration;
+  std::string calibration_file;  // empty: the datasheet calibration
+};
+
+struct Scenario {
+  std::size_t cluster = 0;  // index into StudySpec::clusters
+  Workload workload;        // the base workload with this scenario's values
+  Cluster cluster_config;   // with this scenario's restrictions
+  StudyOptions options;
+  // (key, value) of every swept key, in the sweep's order; the label joins
+  // those with more than one value in the study.
+  std::vector<std::pair<std::string, std::string>> settings;
+  std::string label;        // cluster label and the varying settings
+  std::string curve;        // the label without the scaling mode (one line per curve in a plot)
+};
+
+struct StudySpec {
+  std::string file, name, description;
+  std::uint64_t seed = 0;
+  int iterations = 5;
+  int interval_samples = 0;
+  double interval_level = 0.9;
+  std::string workload_file;
+  Workload workload;
+  std::vector<StudyCluster> clusters;
+  std::vector<int> gpus;
+  std::vector<std::string> swept;  // keys with more than one value
+  std::vector<Scenario> scenarios; // clusters x sweep values, in a fixed order
+};
+
+// Reads and checks a study file, the cluster, workload and calibration files
+// it names, every scenario's GPU layouts and the work they add up to
+// (against `max_events`); throws InputError (FILE:LINE:COL: key ...) on the
+// first problem.
+StudySpec load_study(const std::string& path, double max_events);
+StudySpec parse_study(const std::string& yaml_text, const std::string& name, double max_events);
+
+// Scenarios [begin, end) of the study, each run_study's result, in order.
+std::vector<StudyResult> run_scenarios(const StudySpec& s, std::size_t begin, std::size_t end);
+
+}  // namespace ks
