@@ -62,6 +62,10 @@ const std::string kWorkload = read_file(kSrc + "/configs/workloads/default.yaml"
 const std::string kSmallWorkload = read_file(kSrc + "/configs/workloads/pykan-exp-sin.yaml");
 const std::string kCalibration = read_file(kSrc + "/configs/calibrations/local-cpu.yaml");
 const std::string kPlan = read_file(kSrc + "/configs/measure/cpu-ci.yaml");
+// a calibration as kanscale calibrate writes it: fit covariances and live terms
+const std::string kLiveCalibration = read_file(kSrc + "/tests/fixtures/calibration-ci-live.yaml");
+const std::string kCalibratePlan = read_file(kSrc + "/configs/calibrate/ci.yaml");
+const std::string kStudy = read_file(kSrc + "/configs/studies/small.yaml");
 const std::string kVPlan = read_file(kSrc + "/validation/plans/ci-small.yaml");
 const std::string kAllreduce = read_file(kSrc + "/configs/calibrations/local-cpu/allreduce-np2.json");
 const std::string kBroadcast = read_file(kSrc + "/configs/calibrations/local-cpu/broadcast-np2.json");
@@ -131,6 +135,8 @@ std::vector<std::string> sim_calibration() {
   return {"simulate",   "--cluster", "{src}/configs/clusters/local-cpu.yaml", "--workload", "{src}/configs/workloads/local-kanscale.yaml",
           "--calibration", "{d}/calibration.yaml", "--gpus", "1,2", "--json", "{d}/out.json"};
 }
+std::vector<std::string> study_file() { return {"study", "{d}/study.yaml", "--out", "{d}/out", "--no-plots"}; }
+std::vector<std::string> calibrate_plan() { return {"calibrate", "{d}/plan.yaml", "--out", "{d}/out"}; }
 std::vector<std::string> measure_plan() {
   return {"measure", "kernels", "--plan", "{d}/plan.yaml", "--json", "{d}/out.json"};
 }
@@ -194,6 +200,80 @@ std::vector<Case> catalogue() {
        sim_cluster(), {"cluster.yaml", "out of range"}},
       {"cluster: a directory", "cluster", {}, {"simulate", "--cluster", "{d}", "--workload", "{src}/configs/workloads/default.yaml"},
        {"is a directory"}},
+
+      // ------------------------------------------------------------ calibration: covariances and live terms
+      {"calibration: cov with one row for two terms", "calibration",
+       {{K, sub(kLiveCalibration, "cov: [[3.62049e-13, -2.47632e-16], [-2.47632e-16, 5.61651e-19]]", "cov: [[3.62049e-13, -2.47632e-16]]")}},
+       sim_calibration(), {"calibration.yaml:", "cov"}},
+      {"calibration: cov entry as text", "calibration",
+       {{K, sub(kLiveCalibration, "cov: [[1.3847e-14, -1.17615e-19]", "cov: [[1.3847e-14, lots]")}}, sim_calibration(),
+       {"calibration.yaml:", "cov"}},
+      {"calibration: live compute factor negative", "calibration",
+       {{K, sub(kLiveCalibration, "compute_factor: 0.856161", "compute_factor: -1")}}, sim_calibration(),
+       {"calibration.yaml:", "compute_factor"}},
+      {"calibration: live term for 0 ranks", "calibration", {{K, sub(kLiveCalibration, "{ranks: 1, compute", "{ranks: 0, compute")}},
+       sim_calibration(), {"calibration.yaml:", "ranks"}},
+      {"calibration: live host overhead without unit", "calibration",
+       {{K, sub(kLiveCalibration, "host_overhead: \"34.5958us\"", "host_overhead: 34.5958")}}, sim_calibration(),
+       {"calibration.yaml:", "host_overhead"}},
+      {"calibration: model error as text", "calibration",
+       {{K, sub(kLiveCalibration, "model_error_sigma: 0.0944082", "model_error_sigma: some")}}, sim_calibration(),
+       {"calibration.yaml:", "model_error_sigma"}},
+      {"calibration: unknown key in live", "calibration", {{K, sub(kLiveCalibration, "  terms:", "  termz:")}}, sim_calibration(),
+       {"calibration.yaml:", "termz"}},
+
+      // ------------------------------------------------------------ calibrate plan: measure.live
+      {"calibrate: live ranks 0", "calibrate", {{P, sub(kCalibratePlan, "ranks: [1, 2]", "ranks: [0, 2]")}}, calibrate_plan(),
+       {"plan.yaml:", "live.ranks"}},
+      {"calibrate: live transport unknown", "calibrate", {{P, sub(kCalibratePlan, "transports: [shm]\n      widths", "transports: [pigeon]\n      widths")}},
+       calibrate_plan(), {"plan.yaml:", "live.transports"}},
+      {"calibrate: live widths of one entry", "calibrate", {{P, sub(kCalibratePlan, "[[24, 48, 1], [40, 80, 1]]", "[[24], [40, 80, 1]]")}},
+       calibrate_plan(), {"plan.yaml:", "live.widths"}},
+      {"calibrate: live grid size 0", "calibrate", {{P, sub(kCalibratePlan, "grid_sizes: [7]", "grid_sizes: [0]")}}, calibrate_plan(),
+       {"plan.yaml:", "live.grid_sizes"}},
+      {"calibrate: live batch as text", "calibrate", {{P, sub(kCalibratePlan, "batch_per_gpu: [4, 64]", "batch_per_gpu: [four]")}},
+       calibrate_plan(), {"plan.yaml:", "live.batch_per_gpu"}},
+      {"calibrate: live bucket cap without unit", "calibrate", {{P, sub(kCalibratePlan, "bucket_caps: [\"256KiB\"]", "bucket_caps: [256]")}},
+       calibrate_plan(), {"plan.yaml:", "live.bucket_caps"}},
+      {"calibrate: unknown key in live", "calibrate", {{P, sub(kCalibratePlan, "grid_sizes: [7]", "grid_size: [7]")}}, calibrate_plan(),
+       {"plan.yaml:", "grid_size", "unknown"}},
+      {"calibrate: rounds zero", "calibrate", {{P, kCalibratePlan}}, {"calibrate", "{d}/plan.yaml", "--out", "{d}/out", "--rounds", "0"},
+       {"--rounds"}},
+
+      // ------------------------------------------------------------ study YAML
+      {"study: a name with a backtick (gnuplot would run it)", "study", {{"study.yaml", sub(kStudy, "name: small", "name: \"x`reboot`\"")}},
+       study_file(), {"study.yaml:", "'name'", "plots cannot show"}},
+      {"study: a cluster label with $( )", "study",
+       {{"study.yaml", sub(kStudy, "calibration: datasheet", "calibration: datasheet\n    label: \"a$(id)\"")}}, study_file(),
+       {"study.yaml:", "label", "plots cannot show"}},
+      {"study: unknown sweep key", "study", {{"study.yaml", sub(kStudy, "bucket_cap:", "bucket_capp:")}}, study_file(),
+       {"study.yaml:", "bucket_capp", "unknown"}},
+      {"study: a GPU count that does not fill nodes", "study",
+       {{"study.yaml", sub(kStudy, "gpus: [1, 2, 4, 8, 16, 32, 64]", "gpus: [1, 12]")}}, study_file(), {"study.yaml:", "sweep.gpus", "whole nodes"}},
+      {"study: more nodes than the cluster has", "study",
+       {{"study.yaml", sub(kStudy, "gpus: [1, 2, 4, 8, 16, 32, 64]", "gpus: [1, 8192]")}}, study_file(), {"study.yaml:", "sweep.gpus", "nodes"}},
+      {"study: bucket cap without unit", "study", {{"study.yaml", sub(kStudy, "[1MiB, 25MiB]", "[1, 25MiB]")}}, study_file(),
+       {"study.yaml:", "bucket_cap"}},
+      {"study: widths of one entry", "study", {{"study.yaml", sub(kStudy, "[[64, 256, 256, 1], [64, 1024, 1024, 1]]", "[[64], [64, 1]]")}},
+       study_file(), {"study.yaml:", "widths"}},
+      {"study: an NCCL restriction on an MPI cluster", "study",
+       {{"study.yaml", sub(sub(kStudy, "configs/clusters/dgx-a100.yaml", "configs/clusters/local-cpu.yaml"), "  scaling: [strong, weak]",
+                           "  scaling: [strong, weak]\n  gpus_per_node: [2]\n  nccl_algo: [ring]")}},
+       study_file(), {"study.yaml:", "nccl_algo", "MPI"}},
+      {"study: a missing workload file", "study",
+       {{"study.yaml", sub(kStudy, "configs/workloads/default.yaml", "configs/workloads/none.yaml")}}, study_file(),
+       {"study.yaml:", "'workload'", "cannot open"}},
+      {"study: a value given twice", "study", {{"study.yaml", sub(kStudy, "[strong, weak]", "[strong, strong]")}}, study_file(),
+       {"study.yaml:", "scaling", "twice"}},
+      {"study: interval level 1.5", "study", {{"study.yaml", sub(kStudy, "iterations: 4", "iterations: 4\nintervals: {samples: 10, level: 1.5}")}},
+       study_file(), {"study.yaml:", "intervals.level"}},
+      {"study: unknown scaling mode", "study", {{"study.yaml", sub(kStudy, "[strong, weak]", "[strong, wide]")}}, study_file(),
+       {"study.yaml:", "scaling", "wide"}},
+      {"study: --out a directory of other files", "study", {{"study.yaml", kStudy}},
+       {"study", "{d}/study.yaml", "--out", "{d}", "--no-plots"}, {"--out", "other files"}},
+      {"study: --max-events below the study's", "study", {{"study.yaml", kStudy}},
+       {"study", "{d}/study.yaml", "--out", "{d}/out", "--no-plots", "--max-events", "10"}, {"study.yaml:", "max-events"}},
+      {"study: no study file", "study", {}, {"study", "--out", "{d}/out"}, {"give a study file"}},
 
       // ------------------------------------------------------------ workload YAML
       {"workload: width past int", "workload", {{W, sub(kWorkload, "[64, 256, 256, 1]", "[4294967298, 5, 1]")}}, sim_workload(),

@@ -1,0 +1,196 @@
+// kanscale study as a user runs it: the files of a tiny study, their
+// columns, their values against kanscale simulate on the same scenarios,
+// gnuplot rendering every plot, and the output directory landing whole.
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "process.hpp"
+#include "temp_dir.hpp"
+
+namespace {
+
+const std::string kSrc = KANSCALE_SOURCE_DIR;
+const std::string kExe = KANSCALE_EXE;
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The first line of a CSV that is not a comment, split at commas.
+std::vector<std::string> csv_header(const std::string& text) {
+  std::istringstream is(text);
+  std::string line;
+  while (std::getline(is, line))
+    if (!line.empty() && line[0] != '#') break;
+  std::vector<std::string> cols;
+  std::stringstream ls(line);
+  std::string c;
+  while (std::getline(ls, c, ',')) cols.push_back(c);
+  return cols;
+}
+
+// Two widths, two GPU counts past one node, strong and weak: 4 scenarios.
+std::string tiny_study(const std::string& name = "tiny") {
+  return "name: " + name +
+         "\n"
+         "seed: 3\n"
+         "iterations: 3\n"
+         "workload: " + kSrc + "/configs/workloads/default.yaml\n"
+         "clusters:\n"
+         "  - file: " + kSrc + "/configs/clusters/dgx-a100.yaml\n"
+         "sweep:\n"
+         "  gpus: [1, 2, 16]\n"
+         "  widths: [[16, 32, 1], [16, 64, 1]]\n"
+         "  scaling: [strong, weak]\n";
+}
+
+const std::vector<std::string> kCommon = {"scenario", "label", "cluster", "widths", "parameters", "grid_size", "bucket_cap_bytes",
+                                          "gradient_as_bucket_view", "gpus_per_node", "collectives_allowed", "scaling", "gpus",
+                                          "nodes", "batch_per_gpu_samples"};
+
+std::vector<std::string> with_common(std::vector<std::string> own) {
+  std::vector<std::string> v = kCommon;
+  v.insert(v.end(), own.begin(), own.end());
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("study: a tiny sweep writes every file with its columns, and its values equal kanscale simulate") {
+  TempDir d;
+  const std::string study = d.write("study.yaml", tiny_study());
+  const std::string out = d / "out";
+  const ProcessResult r = run_process({kExe, "study", study, "--out", out}, d.path, 120);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("Strong scaling") != std::string::npos);
+
+  // every table in CSV and JSON, with the columns a user scripts against
+  const std::map<std::string, std::vector<std::string>> tables = {
+      {"strong_scaling", with_common({"iteration_time_s", "iteration_time_lo_s", "iteration_time_hi_s", "epoch_time_s", "speedup",
+                                      "speedup_lo", "speedup_hi", "efficiency", "efficiency_lo", "efficiency_hi", "time_to_train_s",
+                                      "gpu_hours"})},
+      {"weak_scaling", with_common({"iteration_time_s", "iteration_time_lo_s", "iteration_time_hi_s", "samples_per_s",
+                                    "samples_per_s_per_gpu", "samples_per_s_per_gpu_lo", "samples_per_s_per_gpu_hi", "efficiency",
+                                    "efficiency_lo", "efficiency_hi", "epoch_time_s"})},
+      {"communication", with_common({"iteration_time_s", "compute_time_s", "communication_time_s", "exposed_communication_s",
+                                     "overhead_exposed_fraction", "overhead_total_fraction", "broadcast_buffers", "buckets_steady"})},
+      {"model_size", with_common({"epoch_time_s", "epoch_time_lo_s", "epoch_time_hi_s", "time_to_train_s", "peak_memory_per_gpu_bytes",
+                                  "memory_capacity_bytes", "parameters_per_memory_byte", "parameter_to_memory_ratio", "exceeds_capacity"})}};
+  std::map<std::string, nlohmann::json> json;
+  for (const auto& [name, cols] : tables) {
+    CAPTURE(name);
+    CHECK(csv_header(slurp(out + "/" + name + ".csv")) == cols);
+    json[name] = nlohmann::json::parse(slurp(out + "/" + name + ".json"));
+    CHECK(json[name]["columns"].get<std::vector<std::string>>() == cols);
+    CHECK(json[name]["provenance"]["seed"] == 3);
+  }
+  // 2 widths x 3 GPU counts per scaling mode; communication has both modes
+  CHECK(json["strong_scaling"]["rows"].size() == 6);
+  CHECK(json["weak_scaling"]["rows"].size() == 6);
+  CHECK(json["communication"]["rows"].size() == 12);
+  CHECK(json["model_size"]["rows"].size() == 6);
+
+  // gnuplot rendered every plot; script and data lie beside the pictures
+  for (const std::string plot : {"strong_speedup", "strong_efficiency", "weak_throughput", "communication_overhead",
+                                 "model_size_epoch_time", "model_size_memory"}) {
+    CAPTURE(plot);
+    for (const std::string ext : {".gp", ".dat", ".svg", ".png"}) {
+      struct stat st {};
+      CHECK(stat((out + "/" + plot + ext).c_str(), &st) == 0);
+      CHECK(st.st_size > 0);
+    }
+    CHECK(slurp(out + "/" + plot + ".svg").find("<svg") != std::string::npos);
+    CHECK(slurp(out + "/report.md").find("(" + plot + ".svg)") != std::string::npos);
+  }
+  const std::string report = slurp(out + "/report.md");
+  CHECK(report.find("Seed: 3") != std::string::npos);
+  CHECK(report.find("datasheet") != std::string::npos);
+  CHECK(report.find("dgx-a100.yaml") != std::string::npos);
+  // nothing else in the directory: no staging directory left beside it
+  std::set<std::string> beside;
+  for (const auto& e : std::filesystem::directory_iterator(d.path)) beside.insert(e.path().filename().string());
+  CHECK(beside == std::set<std::string>{"out", "study.yaml"});
+
+  // The same scenarios through kanscale simulate: the values are equal.
+  for (const std::string scaling : {"strong", "weak"}) {
+    const std::string workload = d.write("w.yaml", [] {
+      std::string w = slurp(kSrc + "/configs/workloads/default.yaml");
+      return w.replace(w.find("[64, 256, 256, 1]"), 17, "[16, 64, 1]");
+    }());
+    const std::string sim_json = d / ("sim-" + scaling + ".json");
+    const ProcessResult s = run_process({kExe, "simulate", "--cluster", kSrc + "/configs/clusters/dgx-a100.yaml", "--workload", workload,
+                                         "--gpus", "1,2,16", "--iterations", "3", "--seed", "3", "--scaling", scaling, "--json", sim_json},
+                                        d.path, 60);
+    REQUIRE(s.exit_code == 0);
+    const auto sim = nlohmann::json::parse(slurp(sim_json));
+    const auto& dim = json[scaling == "strong" ? "strong_scaling" : "weak_scaling"]["rows"];
+    int matched = 0;
+    for (const auto& p : sim["points"]) {
+      for (const auto& row : dim) {
+        if (row["widths"] != "16-64-1" || row["gpus"] != p["gpus"]) continue;
+        ++matched;
+        CHECK(row["iteration_time_s"].get<double>() == p["iteration_time_s"]["median"].get<double>());
+        CHECK(row["efficiency"].get<double>() == p["efficiency"].get<double>());
+        CHECK(row["epoch_time_s"].get<double>() == p["epoch_time_s"].get<double>());
+        if (scaling == "strong") CHECK(row["speedup"].get<double>() == p["speedup"].get<double>());
+        else CHECK(row["samples_per_s"].get<double>() == p["samples_per_s"].get<double>());
+      }
+      for (const auto& row : json["communication"]["rows"]) {
+        if (row["widths"] != "16-64-1" || row["gpus"] != p["gpus"] || row["scaling"] != scaling) continue;
+        CHECK(row["overhead_exposed_fraction"].get<double>() == p["communication_overhead_exposed"].get<double>());
+        CHECK(row["communication_time_s"].get<double>() == p["communication_time_s"]["median"].get<double>());
+      }
+      if (scaling == "strong")
+        for (const auto& row : json["model_size"]["rows"])
+          if (row["widths"] == "16-64-1" && row["gpus"] == p["gpus"])
+            CHECK(row["peak_memory_per_gpu_bytes"].get<double>() == p["memory"]["peak_bytes"].get<double>());
+    }
+    CHECK(matched == 3);
+  }
+}
+
+TEST_CASE("study: a second run replaces its own output whole; a failed run leaves the old one and nothing beside it") {
+  TempDir d;
+  const std::string out = d / "out";
+  REQUIRE(run_process({kExe, "study", d.write("a.yaml", tiny_study("first")), "--out", out, "--no-plots"}, d.path, 120).exit_code == 0);
+  CHECK(slurp(out + "/report.md").find("kanscale study: first") != std::string::npos);
+  CHECK(!std::filesystem::exists(out + "/strong_speedup.svg"));  // --no-plots: scripts only
+  CHECK(std::filesystem::exists(out + "/strong_speedup.gp"));
+
+  // a gnuplot that fails: the run fails, the first output stays as it was
+  const std::string bin = d / "bin";
+  std::filesystem::create_directory(bin);
+  d.write("bin/gnuplot", "#!/bin/sh\necho 'broken plot script' >&2\nexit 1\n");
+  std::filesystem::permissions(bin + "/gnuplot", std::filesystem::perms::owner_all);
+  const ProcessResult bad = run_process({"/usr/bin/env", "PATH=" + bin + ":/usr/bin:/bin", kExe, "study", d.write("b.yaml", tiny_study("second")),
+                                         "--out", out},
+                                        d.path, 120);
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find("gnuplot failed on") != std::string::npos);
+  CHECK(bad.err.find("broken plot script") != std::string::npos);
+  CHECK(slurp(out + "/report.md").find("kanscale study: first") != std::string::npos);
+  std::set<std::string> beside;
+  for (const auto& e : std::filesystem::directory_iterator(d.path)) beside.insert(e.path().filename().string());
+  CHECK(beside == std::set<std::string>{"a.yaml", "b.yaml", "bin", "out"});
+
+  // the real gnuplot: the second study replaces the first whole
+  d.write("out/stale.txt", "left by hand");
+  const ProcessResult good = run_process({kExe, "study", d / "b.yaml", "--out", out}, d.path, 120);
+  CAPTURE(good.err);
+  CHECK(good.exit_code == 0);
+  CHECK(slurp(out + "/report.md").find("kanscale study: second") != std::string::npos);
+  CHECK(!std::filesystem::exists(out + "/stale.txt"));
+  CHECK(std::filesystem::exists(out + "/strong_speedup.png"));
+}

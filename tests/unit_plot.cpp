@@ -1,0 +1,107 @@
+// Plots (model/plot) and study files (sim/scenario): what reaches a gnuplot
+// script, scripts that gnuplot renders or refuses, and how a study file
+// expands into scenarios.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+
+#include "model/plot.hpp"
+#include "model/yaml_reader.hpp"
+#include "sim/scenario.hpp"
+#include "temp_dir.hpp"
+
+using namespace ks;
+
+TEST_CASE("plot: names gnuplot would interpret are refused, before any script is written") {
+  CHECK(plot_safe_name("dgx-a100 widths=64-256-1 bucket_cap=25.00 MiB"));
+  CHECK(plot_safe_name("HDR200 (2x) [ring]"));
+  CHECK(plot_safe_name("bucket_cap"));  // "_" is markup in enhanced text only, and every script turns that off
+  for (const std::string bad : {"a`reboot`", "x $(id)", "it's", "a\"b", "50%", "a@b", "x^2", "{x}", "a\\b", "a&b", "~", "", "a\nb"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(plot_safe_name(bad));
+    PlotSpec p{"p", "title", "x", "y", Axis::log2, Axis::linear, true, false, "", "", {{bad, {{1, 1, NAN, NAN}}, false, 0}}};
+    CHECK_THROWS_AS(gnuplot_script(p), std::invalid_argument);
+  }
+  PlotSpec named{"a;b", "t", "x", "y", Axis::linear, Axis::linear, true, false, "", "", {}};
+  CHECK_THROWS_AS(gnuplot_script(named), std::invalid_argument);
+}
+
+TEST_CASE("plot: data blocks per series, bands only where given") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  PlotSpec p{"s", "Speedup", "GPUs", "speedup", Axis::log2, Axis::log2, true, true, "ideal", "",
+             {{"a", {{1, 1, nan, nan}, {2, 1.9, 1.8, 2.0}}, false, 0}, {"b", {}, true, 0}}};
+  const std::string data = gnuplot_data(p);
+  // block 1 has two rows, then two blank lines, block 2 a placeholder row
+  CHECK(data.find("1 1 NaN NaN\n2 1.9 1.8 2\n\n\n") != std::string::npos);
+  CHECK(data.find("NaN NaN NaN NaN\n") != std::string::npos);
+  const std::string gp = gnuplot_script(p);
+  CHECK(gp.find("with filledcurves") != std::string::npos);
+  CHECK(gp.find("set logscale x 2") != std::string::npos);
+  CHECK(gp.find("names[2] = 'b'") != std::string::npos);
+  CHECK(gp.find("dashes[2] = 2") != std::string::npos);
+  p.series[0].points[1] = {2, 1.9, nan, nan};
+  CHECK(gnuplot_script(p).find("filledcurves") == std::string::npos);
+}
+
+TEST_CASE("plot: gnuplot renders a script, and a broken script fails the render with gnuplot's reason") {
+  if (!in_path("gnuplot")) {
+    MESSAGE("SKIPPED: gnuplot is not installed (Debian: gnuplot-nox); .ci/run installs it");
+    return;
+  }
+  TempDir d;
+  PlotSpec p{"ok", "Efficiency", "GPUs", "percent", Axis::log2, Axis::linear, true, false, "", "",
+             {{"a", {{1, 100, 99, 100}, {2, 95, 93, 97}}, false, 0}}};
+  std::ofstream(d / "ok.gp") << gnuplot_script(p);
+  std::ofstream(d / "ok.dat") << gnuplot_data(p);
+  CHECK_NOTHROW(render_plots(d.path, {"ok"}));
+  CHECK(std::filesystem::file_size(d / "ok.svg") > 0);
+  CHECK(std::filesystem::file_size(d / "ok.png") > 0);
+  std::ofstream(d / "bad.gp") << "set terminal svg\nset output 'bad.svg'\nplot 'ok.dat' using 1:2 with linez\n";
+  try {
+    render_plots(d.path, {"bad"});
+    FAIL("a broken script rendered");
+  } catch (const std::runtime_error& e) {
+    CHECK(std::string(e.what()).find("gnuplot failed on bad.gp") != std::string::npos);
+  }
+}
+
+namespace {
+std::string study_text(const std::string& sweep) {
+  const std::string src = KANSCALE_SOURCE_DIR;
+  return "name: t\nworkload: " + src + "/configs/workloads/default.yaml\nclusters:\n  - file: " + src +
+         "/configs/clusters/dgx-a100.yaml\n  - file: " + src + "/configs/clusters/finisterrae3.yaml\n    label: ft3\nsweep:\n" + sweep;
+}
+}  // namespace
+
+TEST_CASE("study file: clusters x sweep values, the last key fastest, labels naming what varies") {
+  const StudySpec s = parse_study(study_text("  gpus: [1, 2, 8]\n  bucket_cap: [1MiB, 25MiB]\n  scaling: [strong]\n"), "t.yaml", 1e9);
+  // 2 clusters x 2 caps x 1 scaling mode
+  REQUIRE(s.scenarios.size() == 4);
+  CHECK(s.scenarios[0].label == "dgx-a100 bucket_cap=1.00 MiB scaling=strong");
+  CHECK(s.scenarios[1].label == "dgx-a100 bucket_cap=25.00 MiB scaling=strong");
+  CHECK(s.scenarios[2].label == "ft3 bucket_cap=1.00 MiB scaling=strong");
+  CHECK(s.scenarios[1].curve == "dgx-a100 bucket_cap=25.00 MiB");
+  CHECK(s.scenarios[1].workload.ddp.bucket_cap_bytes == 25.0 * 1048576);
+  CHECK(s.scenarios[2].cluster_config.name == "finisterrae3");
+  CHECK(s.swept == std::vector<std::string>{"cluster", "bucket_cap", "scaling"});
+  // default scaling: strong and weak
+  const StudySpec both = parse_study(study_text("  gpus: [1, 2]\n"), "t.yaml", 1e9);
+  REQUIRE(both.scenarios.size() == 4);
+  CHECK(both.scenarios[0].options.scaling == Scaling::strong);
+  CHECK(both.scenarios[1].options.scaling == Scaling::weak);
+  // an NCCL restriction reaches the scenario's cluster
+  const StudySpec algo = parse_study(study_text("  gpus: [1, 2]\n  nccl_algo: [all, tree]\n  scaling: [strong]\n"), "t.yaml", 1e9);
+  REQUIRE(algo.scenarios.size() == 4);
+  CHECK(algo.scenarios[0].cluster_config.collectives.algorithms.size() == 2);
+  CHECK(algo.scenarios[1].cluster_config.collectives.algorithms == std::vector<Algo>{Algo::tree});
+}
+
+TEST_CASE("study file: the work of every scenario is checked before anything runs") {
+  // 2 clusters x 2 modes, GPUs 1 + 16 (+ the 1-GPU baseline), 5 iterations
+  CHECK_THROWS_WITH_AS(parse_study(study_text("  gpus: [1, 16]\n"), "t.yaml", 100), doctest::Contains("t.yaml:"), InputError);
+  CHECK_NOTHROW(parse_study(study_text("  gpus: [1, 16]\n"), "t.yaml", 1e6));
+}
