@@ -1,20 +1,79 @@
 #include "scenario.hpp"
 
+#include <cmath>
+#include <cstdlib>
 #include <functional>
+#include <stdexcept>
 
 #include "model/kan_model.hpp"
 #include "model/plot.hpp"
+#include "model/collectives.hpp"
 #include "model/units.hpp"
+#include <algorithm>
+#include <sstream>
 #include "model/yaml_reader.hpp"
 
 namespace ks {
-
-namespace {
 
 std::string widths_text(const std::vector<std::int64_t>& w) {
   std::string s;
   for (auto v : w) s += (s.empty() ? "" : "-") + std::to_string(v);
   return s;
+}
+
+void apply_network_factor(Cluster& c, Calibration& cal, const std::string& what, double f) {
+  auto scale_hw = [&](int level) {
+    for (auto& algo : cal.nccl.hw_latency_us[level])
+      for (double& v : algo) v *= f;
+  };
+  if (what == "intra_bandwidth") {
+    c.intra.bandwidth_Bps *= f;
+    if (cal.nccl_bus_bw_intra_Bps) *cal.nccl_bus_bw_intra_Bps *= f;
+    for (auto& r : cal.mpi_regimes)
+      if (r.bandwidth_Bps) *r.bandwidth_Bps *= f;
+    if (cal.mpi_broadcast && cal.mpi_broadcast->bandwidth_Bps) *cal.mpi_broadcast->bandwidth_Bps *= f;
+  } else if (what == "inter_bandwidth") {
+    c.net.nic_bandwidth_Bps *= f;
+    if (cal.nccl_bus_bw_inter_Bps) *cal.nccl_bus_bw_inter_Bps *= f;
+  } else if (what == "intra_latency") {
+    c.intra.latency_s *= f;
+    scale_hw(0);  // NVLink
+    scale_hw(1);  // PCI
+    for (auto& r : cal.mpi_regimes)
+      if (r.latency_s) *r.latency_s *= f;
+    if (cal.mpi_broadcast) cal.mpi_broadcast->latency_s *= f;
+  } else if (what == "inter_latency") {
+    c.net.latency_s *= f;
+    scale_hw(2);  // network
+  } else {
+    throw std::invalid_argument("apply_network_factor: unknown network value " + what);
+  }
+}
+
+namespace {
+
+// Whether `factor` on `what` changes any all-reduce or the broadcast the
+// collective model prices on `layout` (sizes from 4 KiB to 256 MiB).
+bool network_factor_moves(const Cluster& c, const Calibration& cal, const Layout& layout, const std::string& what, double factor) {
+  Cluster c2 = c;
+  Calibration cal2 = cal;
+  apply_network_factor(c2, cal2, what, factor);
+  const auto a = make_collective_model(c, cal), b = make_collective_model(c2, cal2);
+  for (double bytes = 4096; bytes <= 268435456; bytes *= 4)
+    if (a->allreduce(bytes, layout).time_s != b->allreduce(bytes, layout).time_s ||
+        a->broadcast(bytes, layout).time_s != b->broadcast(bytes, layout).time_s)
+      return true;
+  return false;
+}
+
+// "2x", "0.5x" or a plain number: a positive finite factor.
+double parse_factor(const std::string& text) {
+  std::string t = text;
+  if (!t.empty() && (t.back() == 'x' || t.back() == 'X')) t.pop_back();
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v) || v <= 0 || v > 1e6) return -1;
+  return v;
 }
 
 // One swept key: its values as text, and how a value changes a scenario.
@@ -133,6 +192,51 @@ StudySpec read_study(YamlMap m, double max_events) {
                           sc.cluster_config.collectives.protocols = {v[i] == "LL" ? Proto::ll : v[i] == "LL128" ? Proto::ll128 : Proto::simple};
                         }});
   }
+  if (auto net = sw.map_opt("network")) {
+    for (const std::string what : {"intra_bandwidth", "inter_bandwidth", "intra_latency", "inter_latency"}) {
+      if (!net->has(what)) continue;
+      const auto texts = net->string_list(what);
+      std::vector<double> f;
+      for (std::size_t i = 0; i < texts.size(); ++i) {
+        f.push_back(parse_factor(texts[i]));
+        if (f.back() < 0) net->fail_item(what, i, "\"" + texts[i] + "\": expected a positive factor such as 2x or 0.5x");
+        if (f.back() == 1) continue;
+        // a what-if that moves nothing in the model in use is refused, not
+        // ignored; one that acts on some clusters only is noted for the others
+        const int n = *std::max_element(s.gpus.begin(), s.gpus.end());
+        std::vector<std::string> idle;
+        for (const auto& c : s.clusters) {
+          Layout l;
+          try {
+            l = layout_for(c.cluster, n, std::nullopt);
+          } catch (const InputError&) {
+            continue;  // reported with the GPU counts below
+          }
+          if (!network_factor_moves(c.cluster, c.calibration, l, what, f.back()))
+            idle.push_back("cluster '" + c.label + "' (" + std::to_string(l.nodes) + " node(s) at " + std::to_string(n) + " GPUs, " +
+                           (c.cluster.collectives.family == CollFamily::nccl
+                                ? "NCCL: another link bounds the bandwidth, or the level is not used"
+                                : "MPI: its fitted regimes hold the latency and bandwidth") +
+                           ")");
+        }
+        if (idle.size() == s.clusters.size())
+          net->fail_item(what, i, texts[i] + " moves nothing in the collective model in use for " + idle.front() +
+                                      "; drop it or sweep GPU counts where it acts");
+        for (const auto& c : idle)
+          s.notes.push_back("network." + what + " " + texts[i] + " moves nothing for " + c + ": its scenarios equal the 1x ones");
+      }
+      std::vector<std::string> labels;
+      for (double v : f) {
+        std::ostringstream os;
+        os << v << "x";
+        labels.push_back(os.str());
+      }
+      axes.push_back(Axis{"network." + what, labels, [f, what](Scenario& sc, std::size_t i) {
+                            if (f[i] != 1) apply_network_factor(sc.cluster_config, sc.calibration, what, f[i]);
+                          }});
+    }
+    net->finish();
+  }
   {
     const std::vector<std::string> v = sw.has("scaling") ? sw.choice_list("scaling", {"strong", "strong-global-batch", "weak"})
                                                          : std::vector<std::string>{"strong", "weak"};
@@ -160,6 +264,7 @@ StudySpec read_study(YamlMap m, double max_events) {
       sc.cluster = c;
       sc.workload = s.workload;
       sc.cluster_config = s.clusters[c].cluster;
+      sc.calibration = s.clusters[c].calibration;
       sc.options.gpus = s.gpus;
       sc.options.iterations = s.iterations;
       sc.options.seed = s.seed;
@@ -210,7 +315,7 @@ StudySpec read_study(YamlMap m, double max_events) {
       sw.fail("gpus", e.what());
     }
     WorkEstimate e = estimate_study_work(sc.workload, sc.options);
-    if (s.interval_samples > 0 && has_measured_uncertainty(s.clusters[sc.cluster].calibration)) e.events *= s.interval_samples + 1;
+    if (s.interval_samples > 0 && has_measured_uncertainty(sc.calibration)) e.events *= s.interval_samples + 1;
     total.events += e.events;
     total.bytes = std::max(total.bytes, e.bytes);
   }
@@ -233,7 +338,7 @@ std::vector<StudyResult> run_scenarios(const StudySpec& s, std::size_t begin, st
   std::vector<StudyResult> out;
   for (std::size_t i = begin; i < end && i < s.scenarios.size(); ++i) {
     const Scenario& sc = s.scenarios[i];
-    out.push_back(run_study(sc.cluster_config, sc.workload, s.clusters[sc.cluster].calibration, sc.options));
+    out.push_back(run_study(sc.cluster_config, sc.workload, sc.calibration, sc.options));
   }
   return out;
 }

@@ -25,7 +25,8 @@ struct StudyCluster {
 struct Scenario {
   std::size_t cluster = 0;  // index into StudySpec::clusters
   Workload workload;        // the base workload with this scenario's values
-  Cluster cluster_config;   // with this scenario's restrictions
+  Cluster cluster_config;   // with this scenario's restrictions and network factors
+  Calibration calibration;  // the cluster's, with this scenario's network factors
   StudyOptions options;
   // (key, value) of every swept key, in the sweep's order; the label joins
   // those with more than one value in the study.
@@ -46,6 +47,7 @@ struct StudySpec {
   std::vector<int> gpus;
   std::vector<std::string> swept;  // keys with more than one value
   std::vector<Scenario> scenarios; // clusters x sweep values, in a fixed order
+  std::vector<std::string> notes;  // what a reader should know (a what-if that acts on some clusters only)
 };
 
 // Reads and checks a study file, the cluster, workload and calibration files
@@ -54,6 +56,17 @@ struct StudySpec {
 // first problem.
 StudySpec load_study(const std::string& path, double max_events);
 StudySpec parse_study(const std::string& yaml_text, const std::string& name, double max_events);
+
+// KAN widths as a label: "64-256-256-1".
+std::string widths_text(const std::vector<std::int64_t>& widths);
+
+// A network what-if: `factor` times the intra- or inter-node bandwidth or
+// latency (`what`: intra_bandwidth, inter_bandwidth, intra_latency,
+// inter_latency), on the values the collective model in use reads: for
+// NCCL the bus bandwidths and NCCL's per-hop latencies (hw_latency_us of
+// the NVLink/PCI or network level), for MPI the link values and, within a
+// node, the fitted regimes (measured there).
+void apply_network_factor(Cluster& c, Calibration& cal, const std::string& what, double factor);
 
 // Scenarios [begin, end) of the study, each run_study's result, in order.
 std::vector<StudyResult> run_scenarios(const StudySpec& s, std::size_t begin, std::size_t end);

@@ -19,12 +19,6 @@ namespace {
 using json = nlohmann::json;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::string widths_text(const std::vector<std::int64_t>& w) {
-  std::string s;
-  for (auto v : w) s += (s.empty() ? "" : "-") + std::to_string(v);
-  return s;
-}
-
 std::string algorithms_text(const Cluster& c) {
   if (c.collectives.family != CollFamily::nccl) return "mpi";
   std::string s;
@@ -226,13 +220,17 @@ StudyOutputs study_outputs(const StudySpec& s, const std::vector<StudyResult>& r
       co.series.push_back(std::move(s_ce));
       co.series.push_back(std::move(s_ct));
     }
-    RunInfo info{command_line, &sc.cluster_config, &sc.workload, &s.clusters[sc.cluster].calibration, sc.options,
+    RunInfo info{command_line, &sc.cluster_config, &sc.workload, &sc.calibration, sc.options,
                  s.clusters[sc.cluster].calibration_file};
     json settings = json::object();
     for (const auto& [k, v] : sc.settings) settings[k] = v;
     scenarios.push_back({{"index", i}, {"label", sc.label}, {"cluster", s.clusters[sc.cluster].label}, {"settings", settings},
                          {"result", study_json(r, info)}});
   }
+  // a model-size line runs from the smallest model to the largest
+  for (PlotSpec* p : {&me, &mm})
+    for (auto& series : p->series)
+      std::stable_sort(series.points.begin(), series.points.end(), [](const auto& a, const auto& b) { return a[0] < b[0]; });
   o.tables = {strong, weak, comm, size};
   for (PlotSpec* p : {&sp, &se, &wt, &co, &me, &mm})
     if (!p->series.empty()) o.plots.push_back(std::move(*p));
@@ -355,6 +353,7 @@ std::string tables_text(const StudySpec& s, const StudyOutputs& o) {
   std::ostringstream os;
   os << "kanscale study " << s.name << ": " << s.scenarios.size() << " scenario(s) x " << s.gpus.size() << " GPU count(s); seed "
      << s.seed << "\n  " << intervals_line(s) << "\n";
+  for (const auto& n : s.notes) os << "  note: " << n << "\n";
   for (const auto& t : o.tables) {
     if (t.rows.empty()) continue;
     std::vector<std::string> head;
@@ -423,6 +422,10 @@ std::string study_markdown(const StudySpec& s, const StudyOutputs& o) {
       for (const auto& c : r) md << " " << c << " |";
       md << "\n";
     }
+  }
+  if (!s.notes.empty()) {
+    md << "\n## Notes\n\n";
+    for (const auto& n : s.notes) md << "- " << n << "\n";
   }
   std::set<std::string> warnings;
   for (const auto& sc : o.study["scenarios"])

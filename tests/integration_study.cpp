@@ -194,3 +194,39 @@ TEST_CASE("study: a second run replaces its own output whole; a failed run leave
   CHECK(!std::filesystem::exists(out + "/stale.txt"));
   CHECK(std::filesystem::exists(out + "/strong_speedup.png"));
 }
+
+TEST_CASE("study: a fitted calibration's bands are simulate's intervals for the same scenario, and bracket the median") {
+  TempDir d;
+  const std::string study = d.write("s.yaml", "name: bands\nseed: 2\niterations: 3\nintervals: {samples: 30}\nworkload: " + kSrc +
+                                                  "/configs/workloads/local-kanscale.yaml\nclusters:\n  - file: " + kSrc +
+                                                  "/configs/clusters/local-cpu.yaml\n    calibration: " + kSrc +
+                                                  "/tests/fixtures/calibration-ci-live.yaml\nsweep:\n  gpus: [1, 2]\n  scaling: [strong]\n");
+  const ProcessResult r = run_process({kExe, "study", study, "--out", d / "out", "--no-plots"}, d.path, 120);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto rows = nlohmann::json::parse(slurp(d / "out/strong_scaling.json"))["rows"];
+  REQUIRE(rows.size() == 2);
+  const std::string sim_json = d / "sim.json";
+  REQUIRE(run_process({kExe, "simulate", "--cluster", kSrc + "/configs/clusters/local-cpu.yaml", "--workload",
+                       kSrc + "/configs/workloads/local-kanscale.yaml", "--calibration", kSrc + "/tests/fixtures/calibration-ci-live.yaml",
+                       "--gpus", "1,2", "--iterations", "3", "--seed", "2", "--interval-samples", "30", "--json", sim_json},
+                      d.path, 120)
+              .exit_code == 0);
+  const auto sim = nlohmann::json::parse(slurp(sim_json));
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto& row = rows[i];
+    const auto& p = sim["points"][i];
+    CHECK(row["iteration_time_lo_s"].get<double>() == p["iteration_time_interval_s"]["lo"].get<double>());
+    CHECK(row["iteration_time_hi_s"].get<double>() == p["iteration_time_interval_s"]["hi"].get<double>());
+    CHECK(row["speedup_hi"].get<double>() == p["speedup_interval"]["hi"].get<double>());
+    CHECK(row["iteration_time_lo_s"].get<double>() < row["iteration_time_s"].get<double>());
+    CHECK(row["iteration_time_s"].get<double>() < row["iteration_time_hi_s"].get<double>());
+    // efficiency's band is the speedup's over N
+    CHECK(row["efficiency_lo"].get<double>() == doctest::Approx(p["speedup_interval"]["lo"].get<double>() / (i + 1)));
+  }
+  // the plot data carries the band: speedup at N=2 between its lo and hi
+  const std::string dat = slurp(d / "out/strong_speedup.dat");
+  const auto row2 = dat.find("\n2 ");
+  REQUIRE(row2 != std::string::npos);
+  CHECK(dat.substr(row2 + 1, dat.find('\n', row2 + 1) - row2 - 1).find("NaN") == std::string::npos);
+}
