@@ -96,9 +96,10 @@ std::string gnuplot_script(const PlotSpec& p) {
   for (const auto& s : p.series)
     for (const auto& pt : s.points) bands |= std::isfinite(pt[2]) && std::isfinite(pt[3]);
   std::vector<std::string> parts;
-  if (n > 0 && bands)
+  if (n > 0 && bands)  // shaded along a line; error bars on a scatter
     parts.push_back("for [i=1:" + std::to_string(n) + "] " + dat +
-                    " index (i-1) using 1:3:4 with filledcurves lc colors[i] notitle");
+                    (p.lines ? " index (i-1) using 1:3:4 with filledcurves lc colors[i] notitle"
+                             : " index (i-1) using 1:2:3:4 with yerrorbars lc colors[i] pt 7 ps 0.8 notitle"));
   if (n > 0)
     parts.push_back("for [i=1:" + std::to_string(n) + "] " + dat + " index (i-1) using 1:2 with " +
                     (p.lines ? "linespoints pt 7 ps 0.6 lw 1.5 dt dashes[i]" : "points pt 7 ps 0.8") + " lc colors[i] title names[i]");

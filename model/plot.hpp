@@ -36,7 +36,7 @@ struct PlotSpec {
   std::string name;  // file stem: NAME.gp, NAME.dat, NAME.svg, NAME.png
   std::string title, xlabel, ylabel;
   Axis x = Axis::linear, y = Axis::linear;
-  bool lines = true;           // false: points only (a scatter)
+  bool lines = true;           // false: points only (a scatter), bands as error bars
   bool diagonal = false;       // the line y = x (ideal speedup; predicted = measured)
   std::string diagonal_title;  // its key entry
   std::string note;            // a comment line in the script (what the bands are)

@@ -18,34 +18,28 @@
 
 #include "kanscale/build_info.hpp"
 #include "model/output_files.hpp"
+#include "model/plot.hpp"
 #include "model/units.hpp"
 #include "validation/schedule.hpp"
 
 namespace ks {
 
-std::string svg_scatter(const std::vector<CaseResult>& rs) {
-  double mx = 0;
-  for (const auto& r : rs) mx = std::max({mx, r.live.iteration_s, r.predicted.iteration_s});
-  mx *= 1.1e3;  // ms
-  const int W = 420, H = 420, M = 50;
-  auto X = [&](double ms) { return M + (W - 2 * M) * ms / mx; };
-  auto Y = [&](double ms) { return H - M - (H - 2 * M) * ms / mx; };
-  std::ostringstream o;
-  o << std::fixed << std::setprecision(1);
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" font-family=\"sans-serif\" font-size=\"11\">\n"
-    << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<line x1=\"" << X(0) << "\" y1=\"" << Y(0) << "\" x2=\"" << X(mx) << "\" y2=\"" << Y(mx) << "\" stroke=\"#999\" stroke-dasharray=\"4\"/>\n"
-    << "<line x1=\"" << X(0) << "\" y1=\"" << Y(0) << "\" x2=\"" << X(mx) << "\" y2=\"" << Y(0) << "\" stroke=\"black\"/>\n"
-    << "<line x1=\"" << X(0) << "\" y1=\"" << Y(0) << "\" x2=\"" << X(0) << "\" y2=\"" << Y(mx) << "\" stroke=\"black\"/>\n"
-    << "<text x=\"" << W / 2 << "\" y=\"" << H - 12 << "\" text-anchor=\"middle\">measured iteration (ms)</text>\n"
-    << "<text x=\"14\" y=\"" << H / 2 << "\" transform=\"rotate(-90 14," << H / 2 << ")\" text-anchor=\"middle\">predicted iteration (ms)</text>\n"
-    << "<text x=\"" << X(mx) << "\" y=\"" << Y(0) + 14 << "\" text-anchor=\"end\">" << mx << "</text>\n";
+PlotSpec scatter_plot(const std::vector<CaseResult>& rs) {
+  PlotSpec p{"predicted_vs_measured", "Predicted against measured iteration time", "measured iteration (ms)",
+             "predicted iteration (ms), with its interval", Axis::log10, Axis::log10, false, true, "predicted = measured",
+             "Error bars: the prediction's interval (where the calibration has measured uncertainty).", {}};
+  const char* names[] = {"1 rank", "several ranks", "oversubscribed (not judged)"};
+  std::vector<PlotSeries> groups(3);
+  for (int g = 0; g < 3; ++g) groups[static_cast<std::size_t>(g)] = {names[g], {}, false, 0};
+  const double nan = std::nan("");
   for (const auto& r : rs) {
-    o << "<circle cx=\"" << X(r.live.iteration_s * 1e3) << "\" cy=\"" << Y(r.predicted.iteration_s * 1e3) << "\" r=\"4\" fill=\""
-      << (r.c.oversubscribed ? "#d62728" : r.c.ranks > 1 ? "#1f77b4" : "#2ca02c") << "\"><title>" << r.c.label() << "</title></circle>\n";
+    const std::size_t g = r.c.oversubscribed ? 2 : r.c.ranks > 1 ? 1 : 0;
+    groups[g].points.push_back({r.live.iteration_s * 1e3, r.predicted.iteration_s * 1e3, r.interval ? r.interval->lo * 1e3 : nan,
+                                r.interval ? r.interval->hi * 1e3 : nan});
   }
-  o << "</svg>\n";
-  return o.str();
+  for (auto& g : groups)
+    if (!g.points.empty()) p.series.push_back(std::move(g));
+  return p;
 }
 
 std::string svg_errors(const std::vector<CaseResult>& rs) {
@@ -237,7 +231,8 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
      << heavy << " of " << judged << " judged.\n\nBound on the iteration time: " << bound.str() << ": **"
      << (o.ok ? "met" : "exceeded: " + o.why) << "**\n\n" << coverage_text(o.coverage, plan) << "\n\n"
      << "## Cases\n\n" << table.str() << "\n![predicted vs measured](predicted_vs_measured.svg)\n\n"
-     << "Predicted against measured iteration time (green: 1 rank, blue: several, red: oversubscribed; dashed: equal).\n\n"
+     << "Predicted against measured iteration time, log axes (dotted: equal; error bars: the prediction's interval). "
+     << "gnuplot renders it from predicted_vs_measured.gp and .dat beside it.\n\n"
      << "![error per case, noise floor in orange](error_per_case.svg)\n\n"
      << "Iteration-time error per case, in the order of the table (orange: +- the case's noise floor).\n\n";
   std::vector<std::pair<std::string, std::string>> files;
@@ -280,11 +275,24 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
                                     {"summary", sj}, {"cases", j}}
                              .dump(2) +
                          "\n");
-  files.emplace_back(out_dir + "/predicted_vs_measured.svg", svg_scatter(o.results));
+  const PlotSpec scatter = scatter_plot(o.results);
+  files.emplace_back(out_dir + "/" + scatter.name + ".gp", gnuplot_script(scatter));
+  files.emplace_back(out_dir + "/" + scatter.name + ".dat", gnuplot_data(scatter));
   files.emplace_back(out_dir + "/error_per_case.svg", svg_errors(o.results));
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   write_files_atomic(files);
+  // the plot is rendered last: a failure costs the picture, never the run's results
+  if (!in_path("gnuplot")) {
+    std::cerr << "validate: gnuplot is not in PATH (Debian: gnuplot-nox): " << out_dir << "/" << scatter.name
+              << ".gp is written but not rendered\n";
+  } else {
+    try {
+      render_plots(out_dir, {scatter.name});
+    } catch (const std::exception& e) {
+      std::cerr << "validate: " << e.what() << " (the results are written)\n";
+    }
+  }
   std::cout << "kanscale validate: " << plan.name << " (" << o.results.size() << " cases x " << plan.rounds << " rounds)\n\n"
             << sum.str() << "\n" << table.str() << "\nbound " << (o.ok ? "met" : "EXCEEDED: " + o.why) << "; "
             << coverage_text(o.coverage, plan) << "; report: " << out_dir << "/report.md\n";

@@ -1,17 +1,19 @@
 #pragma once
-// The validation report's plots, drawn as SVG: predicted against measured
-// iteration times, the error per case, and one iteration's timeline live
-// and simulated side by side.
+// The validation report's plots: predicted against measured iteration
+// times (a gnuplot plot, model/plot), and, drawn as SVG, the error per case
+// and one iteration's timeline live and simulated side by side.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "compare.hpp"
+#include "model/plot.hpp"
 #include "sim/study.hpp"
 
 namespace ks {
 
-std::string svg_scatter(const std::vector<CaseResult>& results);
+// Predicted against measured iteration time on log axes, as a gnuplot plot.
+PlotSpec scatter_plot(const std::vector<CaseResult>& results);
 std::string svg_errors(const std::vector<CaseResult>& results);
 
 // One iteration of rank 0 from the live trace (the last steady one) and
