@@ -31,9 +31,10 @@ const char* to_string(Precision p) { return p == Precision::fp32 ? "fp32" : "tf3
 const char* to_string(Implementation i) { return i == Implementation::efficient_kan ? "efficient-kan" : "kanscale"; }
 
 double OpCost::time_s(double flops, double bytes, double elements, double weights) const {
-  const double tf = flop_rate > 0 ? flops / flop_rate : 0.0;
-  const double tb = byte_rate > 0 ? bytes / byte_rate : 0.0;
-  return fixed_s + (roofline ? std::max(tf, tb) : tf + tb) + elements * element_s + weights * weight_s;
+  // (a rate below 0 comes only from a drawn calibration: see set_op_coefficients)
+  const double tf = flop_rate != 0 ? flops / flop_rate : 0.0;
+  const double tb = byte_rate != 0 ? bytes / byte_rate : 0.0;
+  return std::max(0.0, fixed_s + (roofline ? std::max(tf, tb) : tf + tb) + elements * element_s + weights * weight_s);
 }
 
 // ---------------------------------------------------------------- NCCL tables
@@ -355,14 +356,15 @@ std::vector<double> op_coefficients(const OpCost& c, bool layer) {
   return {c.fixed_s, per(c.byte_rate)};
 }
 
-void set_op_coefficients(OpCost& c, bool layer, const std::vector<double>& coef) {
-  auto rate = [](double per) { return per > 0 ? 1.0 / per : 0.0; };
-  c.fixed_s = std::max(0.0, coef.at(0));
+void set_op_coefficients(OpCost& c, bool layer, const std::vector<double>& coef, bool signed_terms) {
+  auto rate = [&](double per) { return per > 0 || (signed_terms && per < 0) ? 1.0 / per : 0.0; };
+  auto term = [&](double v) { return signed_terms ? v : std::max(0.0, v); };
+  c.fixed_s = term(coef.at(0));
   if (layer) {
     c.flop_rate = rate(coef.at(1));
     c.byte_rate = rate(coef.at(2));
-    c.element_s = std::max(0.0, coef.at(3));
-    c.weight_s = std::max(0.0, coef.at(4));
+    c.element_s = term(coef.at(3));
+    c.weight_s = term(coef.at(4));
   } else {
     c.byte_rate = rate(coef.at(1));
   }

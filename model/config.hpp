@@ -119,8 +119,13 @@ struct OpCost {
 // s per FLOP, s per byte, s per element, s per weight), any other op's
 // (fixed s, s per byte); a rate of 0 (no term) is a coefficient of 0.
 std::vector<double> op_coefficients(const OpCost& c, bool layer);
-// The inverse: sets the terms from coefficients (negative ones count as 0).
-void set_op_coefficients(OpCost& c, bool layer, const std::vector<double>& coef);
+// The inverse: sets the terms from coefficients (negative ones count as 0,
+// except with `signed_terms`: a calibration drawn from the fit's covariance). A
+// coefficient below 0 is kept, so that anticorrelated terms still sum to
+// about the fitted time; the op's time is then clamped at 0 as a whole.
+// Clamping each coefficient instead biases every draw upward (a term drawn
+// below 0 becomes 0 while its anticorrelated partner stays high).
+void set_op_coefficients(OpCost& c, bool layer, const std::vector<double>& coef, bool signed_terms = false);
 
 // NCCL tuning constants; the defaults come from the configured NCCL version,
 // a fitted calibration can replace them.

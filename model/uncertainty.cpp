@@ -51,7 +51,7 @@ Calibration draw_calibration(const Calibration& fitted, const Rng& rng, std::uin
       }
       const bool layer = name == "kan_forward" || name == "kan_backward";
       const std::vector<double> mean = op_coefficients(c, layer);
-      set_op_coefficients(c, layer, correlated_normal(mean, c.cov, normals(mean.size())));
+      set_op_coefficients(c, layer, correlated_normal(mean, c.cov, normals(mean.size())), true);
     }
   }
   for (auto& r : cal.mpi_regimes) {

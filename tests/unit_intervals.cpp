@@ -204,3 +204,41 @@ TEST_CASE("coverage: the share of judged cases whose measured time lies in the i
   CHECK(cv.pct() == doctest::Approx(200.0 / 3));
   CHECK(cv.median_half_width_pct == doctest::Approx(10.0));  // median of 10, 10, 30
 }
+
+TEST_CASE("draws: anticorrelated terms near 0 keep the op's time centred on the fitted one") {
+  // A layer op of 10 us fixed + 1 ns per element at 1e4 elements: 20 us.
+  // Its two terms are strongly anticorrelated (corr -0.99) and the fixed
+  // term's standard error (15 us) passes its value, so a quarter of the
+  // draws put it below 0 (P(z < -2/3) = 0.25). Kept signed, the draws'
+  // median time is the fitted one: the time's spread is
+  // var = 15^2 + 15^2 - 2 x 0.99 x 15 x 15 = 4.5 us^2 (sd 2.1 us), so the
+  // median of 2,000 draws is within ~0.06 us of 20 us. Clamping each term
+  // at 0 instead (the code before this test) puts the median 11% high (a
+  // 20,000-draw simulation of both rules: 1.000 and 1.109 x the fitted
+  // time), which is what made bands leave their own prediction below them.
+  Calibration cal;
+  OpCost c;
+  c.roofline = false;
+  c.fixed_s = 10e-6;
+  c.element_s = 1e-9;
+  const double sf = 15e-6, se = 1.5e-9, rho = -0.99;  // std errs: 15 us, 1.5 ns per element
+  c.cov = {{sf * sf, 0, 0, rho * sf * se, 0},
+           {0, 0, 0, 0, 0},
+           {0, 0, 0, 0, 0},
+           {rho * sf * se, 0, 0, se * se, 0},
+           {0, 0, 0, 0, 0}};
+  cal.ops["kan_forward"] = c;
+  const double central = c.time_s(0, 0, 1e4);
+  CHECK(central / 20e-6 == doctest::Approx(1.0));  // (ratios: doctest's Approx adds 1 to its scale, so tiny values always pass)
+  const Rng rng(11);
+  std::vector<double> t;
+  int negative_fixed = 0;
+  for (std::uint64_t d = 0; d < 2000; ++d) {
+    const Calibration drawn = draw_calibration(cal, rng, d);
+    const OpCost& o = drawn.ops.at("kan_forward");
+    negative_fixed += o.fixed_s < 0;
+    t.push_back(o.time_s(0, 0, 1e4));
+  }
+  CHECK(negative_fixed > 400);  // ~25% of 2,000
+  CHECK(median(t) / central == doctest::Approx(1.0).epsilon(0.02));
+}
