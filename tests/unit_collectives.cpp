@@ -43,7 +43,7 @@ TEST_CASE("one node, 2 ranks, 64 MiB: ring/Simple by hand") {
   CHECK_FALSE(find(c, Algo::ring, Proto::ll128).enabled);
   const auto e = f.m.allreduce(bytes, Layout{2, 1});
   CHECK(e.label() == "ring/Simple");
-  CHECK(e.time_s == doctest::Approx((19.8 + 67108864 / 9000.0) * 1e-6));
+  CHECK(e.time_s == doctest::Approx((19.8 + 67108864 / 9000.0) * 1e-6).scale(0));
 }
 
 TEST_CASE("one node, 2 ranks: ring/LL switches to ring/Simple at 42,600 B") {
@@ -118,13 +118,13 @@ TEST_CASE("mpi family: recursive doubling below 10 kB, ring above, alpha-beta by
   // 4096 B: log2(4) = 2 steps of (1us + 4096/9e9)
   const auto small = m.allreduce(4096, Layout{4, 1});
   CHECK(small.algorithm == "recursive_doubling");
-  CHECK(small.time_s == doctest::Approx(2 * (1e-6 + 4096 / 9e9)));
+  CHECK(small.time_s == doctest::Approx(2 * (1e-6 + 4096 / 9e9)).scale(0));
   // 1 MiB ring: 2*3 steps of 1 us + 2*3/4 * 1 MiB / 9 GB/s
   const auto big = m.allreduce(1048576, Layout{4, 1});
   CHECK(big.algorithm == "ring");
-  CHECK(big.time_s == doctest::Approx(6e-6 + 1.5 * 1048576 / 9e9));
+  CHECK(big.time_s == doctest::Approx(6e-6 + 1.5 * 1048576 / 9e9).scale(0));
   // 2 nodes x 2 ranks: the NIC (12.5 GB/s) is shared by 2 ranks -> 6.25 GB/s, 2 us
-  CHECK(m.allreduce(1048576, Layout{4, 2}).time_s == doctest::Approx(6 * 2e-6 + 1.5 * 1048576 / 6.25e9));
+  CHECK(m.allreduce(1048576, Layout{4, 2}).time_s == doctest::Approx(6 * 2e-6 + 1.5 * 1048576 / 6.25e9).scale(0));
 }
 
 TEST_CASE("mpi family: the broadcast is a binomial tree, with its own measured terms where fitted") {
@@ -134,14 +134,14 @@ TEST_CASE("mpi family: the broadcast is a binomial tree, with its own measured t
   Calibration k = datasheet_calibration(c, Precision::fp32);
   // Without a broadcast fit: the all-reduce regime's link terms. 8 ranks on
   // one node, 2304 B: ceil(log2 8) = 3 steps of (1 us + 2304 / 9 GB/s).
-  CHECK(MpiModel(c, k).broadcast(2304, Layout{8, 1}).time_s == doctest::Approx(3 * (1e-6 + 2304 / 9e9)));
+  CHECK(MpiModel(c, k).broadcast(2304, Layout{8, 1}).time_s == doctest::Approx(3 * (1e-6 + 2304 / 9e9)).scale(0));
   // Fitted (4 us, 2 GB/s): 3 x (4 us + 2304 / 2e9) = 15.456 us
   k.mpi_broadcast = MpiBroadcast{4e-6, 2e9};
   const auto b = MpiModel(c, k).broadcast(2304, Layout{8, 1});
   CHECK(b.algorithm == "binomial");
-  CHECK(b.time_s == doctest::Approx(3 * (4e-6 + 2304 / 2e9)));
+  CHECK(b.time_s == doctest::Approx(3 * (4e-6 + 2304 / 2e9)).scale(0));
   // a latency-only fit keeps the link's bandwidth: 2 ranks, 1 step
   k.mpi_broadcast = MpiBroadcast{4e-6, std::nullopt};
-  CHECK(MpiModel(c, k).broadcast(9e6, Layout{2, 1}).time_s == doctest::Approx(4e-6 + 9e6 / 9e9));
+  CHECK(MpiModel(c, k).broadcast(9e6, Layout{2, 1}).time_s == doctest::Approx(4e-6 + 9e6 / 9e9).scale(0));
   CHECK(MpiModel(c, k).broadcast(9e6, Layout{1, 1}).time_s == 0.0);
 }
