@@ -14,13 +14,20 @@
 
 namespace ks {
 
-namespace {
-
 std::string fixed(double v, int prec) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(prec) << v;
   return os.str();
 }
+
+std::string csv_escape(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return o + "\"";
+}
+
+namespace {
 
 // "1.0MiB ring/LL, 2.0MiB tree/Simple": distinct (size, choice) pairs in bucket order.
 std::string bucket_choices(const std::vector<BucketRow>& rows) {
@@ -117,13 +124,6 @@ nlohmann::json point_json(const ScalingPoint& p) {
           {"speedup_interval", band_json(p.speedup_band)},
           {"buckets_first_iteration", buckets_json(p.first_plan)},
           {"buckets_steady", buckets_json(p.steady_plan)}};
-}
-
-std::string csv_escape(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string o = "\"";
-  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return o + "\"";
 }
 
 std::string csv_header_comment(const RunInfo& info) {

@@ -22,6 +22,11 @@ struct RunInfo {
   std::string calibration_file;  // empty: derived from the cluster
 };
 
+// A number with `prec` decimals; a CSV field, quoted when it holds a comma,
+// a quote or a newline (quotes doubled).
+std::string fixed(double v, int prec);
+std::string csv_escape(const std::string& s);
+
 void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info);
 nlohmann::json study_json(const StudyResult& r, const RunInfo& info);
 std::string study_csv(const StudyResult& r, const RunInfo& info);

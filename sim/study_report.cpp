@@ -81,12 +81,6 @@ std::string size_group(const StudySpec& s, const Scenario& sc) {
 
 bool strong_mode(Scaling m) { return m != Scaling::weak; }
 
-std::string fixed(double v, int prec) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(prec) << v;
-  return os.str();
-}
-
 json provenance_json(const StudySpec& s, const std::string& command_line) {
   json clusters = json::array();
   for (const auto& c : s.clusters) {
@@ -249,14 +243,7 @@ std::string table_csv(const DimensionTable& t, const std::string& header_comment
       const json& v = row[c];
       if (v.is_null()) continue;
       if (v.is_string()) {
-        const std::string str = v.get<std::string>();
-        if (str.find_first_of(",\"\n") == std::string::npos) {
-          os << str;
-        } else {
-          os << '"';
-          for (char ch : str) os << (ch == '"' ? std::string("\"\"") : std::string(1, ch));
-          os << '"';
-        }
+        os << csv_escape(v.get<std::string>());
       } else if (v.is_boolean()) {
         os << (v.get<bool>() ? "true" : "false");
       } else if (v.is_number_float()) {
