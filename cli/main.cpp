@@ -25,7 +25,7 @@ static void usage(std::ostream& os) {
         "  model      query a cost model point by point (model allreduce, model layer)\n"
         "  validate   live runs beside predictions, with the error stated (validate PLAN [--emit|--collect|--published])\n"
         "  eval       predictions of a trained checkpoint for the rows of a CSV file\n"
-        "  bench      benchmarks of kanscale itself (bench sim, bench kernels, bench interference)\n\n"
+        "  bench      benchmarks of kanscale itself (bench sim, bench kernels, bench interference, bench study)\n\n"
         "kanscale <command> --help shows a command's options. kanscale --version prints the build.\n";
 }
 

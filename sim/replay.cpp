@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cmath>
 #include <stdexcept>
 
 #include "event_queue.hpp"
@@ -101,11 +102,19 @@ struct Piece {
 
 class Sim {
  public:
-  explicit Sim(const ReplayInput& in) : in_(in), n_(in.ranks), rng_(in.seed) {
+  // `ids`: the run's ranks to replay (replayed rank j draws the jitter and
+  // straggler factor of rank ids[j]); null: all in.ranks of them.
+  // `plans`: the first and steady plans when the caller has made them.
+  Sim(const ReplayInput& in, const std::vector<int>* ids, const IterPlan* plans = nullptr)
+      : in_(in), n_(ids ? static_cast<int>(ids->size()) : in.ranks), ids_(ids), rng_(in.seed) {
     if (n_ < 1) throw std::invalid_argument("replay needs at least one rank");
     if (in.iterations < 1) throw std::invalid_argument("replay needs at least one iteration");
-    plans_[0] = make_plan(in, in.first);
-    plans_[1] = make_plan(in, in.steady);
+    if (!plans) {
+      own_plans_[0] = make_plan(in, in.first);
+      own_plans_[1] = make_plan(in, in.steady);
+      plans = own_plans_;
+    }
+    plans_ = plans;
     // Global collective sequence: per iteration [broadcast], buckets in order.
     for (int i = 0; i < in.iterations; ++i) {
       const IterPlan& p = plan(i);
@@ -140,7 +149,9 @@ class Sim {
     for (int r = 0; r < n_; ++r)
       if (ranks_[r].stage != kDone) throw std::logic_error("replay deadlocked");
     result_.events = q_.popped();
-    for (const Collective& c : colls_) result_.collectives.push_back(CollectiveRecord{c.iter, c.bucket, c.bytes, c.label, c.start_s, c.end_s});
+    // (a reduced replay, for its timeline only, leaves the labels out)
+    for (const Collective& c : colls_)
+      result_.collectives.push_back(CollectiveRecord{c.iter, c.bucket, c.bytes, ids_ ? std::string() : c.est->label(), c.start_s, c.end_s});
     build_trace();
     return std::move(result_);
   }
@@ -154,7 +165,7 @@ class Sim {
     c.bucket = bucket;
     c.bytes = bytes;
     c.duration_s = est.time_s;
-    c.label = est.label();
+    c.est = &est;
     colls_.push_back(std::move(c));
   }
   int coll_index(int iter, int bucket) const { return coll_offset_[iter] + (in_.broadcast_buffers ? 1 : 0) + bucket; }
@@ -202,8 +213,9 @@ class Sim {
   void start_iteration(int r, double now) {
     RankState& s = ranks_[r];
     result_.iterations[s.iter][r].start_s = now;
-    s.factor = rng_.lognormal_mean_one(in_.jitter_sigma, static_cast<std::uint64_t>(r), static_cast<std::uint64_t>(s.iter));
-    if (!in_.rank_factor.empty()) s.factor *= in_.rank_factor.at(static_cast<std::size_t>(r));
+    const int id = ids_ ? (*ids_)[static_cast<std::size_t>(r)] : r;
+    s.factor = rng_.lognormal_mean_one(in_.jitter_sigma, static_cast<std::uint64_t>(id), static_cast<std::uint64_t>(s.iter));
+    if (!in_.rank_factor.empty()) s.factor *= in_.rank_factor.at(static_cast<std::size_t>(id));
     s.stage = kPre;
     s.work_pos = 0;
     s.next_launch = 0;
@@ -327,14 +339,16 @@ class Sim {
     c.end_s = now;
     const int it = c.iter;
     const double prev_end = g > 0 ? colls_[g - 1].end_s : 0.0;
-    const std::string name = c.bucket < 0 ? "broadcast buffers" : "allreduce bucket " + std::to_string(c.bucket);
+    const std::string name = traced_.empty() ? std::string()
+                             : c.bucket < 0  ? "broadcast buffers"
+                                             : "allreduce bucket " + std::to_string(c.bucket);
     for (int r = 0; r < n_; ++r) {
       const double busy_from = std::max(launch_time_[static_cast<std::size_t>(g) * n_ + r], prev_end);
       result_.iterations[it][r].comm_s += now - busy_from;
       if (trace_slot_[r] >= 0) {
         if (c.start_s > busy_from)
           result_.trace.push_back(TraceSlice{r, 1, it, "wait for peers: " + name, "comm_wait", busy_from, c.start_s, c.bytes});
-        result_.trace.push_back(TraceSlice{r, 1, it, name + " (" + c.label + ")", "comm", c.start_s, now, c.bytes});
+        result_.trace.push_back(TraceSlice{r, 1, it, name + " (" + c.est->label() + ")", "comm", c.start_s, now, c.bytes});
       }
     }
     const bool next_ready = g + 1 < static_cast<int>(colls_.size()) && colls_[g + 1].launched == n_;
@@ -395,8 +409,10 @@ class Sim {
 
   const ReplayInput& in_;
   int n_;
+  const std::vector<int>* ids_;
   Rng rng_;
-  IterPlan plans_[2];
+  IterPlan own_plans_[2];
+  const IterPlan* plans_ = nullptr;  // first, steady
   EventQueue<Payload> q_;
   std::vector<RankState> ranks_;
   // The global collective sequence: per iteration [broadcast], buckets in order.
@@ -404,7 +420,7 @@ class Sim {
     int iter = 0;
     int bucket = -1;  // -1: the buffer broadcast
     double bytes = 0, duration_s = 0;
-    std::string label;
+    const CollectiveEstimate* est = nullptr;  // its algorithm/protocol
     int launched = 0;  // ranks that launched it
     bool ended = false;
     double start_s = 0, end_s = 0;
@@ -422,6 +438,177 @@ class Sim {
 
 }  // namespace
 
-ReplayResult replay(const ReplayInput& in) { return Sim(in).run(); }
+ReplayResult replay(const ReplayInput& in) { return Sim(in, nullptr).run(); }
+
+namespace {
+// The median of v (reordered): the middle value, or the mean of the two
+// middle ones, the same as statistics' median() without the full sort.
+double median_in_place(std::vector<double>& v) {
+  const std::size_t n = v.size();
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (n % 2) return *mid;
+  return 0.5 * (*std::max_element(v.begin(), mid) + *mid);
+}
+
+// Why the reduction does not hold for plan p ("" when it does): a rank must
+// reach its final wait before the iteration's last all-reduce can end.
+std::string reduction_blocker(const ReplayInput& in, const IterPlan& p) {
+  const auto& ar = p.pb->allreduce;
+  const int nb = static_cast<int>(ar.size());
+  if (nb == 0) return "no buckets";
+  if (p.ready_at.back().empty()) return "compute after the last bucket is ready";
+  // the launch CPU time spent after the last launches (buckets launch in order)
+  std::vector<char> ready(static_cast<std::size_t>(nb), 0);
+  int next = 0;
+  double last_cpu = 0;
+  for (std::size_t seg = 0; seg < p.ready_at.size(); ++seg) {
+    for (int b : p.ready_at[seg]) ready[static_cast<std::size_t>(b)] = 1;
+    double cpu = 0;
+    while (next < nb && ready[static_cast<std::size_t>(next)]) cpu += ar[static_cast<std::size_t>(next++)].launch_s;
+    if (seg + 1 == p.ready_at.size()) last_cpu = cpu;
+  }
+  if (last_cpu > 0 && ar.back().time_s < last_cpu * std::max(1.0, 1.0 + in.interference))
+    return "the last launches' CPU time can outlast the last all-reduce";
+  return "";
+}
+}  // namespace
+
+IterationMedian replay_iteration_median_full(const ReplayInput& in) {
+  const int N = in.ranks, I = in.iterations;
+  if (N < 1 || I < 2) throw std::invalid_argument("an iteration median needs a rank and two iterations");
+  const ReplayResult res = replay(in);
+  std::vector<double> it(static_cast<std::size_t>(N));
+  for (int r = 0; r < N; ++r) {
+    double a = 0;
+    for (int i = 1; i < I; ++i) a += res.iterations[i][r].iteration_s();
+    it[static_cast<std::size_t>(r)] = a / (I - 1);
+  }
+  IterationMedian out;
+  out.steady_s = median_in_place(it);
+  out.ranks_replayed = N;
+  out.why_full = "asked for";
+  return out;
+}
+
+const double* JitterTable::factors(std::uint64_t seed, double sigma, int ranks, int iterations) {
+  if (seed != seed_ || sigma != sigma_ || iterations != iterations_) {
+    seed_ = seed;
+    sigma_ = sigma;
+    iterations_ = iterations;
+    ranks_ = 0;
+    f_.clear();
+  }
+  if (ranks > ranks_) {
+    const Rng rng(seed);
+    f_.resize(static_cast<std::size_t>(ranks) * iterations);
+    for (int r = ranks_; r < ranks; ++r)
+      for (int i = 0; i < iterations; ++i)
+        f_[static_cast<std::size_t>(r) * iterations + i] =
+            rng.lognormal_mean_one(sigma, static_cast<std::uint64_t>(r), static_cast<std::uint64_t>(i));
+    ranks_ = ranks;
+  }
+  return f_.data();
+}
+
+IterationMedian replay_iteration_median(const ReplayInput& in, JitterTable* table) {
+  const int N = in.ranks, I = in.iterations;
+  if (N < 1 || I < 2) throw std::invalid_argument("an iteration median needs a rank and two iterations");
+  IterationMedian out;
+  auto full = [&](std::string why) {
+    IterationMedian m = replay_iteration_median_full(in);
+    m.why_full = std::move(why);
+    return m;
+  };
+  const IterPlan plans[2] = {make_plan(in, in.first), make_plan(in, in.steady)};
+  const IterPlan &p0 = plans[0], &p1 = plans[1];
+  auto plan = [&](int i) -> const IterPlan& { return (i == 0 && in.include_first) ? p0 : p1; };
+  for (const IterPlan* p : {&p0, &p1}) {
+    if (p == &p0 && !in.include_first) continue;
+    if (std::string why = reduction_blocker(in, *p); !why.empty()) return full(why);
+  }
+  // Every rank's factor in every iteration, drawn as the replay draws them.
+  JitterTable own;
+  const double* jitter = (table ? table : &own)->factors(in.seed, in.jitter_sigma, N, I);
+  std::vector<double> f;  // with the stragglers' factors
+  if (!in.rank_factor.empty()) {
+    f.assign(jitter, jitter + static_cast<std::size_t>(N) * I);
+    for (int r = 0; r < N; ++r)
+      for (int i = 0; i < I; ++i) f[static_cast<std::size_t>(r) * I + i] *= in.rank_factor.at(static_cast<std::size_t>(r));
+    jitter = f.data();
+  }
+  auto factor = [&](int i, int r) { return jitter[static_cast<std::size_t>(r) * I + i]; };
+  // The ranks that can decide some iteration's timeline.
+  std::vector<char> keep(static_cast<std::size_t>(N), 0);
+  std::vector<int> order(static_cast<std::size_t>(N));
+  std::vector<double> offset(static_cast<std::size_t>(N));
+  for (int i = 0; i < I; ++i) {
+    const double tail_prev = i > 0 ? plan(i - 1).tail_work : 0.0;
+    const double pre = plan(i).pre_work;
+    // when the rank starts its main phase (or launches the broadcast),
+    // relative to the previous iteration's last all-reduce
+    for (int r = 0; r < N; ++r)
+      offset[static_cast<std::size_t>(r)] = (i > 0 ? tail_prev * factor(i - 1, r) : 0.0) + pre * factor(i, r);
+    if (in.broadcast_buffers) {
+      // all ranks leave the broadcast together: the last to launch it, and
+      // the slowest afterwards
+      int last = 0, slow = 0;
+      for (int r = 1; r < N; ++r) {
+        if (offset[static_cast<std::size_t>(r)] > offset[static_cast<std::size_t>(last)]) last = r;
+        if (factor(i, r) > factor(i, slow)) slow = r;
+      }
+      keep[static_cast<std::size_t>(last)] = keep[static_cast<std::size_t>(slow)] = 1;
+    } else {
+      // the Pareto front of (offset, factor): latest start first, kept when
+      // slower than every later-starting rank
+      for (int r = 0; r < N; ++r) order[static_cast<std::size_t>(r)] = r;
+      std::sort(order.begin(), order.end(), [&](int a, int b) {
+        const double oa = offset[static_cast<std::size_t>(a)], ob = offset[static_cast<std::size_t>(b)];
+        return oa != ob ? oa > ob : factor(i, a) > factor(i, b);
+      });
+      double slowest = -1;
+      for (int r : order) {
+        if (factor(i, r) > slowest) {
+          keep[static_cast<std::size_t>(r)] = 1;
+          slowest = factor(i, r);
+        }
+      }
+    }
+  }
+  std::vector<int> ids;
+  for (int r = 0; r < N; ++r)
+    if (keep[static_cast<std::size_t>(r)]) ids.push_back(r);
+  const ReplayResult sub = Sim(in, &ids, plans).run();
+  // Each iteration's end: its last all-reduce's.
+  std::vector<double> t_end(static_cast<std::size_t>(I), -1.0);
+  for (const auto& c : sub.collectives) t_end[static_cast<std::size_t>(c.iteration)] = c.end_s;
+  auto end_of = [&](int i, int r) {
+    // the replay's tail: work x factor x 1 (no slowdown) plus the host overhead
+    double dur = plan(i).tail_work * factor(i, r) * 1.0;
+    dur += in.host_overhead_s;
+    return t_end[static_cast<std::size_t>(i)] + dur;
+  };
+  // The replayed ranks must end where the rule puts them (to rounding: the
+  // compiler may fuse the tail's multiply and add differently here and in
+  // the replay); if not, the condition did not hold after all.
+  for (std::size_t j = 0; j < ids.size(); ++j)
+    for (int i = 0; i < I; ++i)
+      if (std::abs(sub.iterations[i][j].end_s - end_of(i, ids[j])) > 1e-12 * std::abs(end_of(i, ids[j])))
+        return full("a replayed rank's tail did not start at the last all-reduce's end");
+  std::vector<double> it(static_cast<std::size_t>(N));
+  for (int r = 0; r < N; ++r) {
+    double start = end_of(0, r), a = 0;
+    for (int i = 1; i < I; ++i) {
+      const double end = end_of(i, r);
+      a += end - start;
+      start = end;
+    }
+    it[static_cast<std::size_t>(r)] = a / (I - 1);
+  }
+  out.steady_s = median_in_place(it);
+  out.ranks_replayed = static_cast<int>(ids.size());
+  out.reduced = true;
+  return out;
+}
 
 }  // namespace ks

@@ -62,4 +62,47 @@ struct ReplayResult {
 
 ReplayResult replay(const ReplayInput& in);
 
+// The median over ranks of each rank's mean steady iteration time
+// (iterations 1 to I-1), the figure a study's bands are made of, equal to
+// what replay() gives (sim/study's simulate_point) but without replaying
+// every rank:
+//  - When every rank starts its optimizer tail at the end of the
+//    iteration's last all-reduce (nothing a rank does after launching the
+//    last bucket outlasts that all-reduce), an iteration's global timeline
+//    (when each collective starts and ends) depends only on the ranks whose
+//    launches come last. A rank's launches are monotone in its start offset
+//    (the previous iteration's tail, its jitter factor) and in this
+//    iteration's factor, and the interference slowdown is the same for all,
+//    so only the ranks on the Pareto front of (offset, factor) can decide
+//    it: with the buffer broadcast, which every rank leaves together, just
+//    the last to launch the broadcast and the slowest in the main phase.
+//  - Those ranks (the union over iterations, a handful) are replayed with
+//    their own jitter draws; every other rank's iteration times follow from
+//    the iterations' ends: the end of the last all-reduce plus its own tail.
+// When the condition does not hold, every rank is replayed.
+struct IterationMedian {
+  double steady_s = 0;
+  int ranks_replayed = 0;
+  bool reduced = false;  // false: a full replay (why_full says why)
+  std::string why_full;
+};
+// The jitter factors of ranks [0, n) in iterations [0, I), as the replay
+// draws them (they depend only on the seed, the sigma, the rank and the
+// iteration), kept for replays that draw the same ones: a study's points in
+// one interval sample share their seed, so the largest point's table holds
+// every smaller one's.
+class JitterTable {
+ public:
+  // rank r's factor in iteration i at [r * iterations + i]
+  const double* factors(std::uint64_t seed, double sigma, int ranks, int iterations);
+ private:
+  std::uint64_t seed_ = 0;
+  double sigma_ = -1;
+  int iterations_ = 0, ranks_ = 0;
+  std::vector<double> f_;
+};
+IterationMedian replay_iteration_median(const ReplayInput& in, JitterTable* table = nullptr);
+// The same figure from a replay of every rank.
+IterationMedian replay_iteration_median_full(const ReplayInput& in);
+
 }  // namespace ks

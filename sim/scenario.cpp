@@ -83,7 +83,7 @@ struct Axis {
   std::function<void(Scenario&, std::size_t)> apply;
 };
 
-StudySpec read_study(YamlMap m, double max_events) {
+StudySpec read_study(YamlMap m, double max_events, const std::string& calibration_override = "") {
   StudySpec s;
   s.file = m.file();
   s.name = m.string("name");
@@ -123,7 +123,8 @@ StudySpec read_study(YamlMap m, double max_events) {
                                                   "\" holds characters plots cannot show safely; expected " + std::string(kPlotSafeCharacters));
     for (const auto& other : s.clusters)
       if (other.label == sc.label) c.fail("label", "\"" + sc.label + "\" names two clusters; give each a label of its own");
-    const std::string cal = c.string_opt("calibration").value_or("datasheet");
+    const std::string given = c.string_opt("calibration").value_or("datasheet");
+    const std::string cal = calibration_override.empty() ? given : calibration_override;
     try {
       sc.calibration = cal == "datasheet" ? datasheet_calibration(sc.cluster, s.workload.precision)
                                           : load_calibration(cal, sc.cluster, s.workload.precision);
@@ -329,7 +330,9 @@ StudySpec read_study(YamlMap m, double max_events) {
 
 }  // namespace
 
-StudySpec load_study(const std::string& path, double max_events) { return read_study(YamlMap::load_file(path), max_events); }
+StudySpec load_study(const std::string& path, double max_events, const std::string& calibration_override) {
+  return read_study(YamlMap::load_file(path), max_events, calibration_override);
+}
 StudySpec parse_study(const std::string& text, const std::string& name, double max_events) {
   return read_study(YamlMap::load_string(text, name), max_events);
 }

@@ -53,8 +53,9 @@ struct StudySpec {
 // Reads and checks a study file, the cluster, workload and calibration files
 // it names, every scenario's GPU layouts and the work they add up to
 // (against `max_events`); throws InputError (FILE:LINE:COL: key ...) on the
-// first problem.
-StudySpec load_study(const std::string& path, double max_events);
+// first problem. `calibration_override` (a file or "datasheet"), when given,
+// replaces every cluster's calibration (kanscale bench study).
+StudySpec load_study(const std::string& path, double max_events, const std::string& calibration_override = "");
 StudySpec parse_study(const std::string& yaml_text, const std::string& name, double max_events);
 
 // KAN widths as a label: "64-256-256-1".

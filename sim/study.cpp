@@ -90,22 +90,30 @@ void check_work(const WorkEstimate& e, double max_events, const std::string& wha
   throw InputError(buf);
 }
 
-ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibration& cal, const Layout& layout,
-                              std::int64_t batch_per_gpu, std::uint64_t seed) {
+ReplayInput replay_structure(const Workload& w, const Layout& layout, std::int64_t batch_per_gpu) {
   const KanShape shape{w.widths, w.grid_size, w.spline_order};
   std::vector<double> pbytes;
   for (const auto& p : kan_parameters(shape)) pbytes.push_back(p.bytes());
   const auto plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), w.ddp);
-  const auto coll = make_collective_model(c, cal);
   ReplayInput in;
   in.ops = w.implementation == Implementation::kanscale
                ? kanscale_iteration(shape, batch_per_gpu, w.ddp.gradient_as_bucket_view)
                : efficient_kan_iteration(shape, batch_per_gpu, w.ddp.gradient_as_bucket_view);
   in.ranks = layout.ranks;
+  in.first.buckets = plans.first_iteration;
+  in.steady.buckets = plans.steady;
+  in.broadcast_buffers = w.ddp.broadcast_buffers;
+  in.broadcast_bytes = kan_buffer_bytes(shape);
+  return in;
+}
+
+void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, const Calibration& cal, const Layout& layout,
+                      std::int64_t batch_per_gpu, const CollectiveModel& coll) {
   double cold_fraction = 0;
   if (w.implementation == Implementation::kanscale && !cal.ops_cold.empty()) {
     // how far from cache-warm toward cold this rank's working set runs
     // (everything a training step touches but the runtime)
+    const KanShape shape{w.widths, w.grid_size, w.spline_order};
     const MemoryEstimate m = calibrated_memory(kanscale_memory(shape, batch_per_gpu, w.ddp, 0.0, 0.0), shape, cal);
     cold_fraction = cold_fraction_for(cal, m.peak_bytes - m.runtime_bytes);
   }
@@ -114,46 +122,49 @@ ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibra
   // (per ranks on a node), and a drawn model error when sampling intervals
   const Calibration::LiveTerm* live = live_term_for(cal, layout.ranks_per_node());
   for (double& t : in.op_time_s) t *= (live ? live->compute_factor : 1.0) * cal.compute_scale;
-  auto planned = [&](const std::vector<Bucket>& bs) {
-    PlannedBuckets pb;
-    pb.buckets = bs;
-    for (const auto& b : bs) pb.allreduce.push_back(coll->allreduce(b.bytes, layout));
-    return pb;
-  };
-  in.first = planned(plans.first_iteration);
-  in.steady = planned(plans.steady);
-  in.broadcast_buffers = w.ddp.broadcast_buffers;
-  in.broadcast_bytes = kan_buffer_bytes(shape);
-  in.broadcast = coll->broadcast(in.broadcast_bytes, layout);
+  for (PlannedBuckets* pb : {&in.first, &in.steady}) {
+    pb->allreduce.clear();
+    for (const auto& b : pb->buckets) pb->allreduce.push_back(coll.allreduce(b.bytes, layout));
+  }
+  in.broadcast = coll.broadcast(in.broadcast_bytes, layout);
   in.host_overhead_s = cal.host_overhead_s + (live ? live->host_overhead_s : 0.0);
   // A rate or time at the edge of the double range (a FLOP rate of 1e-300,
   // an overhead of 1e300 s) makes durations the event core cannot order:
   // refuse any beyond ~30,000 years, naming where they came from.
   constexpr double kMaxDuration_s = 1e12;
-  auto check_duration = [&](double t, const std::string& what) {
+  auto check_duration = [&](double t, const char* what, const std::string* name = nullptr) {
     if (t >= 0 && t <= kMaxDuration_s) return;
     char buf[96];
     std::snprintf(buf, sizeof buf, "%.3g s", t);
-    throw InputError(what + " would take " + buf + ": a rate or time in calibration '" + cal.name + "' or cluster " + c.file +
-                     " is out of range (at most 1e12 s per step)");
+    throw InputError(what + (name ? "'" + *name + "'" : std::string()) + " would take " + buf + ": a rate or time in calibration '" + cal.name + "' or cluster " +
+                     c.file + " is out of range (at most 1e12 s per step)");
   };
-  for (std::size_t i = 0; i < in.op_time_s.size(); ++i) check_duration(in.op_time_s[i], "op '" + in.ops[i].name + "'");
+  for (std::size_t i = 0; i < in.op_time_s.size(); ++i) check_duration(in.op_time_s[i], "op ", &in.ops[i].name);
   for (const auto* pb : {&in.first, &in.steady})
     for (const auto& e : pb->allreduce) check_duration(e.time_s, "an all-reduce");
   check_duration(in.broadcast.time_s, "the buffer broadcast");
   check_duration(in.host_overhead_s, "the host overhead");
   in.jitter_sigma = cal.jitter_sigma;
   in.interference = cal.interference;
+}
+
+ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibration& cal, const Layout& layout,
+                              std::int64_t batch_per_gpu, std::uint64_t seed) {
+  ReplayInput in = replay_structure(w, layout, batch_per_gpu);
+  set_replay_costs(in, c, w, cal, layout, batch_per_gpu, *make_collective_model(c, cal));
   in.seed = seed;
   return in;
 }
 
-ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibration& cal, const StudyOptions& o, const Layout& layout) {
-  const int gpus = layout.ranks;
+namespace {
+// A point's per-GPU batch, dataset and iterations per epoch under the
+// scaling mode (throws InputError when the global batch does not split).
+struct PointSplit {
+  std::int64_t batch_per_gpu = 0, dataset_size = 0, iterations_per_epoch = 0;
+};
+PointSplit point_split(const Workload& w, Scaling scaling, int gpus) {
   ScalingPoint pt;
-  pt.gpus = gpus;
-  pt.nodes = layout.nodes;
-  switch (o.scaling) {
+  switch (scaling) {
     case Scaling::strong:
       pt.batch_per_gpu = w.batch_per_gpu;
       pt.dataset_size = w.dataset_size;
@@ -181,6 +192,20 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
   const EpochSplit split = distributed_sampler_split(pt.dataset_size, gpus, pt.batch_per_gpu);
   pt.batch_per_gpu = split.batch;
   pt.iterations_per_epoch = split.iterations;
+
+  return PointSplit{pt.batch_per_gpu, pt.dataset_size, pt.iterations_per_epoch};
+}
+}  // namespace
+
+ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibration& cal, const StudyOptions& o, const Layout& layout) {
+  const int gpus = layout.ranks;
+  ScalingPoint pt;
+  pt.gpus = gpus;
+  pt.nodes = layout.nodes;
+  const PointSplit split = point_split(w, o.scaling, gpus);
+  pt.batch_per_gpu = split.batch_per_gpu;
+  pt.dataset_size = split.dataset_size;
+  pt.iterations_per_epoch = split.iterations_per_epoch;
 
   const KanShape shape{w.widths, w.grid_size, w.spline_order};
   const auto params = kan_parameters(shape);
@@ -277,6 +302,9 @@ namespace {
 // Monte Carlo over the calibration's uncertainty: sample s replays the
 // baseline and every point with the calibration drawn as number s and the
 // jitter seeded by s; the bands are the central intervals over samples.
+// A sample needs only each point's median iteration time, which
+// replay_iteration_median gets from the ranks that decide the timeline
+// (o.interval_full_replays: from every rank, as simulate_point would).
 void add_bands(const Cluster& c, const Workload& w, const Calibration& cal, const StudyOptions& o, const Layout& one,
                const std::vector<Layout>& layouts, StudyResult& sr) {
   if (!has_measured_uncertainty(cal)) {
@@ -284,18 +312,42 @@ void add_bands(const Cluster& c, const Workload& w, const Calibration& cal, cons
     return;
   }
   const Rng rng(o.seed ^ 0x5eed1e7e7a15ULL);
-  StudyOptions so = o;
-  so.trace = false;
+  // the baseline, then every point: its layout and its share of the work
+  std::vector<Layout> all{one};
+  all.insert(all.end(), layouts.begin(), layouts.end());
+  std::vector<PointSplit> splits;
+  std::vector<ReplayInput> inputs;  // ops and bucket plans once; costs per sample
+  for (const Layout& l : all) {
+    splits.push_back(point_split(w, o.scaling, l.ranks));
+    inputs.push_back(replay_structure(w, l, splits.back().batch_per_gpu));
+    inputs.back().iterations = std::max(2, o.iterations);
+    inputs.back().include_first = true;
+  }
   std::vector<std::vector<double>> iter(layouts.size()), speedup(layouts.size());
+  std::vector<double> epoch(all.size());
+  JitterTable jitter;
   for (int s = 0; s < o.interval_samples; ++s) {
     const Calibration drawn = draw_calibration(cal, rng, static_cast<std::uint64_t>(s));
-    so.seed = o.seed + 1 + static_cast<std::uint64_t>(s);
-    const ScalingPoint base = simulate_point(c, w, drawn, so, one);
+    const std::uint64_t seed = o.seed + 1 + static_cast<std::uint64_t>(s);
+    const auto coll = make_collective_model(c, drawn);
+    for (std::size_t k = 0; k < all.size(); ++k) {
+      ReplayInput& in = inputs[k];
+      set_replay_costs(in, c, w, drawn, all[k], splits[k].batch_per_gpu, *coll);
+      in.seed = seed;
+      IterationMedian m;
+      if (o.interval_full_replays) {
+        m = replay_iteration_median_full(in);
+      } else {
+        m = replay_iteration_median(in, &jitter);
+      }
+      (m.reduced ? sr.interval_replays_reduced : sr.interval_replays_full) += 1;
+      sr.interval_ranks_replayed += static_cast<std::uint64_t>(m.ranks_replayed);
+      epoch[k] = static_cast<double>(splits[k].iterations_per_epoch) * m.steady_s;
+      if (k > 0) iter[k - 1].push_back(m.steady_s);
+    }
     for (std::size_t i = 0; i < layouts.size(); ++i) {
-      const ScalingPoint pt = layouts[i].ranks == 1 ? base : simulate_point(c, w, drawn, so, layouts[i]);
-      iter[i].push_back(pt.iteration_s.median);
       const double n = layouts[i].ranks;
-      speedup[i].push_back(o.scaling == Scaling::weak ? n * base.epoch_s / pt.epoch_s : base.epoch_s / pt.epoch_s);
+      speedup[i].push_back(o.scaling == Scaling::weak ? n * epoch[0] / epoch[i + 1] : epoch[0] / epoch[i + 1]);
     }
   }
   for (std::size_t i = 0; i < layouts.size(); ++i) {

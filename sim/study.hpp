@@ -34,6 +34,10 @@ struct StudyOptions {
   // covariances or jitter) gets intervals.
   int interval_samples = 0;
   double interval_level = 0.9;  // central interval
+  // Replay every rank of every interval sample instead of only the ranks
+  // that decide the timeline (replay_iteration_median); for checking the
+  // reduction and timing it (kanscale bench study).
+  bool interval_full_replays = false;
 };
 
 // What a study costs before it runs: the event core's events (about a
@@ -103,6 +107,9 @@ struct StudyResult {
   std::vector<std::string> warnings;
   int interval_samples = 0;  // the samples behind the bands (0: no bands)
   std::string interval_note;  // why there are none, when asked for
+  // how the samples' points were replayed: reduced (some ranks) or full
+  // (every rank), and the ranks replayed in all
+  std::uint64_t interval_replays_reduced = 0, interval_replays_full = 0, interval_ranks_replayed = 0;
 };
 
 StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& cal, const StudyOptions& o);
@@ -116,6 +123,13 @@ Band central_band(std::vector<double> samples, double level);
 // What the replay needs for one GPU count and batch: ops and their times,
 // both bucket plans with their all-reduce costs, the buffer broadcast,
 // jitter and interference, and the seed of the jitter.
+// In two parts, for drawing many calibrations on one input: the structure
+// (ops, bucket plans, broadcast bytes) and the costs (op times, collective
+// estimates, host overhead, jitter, interference; InputError on a duration
+// out of range).
+ReplayInput replay_structure(const Workload& w, const Layout& layout, std::int64_t batch_per_gpu);
+void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, const Calibration& cal, const Layout& layout,
+                      std::int64_t batch_per_gpu, const CollectiveModel& coll);
 ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibration& cal, const Layout& layout,
                               std::int64_t batch_per_gpu, std::uint64_t seed);
 

@@ -242,3 +242,40 @@ TEST_CASE("draws: anticorrelated terms near 0 keep the op's time centred on the 
   CHECK(negative_fixed > 400);  // ~25% of 2,000
   CHECK(median(t) / central == doctest::Approx(1.0).epsilon(0.02));
 }
+
+TEST_CASE("bands from the reduced replays equal bands from replaying every rank") {
+  // The shipped fitted calibration (covariances, jitter 3%, interference
+  // 58%) on DGX-A100 nodes up to 256 GPUs; the reference replays every rank
+  // of every sample (StudyOptions::interval_full_replays).
+  const std::string src = KANSCALE_SOURCE_DIR;
+  const Cluster c = load_cluster(src + "/configs/clusters/dgx-a100.yaml");
+  const Calibration cal = load_calibration(src + "/configs/calibrations/local-cpu.yaml", c, Precision::fp32);
+  for (bool broadcast : {true, false}) {
+    Workload w = load_workload(src + "/configs/workloads/default.yaml");
+    w.ddp.broadcast_buffers = broadcast;
+    for (Scaling scaling : {Scaling::strong, Scaling::weak}) {
+      StudyOptions o;
+      o.gpus = {1, 2, 16, 256};
+      o.scaling = scaling;
+      o.iterations = 4;
+      o.interval_samples = 40;
+      const StudyResult fast = run_study(c, w, cal, o);
+      o.interval_full_replays = true;
+      const StudyResult full = run_study(c, w, cal, o);
+      CAPTURE(broadcast);
+      CHECK(fast.interval_replays_reduced > 0);
+      CHECK(fast.interval_ranks_replayed < full.interval_ranks_replayed / 4);
+      CHECK(full.interval_replays_reduced == 0);
+      for (std::size_t i = 0; i < o.gpus.size(); ++i) {
+        REQUIRE(fast.points[i].iteration_band.has_value());
+        const Band a = *fast.points[i].iteration_band, b = *full.points[i].iteration_band;
+        const Band sa = *fast.points[i].speedup_band, sb = *full.points[i].speedup_band;
+        CHECK(a.lo == doctest::Approx(b.lo).epsilon(1e-12).scale(0));
+        CHECK(a.hi == doctest::Approx(b.hi).epsilon(1e-12).scale(0));
+        CHECK(sa.lo == doctest::Approx(sb.lo).epsilon(1e-12).scale(0));
+        CHECK(sa.hi == doctest::Approx(sb.hi).epsilon(1e-12).scale(0));
+        CHECK(a.hi > a.lo);  // a real band, not a collapsed one
+      }
+    }
+  }
+}

@@ -3,6 +3,7 @@
 // backward op B 5 (gradient 1 ready), optimizer 2. Bucket 0 = {0}, 1 = {1}.
 #include <doctest/doctest.h>
 
+#include "model/rng.hpp"
 #include "replay.hpp"
 
 using namespace ks;
@@ -146,4 +147,125 @@ TEST_CASE("a bucket ready before an earlier one waits for it: launches are in bu
   CHECK(r.iterations[0][0].exposed_s == doctest::Approx(16.0));
   CHECK(r.iterations[0][1].iteration_s() == doctest::Approx(39.0));
   CHECK(r.collectives[0].start_s == doctest::Approx(21.0));
+}
+
+namespace {
+// A random iteration of `layers` layers: zero_grad, a forward op per layer,
+// a backward op per layer in reverse (each makes its layer's gradient ready),
+// a trailing backward op when asked (work after the last bucket is ready),
+// the optimizer; one bucket per one or two layers.
+ReplayInput random_input(std::uint64_t seed, int ranks, bool broadcast, double interference, double sigma,
+                         double launch_s, bool trailing) {
+  const Rng rng(seed);
+  std::uint64_t k = 0;
+  auto u = [&](double lo, double hi) { return lo + (hi - lo) * rng.uniform(7, k++); };
+  const int layers = 2 + static_cast<int>(u(0, 5));
+  ReplayInput in;
+  auto op = [&](Phase ph, int ready, double t) {
+    Op o;
+    o.name = "op";
+    o.phase = ph;
+    o.ready_param = ready;
+    in.ops.push_back(o);
+    in.op_time_s.push_back(t);
+  };
+  op(Phase::zero_grad, -1, u(0.1, 1));
+  for (int l = 0; l < layers; ++l) op(Phase::forward, -1, u(1, 10));
+  for (int l = layers - 1; l >= 0; --l) op(Phase::backward, l, u(1, 10));
+  if (trailing) op(Phase::backward, -1, u(1, 5));
+  op(Phase::optimizer, -1, u(0.5, 3));
+  PlannedBuckets pb;
+  for (int l = layers - 1; l >= 0;) {
+    Bucket b;
+    const int take = std::min(l + 1, 1 + static_cast<int>(u(0, 2)));
+    for (int j = 0; j < take; ++j) b.params.push_back(l - j);
+    b.bytes = 100.0 * take;
+    pb.buckets.push_back(b);
+    pb.allreduce.push_back(CollectiveEstimate{u(0.5, 12), "ring", "Simple", launch_s});
+    l -= take;
+  }
+  in.first = pb;
+  in.steady = pb;
+  // the first iteration: one bucket of everything, as DDP's
+  in.first.buckets = {Bucket{{}, 0}};
+  for (int l = layers - 1; l >= 0; --l) in.first.buckets[0].params.push_back(l);
+  in.first.allreduce = {CollectiveEstimate{u(2, 20), "ring", "Simple", launch_s}};
+  in.ranks = ranks;
+  in.broadcast_buffers = broadcast;
+  in.broadcast = CollectiveEstimate{u(0.1, 2), "ring", "Simple", 0};
+  in.host_overhead_s = u(0, 1);
+  in.interference = interference;
+  in.jitter_sigma = sigma;
+  in.iterations = 2 + static_cast<int>(u(0, 4));
+  in.seed = seed;
+  return in;
+}
+}  // namespace
+
+TEST_CASE("the reduced replay gives the full replay's median iteration time") {
+  // Independent reference: replay_iteration_median_full replays every rank.
+  // Equal to 1e-12 relative: both are the same sums of the same durations,
+  // but the compiler may fuse a multiply-add in one and not the other
+  // (a few ulps; seen: 3e-16).
+  int reduced = 0, cases = 0;
+  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+    for (int ranks : {1, 2, 5, 64, 300}) {
+      const bool broadcast = seed % 2 == 0;
+      const double interference = seed % 3 == 0 ? 0.0 : 0.6;
+      const double sigma = seed % 5 == 0 ? 0.0 : (seed % 5 == 1 ? 0.3 : 0.05);
+      ReplayInput in = random_input(seed, ranks, broadcast, interference, sigma, 0.0, false);
+      if (seed % 7 == 0) {  // stragglers
+        in.rank_factor.assign(static_cast<std::size_t>(ranks), 1.0);
+        in.rank_factor[static_cast<std::size_t>(ranks / 2)] = 1.7;
+      }
+      const IterationMedian fast = replay_iteration_median(in);
+      const IterationMedian full = replay_iteration_median_full(in);
+      CAPTURE(seed);
+      CAPTURE(ranks);
+      CAPTURE(fast.why_full);
+      CHECK(fast.reduced);
+      CHECK(fast.steady_s == doctest::Approx(full.steady_s).epsilon(1e-12).scale(0));
+      // with the broadcast: at most two deciding ranks per iteration
+      if (broadcast) CHECK(fast.ranks_replayed <= std::min(ranks, 2 * in.iterations));
+      if (ranks == 300 && !broadcast) CHECK(fast.ranks_replayed < 300);
+      reduced += fast.ranks_replayed < ranks;
+      ++cases;
+    }
+  }
+  CHECK(reduced > cases / 3);
+}
+
+TEST_CASE("the reduced replay replays every rank when its condition fails, and says why") {
+  // Compute after the last bucket is ready: a rank can reach its final wait
+  // after the last all-reduce has ended.
+  ReplayInput a = random_input(11, 40, true, 0.3, 0.1, 0.0, true);
+  IterationMedian m = replay_iteration_median(a);
+  CHECK_FALSE(m.reduced);
+  CHECK(m.ranks_replayed == 40);
+  CHECK(m.why_full.find("after the last bucket") != std::string::npos);
+  CHECK(m.steady_s == replay_iteration_median_full(a).steady_s);
+  // Launch CPU time (MPI) longer than the last all-reduce.
+  ReplayInput b = random_input(12, 40, false, 0.3, 0.1, 50.0, false);
+  m = replay_iteration_median(b);
+  CHECK_FALSE(m.reduced);
+  CHECK(m.why_full.find("outlast") != std::string::npos);
+  CHECK(m.steady_s == replay_iteration_median_full(b).steady_s);
+  // A launch CPU time shorter than every all-reduce keeps the reduction.
+  ReplayInput c = random_input(13, 40, false, 0.3, 0.1, 0.2, false);
+  m = replay_iteration_median(c);
+  CHECK(m.reduced);
+  CHECK(m.steady_s == doctest::Approx(replay_iteration_median_full(c).steady_s).epsilon(1e-12).scale(0));
+}
+
+TEST_CASE("a jitter table shared by replays of one seed gives each the factors it would draw") {
+  JitterTable t;
+  const Rng rng(9);
+  const double* small = t.factors(9, 0.2, 3, 4);
+  const double f21 = small[2 * 4 + 1];
+  CHECK(f21 == rng.lognormal_mean_one(0.2, 2, 1));
+  const double* big = t.factors(9, 0.2, 50, 4);  // grown: the first ranks unchanged
+  CHECK(big[2 * 4 + 1] == f21);
+  CHECK(big[49 * 4 + 3] == rng.lognormal_mean_one(0.2, 49, 3));
+  const double* other = t.factors(10, 0.2, 3, 4);  // another seed: drawn anew
+  CHECK(other[2 * 4 + 1] == Rng(10).lognormal_mean_one(0.2, 2, 1));
 }

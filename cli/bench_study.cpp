@@ -1,0 +1,121 @@
+// kanscale bench study: how long a study's intervals take, and how many
+// ranks their samples replay (sim/replay's reduced replays against replaying
+// every rank).
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+
+#include "commands.hpp"
+#include "measure/machine_info.hpp"
+#include "model/statistics.hpp"
+#include "model/yaml_reader.hpp"
+#include "options.hpp"
+#include "sim/scenario.hpp"
+
+namespace po = boost::program_options;
+
+namespace ks::cli {
+
+namespace {
+struct StudyRun {
+  double wall_s = 0;
+  std::uint64_t reduced = 0, full = 0, ranks = 0, points = 0;
+  std::vector<StudyResult> results;
+};
+
+StudyRun run_all(const StudySpec& spec) {
+  StudyRun r;
+  const auto t0 = std::chrono::steady_clock::now();
+  r.results = run_scenarios(spec, 0, spec.scenarios.size());
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const auto& sr : r.results) {
+    r.reduced += sr.interval_replays_reduced;
+    r.full += sr.interval_replays_full;
+    r.ranks += sr.interval_ranks_replayed;
+    r.points += sr.points.size();
+  }
+  return r;
+}
+}  // namespace
+
+int bench_study(const std::vector<std::string>& args) {
+  std::string file = "configs/studies/default.yaml", calibration = "configs/calibrations/local-cpu.yaml";
+  int samples = 200, repeat = 3;
+  bool full = false;
+  po::options_description desc("bench study options");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("study", po::value(&file)->default_value(file), "the study file")
+      ("calibration", po::value(&calibration)->default_value(calibration),
+       "calibration for every cluster (a fitted one, so that every sample draws)")
+      ("samples", po::value(&samples)->default_value(samples), "interval samples per scenario")
+      ("repeat", po::value(&repeat)->default_value(repeat), "timed runs (median reported)")
+      ("full", po::bool_switch(&full), "also run every sample as a full replay of every rank, and compare the bands");
+  po::variables_map vm;
+  if (!parse_args(args, desc,
+                  "usage: kanscale bench study [--study FILE] [--calibration FILE] [--samples N] [--repeat R] [--full]\n"
+                  "Times a whole study, intervals included, on one core; counts the replays its samples ran.",
+                  vm))
+    return 0;
+  if (samples < 1 || samples > 100000) throw InputError("--samples: expected 1 to 100000, got " + std::to_string(samples));
+  if (repeat < 1 || repeat > 100) throw InputError("--repeat: expected 1 to 100, got " + std::to_string(repeat));
+  StudySpec spec = load_study(file, 1e12, calibration);
+  std::uint64_t all_ranks = 0;  // what replaying every rank of every sample replays
+  std::uint64_t point_replays = 0;  // the point predictions: every rank, once per point and baseline
+  for (auto& sc : spec.scenarios) {
+    point_replays += 1 + static_cast<std::uint64_t>(std::count_if(sc.options.gpus.begin(), sc.options.gpus.end(), [](int n) { return n > 1; }));
+    sc.options.interval_samples = samples;
+    int ranks = 1;  // the baseline
+    for (int n : sc.options.gpus) ranks += n;
+    if (has_measured_uncertainty(sc.calibration)) all_ranks += static_cast<std::uint64_t>(ranks) * samples;
+  }
+  if (all_ranks == 0)
+    throw InputError("--calibration " + calibration + ": records no measured uncertainty, so the study has no intervals to time");
+  std::cout << "kanscale bench study: " << spec.name << " (" << file << "), " << spec.scenarios.size() << " scenarios, "
+            << samples << " interval samples each, calibration " << calibration << "\n"
+            << "machine: " << describe(this_machine("", "")) << "; one core; median of " << repeat << " runs\n\n";
+  std::vector<double> walls;
+  StudyRun fast;
+  for (int i = 0; i < repeat; ++i) {
+    fast = run_all(spec);
+    walls.push_back(fast.wall_s);
+  }
+  fast.wall_s = median(walls);
+  auto row = [&](const char* path, const StudyRun& r) {
+    std::cout << std::left << std::setw(26) << path << std::right << std::setw(10) << std::fixed << std::setprecision(2)
+              << r.wall_s << std::setw(14) << r.full << std::setw(14) << r.reduced << std::setw(16) << r.ranks
+              << std::setw(16) << all_ranks << "\n";
+  };
+  std::cout << std::left << std::setw(26) << "samples replayed as" << std::right << std::setw(10) << "wall s"
+            << std::setw(14) << "full replays" << std::setw(14) << "reduced" << std::setw(16) << "ranks replayed"
+            << std::setw(16) << "every rank" << "\n";
+  row("reduced where exact", fast);
+  if (full) {
+    for (auto& sc : spec.scenarios) sc.options.interval_full_replays = true;
+    const StudyRun slow = run_all(spec);
+    row("every rank (reference)", slow);
+    double worst = 0;
+    for (std::size_t s = 0; s < fast.results.size(); ++s) {
+      for (std::size_t p = 0; p < fast.results[s].points.size(); ++p) {
+        const auto& a = fast.results[s].points[p];
+        const auto& b = slow.results[s].points[p];
+        if (!a.iteration_band || !b.iteration_band) continue;
+        for (auto [x, y] : {std::pair{a.iteration_band->lo, b.iteration_band->lo}, {a.iteration_band->hi, b.iteration_band->hi},
+                            {a.speedup_band->lo, b.speedup_band->lo}, {a.speedup_band->hi, b.speedup_band->hi}})
+          worst = std::max(worst, std::abs(x - y) / std::abs(y));
+      }
+    }
+    std::cout << "\nspeed-up " << std::setprecision(1) << slow.wall_s / fast.wall_s << "x; largest relative difference "
+              << std::scientific << std::setprecision(1) << worst << " over every band edge (iteration time, speedup)\n";
+  }
+  std::cout << "\nThe point predictions are " << point_replays
+            << " more full replays in both rows (one per scenario and GPU count, N = 1 being the baseline).\nA sample replays a point in full only where the reduction's condition fails "
+               "(sim/replay.hpp).\n";
+  return 0;
+}
+
+}  // namespace ks::cli
