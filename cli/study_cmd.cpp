@@ -10,6 +10,8 @@
 #include "model/plot.hpp"
 #include "model/progress.hpp"
 #include "model/yaml_reader.hpp"
+#include "measure/comm.hpp"
+#include "sim/result_codec.hpp"
 #include "sim/scenario.hpp"
 #include "sim/study_report.hpp"
 
@@ -45,23 +47,76 @@ int study(const std::vector<std::string>& args, const std::string& cmdline) {
   if (file.empty()) throw InputError("study: give a study file: kanscale study configs/studies/default.yaml");
   if (!(max_events > 0)) throw InputError("--max-events: expected a positive number");
 
-  // Everything is read and checked before anything runs.
-  const StudySpec spec = load_study(file, max_events);
-  if (out.empty()) out = "study-" + spec.name;
-  check_replaceable_dir(out, "study.json", "--out");
-  if (!no_plots && !in_path("gnuplot"))
-    throw InputError("study: gnuplot is not in PATH (Debian: apt-get install gnuplot-nox); or pass --no-plots to write the scripts only");
+  // Under mpirun the scenarios are split over the ranks in contiguous
+  // blocks and gathered on rank 0, which writes everything: the results
+  // travel as their exact bytes (sim/result_codec), so the output equals one
+  // process's. Every rank reads and checks the study; rank 0 alone checks
+  // the output and reports errors, and the others wait for its verdict.
+  std::unique_ptr<Comm> comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
+  const int rank = comm->rank(), ranks = comm->size();
+  StudySpec spec;
+  std::exception_ptr error;
+  try {
+    // Everything is read and checked before anything runs.
+    spec = load_study(file, max_events);
+    if (out.empty()) out = "study-" + spec.name;
+    if (rank == 0) {
+      check_replaceable_dir(out, "study.json", "--out");
+      if (!no_plots && !in_path("gnuplot"))
+        throw InputError("study: gnuplot is not in PATH (Debian: apt-get install gnuplot-nox); or pass --no-plots to write the scripts only");
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (ranks == 1 && error) std::rethrow_exception(error);
+  if (ranks > 1) {
+    const bool any_failed = comm->allreduce_max(error ? 1.0 : 0.0) > 0;
+    const bool zero_failed = comm->allreduce_max(rank == 0 && error ? 1.0 : 0.0) > 0;
+    if (error) {
+      if (rank == 0) std::rethrow_exception(error);
+      if (!zero_failed) {  // rank 0 cannot say why: this rank does
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          std::cerr << "kanscale: rank " << rank << ": " << e.what() << "\n";
+        }
+      }
+      return 2;
+    }
+    if (any_failed) {
+      if (rank == 0) throw InputError("study: another rank could not read the study (its message is above)");
+      return 2;
+    }
+  }
 
+  const std::size_t S = spec.scenarios.size();
+  const std::size_t begin = S * static_cast<std::size_t>(rank) / static_cast<std::size_t>(ranks);
+  const std::size_t end = S * static_cast<std::size_t>(rank + 1) / static_cast<std::size_t>(ranks);
   std::vector<StudyResult> results;
-  {
-    Progress progress(spec.scenarios.size(), "scenario");
-    for (std::size_t i = 0; i < spec.scenarios.size(); ++i) {
+  try {
+    if (ranks > 1 && rank == 0)
+      std::cerr << "mpirun: " << ranks << " ranks share the " << S << " scenarios; progress below is rank 0's " << end - begin
+                << "\n";
+    Progress progress(end - begin, "scenario");
+    for (std::size_t i = begin; i < end; ++i) {
       progress.starting(spec.scenarios[i].label);
       auto r = run_scenarios(spec, i, i + 1);
       results.push_back(std::move(r.front()));
       progress.finished(spec.scenarios[i].label, "simulate");
     }
     progress.close();
+  } catch (const std::exception& e) {
+    if (ranks == 1) throw;
+    std::cerr << "kanscale: rank " << rank << ": " << e.what() << "\n";
+    comm->abort(2);  // the others wait in the gather below
+    throw;
+  }
+  if (ranks > 1) {
+    const std::vector<std::string> parts = comm->gather(encode_results(results));
+    if (rank != 0) return 0;
+    results.clear();
+    for (const std::string& p : parts)
+      for (StudyResult& r : decode_results(p)) results.push_back(std::move(r));
   }
   const StudyOutputs outputs = study_outputs(spec, results, cmdline);
   const std::string staging = make_staging_dir(out);

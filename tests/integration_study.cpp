@@ -230,3 +230,45 @@ TEST_CASE("study: a fitted calibration's bands are simulate's intervals for the 
   REQUIRE(row2 != std::string::npos);
   CHECK(dat.substr(row2 + 1, dat.find('\n', row2 + 1) - row2 - 1).find("NaN") == std::string::npos);
 }
+
+TEST_CASE("study: mpirun -np 3 splits the scenarios and writes the serial study byte for byte") {
+  // 8 scenarios (two clusters, one with a fitted calibration's bands and a
+  // family warning, x two widths x strong/weak) over 3 ranks: 2, 3 and 3.
+  // Each run in its own directory with the same relative --out, so even the
+  // command line in the files is the same.
+  TempDir d;
+  const std::string study = d.write(
+      "s.yaml", "name: split\nseed: 4\niterations: 3\nintervals: {samples: 12}\nworkload: " + kSrc +
+                    "/configs/workloads/default.yaml\nclusters:\n  - file: " + kSrc +
+                    "/configs/clusters/dgx-a100.yaml\n    label: nvlink\n  - file: " + kSrc +
+                    "/configs/clusters/pcie-a100.yaml\n    label: pcie\n    calibration: " + kSrc +
+                    "/tests/fixtures/calibration-ci-live.yaml\nsweep:\n  gpus: [1, 2, 16]\n  widths: [[16, 32, 1], [16, 64, 1]]\n"
+                    "  scaling: [strong, weak]\n");
+  std::filesystem::create_directories(d / "serial");
+  std::filesystem::create_directories(d / "mpi");
+  const ProcessResult one = run_process({kExe, "study", study, "--out", "out"}, d / "serial", 120);
+  CAPTURE(one.err);
+  REQUIRE(one.exit_code == 0);
+  const ProcessResult three =
+      run_process({"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "3", kExe, "study", study, "--out", "out"}, d / "mpi", 180);
+  CAPTURE(three.err);
+  REQUIRE(three.exit_code == 0);
+  CHECK(three.err.find("3 ranks share the 8 scenarios") != std::string::npos);
+  CHECK(three.out == one.out);  // the tables on stdout, from rank 0 alone
+  std::set<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(d / "serial/out")) names.insert(e.path().filename().string());
+  std::set<std::string> mpi_names;
+  for (const auto& e : std::filesystem::directory_iterator(d / "mpi/out")) mpi_names.insert(e.path().filename().string());
+  CHECK(names == mpi_names);
+  CHECK(names.count("strong_speedup.png") == 1);
+  for (const std::string& n : names) {
+    CAPTURE(n);
+    CHECK(slurp(d / "mpi/out/" + n) == slurp(d / "serial/out/" + n));
+  }
+  // the bands came through the split (the pcie scenarios have them)
+  CHECK(slurp(d / "mpi/out/strong_scaling.csv").find("pcie") != std::string::npos);
+  const auto rows = nlohmann::json::parse(slurp(d / "mpi/out/strong_scaling.json"))["rows"];
+  int banded = 0;
+  for (const auto& row : rows) banded += !row["iteration_time_lo_s"].is_null();
+  CHECK(banded > 0);
+}

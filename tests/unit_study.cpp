@@ -2,6 +2,7 @@
 
 #include "model/yaml_reader.hpp"
 #include "report.hpp"
+#include "result_codec.hpp"
 #include "study.hpp"
 
 using namespace ks;
@@ -154,4 +155,30 @@ TEST_CASE("the runtime's memory grows per other rank of the node, not per rank e
   CHECK(f.points[0].memory.collective_bytes == 0);
   CHECK(f.points[1].memory.collective_bytes == doctest::Approx(1.5 * 4.0 * static_cast<double>(f.parameters)));
   CHECK(f.points[1].memory.peak_bytes - r.points[1].memory.peak_bytes == doctest::Approx(f.points[1].memory.collective_bytes));
+}
+
+TEST_CASE("study results survive their bytes exactly (the mpirun gather); bad bytes are refused") {
+  const Cluster c = load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/finisterrae3.yaml");
+  const Workload w = load_workload(KANSCALE_SOURCE_DIR "/configs/workloads/default.yaml");
+  Calibration k = datasheet_calibration(c, w.precision);
+  k.jitter_sigma = 0.05;  // measured uncertainty: bands
+  StudyOptions o;
+  o.gpus = {1, 2, 8};
+  o.trace = true;  // trace slices too
+  o.interval_samples = 5;
+  const std::vector<StudyResult> rs = {run_study(c, w, k, o), run_study(c, w, datasheet_calibration(c, w.precision), o)};
+  const std::string bytes = encode_results(rs);
+  const std::vector<StudyResult> back = decode_results(bytes);
+  CHECK(encode_results(back) == bytes);
+  // what the outputs print: the same JSON, bands included
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    RunInfo info{"test", &c, &w, &k, o, ""};
+    CHECK(study_json(back[i], info).dump(2) == study_json(rs[i], info).dump(2));
+  }
+  REQUIRE(back[0].points[1].iteration_band.has_value());
+  CHECK_FALSE(back[1].points[1].iteration_band.has_value());
+  CHECK(back[0].points[1].trace.size() == rs[0].points[1].trace.size());
+  CHECK_THROWS(decode_results(bytes.substr(0, bytes.size() - 3)));
+  CHECK_THROWS(decode_results(bytes + "x"));
+  CHECK_THROWS(decode_results("not results at all"));
 }
