@@ -21,6 +21,7 @@ static void usage(std::ostream& os) {
         "  measure    microbenchmarks: kernels (CPU, CUDA), all-reduce/broadcast sweeps in nccl-tests' format (MPI, NCCL)\n"
         "  calibrate  measure this machine and fit a calibration in one command (calibrate PLAN --out DIR)\n"
         "  study      a YAML topology study: scenarios x GPU counts, the four scaling dimensions as tables, plots, report\n"
+        "  whatif     capacity-planning answers: whatif gpus|model|bucket-cap|cluster|change\n"
         "  fit        a calibration fitted from measurement files\n"
         "  model      query a cost model point by point (model allreduce, model layer)\n"
         "  validate   live runs beside predictions, with the error stated (validate PLAN [--emit|--collect|--published])\n"
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
     if (cmd == "validate") return ks::cli::validate(rest, cmdline);
     if (cmd == "calibrate") return ks::cli::calibrate(rest, cmdline);
     if (cmd == "study") return ks::cli::study(rest, cmdline);
+    if (cmd == "whatif") return ks::cli::whatif(rest);
     std::cerr << "kanscale: unknown command '" << cmd << "'\n";
     usage(std::cerr);
     return 2;

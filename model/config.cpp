@@ -131,6 +131,16 @@ static Cluster read_cluster(YamlMap m) {
     }
   }
   col.finish();
+  if (auto price = m.map_opt("price")) {
+    // what a GPU-hour costs here (kanscale whatif cluster compares money too)
+    c.price_per_gpu_hour = price->number_opt("per_gpu_hour", Bound::positive);
+    if (!c.price_per_gpu_hour) price->fail("per_gpu_hour", "expected a positive price per GPU-hour, e.g. per_gpu_hour: 2.40");
+    c.currency = price->string_opt("currency").value_or("");
+    if (c.currency.empty() || c.currency.size() > 8 ||
+        c.currency.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") != std::string::npos)
+      price->fail("currency", "expected a currency code of letters, e.g. currency: EUR");
+    price->finish();
+  }
   m.finish();
   return c;
 }

@@ -67,6 +67,9 @@ struct Cluster {
   IntraNodeLink intra;
   Network net;
   CollectiveLibrary collectives;
+  // optional `price: {per_gpu_hour: 2.40, currency: EUR}`
+  std::optional<double> price_per_gpu_hour;
+  std::string currency;
 };
 
 struct DdpSettings {

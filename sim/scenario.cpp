@@ -50,10 +50,6 @@ void apply_network_factor(Cluster& c, Calibration& cal, const std::string& what,
   }
 }
 
-namespace {
-
-// Whether `factor` on `what` changes any all-reduce or the broadcast the
-// collective model prices on `layout` (sizes from 4 KiB to 256 MiB).
 bool network_factor_moves(const Cluster& c, const Calibration& cal, const Layout& layout, const std::string& what, double factor) {
   Cluster c2 = c;
   Calibration cal2 = cal;
@@ -75,6 +71,8 @@ double parse_factor(const std::string& text) {
   if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v) || v <= 0 || v > 1e6) return -1;
   return v;
 }
+
+namespace {
 
 // One swept key: its values as text, and how a value changes a scenario.
 struct Axis {

@@ -69,6 +69,13 @@ std::string widths_text(const std::vector<std::int64_t>& widths);
 // node, the fitted regimes (measured there).
 void apply_network_factor(Cluster& c, Calibration& cal, const std::string& what, double factor);
 
+// Whether `factor` on `what` changes any all-reduce or the broadcast the
+// collective model prices on `layout` (sizes from 4 KiB to 256 MiB).
+bool network_factor_moves(const Cluster& c, const Calibration& cal, const Layout& layout, const std::string& what, double factor);
+// "2x", "0.5x" or a plain number: a positive finite factor up to 1e6; -1
+// for anything else.
+double parse_factor(const std::string& text);
+
 // Scenarios [begin, end) of the study, each run_study's result, in order.
 std::vector<StudyResult> run_scenarios(const StudySpec& s, std::size_t begin, std::size_t end);
 

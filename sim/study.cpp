@@ -197,6 +197,27 @@ PointSplit point_split(const Workload& w, Scaling scaling, int gpus) {
 }
 }  // namespace
 
+MemoryEstimate point_memory(const Cluster& c, const Workload& w, const Calibration& cal, const Layout& layout,
+                            std::int64_t batch_per_gpu) {
+  const KanShape shape{w.widths, w.grid_size, w.spline_order};
+  // the runtime's own memory grows with the other ranks of the node (MPI's
+  // shared-memory segments, where the calibration measured it)
+  const double runtime = cal.runtime_memory_bytes + cal.runtime_memory_per_local_peer_bytes * (layout.ranks_per_node() - 1);
+  const MemoryEstimate modelled = w.implementation == Implementation::kanscale
+                                      ? kanscale_memory(shape, batch_per_gpu, w.ddp, runtime, c.gpu.memory_bytes)
+                                      : efficient_kan_memory(shape, batch_per_gpu, w.ddp, runtime, c.gpu.memory_bytes);
+  MemoryEstimate memory = w.implementation == Implementation::kanscale ? calibrated_memory(modelled, shape, cal) : modelled;
+  if (layout.ranks > 1 && cal.memory_collective_in_flight > 0) {
+    // every bucket can be in flight at the end of backward: the library's
+    // copies of all the gradients (the gradient bytes themselves, not the
+    // calibrated per-parameter total)
+    memory.collective_bytes = cal.memory_collective_in_flight * modelled.gradients_bytes;
+    memory.peak_bytes += memory.collective_bytes;
+  }
+
+  return memory;
+}
+
 ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibration& cal, const StudyOptions& o, const Layout& layout) {
   const int gpus = layout.ranks;
   ScalingPoint pt;
@@ -247,20 +268,7 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
   const double total_iters = static_cast<double>(pt.iterations_per_epoch) * w.epochs;
   pt.time_to_train_s = pt.first_iteration_s.median + (total_iters - 1) * pt.iteration_s.median;
   pt.gpu_hours = gpus * pt.time_to_train_s / 3600.0;
-  // the runtime's own memory grows with the other ranks of the node (MPI's
-  // shared-memory segments, where the calibration measured it)
-  const double runtime = cal.runtime_memory_bytes + cal.runtime_memory_per_local_peer_bytes * (layout.ranks_per_node() - 1);
-  const MemoryEstimate modelled = w.implementation == Implementation::kanscale
-                                      ? kanscale_memory(shape, pt.batch_per_gpu, w.ddp, runtime, c.gpu.memory_bytes)
-                                      : efficient_kan_memory(shape, pt.batch_per_gpu, w.ddp, runtime, c.gpu.memory_bytes);
-  pt.memory = w.implementation == Implementation::kanscale ? calibrated_memory(modelled, shape, cal) : modelled;
-  if (gpus > 1 && cal.memory_collective_in_flight > 0) {
-    // every bucket can be in flight at the end of backward: the library's
-    // copies of all the gradients (the gradient bytes themselves, not the
-    // calibrated per-parameter total)
-    pt.memory.collective_bytes = cal.memory_collective_in_flight * modelled.gradients_bytes;
-    pt.memory.peak_bytes += pt.memory.collective_bytes;
-  }
+  pt.memory = point_memory(c, w, cal, layout, pt.batch_per_gpu);
 
   // Bucket plans with timings: first iteration and the last steady one, on rank 0.
   auto rows = [&](const PlannedBuckets& pb, int iteration) {

@@ -133,6 +133,12 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
 ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibration& cal, const Layout& layout,
                               std::int64_t batch_per_gpu, std::uint64_t seed);
 
+// A rank's peak memory at this layout and per-GPU batch: the model of the
+// implementation, calibrated where the calibration measured it, with the
+// runtime's share per other rank of the node and the collectives' copies.
+MemoryEstimate point_memory(const Cluster& c, const Workload& w, const Calibration& cal, const Layout& layout,
+                            std::int64_t batch_per_gpu);
+
 // One point (layout.ranks GPUs laid out by layout_for), exposed for tests
 // and validation.
 ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibration& cal, const StudyOptions& o,

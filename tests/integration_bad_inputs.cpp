@@ -135,6 +135,10 @@ std::vector<std::string> sim_calibration() {
   return {"simulate",   "--cluster", "{src}/configs/clusters/local-cpu.yaml", "--workload", "{src}/configs/workloads/local-kanscale.yaml",
           "--calibration", "{d}/calibration.yaml", "--gpus", "1,2", "--json", "{d}/out.json"};
 }
+std::vector<std::string> whatif_q(const std::string& q) {
+  return {"whatif", q, "--cluster", "{src}/configs/clusters/finisterrae3.yaml", "--workload", "{src}/configs/workloads/default.yaml",
+          "--json", "{d}/out.json"};
+}
 std::vector<std::string> study_file() { return {"study", "{d}/study.yaml", "--out", "{d}/out", "--no-plots"}; }
 std::vector<std::string> calibrate_plan() { return {"calibrate", "{d}/plan.yaml", "--out", "{d}/out"}; }
 std::vector<std::string> measure_plan() {
@@ -274,6 +278,31 @@ std::vector<Case> catalogue() {
       {"study: --max-events below the study's", "study", {{"study.yaml", kStudy}},
        {"study", "{d}/study.yaml", "--out", "{d}/out", "--no-plots", "--max-events", "10"}, {"study.yaml:", "max-events"}},
       {"study: no study file", "study", {}, {"study", "--out", "{d}/out"}, {"give a study file"}},
+
+      // ------------------------------------------------------------ whatif
+      {"whatif: unknown query", "whatif", {}, with(whatif_q("fly"), {"--gpus", "8"}), {"unknown query 'fly'"}},
+      {"whatif gpus: no budget", "whatif", {}, whatif_q("gpus"), {"--budget"}},
+      {"whatif gpus: budget in fortnights", "whatif", {}, with(whatif_q("gpus"), {"--budget", "2fortnights"}), {"--budget", "2fortnights"}},
+      {"whatif gpus: efficiency above 1", "whatif", {}, with(whatif_q("gpus"), {"--budget", "2h", "--min-efficiency", "1.5"}),
+       {"--min-efficiency"}},
+      {"whatif gpus: fractional epochs", "whatif", {}, with(whatif_q("gpus"), {"--budget", "2h", "--epochs", "2.5"}), {"--epochs"}},
+      {"whatif change: --set without =", "whatif", {}, with(whatif_q("change"), {"--set", "network.latency"}), {"--set", "KEY=VALUE"}},
+      {"whatif change: unknown key", "whatif", {}, with(whatif_q("change"), {"--set", "warp_drive=2x"}), {"--set", "unknown key"}},
+      {"whatif change: a latency as a value, not a factor", "whatif", {}, with(whatif_q("change"), {"--set", "network.latency=5us"}),
+       {"--set", "factor"}},
+      {"whatif change: inter-node latency on one node moves nothing", "whatif", {},
+       with(whatif_q("change"), {"--gpus", "2", "--set", "network.latency=2x"}), {"--set", "moves nothing", "one node"}},
+      {"whatif change: the workload's own bucket cap moves nothing", "whatif", {}, with(whatif_q("change"), {"--set", "bucket_cap=25MiB"}),
+       {"--set", "moves nothing"}},
+      {"whatif cluster: one cluster", "whatif", {}, with(whatif_q("cluster"), {"--budget", "1h"}), {"at least two"}},
+      {"whatif cluster: a price without a currency", "whatif",
+       {{C, kCluster + "price: {per_gpu_hour: 2.5}\n"}},
+       {"whatif", "cluster", "--cluster", "{d}/cluster.yaml", "--cluster", "{src}/configs/clusters/dgx-a100.yaml", "--workload",
+        "{src}/configs/workloads/default.yaml", "--json", "{d}/out.json"},
+       {"cluster.yaml:", "currency"}},
+      {"whatif model: vary depth", "whatif", {}, with(whatif_q("model"), {"--vary", "depth"}), {"--vary", "depth"}},
+      {"whatif bucket-cap: a cap that is not a size", "whatif", {}, with(whatif_q("bucket-cap"), {"--caps", "1MiB,lots"}),
+       {"--caps", "lots"}},
 
       // ------------------------------------------------------------ workload YAML
       {"workload: width past int", "workload", {{W, sub(kWorkload, "[64, 256, 256, 1]", "[4294967298, 5, 1]")}}, sim_workload(),

@@ -272,3 +272,31 @@ TEST_CASE("study: mpirun -np 3 splits the scenarios and writes the serial study 
   for (const auto& row : rows) banded += !row["iteration_time_lo_s"].is_null();
   CHECK(banded > 0);
 }
+
+TEST_CASE("whatif as a user runs it: an answer line, the reasoning, the table; --json; an unmeetable budget is an answer") {
+  TempDir d;
+  const std::vector<std::string> base = {kExe, "whatif", "gpus", "--cluster", kSrc + "/configs/clusters/dgx-a100.yaml", "--workload",
+                                         kSrc + "/configs/workloads/default.yaml", "--gpus", "1,8,64"};
+  std::vector<std::string> argv = base;
+  for (const char* a : {"--budget", "2min", "--json"}) argv.push_back(a);
+  argv.push_back(d / "a.json");
+  ProcessResult r = run_process(argv, d.path, 120);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.rfind("answer: ", 0) == 0);
+  CHECK(r.out.find("why:") != std::string::npos);
+  CHECK(r.out.find("searched (") != std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(d / "a.json"));
+  CHECK(j["met"] == true);
+  CHECK(j["rows"].size() >= 3);
+  const auto& chosen = j["rows"][j["chosen_row"].get<int>()];
+  CHECK(chosen["time_to_train_s"].get<double>() <= 120.0);
+  CHECK(chosen["meets"] == true);
+  // a millisecond for ten epochs: no GPU count does it; exit 0 with the closest
+  argv = base;
+  for (const char* a : {"--budget", "1ms"}) argv.push_back(a);
+  r = run_process(argv, d.path, 120);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.rfind("no candidate meets it: ", 0) == 0);
+  CHECK(r.out.find("closest: 64 GPU(s)") != std::string::npos);
+}

@@ -1,0 +1,740 @@
+#include "whatif.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+#include "model/units.hpp"
+#include "model/yaml_reader.hpp"
+#include "scenario.hpp"
+
+namespace ks {
+
+const char* const kWhatifChangeKeys =
+    "network.latency, network.nic_bandwidth, intra_node.latency, intra_node.bandwidth (factors: 2x, 0.5x); "
+    "compute_time (factor on every op's time); host_overhead (a time or factor); batch_per_gpu, grid_size, gpus "
+    "(a value or factor); widths (e.g. 64-512-512-1); bucket_cap, gpu.memory (a size or factor); gpus_per_node; "
+    "gradient_as_bucket_view, broadcast_buffers (true|false); nccl_algo (all|ring|tree); nccl_proto (all|LL|LL128|Simple)";
+
+namespace {
+
+using nlohmann::json;
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+std::string pct(double fraction) { return fmt("%.0f%%", 100 * fraction); }
+
+std::string cell_text(const json& v, const std::string& kind, const std::string& unit = "") {
+  if (v.is_null()) return "-";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+  const double x = v.get<double>();
+  const std::string k = kind == "by_unit" ? unit : kind;
+  if (k == "time" || k == "s") return format_time(x);
+  if (k == "bytes" || k == "B") return format_bytes(x);
+  if (k == "int") return fmt("%.0f", x);
+  if (k == "ratio") return fmt("%.3f", x);
+  if (k == "gpu_hours") return fmt("%.4g", x);
+  if (k == "money") return fmt("%.2f", x);
+  if (k == "percent") return fmt("%+.1f%%", x);
+  return fmt("%.4g", x);
+}
+
+// A prediction at n GPUs (gpn per node, or the cluster's), with the
+// speedup and efficiency against one GPU; no trace, no bands.
+ScalingPoint predict(const Cluster& c, const Workload& w, const Calibration& cal, StudyOptions o, int n,
+                     std::optional<int> gpn) {
+  o.gpus = {n};
+  o.gpus_per_node = gpn;
+  o.trace = false;
+  o.interval_samples = 0;
+  return run_study(c, w, cal, o).points.front();
+}
+
+// The median iteration split into compute and exposed communication.
+std::string breakdown(const ScalingPoint& p) {
+  const double it = p.iteration_s.median, cp = p.compute_s.median, ex = p.exposed_s.median;
+  std::string s = "iteration " + format_time(it) + ": compute " + format_time(cp) + " (" + pct(cp / it) +
+                  "), exposed communication " + format_time(ex) + " (" + pct(ex / it) + ")";
+  const double rest = it - cp - ex;
+  if (rest > 1e-3 * it) s += ", waiting for slower ranks " + format_time(rest);
+  s += "; dominant: " + std::string(cp >= ex ? "compute" : "exposed communication");
+  if (p.gpus > 1 && !p.steady_plan.empty())
+    s += " (" + std::to_string(p.steady_plan.size()) + " bucket(s), the last " + p.steady_plan.back().label + ")";
+  return s;
+}
+
+std::string layout_text(int gpus, int nodes) {
+  return std::to_string(gpus) + " GPU(s) on " + std::to_string(nodes) + " node(s) x " + std::to_string(gpus / nodes);
+}
+
+std::vector<int> powers_of_two_up_to(int n) {
+  std::vector<int> v;
+  for (int g = 1; g <= n && g > 0; g *= 2) v.push_back(g);
+  return v;
+}
+
+void require_epochs(double e) {
+  if (!(e >= 1 && e <= 1e9 && e == std::floor(e))) throw InputError("--epochs: expected a whole number of epochs, at least 1");
+}
+
+// How far a candidate misses: max(time / budget, target efficiency /
+// efficiency); at most 1 when it meets both.
+double miss(double time_s, double efficiency, std::optional<double> budget_s, std::optional<double> min_eff) {
+  double m = 0;
+  if (budget_s) m = std::max(m, time_s / *budget_s);
+  if (min_eff) m = std::max(m, efficiency > 0 ? *min_eff / efficiency : 1e300);
+  return m;
+}
+
+}  // namespace
+
+json WhatifAnswer::to_json() const {
+  json j;
+  j["query"] = query;
+  j["met"] = met;
+  j["answer"] = answer;
+  j["reasoning"] = reasoning;
+  j["inputs"] = inputs;
+  json cols = json::array();
+  for (const auto& c : columns) cols.push_back({{"key", c.key}, {"unit", c.kind}});
+  j["columns"] = cols;
+  json rs = json::array();
+  for (const auto& r : rows) {
+    json o = json::object();
+    for (std::size_t i = 0; i < columns.size() && i < r.size(); ++i) o[columns[i].key] = r[i];
+    rs.push_back(o);
+  }
+  j["rows"] = rs;
+  j["chosen_row"] = chosen >= 0 ? json(chosen) : json(nullptr);
+  return j;
+}
+
+std::string WhatifAnswer::text() const {
+  std::ostringstream os;
+  os << (met ? "answer: " : "no candidate meets it: ") << answer << "\n";
+  if (!reasoning.empty()) {
+    os << "why:\n";
+    for (const auto& r : reasoning) os << "  - " << r << "\n";
+  }
+  os << "searched (" << rows.size() << " row(s); * marks the " << (met ? "answer" : "closest") << "):\n";
+  std::size_t unit_col = columns.size();
+  for (std::size_t i = 0; i < columns.size(); ++i)
+    if (columns[i].key == "unit") unit_col = i;
+  std::vector<std::vector<std::string>> cells;
+  std::vector<std::size_t> width(columns.size(), 0);
+  for (std::size_t i = 0; i < columns.size(); ++i) width[i] = columns[i].key.size();
+  for (const auto& r : rows) {
+    std::vector<std::string> line;
+    const std::string unit = unit_col < r.size() && r[unit_col].is_string() ? r[unit_col].get<std::string>() : "";
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      line.push_back(cell_text(i < r.size() ? r[i] : json(nullptr), columns[i].kind, unit));
+      width[i] = std::max(width[i], line.back().size());
+    }
+    cells.push_back(std::move(line));
+  }
+  auto put = [&](const std::vector<std::string>& line, bool mark) {
+    os << (mark ? "* " : "  ");
+    for (std::size_t i = 0; i < line.size(); ++i) os << std::left << std::setw(static_cast<int>(width[i]) + 2) << line[i];
+    os << "\n";
+  };
+  std::vector<std::string> head;
+  for (const auto& c : columns) head.push_back(c.key);
+  put(head, false);
+  for (std::size_t r = 0; r < cells.size(); ++r) put(cells[r], static_cast<int>(r) == chosen);
+  return os.str();
+}
+
+// ---------------------------------------------------------------- gpus
+WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
+  require_epochs(q.epochs);
+  if (!(q.budget_s > 0)) throw InputError("--budget: expected a positive time, e.g. 2h");
+  if (q.min_efficiency && !(*q.min_efficiency > 0 && *q.min_efficiency <= 1))
+    throw InputError("--min-efficiency: expected a fraction between 0 and 1, e.g. 0.7");
+  const WhatifCluster& wc = b.clusters.front();
+  const Cluster& c = wc.cluster;
+  Workload w = b.workload;
+  w.epochs = static_cast<int>(q.epochs);
+  const std::vector<int> gpus = q.gpus.empty() ? powers_of_two_up_to(c.nodes * c.gpus_per_node) : q.gpus;
+
+  WhatifAnswer a;
+  a.query = "gpus";
+  a.inputs = {{"cluster", c.file}, {"workload", w.file}, {"calibration", wc.calibration.name}, {"epochs", q.epochs},
+              {"budget_s", q.budget_s}, {"min_efficiency", q.min_efficiency ? json(*q.min_efficiency) : json(nullptr)},
+              {"scaling", to_string(b.options.scaling)}};
+  a.columns = {{"gpus", "int"},         {"gpus_per_node", "int"},   {"nodes", "int"},      {"iteration_s", "time"},
+               {"compute_s", "time"},   {"exposed_comm_s", "time"}, {"epoch_s", "time"},   {"time_to_train_s", "time"},
+               {"efficiency", "ratio"}, {"gpu_hours", "gpu_hours"}, {"meets", "bool"}};
+  std::vector<ScalingPoint> pts;
+  std::vector<std::string> skipped;
+  for (int n : gpus) {
+    std::vector<int> seen_nodes;
+    for (int gpn = std::min(c.gpus_per_node, n); gpn >= 1; gpn /= 2) {
+      Layout l;
+      try {
+        l = layout_for(c, n, gpn);
+      } catch (const InputError&) {
+        continue;  // does not fill whole nodes, or needs more nodes than the cluster has
+      }
+      if (std::find(seen_nodes.begin(), seen_nodes.end(), l.nodes) != seen_nodes.end()) continue;
+      seen_nodes.push_back(l.nodes);
+      ScalingPoint p;
+      try {
+        p = predict(c, w, wc.calibration, b.options, n, gpn);
+      } catch (const InputError& e) {
+        skipped.push_back(std::to_string(n) + " GPUs: " + e.what());
+        break;
+      }
+      const bool meets = p.time_to_train_s <= q.budget_s && (!q.min_efficiency || p.efficiency >= *q.min_efficiency);
+      a.rows.push_back({n, gpn, p.nodes, p.iteration_s.median, p.compute_s.median, p.exposed_s.median, p.epoch_s,
+                        p.time_to_train_s, p.efficiency, p.gpu_hours, meets});
+      pts.push_back(std::move(p));
+    }
+  }
+  if (a.rows.empty()) throw InputError("whatif gpus: no GPU count of --gpus can be laid out on cluster " + c.file);
+  // the fewest GPUs that meet; the fastest of their layouts
+  for (std::size_t i = 0; i < a.rows.size(); ++i) {
+    if (!a.rows[i][10].get<bool>()) continue;
+    if (a.chosen < 0 || pts[i].gpus < pts[a.chosen].gpus ||
+        (pts[i].gpus == pts[a.chosen].gpus && pts[i].time_to_train_s < pts[a.chosen].time_to_train_s))
+      a.chosen = static_cast<int>(i);
+  }
+  const std::string budget = format_time(q.budget_s) + (q.min_efficiency ? " at efficiency >= " + fmt("%.2f", *q.min_efficiency) : "");
+  if (a.chosen >= 0) {
+    const ScalingPoint& p = pts[a.chosen];
+    a.answer = layout_text(p.gpus, p.nodes) + " train " + fmt("%.0f", q.epochs) + " epoch(s) in " + format_time(p.time_to_train_s) +
+               ", within " + budget + " (parallel efficiency " + fmt("%.3f", p.efficiency) + ", " + fmt("%.4g", p.gpu_hours) +
+               " GPU-hours)";
+    a.reasoning.push_back(breakdown(p));
+    if (p.gpus > 1) {
+      // the next count down: why it does not do
+      for (std::size_t i = 0; i < pts.size(); ++i) {
+        if (pts[i].gpus >= p.gpus) continue;
+        bool better_layout = false;
+        for (std::size_t j = 0; j < pts.size(); ++j)
+          if (pts[j].gpus == pts[i].gpus && pts[j].time_to_train_s < pts[i].time_to_train_s) better_layout = true;
+        if (better_layout) continue;
+        if (pts[i].gpus * 2 != p.gpus && pts[i].gpus != *std::max_element(gpus.begin(), gpus.end())) {
+          bool closest_below = true;
+          for (const auto& o : pts)
+            if (o.gpus < p.gpus && o.gpus > pts[i].gpus) closest_below = false;
+          if (!closest_below) continue;
+        }
+        a.reasoning.push_back(std::to_string(pts[i].gpus) + " GPU(s) would take " + format_time(pts[i].time_to_train_s) +
+                              " at efficiency " + fmt("%.3f", pts[i].efficiency) + ": " +
+                              (pts[i].time_to_train_s > q.budget_s ? "over the time budget" : "below the efficiency asked"));
+      }
+    }
+  } else {
+    a.met = false;
+    double best = 1e300;
+    for (std::size_t i = 0; i < pts.size(); ++i) {
+      const double m = miss(pts[i].time_to_train_s, pts[i].efficiency, q.budget_s, q.min_efficiency);
+      if (m < best) {
+        best = m;
+        a.chosen = static_cast<int>(i);
+      }
+    }
+    const ScalingPoint& p = pts[a.chosen];
+    a.answer = "no GPU count searched trains " + fmt("%.0f", q.epochs) + " epoch(s) within " + budget + "; closest: " +
+               layout_text(p.gpus, p.nodes) + " in " + format_time(p.time_to_train_s) + " (" + fmt("%.2f", p.time_to_train_s / q.budget_s) +
+               "x the budget) at efficiency " + fmt("%.3f", p.efficiency);
+    a.reasoning.push_back(breakdown(p));
+    double fastest = 1e300;
+    for (const auto& o : pts) fastest = std::min(fastest, o.time_to_train_s);
+    if (fastest > q.budget_s)
+      a.reasoning.push_back("the fastest candidate takes " + format_time(fastest) + ": more GPUs than searched, or a faster cluster, are needed");
+  }
+  for (const auto& s : skipped) a.reasoning.push_back("skipped " + s);
+  return a;
+}
+
+// ---------------------------------------------------------------- model
+WhatifAnswer whatif_model(const WhatifBase& b, const ModelQuery& q) {
+  const WhatifCluster& wc = b.clusters.front();
+  const Cluster& c = wc.cluster;
+  const Workload& w0 = b.workload;
+  if (q.vary != "widths" && q.vary != "grid") throw InputError("--vary: expected widths or grid, got '" + q.vary + "'");
+  if (q.vary == "widths" && w0.widths.size() < 3)
+    throw InputError("whatif model --vary widths: workload " + w0.file + " (widths " + widths_text(w0.widths) +
+                     ") has no hidden layer to grow; use --vary grid");
+  if (q.limit < 1) throw InputError("--limit: expected at least 1");
+  const Layout layout = layout_for(c, q.gpus, b.options.gpus_per_node);
+  std::int64_t batch = w0.batch_per_gpu;
+  if (b.options.scaling == Scaling::strong_global_batch) batch = w0.global_batch.value_or(w0.batch_per_gpu) / q.gpus;
+  if (batch < 1) throw InputError("whatif model: the global batch gives less than one sample per GPU at " + std::to_string(q.gpus) + " GPUs");
+  auto shaped = [&](std::int64_t v) {
+    Workload w = w0;
+    if (q.vary == "widths") {
+      for (std::size_t i = 1; i + 1 < w.widths.size(); ++i) w.widths[i] = v;
+    } else {
+      w.grid_size = static_cast<int>(v);
+    }
+    return w;
+  };
+  struct Tried {
+    std::int64_t v;
+    std::int64_t params;
+    MemoryEstimate m;
+    bool fits;
+  };
+  std::map<std::int64_t, Tried> tried;
+  auto fits = [&](std::int64_t v) {
+    const Workload w = shaped(v);
+    const KanShape shape{w.widths, w.grid_size, w.spline_order};
+    if (!kan_size_problem(shape).empty()) return false;  // beyond what kanscale models: stop there
+    const MemoryEstimate m = point_memory(c, w, wc.calibration, layout, batch);
+    const bool ok = m.peak_bytes <= c.gpu.memory_bytes;
+    tried[v] = Tried{v, kan_parameter_count(shape), m, ok};
+    return ok;
+  };
+  std::int64_t good = 0, bad = 0;  // largest fitting, smallest not fitting (0: none found)
+  for (std::int64_t v = 1;; v = std::min(v * 2, q.limit)) {
+    if (fits(v)) {
+      good = v;
+      if (v == q.limit) break;
+    } else {
+      bad = v;
+      break;
+    }
+  }
+  if (good > 0 && bad > 0) {
+    while (bad - good > 1) {
+      const std::int64_t mid = good + (bad - good) / 2;
+      (fits(mid) ? good : bad) = mid;
+    }
+  }
+  const char* what = q.vary == "widths" ? "hidden width" : "grid size";
+  WhatifAnswer a;
+  a.query = "model";
+  a.inputs = {{"cluster", c.file}, {"workload", w0.file}, {"calibration", wc.calibration.name}, {"vary", q.vary},
+              {"gpus", q.gpus}, {"batch_per_gpu", batch}, {"gpu_memory_bytes", c.gpu.memory_bytes}, {"limit", q.limit}};
+  a.columns = {{q.vary == "widths" ? "hidden_width" : "grid_size", "int"}, {"widths", "text"}, {"parameters", "int"},
+               {"model_state_bytes", "bytes"}, {"activations_bytes", "bytes"}, {"peak_bytes", "bytes"}, {"fits", "bool"}};
+  for (const auto& [v, t] : tried) {
+    const Workload w = shaped(v);
+    const double state = t.m.parameters_bytes + t.m.gradients_bytes + t.m.buckets_bytes + t.m.optimizer_bytes;
+    a.rows.push_back({v, widths_text(w.widths), t.params, state, t.m.activations_bytes + t.m.transient_bytes + t.m.batch_bytes,
+                      t.m.peak_bytes, t.fits});
+    if (v == good) a.chosen = static_cast<int>(a.rows.size() - 1);
+  }
+  const std::string where = " of the " + c.gpu.model + "'s " + format_bytes(c.gpu.memory_bytes) + " at batch " +
+                            std::to_string(batch) + " per GPU on " + std::to_string(q.gpus) + " GPU(s)";
+  if (good == 0) {
+    a.met = false;
+    a.chosen = a.rows.empty() ? -1 : 0;
+    const Tried& t = tried.begin()->second;
+    a.answer = std::string("not even a ") + what + " of 1 fits: it needs " + format_bytes(t.m.peak_bytes) + where;
+  } else {
+    const Tried& t = tried.at(good);
+    a.answer = std::string("the largest ") + what + " that fits is " + std::to_string(good) + " (widths " +
+               widths_text(shaped(good).widths) + ", grid " + std::to_string(shaped(good).grid_size) + ", " +
+               std::to_string(t.params) + " parameters): peak " + format_bytes(t.m.peak_bytes) + where;
+    if (good == q.limit) a.answer += " (the search limit; larger may fit)";
+    const double state = t.m.parameters_bytes + t.m.gradients_bytes + t.m.buckets_bytes + t.m.optimizer_bytes;
+    const double act = t.m.activations_bytes + t.m.transient_bytes + t.m.batch_bytes;
+    const double other = t.m.peak_bytes - state - act;
+    a.reasoning.push_back("at " + std::to_string(good) + ": parameters, gradients, DDP buckets and Adam's moments " +
+                          format_bytes(state) + " (" + pct(state / t.m.peak_bytes) + "), activations and temporaries " +
+                          format_bytes(act) + " (" + pct(act / t.m.peak_bytes) + "), runtime, grids and library copies " +
+                          format_bytes(other) + "; dominant: " +
+                          (state >= act && state >= other ? "model state (grows with the parameters)"
+                           : act >= other                 ? "activations (grow with the batch)"
+                                                          : "the runtime"));
+    if (bad > 0 && tried.count(bad))
+      a.reasoning.push_back(std::to_string(bad) + " needs " + format_bytes(tried.at(bad).m.peak_bytes) + ", over the " +
+                            format_bytes(c.gpu.memory_bytes));
+  }
+  return a;
+}
+
+// ---------------------------------------------------------------- bucket cap
+WhatifAnswer whatif_bucket_cap(const WhatifBase& b, const BucketQuery& q) {
+  const WhatifCluster& wc = b.clusters.front();
+  if (q.caps.empty()) throw InputError("--caps: give at least one bucket cap");
+  for (double cap : q.caps)
+    if (!(cap > 0)) throw InputError("--caps: every cap must be a positive size");
+  std::vector<bool> views = q.both_views ? std::vector<bool>{false, true} : std::vector<bool>{b.workload.ddp.gradient_as_bucket_view};
+  WhatifAnswer a;
+  a.query = "bucket-cap";
+  a.inputs = {{"cluster", wc.cluster.file}, {"workload", b.workload.file}, {"calibration", wc.calibration.name}, {"gpus", q.gpus}};
+  a.columns = {{"bucket_cap_bytes", "bytes"}, {"gradient_as_bucket_view", "bool"}, {"buckets", "int"}, {"iteration_s", "time"},
+               {"exposed_comm_s", "time"},    {"compute_s", "time"},             {"peak_memory_bytes", "bytes"}};
+  std::vector<ScalingPoint> pts;
+  std::vector<std::pair<double, bool>> settings;
+  for (bool view : views) {
+    for (double cap : q.caps) {
+      Workload w = b.workload;
+      w.ddp.bucket_cap_bytes = cap;
+      w.ddp.gradient_as_bucket_view = view;
+      ScalingPoint p = predict(wc.cluster, w, wc.calibration, b.options, q.gpus, b.options.gpus_per_node);
+      a.rows.push_back({cap, view, static_cast<int>(p.steady_plan.size()), p.iteration_s.median, p.exposed_s.median,
+                        p.compute_s.median, p.memory.peak_bytes});
+      pts.push_back(std::move(p));
+      settings.emplace_back(cap, view);
+    }
+  }
+  double best = 1e300, worst = 0;
+  for (const auto& p : pts) {
+    best = std::min(best, p.iteration_s.median);
+    worst = std::max(worst, p.iteration_s.median);
+  }
+  std::vector<std::size_t> ties;
+  for (std::size_t i = 0; i < pts.size(); ++i)
+    if (pts[i].iteration_s.median <= best * (1 + 1e-9)) ties.push_back(i);
+  std::size_t pick = ties.front();
+  for (std::size_t i : ties) {
+    const auto& [cap, view] = settings[i];
+    const auto& [pcap, pview] = settings[pick];
+    if ((view && !pview) || (view == pview && cap > pcap)) pick = i;
+  }
+  a.chosen = static_cast<int>(pick);
+  const ScalingPoint& p = pts[pick];
+  a.answer = "bucket_cap " + format_bytes(settings[pick].first) + " with gradient_as_bucket_view " +
+             (settings[pick].second ? "true" : "false") + ": iteration " + format_time(p.iteration_s.median) + " on " +
+             std::to_string(q.gpus) + " GPU(s), " + std::to_string(p.steady_plan.size()) + " bucket(s)";
+  a.reasoning.push_back(breakdown(p));
+  if (worst <= best * (1 + 1e-9)) {
+    a.reasoning.push_back("every setting searched gives the same iteration time: the choice does not matter here (the tie goes "
+                          "to gradient_as_bucket_view, which saves the buckets' copy of the gradients, and the larger cap)");
+  } else {
+    if (ties.size() > 1) {
+      std::string t;
+      for (std::size_t i : ties)
+        if (i != pick) t += (t.empty() ? "" : ", ") + format_bytes(settings[i].first) + (settings[i].second ? " (view)" : "");
+      a.reasoning.push_back("as fast: " + t + "; the tie goes to gradient_as_bucket_view, then to the larger cap");
+    }
+    std::size_t slow = 0;
+    for (std::size_t i = 0; i < pts.size(); ++i)
+      if (pts[i].iteration_s.median > pts[slow].iteration_s.median) slow = i;
+    a.reasoning.push_back("slowest: " + format_bytes(settings[slow].first) + (settings[slow].second ? " (view)" : "") + ", " +
+                          format_time(pts[slow].iteration_s.median) + " with " + std::to_string(pts[slow].steady_plan.size()) +
+                          " bucket(s) and " + format_time(pts[slow].exposed_s.median) +
+                          " exposed communication: more buckets pay more per-collective latency, fewer start later");
+    for (std::size_t i = 0; i < pts.size(); ++i) {
+      if (settings[i].first == b.workload.ddp.bucket_cap_bytes && settings[i].second == b.workload.ddp.gradient_as_bucket_view &&
+          i != pick)
+        a.reasoning.push_back("the workload's own setting (" + format_bytes(settings[i].first) + ") takes " +
+                              format_time(pts[i].iteration_s.median) + ", " +
+                              pct(pts[i].iteration_s.median / p.iteration_s.median - 1) + " longer");
+    }
+  }
+  return a;
+}
+
+// ---------------------------------------------------------------- cluster
+WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q) {
+  require_epochs(q.epochs);
+  if (b.clusters.size() < 2) throw InputError("whatif cluster: give at least two --cluster files to compare");
+  if (q.budget_s && !(*q.budget_s > 0)) throw InputError("--budget: expected a positive time, e.g. 2h");
+  if (q.min_efficiency && !(*q.min_efficiency > 0 && *q.min_efficiency <= 1))
+    throw InputError("--min-efficiency: expected a fraction between 0 and 1, e.g. 0.7");
+  Workload w = b.workload;
+  w.epochs = static_cast<int>(q.epochs);
+  bool all_priced = true;
+  std::string currency;
+  for (const auto& wc : b.clusters) {
+    if (!wc.cluster.price_per_gpu_hour) all_priced = false;
+    else if (currency.empty()) currency = wc.cluster.currency;
+    else if (currency != wc.cluster.currency) all_priced = false;
+  }
+  WhatifAnswer a;
+  a.query = "cluster";
+  a.inputs = {{"workload", w.file}, {"epochs", q.epochs}, {"budget_s", q.budget_s ? json(*q.budget_s) : json(nullptr)},
+              {"min_efficiency", q.min_efficiency ? json(*q.min_efficiency) : json(nullptr)}};
+  for (const auto& wc : b.clusters) a.inputs["clusters"].push_back({{"label", wc.label}, {"file", wc.cluster.file}, {"calibration", wc.calibration.name}});
+  a.columns = {{"cluster", "text"},        {"gpus", "int"},          {"nodes", "int"},        {"time_to_train_s", "time"},
+               {"efficiency", "ratio"},    {"gpu_hours", "gpu_hours"}, {"price_per_gpu_hour", "money"}, {"cost", "money"},
+               {"meets", "bool"}};
+  struct Cand {
+    std::size_t cluster;
+    ScalingPoint p;
+    std::optional<double> cost;
+    bool meets;
+  };
+  std::vector<Cand> cands;
+  for (std::size_t k = 0; k < b.clusters.size(); ++k) {
+    const WhatifCluster& wc = b.clusters[k];
+    const std::vector<int> gpus = q.gpus.empty() ? powers_of_two_up_to(wc.cluster.nodes * wc.cluster.gpus_per_node) : q.gpus;
+    for (int n : gpus) {
+      try {
+        layout_for(wc.cluster, n, std::nullopt);
+      } catch (const InputError&) {
+        continue;  // not on this cluster
+      }
+      Cand c{k, predict(wc.cluster, w, wc.calibration, b.options, n, std::nullopt), std::nullopt, true};
+      if (wc.cluster.price_per_gpu_hour) c.cost = c.p.gpu_hours * *wc.cluster.price_per_gpu_hour;
+      c.meets = (!q.budget_s || c.p.time_to_train_s <= *q.budget_s) && (!q.min_efficiency || c.p.efficiency >= *q.min_efficiency);
+      a.rows.push_back({wc.label, n, c.p.nodes, c.p.time_to_train_s, c.p.efficiency, c.p.gpu_hours,
+                        wc.cluster.price_per_gpu_hour ? json(*wc.cluster.price_per_gpu_hour) : json(nullptr),
+                        c.cost ? json(*c.cost) : json(nullptr), c.meets});
+      cands.push_back(std::move(c));
+    }
+  }
+  if (cands.empty()) throw InputError("whatif cluster: no GPU count of --gpus fits any of the clusters");
+  auto cheapest = [&](bool money) {
+    int best = -1;
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      if (!cands[i].meets) continue;
+      const double v = money ? *cands[i].cost : cands[i].p.gpu_hours;
+      const double bv = best < 0 ? 0 : money ? *cands[best].cost : cands[best].p.gpu_hours;
+      if (best < 0 || v < bv || (v == bv && cands[i].p.time_to_train_s < cands[best].p.time_to_train_s)) best = static_cast<int>(i);
+    }
+    return best;
+  };
+  const int by_hours = cheapest(false);
+  const int by_money = all_priced ? cheapest(true) : -1;
+  auto describe = [&](const Cand& c) {
+    return "'" + b.clusters[c.cluster].label + "' with " + layout_text(c.p.gpus, c.p.nodes) + ": " + fmt("%.4g", c.p.gpu_hours) +
+           " GPU-hours, " + format_time(c.p.time_to_train_s) + " to train" +
+           (c.cost ? ", " + fmt("%.2f", *c.cost) + " " + b.clusters[c.cluster].cluster.currency : std::string());
+  };
+  if (by_hours >= 0) {
+    a.chosen = all_priced ? by_money : by_hours;
+    if (all_priced) {
+      a.answer = "cheapest in money: " + describe(cands[by_money]);
+      a.answer += by_hours == by_money ? "; also the fewest GPU-hours" : "; fewest GPU-hours: " + describe(cands[by_hours]);
+    } else {
+      a.answer = "fewest GPU-hours: " + describe(cands[by_hours]);
+      a.reasoning.push_back(currency.empty() ? "no cluster gives a price: compared in GPU-hours only"
+                                             : "not every cluster gives a price in one currency: compared in GPU-hours only");
+    }
+    a.reasoning.push_back(breakdown(cands[a.chosen].p));
+    for (std::size_t k = 0; k < b.clusters.size(); ++k) {
+      int best = -1;
+      for (std::size_t i = 0; i < cands.size(); ++i)
+        if (cands[i].cluster == k && cands[i].meets && (best < 0 || cands[i].p.gpu_hours < cands[best].p.gpu_hours))
+          best = static_cast<int>(i);
+      a.reasoning.push_back(best < 0 ? "'" + b.clusters[k].label + "': no GPU count searched meets the budget"
+                                     : "best on " + describe(cands[best]));
+    }
+  } else {
+    a.met = false;
+    double best = 1e300;
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      const double m = miss(cands[i].p.time_to_train_s, cands[i].p.efficiency, q.budget_s, q.min_efficiency);
+      if (m < best) {
+        best = m;
+        a.chosen = static_cast<int>(i);
+      }
+    }
+    a.answer = "no cluster and GPU count searched meets " +
+               (q.budget_s ? format_time(*q.budget_s) : std::string("the budget")) +
+               (q.min_efficiency ? " at efficiency >= " + fmt("%.2f", *q.min_efficiency) : "") + "; closest: " + describe(cands[a.chosen]) +
+               " at efficiency " + fmt("%.3f", cands[a.chosen].p.efficiency);
+    a.reasoning.push_back(breakdown(cands[a.chosen].p));
+  }
+  return a;
+}
+
+// ---------------------------------------------------------------- change
+namespace {
+
+struct Case {
+  Cluster cluster;
+  Calibration cal;
+  Workload w;
+  int gpus = 1;
+  std::optional<int> gpn;
+};
+
+bool parse_bool(const std::string& v, const std::string& key) {
+  if (v == "true") return true;
+  if (v == "false") return false;
+  throw InputError("--set " + key + "=" + v + ": expected true or false");
+}
+
+// A value or a factor ("2x") on `current`.
+double value_or_factor(const std::string& v, const std::string& key, double current, const std::function<double(const std::string&)>& parse) {
+  if (!v.empty() && (v.back() == 'x' || v.back() == 'X')) {
+    const double f = parse_factor(v);
+    if (f < 0) throw InputError("--set " + key + "=" + v + ": expected a positive factor such as 2x or 0.5x");
+    return current * f;
+  }
+  return parse(v);
+}
+
+std::int64_t whole(double v, const std::string& key, const std::string& text) {
+  if (!(v >= 1 && v <= 9.0e15 && v == std::floor(v)))
+    throw InputError("--set " + key + "=" + text + ": expected a whole number of at least 1");
+  return static_cast<std::int64_t>(v);
+}
+
+// What the network keys are called in apply_network_factor.
+std::string network_what(const std::string& key) {
+  if (key == "network.latency" || key == "network.inter_latency") return "inter_latency";
+  if (key == "network.nic_bandwidth" || key == "network.inter_bandwidth") return "inter_bandwidth";
+  if (key == "intra_node.latency" || key == "network.intra_latency") return "intra_latency";
+  if (key == "intra_node.bandwidth" || key == "network.intra_bandwidth") return "intra_bandwidth";
+  return "";
+}
+
+void apply_change(Case& k, const Change& ch) {
+  const std::string& key = ch.key;
+  const std::string& v = ch.value;
+  auto number = [&](const std::string& t) {
+    char* end = nullptr;
+    const double x = std::strtod(t.c_str(), &end);
+    if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(x)) throw InputError("--set " + key + "=" + v + ": expected a number or a factor such as 2x");
+    return x;
+  };
+  auto quantity = [&](Quantity q) {
+    return [&, q](const std::string& t) {
+      try {
+        return parse_quantity(t, q);
+      } catch (const std::exception& e) {
+        throw InputError("--set " + key + "=" + v + ": " + e.what());
+      }
+    };
+  };
+  if (const std::string what = network_what(key); !what.empty()) {
+    const double f = parse_factor(v);
+    if (f < 0 || v.empty() || (v.back() != 'x' && v.back() != 'X'))
+      throw InputError("--set " + key + "=" + v + ": expected a factor such as 2x or 0.5x (it acts on the collective model in use)");
+    const Layout l = layout_for(k.cluster, k.gpus, k.gpn);
+    if (!network_factor_moves(k.cluster, k.cal, l, what, f))
+      throw InputError(
+          "--set " + key + "=" + v + " moves nothing in the collective model in use at " + std::to_string(k.gpus) + " GPU(s) on " +
+          std::to_string(l.nodes) + " node(s): " +
+          (k.cluster.collectives.family == CollFamily::nccl
+               ? (what.rfind("inter", 0) == 0 && l.nodes == 1 ? "NCCL stays within one node"
+                                                               : "NCCL's bus bandwidth is bounded by another link, or the level is not used")
+               : (what.rfind("inter", 0) == 0 && l.nodes == 1 ? "MPI stays within one node"
+                                                               : "the calibration's fitted MPI regimes hold the latency and bandwidth")));
+    apply_network_factor(k.cluster, k.cal, what, f);
+  } else if (key == "compute_time") {
+    const double f = parse_factor(v);
+    if (f < 0 || v.back() != 'x') throw InputError("--set compute_time=" + v + ": expected a factor such as 0.5x (every op's time)");
+    k.cal.compute_scale *= f;
+  } else if (key == "host_overhead") {
+    k.cal.host_overhead_s = value_or_factor(v, key, k.cal.host_overhead_s, quantity(Quantity::time));
+    if (k.cal.host_overhead_s < 0) throw InputError("--set host_overhead=" + v + ": expected a time of at least 0");
+  } else if (key == "batch_per_gpu") {
+    k.w.batch_per_gpu = whole(value_or_factor(v, key, static_cast<double>(k.w.batch_per_gpu), number), key, v);
+  } else if (key == "grid_size") {
+    k.w.grid_size = static_cast<int>(whole(value_or_factor(v, key, k.w.grid_size, number), key, v));
+  } else if (key == "gpus") {
+    k.gpus = static_cast<int>(whole(value_or_factor(v, key, k.gpus, number), key, v));
+  } else if (key == "gpus_per_node") {
+    k.gpn = static_cast<int>(whole(number(v), key, v));
+  } else if (key == "widths") {
+    std::vector<std::int64_t> ws;
+    std::string t = v;
+    for (char& ch2 : t)
+      if (ch2 == '-' || ch2 == ',' || ch2 == '[' || ch2 == ']') ch2 = ' ';
+    std::istringstream is(t);
+    std::string item;
+    while (is >> item) ws.push_back(whole(number(item), key, v));
+    if (ws.size() < 2) throw InputError("--set widths=" + v + ": expected at least two widths, e.g. 64-512-512-1");
+    k.w.widths = ws;
+  } else if (key == "bucket_cap") {
+    k.w.ddp.bucket_cap_bytes = value_or_factor(v, key, k.w.ddp.bucket_cap_bytes, quantity(Quantity::size));
+    if (!(k.w.ddp.bucket_cap_bytes > 0)) throw InputError("--set bucket_cap=" + v + ": expected a positive size");
+  } else if (key == "gpu.memory") {
+    k.cluster.gpu.memory_bytes = value_or_factor(v, key, k.cluster.gpu.memory_bytes, quantity(Quantity::size));
+    if (!(k.cluster.gpu.memory_bytes > 0)) throw InputError("--set gpu.memory=" + v + ": expected a positive size");
+  } else if (key == "gradient_as_bucket_view") {
+    k.w.ddp.gradient_as_bucket_view = parse_bool(v, key);
+  } else if (key == "broadcast_buffers") {
+    k.w.ddp.broadcast_buffers = parse_bool(v, key);
+  } else if (key == "nccl_algo" || key == "nccl_proto") {
+    if (k.cluster.collectives.family != CollFamily::nccl)
+      throw InputError("--set " + key + "=" + v + ": cluster " + k.cluster.file + " uses MPI collectives; " + key +
+                       " restricts NCCL's choice only, so it moves nothing here");
+    if (key == "nccl_algo") {
+      if (v != "all" && v != "ring" && v != "tree") throw InputError("--set nccl_algo=" + v + ": expected all, ring or tree");
+      if (v != "all") k.cluster.collectives.algorithms = {v == "ring" ? Algo::ring : Algo::tree};
+    } else {
+      if (v != "all" && v != "LL" && v != "LL128" && v != "Simple") throw InputError("--set nccl_proto=" + v + ": expected all, LL, LL128 or Simple");
+      if (v != "all") k.cluster.collectives.protocols = {v == "LL" ? Proto::ll : v == "LL128" ? Proto::ll128 : Proto::simple};
+    }
+  } else {
+    throw InputError("--set " + key + "=" + v + ": unknown key; expected one of: " + kWhatifChangeKeys);
+  }
+  if (const std::string why = kan_size_problem(KanShape{k.w.widths, k.w.grid_size, k.w.spline_order}); !why.empty())
+    throw InputError("--set " + key + "=" + v + ": " + why);
+}
+
+bool same_prediction(const ScalingPoint& a, const ScalingPoint& b) {
+  return a.iteration_s.median == b.iteration_s.median && a.first_iteration_s.median == b.first_iteration_s.median &&
+         a.compute_s.median == b.compute_s.median && a.exposed_s.median == b.exposed_s.median && a.epoch_s == b.epoch_s &&
+         a.time_to_train_s == b.time_to_train_s && a.memory.peak_bytes == b.memory.peak_bytes && a.efficiency == b.efficiency &&
+         a.gpus == b.gpus && a.nodes == b.nodes;
+}
+
+ScalingPoint predict_case(const Case& k, const StudyOptions& o) { return predict(k.cluster, k.w, k.cal, o, k.gpus, k.gpn); }
+
+}  // namespace
+
+WhatifAnswer whatif_change(const WhatifBase& b, int gpus, const std::vector<Change>& changes) {
+  if (changes.empty()) throw InputError("whatif change: give at least one --set KEY=VALUE (or KEY=FACTORx)");
+  const WhatifCluster& wc = b.clusters.front();
+  Case before{wc.cluster, wc.calibration, b.workload, gpus, b.options.gpus_per_node};
+  const ScalingPoint p0 = predict_case(before, b.options);
+  Case after = before;
+  for (const Change& ch : changes) {
+    // alone, every change must move the prediction
+    Case alone = before;
+    apply_change(alone, ch);
+    if (same_prediction(predict_case(alone, b.options), p0))
+      throw InputError("--set " + ch.key + "=" + ch.value + " moves nothing in the model in use at " + std::to_string(gpus) +
+                       " GPU(s): the prediction (iteration, memory, time to train) is identical; drop it or change what it acts on");
+    apply_change(after, ch);
+  }
+  const ScalingPoint p1 = predict_case(after, b.options);
+  WhatifAnswer a;
+  a.query = "change";
+  json ch = json::array();
+  std::string list;
+  for (const auto& c : changes) {
+    ch.push_back(c.key + "=" + c.value);
+    list += (list.empty() ? "" : ", ") + c.key + "=" + c.value;
+  }
+  a.inputs = {{"cluster", wc.cluster.file}, {"workload", b.workload.file}, {"calibration", wc.calibration.name}, {"gpus", gpus},
+              {"changes", ch}};
+  a.columns = {{"metric", "text"}, {"unit", "text"}, {"before", "by_unit"}, {"after", "by_unit"}, {"change", "percent"}};
+  auto row = [&](const char* metric, const char* unit, double x0, double x1) {
+    a.rows.push_back({metric, unit, x0, x1, x0 != 0 ? json(100 * (x1 / x0 - 1)) : json(nullptr)});
+  };
+  row("gpus", "", p0.gpus, p1.gpus);
+  row("nodes", "", p0.nodes, p1.nodes);
+  row("batch_per_gpu", "", static_cast<double>(p0.batch_per_gpu), static_cast<double>(p1.batch_per_gpu));
+  row("iteration", "s", p0.iteration_s.median, p1.iteration_s.median);
+  row("compute", "s", p0.compute_s.median, p1.compute_s.median);
+  row("communication", "s", p0.comm_s.median, p1.comm_s.median);
+  row("exposed_communication", "s", p0.exposed_s.median, p1.exposed_s.median);
+  row("epoch", "s", p0.epoch_s, p1.epoch_s);
+  row("time_to_train", "s", p0.time_to_train_s, p1.time_to_train_s);
+  row("speedup", "", p0.speedup, p1.speedup);
+  row("efficiency", "", p0.efficiency, p1.efficiency);
+  row("gpu_hours", "", p0.gpu_hours, p1.gpu_hours);
+  row("peak_memory", "B", p0.memory.peak_bytes, p1.memory.peak_bytes);
+  a.chosen = 3;
+  const double it0 = p0.iteration_s.median, it1 = p1.iteration_s.median;
+  a.answer = list + ": iteration " + format_time(it0) + " -> " + format_time(it1) + " (" + fmt("%+.1f%%", 100 * (it1 / it0 - 1)) +
+             "), time to train " + format_time(p0.time_to_train_s) + " -> " + format_time(p1.time_to_train_s) + " (" +
+             fmt("%+.1f%%", 100 * (p1.time_to_train_s / p0.time_to_train_s - 1)) + ") at " + std::to_string(p1.gpus) + " GPU(s)";
+  // (differences below 1e-9 of the iteration are rounding: shown as 0)
+  auto settle = [&](double x) { return std::abs(x) < 1e-9 * it0 ? 0.0 : x; };
+  const double dc = settle(p1.compute_s.median - p0.compute_s.median), de = settle(p1.exposed_s.median - p0.exposed_s.median);
+  const double d = it1 - it0;
+  if (d != 0) {
+    a.reasoning.push_back("of the iteration's change (" + fmt("%+.4g", d * 1e3) + " ms): compute " + fmt("%+.4g", dc * 1e3) +
+                          " ms, exposed communication " + fmt("%+.4g", de * 1e3) + " ms; it is mostly " +
+                          (std::abs(dc) >= std::abs(de) ? "compute" : "exposed communication"));
+  }
+  a.reasoning.push_back("before: " + breakdown(p0));
+  a.reasoning.push_back("after: " + breakdown(p1));
+  if (p1.memory.exceeds_capacity() && !p0.memory.exceeds_capacity())
+    a.reasoning.push_back("after the change the run no longer fits the GPU: peak " + format_bytes(p1.memory.peak_bytes) + " of " +
+                          format_bytes(p1.memory.capacity_bytes));
+  return a;
+}
+
+}  // namespace ks
