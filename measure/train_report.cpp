@@ -59,13 +59,16 @@ TrainResult report(const TrainOptions& o, Comm& comm, const KanNet& net, const s
   if (!o.trace.empty())
     for (const auto& e : slices) evs.push_back(to_json(e));
   const double rss = peak_rss_bytes();
-  const auto all = comm.gather(nlohmann::json{{"records", mine}, {"events", evs}, {"rss", rss}, {"device", c.device_peak_bytes}}.dump());
+  const auto all = comm.gather(nlohmann::json{{"records", mine}, {"events", evs}, {"rss", rss}, {"device", c.device_peak_bytes},
+                                              {"epoch_start_s", c.epoch_start_s}}.dump());
   const auto hosts = comm.hosts();
   if (rank != 0) return TrainResult{interrupted ? 1 : 0, std::nullopt};
 
   std::vector<double> it_med, cp_med, cm_med, ex_med;
   std::vector<std::vector<double>> bucket_meds;  // [bucket][rank]: each rank's median over steady iterations
   double max_rss = 0, max_device = -1;
+  double epoch_fixed = -1;  // the slowest rank's median epoch start
+  std::size_t epoch_starts = 0;
   nlohmann::json per_iter = nlohmann::json::array();
   std::ostringstream csv;
   csv << std::setprecision(9);
@@ -76,6 +79,11 @@ TrainResult report(const TrainOptions& o, Comm& comm, const KanNet& net, const s
     const auto j = nlohmann::json::parse(all[static_cast<std::size_t>(r)]);
     max_rss = std::max(max_rss, j["rss"].get<double>());
     max_device = std::max(max_device, j["device"].get<double>());
+    const auto starts = j["epoch_start_s"].get<std::vector<double>>();
+    if (!starts.empty()) {
+      epoch_fixed = std::max(epoch_fixed, summarize(starts).median);
+      epoch_starts = std::max(epoch_starts, starts.size());
+    }
     std::vector<double> it, cp, cm, ex;
     std::vector<std::vector<double>> bucket_s;
     for (const auto& row : j["records"]) {
@@ -128,6 +136,9 @@ TrainResult report(const TrainOptions& o, Comm& comm, const KanNet& net, const s
               << "    comm        " << format_time(comm_t.median) << "\n"
               << "    exposed     " << format_time(exp_t.median) << "\n";
   }
+  if (epoch_fixed >= 0)
+    out << "    per epoch   " << format_time(epoch_fixed) << " fixed, outside the iterations (the sampler's shuffle; slowest rank's median of "
+        << epoch_starts << " epoch start(s)): a workload's epoch_overhead\n";
   out << "    peak memory " << format_bytes(max_rss) << " (largest rank RSS)\n";
   if (max_device >= 0) out << "    peak device " << format_bytes(max_device) << " (largest rank's device allocations)\n";
 
@@ -142,6 +153,7 @@ TrainResult report(const TrainOptions& o, Comm& comm, const KanNet& net, const s
   summary.final_loss = last_loss;
   summary.steps = step - start_step;
   summary.interrupted = interrupted;
+  if (epoch_fixed >= 0) summary.epoch_fixed_s = epoch_fixed;
   // per bucket (steady plan): median over ranks of each rank's median
   for (const auto& v : bucket_meds) summary.bucket_communication_s.push_back(summarize(v).median);
   std::vector<std::pair<std::string, std::string>> files;

@@ -297,7 +297,7 @@ TrainResult run_train(const TrainOptions& o, Comm& comm) {
   }
   if (!o.checkpoint.empty()) save_everywhere(step);
 
-  return report(o, comm, net, records, slices, ReportContext{start_step, step, total_steps, batch, last_loss, -1.0, comm.backend()});
+  return report(o, comm, net, records, slices, ReportContext{start_step, step, total_steps, batch, last_loss, -1.0, comm.backend(), batches.epoch_start_s()});
 }
 
 }  // namespace ks

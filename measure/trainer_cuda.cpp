@@ -211,7 +211,7 @@ TrainResult run_train_cuda(const TrainOptions& o, Comm& host) {
   const double device_peak = gpu.peak_bytes();
   for (auto& v : buckets_of)
     for (auto& d : v) gpu.free(d.buf);
-  return report(o, host, net, records, slices, ReportContext{start_step, step, total_steps, batch, last_loss, device_peak, nccl->backend()});
+  return report(o, host, net, records, slices, ReportContext{start_step, step, total_steps, batch, last_loss, device_peak, nccl->backend(), batches.epoch_start_s()});
 }
 
 }  // namespace ks

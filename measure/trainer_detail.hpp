@@ -4,6 +4,7 @@
 // checkpoints (checkpoint.hpp): the setup (data, model, optimizer, resume,
 // DDP's construction broadcast, bucket plans), the records each iteration
 // leaves and the report (train_report.cpp). Not a public interface.
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cstdint>
@@ -60,8 +61,12 @@ class StepBatches {
   Slice at(std::int64_t step) {
     const int epoch = static_cast<int>(step / ipe_);
     if (epoch != epoch_) {
+      // the epoch's fixed cost outside every iteration: the sampler's
+      // permutation of the whole dataset, then this rank's shard of it
+      const auto t0 = std::chrono::steady_clock::now();
       shard_ = shard_indices(size_, world_, rank_, seed_, epoch);
       epoch_ = epoch;
+      epoch_start_s_.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     const std::int64_t lo = (step % ipe_) * batch_;
     const std::int64_t hi = std::min<std::int64_t>(lo + batch_, static_cast<std::int64_t>(shard_.size()));
@@ -75,6 +80,11 @@ class StepBatches {
   std::int64_t batch_, ipe_;
   std::vector<std::int64_t> shard_;
   int epoch_ = -1;
+  std::vector<double> epoch_start_s_;
+
+ public:
+  // the time each epoch start took (resuming mid-epoch counts as one)
+  const std::vector<double>& epoch_start_s() const { return epoch_start_s_; }
 };
 
 // Data, model and optimizer (from --resume when given, every setting that
@@ -87,6 +97,7 @@ struct ReportContext {
   double last_loss;
   double device_peak_bytes;  // < 0: no device
   std::string backend;       // the gradient all-reduce's: self, mpi, nccl
+  std::vector<double> epoch_start_s;  // this rank's per-epoch fixed costs (StepBatches)
 };
 // Rank 0 prints the summary and writes --json/--csv/--trace (atomically);
 // returns the exit code (1 when interrupted).

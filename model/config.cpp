@@ -167,6 +167,8 @@ static Workload read_workload(YamlMap m) {
   w.global_batch = m.integer_opt("global_batch", 1);
   w.dataset_size = m.integer("dataset_size", 1, kMaxDatasetSize);
   w.epochs = static_cast<int>(m.integer_opt("epochs", 1).value_or(1));
+  w.epoch_overhead_s = m.quantity_opt("epoch_overhead", Quantity::time, Bound::non_negative).value_or(0.0);
+  if (w.epoch_overhead_s > 1e9) m.fail("epoch_overhead", "expected at most 1e9 s per epoch");
   w.learning_rate = m.number_opt("learning_rate", Bound::positive).value_or(1e-3);
   w.seed = static_cast<std::uint64_t>(m.integer_opt("seed", 0, std::numeric_limits<std::int64_t>::max()).value_or(0));
   w.precision = m.choice_opt("precision", {"fp32", "tf32"}).value_or("fp32") == "fp32" ? Precision::fp32 : Precision::tf32;

@@ -96,6 +96,10 @@ struct Workload {
   std::optional<std::int64_t> global_batch;  // for --scaling strong-global-batch
   std::int64_t dataset_size = 0;             // samples at one GPU
   int epochs = 1;
+  // Time per epoch outside every iteration, the same at any GPU count:
+  // evaluation, data loading, checkpoints, the sampler's shuffle (kanscale
+  // train reports its own as "per epoch ... fixed"). Key epoch_overhead.
+  double epoch_overhead_s = 0;
   double learning_rate = 1e-3;
   std::uint64_t seed = 0;
   Precision precision = Precision::fp32;

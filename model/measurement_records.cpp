@@ -328,7 +328,8 @@ nlohmann::json to_json(const TrainSummary& s) {
           {"final_loss", s.final_loss},
           {"steps", s.steps},
           {"interrupted", s.interrupted},
-          {"bucket_communication_s", s.bucket_communication_s}};
+          {"bucket_communication_s", s.bucket_communication_s},
+          {"epoch_fixed_s", s.epoch_fixed_s ? nlohmann::json(*s.epoch_fixed_s) : nlohmann::json(nullptr)}};
 }
 
 TrainSummary train_summary_from_json(const nlohmann::json& j, const std::string& path) {
@@ -360,6 +361,8 @@ TrainSummary train_summary_from_json(const nlohmann::json& j, const std::string&
     for (std::size_t i = 0; i < b.size(); ++i)
       s.bucket_communication_s.push_back(checked<double>(b[i], path + ": key 'summary.bucket_communication_s[" + std::to_string(i) + "]'"));
   }
+  if (j.contains("epoch_fixed_s") && !j["epoch_fixed_s"].is_null())
+    s.epoch_fixed_s = checked<double>(j["epoch_fixed_s"], path + ": key 'summary.epoch_fixed_s'");
   return s;
 }
 

@@ -124,6 +124,9 @@ struct TrainSummary {
   std::int64_t steps = 0;
   bool interrupted = false;
   std::vector<double> bucket_communication_s;  // per bucket of the steady plan
+  // per epoch, outside every iteration (the sampler's shuffle): the slowest
+  // rank's median over the epoch starts it ran
+  std::optional<double> epoch_fixed_s;
 };
 nlohmann::json to_json(const TrainSummary& s);
 // The "summary" object of a train --json file, every field checked

@@ -264,9 +264,9 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
   pt.overhead_exposed = pt.exposed_s.median / pt.iteration_s.median;
   pt.overhead_total = pt.comm_s.median / pt.iteration_s.median;
   pt.samples_per_s = static_cast<double>(gpus) * static_cast<double>(pt.batch_per_gpu) / pt.iteration_s.median;
-  pt.epoch_s = static_cast<double>(pt.iterations_per_epoch) * pt.iteration_s.median;
+  pt.epoch_s = static_cast<double>(pt.iterations_per_epoch) * pt.iteration_s.median + w.epoch_overhead_s;
   const double total_iters = static_cast<double>(pt.iterations_per_epoch) * w.epochs;
-  pt.time_to_train_s = pt.first_iteration_s.median + (total_iters - 1) * pt.iteration_s.median;
+  pt.time_to_train_s = pt.first_iteration_s.median + (total_iters - 1) * pt.iteration_s.median + w.epochs * w.epoch_overhead_s;
   pt.gpu_hours = gpus * pt.time_to_train_s / 3600.0;
   pt.memory = point_memory(c, w, cal, layout, pt.batch_per_gpu);
 
@@ -350,7 +350,7 @@ void add_bands(const Cluster& c, const Workload& w, const Calibration& cal, cons
       }
       (m.reduced ? sr.interval_replays_reduced : sr.interval_replays_full) += 1;
       sr.interval_ranks_replayed += static_cast<std::uint64_t>(m.ranks_replayed);
-      epoch[k] = static_cast<double>(splits[k].iterations_per_epoch) * m.steady_s;
+      epoch[k] = static_cast<double>(splits[k].iterations_per_epoch) * m.steady_s + w.epoch_overhead_s;
       if (k > 0) iter[k - 1].push_back(m.steady_s);
     }
     for (std::size_t i = 0; i < layouts.size(); ++i) {

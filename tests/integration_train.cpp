@@ -103,6 +103,12 @@ TEST_CASE("training reduces the loss on a pykan task by at least 10x") {
   CAPTURE(first);
   CAPTURE(last);
   CHECK(first / last > 10.0);
+  // the per-epoch fixed cost (the sampler's shuffle) is measured: positive,
+  // and far below an epoch's iterations
+  const auto& s = j["summary"];
+  REQUIRE(s["epoch_fixed_s"].is_number());
+  CHECK(s["epoch_fixed_s"].get<double>() > 0);
+  CHECK(s["epoch_fixed_s"].get<double>() < 400 * s["iteration_time_s"]["median"].get<double>());
 }
 
 TEST_CASE("checkpoint round trip: eval reproduces the fp64 reference of the saved model; resume is bit-identical") {

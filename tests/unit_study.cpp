@@ -43,7 +43,7 @@ TEST_CASE("strong scaling: speedup and efficiency on a hand-checked case") {
   CHECK(r.points[1].iterations_per_epoch == 5);
   CHECK(r.points[2].iterations_per_epoch == 3);
   const double T = r.points[0].iteration_s.median;
-  CHECK(r.points[2].iteration_s.median == doctest::Approx(T).epsilon(1e-9));
+  CHECK(r.points[2].iteration_s.median == doctest::Approx(T).epsilon(1e-9).scale(0));  // (T ~ 1e-5 s: relative)
   // speedup = epoch(1) / epoch(N) = 10T / 3T; efficiency = speedup / 4
   CHECK(r.points[2].speedup == doctest::Approx(10.0 / 3.0));
   CHECK(r.points[2].efficiency == doctest::Approx(10.0 / 12.0));
@@ -53,6 +53,32 @@ TEST_CASE("strong scaling: speedup and efficiency on a hand-checked case") {
   CHECK(r.points[1].gpu_hours == doctest::Approx(2 * r.points[1].time_to_train_s / 3600));
   CHECK(r.points[1].samples_per_s == doctest::Approx(200 / T));
   CHECK(r.points[0].overhead_exposed == doctest::Approx(0.0).epsilon(1e-9));
+}
+
+TEST_CASE("a per-epoch fixed cost does not scale: Amdahl's law on the hand-checked case") {
+  // The case above with epoch_overhead E = 10 T (T: the iteration, the same
+  // at any N): epochs of 10T + E = 20T at 1 GPU, 3T + E = 13T at 4, so the
+  // speedup falls from 10/3 to 20/13; 2 epochs at N=2 add 2E to the time
+  // to train.
+  const Cluster c = parse_cluster(kFreeNet, "freenet.yaml");
+  Workload w = parse_workload(kWork, "tiny.yaml");
+  const Calibration k = datasheet_calibration(c, w.precision);
+  StudyOptions o;
+  o.gpus = {1, 2, 4};
+  const double T = run_study(c, w, k, o).points[0].iteration_s.median;
+  w.epoch_overhead_s = 10 * T;
+  const auto r = run_study(c, w, k, o);
+  auto rel = [](double x) { return doctest::Approx(x).epsilon(1e-9).scale(0); };
+  CHECK(r.points[0].epoch_s == rel(20 * T));
+  CHECK(r.points[2].epoch_s == rel(13 * T));
+  CHECK(r.points[2].speedup == rel(20.0 / 13.0));
+  CHECK(r.points[2].efficiency == rel(20.0 / 52.0));
+  CHECK(r.points[1].time_to_train_s == rel(r.points[1].first_iteration_s.median + 9 * T + 2 * 10 * T));
+  // the iteration itself is unchanged
+  CHECK(r.points[2].iteration_s.median == rel(T));
+  // and the workload key reads as a time
+  const Workload w2 = parse_workload(std::string(kWork) + "epoch_overhead: \"2.5s\"\n", "w2.yaml");
+  CHECK(w2.epoch_overhead_s == 2.5);
 }
 
 TEST_CASE("weak scaling grows the dataset; strong-global-batch splits the batch") {
