@@ -52,18 +52,24 @@ std::string axis_setup(Axis a, const char* which) {
 std::string gnuplot_data(const PlotSpec& p) {
   std::ostringstream os;
   os << std::setprecision(10);
-  os << "# " << p.name << ": one block per series (x, y, band lo, band hi; NaN: none)\n";
+  os << "# " << p.name << ": one block per series (x, y, band lo, band hi, outer band lo, outer band hi; NaN: none)\n";
   for (std::size_t s = 0; s < p.series.size(); ++s) {
     if (s) os << "\n\n";
     os << "# series " << s + 1 << ": " << p.series[s].title << "\n";
-    for (const auto& pt : p.series[s].points) {
+    const auto& ser = p.series[s];
+    for (std::size_t k = 0; k < ser.points.size(); ++k) {
+      const auto& pt = ser.points[k];
       for (int i = 0; i < 4; ++i) {
         if (i) os << " ";
         number(os, pt[static_cast<std::size_t>(i)]);
       }
+      for (int i = 0; i < 2; ++i) {
+        os << " ";
+        number(os, k < ser.outer.size() ? ser.outer[k][static_cast<std::size_t>(i)] : std::nan(""));
+      }
       os << "\n";
     }
-    if (p.series[s].points.empty()) os << "NaN NaN NaN NaN\n";  // keeps the block count
+    if (ser.points.empty()) os << "NaN NaN NaN NaN NaN NaN\n";  // keeps the block count
   }
   return os.str();
 }
@@ -72,7 +78,7 @@ std::string gnuplot_script(const PlotSpec& p) {
   const std::string dat = quoted(p.name + ".dat", "name");
   std::ostringstream os;
   os << "# kanscale plot: " << p.title << "\n"
-     << "# Data: " << p.name << ".dat (x, y, band lo, band hi; one block per series).\n"
+     << "# Data: " << p.name << ".dat (x, y, band lo, band hi, outer band lo, outer band hi; one block per series).\n"
      << "# Re-render: gnuplot " << p.name << ".gp (writes " << p.name << ".svg and " << p.name << ".png)\n";
   if (!p.note.empty()) os << "# " << p.note << "\n";
   os << "set terminal svg size 960,720 dynamic noenhanced font 'sans,12' background rgb 'white'\n"
@@ -95,7 +101,13 @@ std::string gnuplot_script(const PlotSpec& p) {
   bool bands = false;
   for (const auto& s : p.series)
     for (const auto& pt : s.points) bands |= std::isfinite(pt[2]) && std::isfinite(pt[3]);
+  bool outer = false;
+  for (const auto& s : p.series)
+    for (const auto& o : s.outer) outer |= std::isfinite(o[0]) && std::isfinite(o[1]);
   std::vector<std::string> parts;
+  if (n > 0 && outer && p.lines)  // the wider band first, fainter, beneath
+    parts.push_back("for [i=1:" + std::to_string(n) + "] " + dat +
+                    " index (i-1) using 1:5:6 with filledcurves fs transparent pattern 4 lc colors[i] notitle");
   if (n > 0 && bands)  // shaded along a line; error bars on a scatter
     parts.push_back("for [i=1:" + std::to_string(n) + "] " + dat +
                     (p.lines ? " index (i-1) using 1:3:4 with filledcurves lc colors[i] notitle"

@@ -28,6 +28,9 @@ struct PlotSeries {
   std::vector<std::array<double, 4>> points;
   bool dashed = false;
   int color = 0;  // gnuplot's line colour index; 0: the series' own position
+  // a wider band around it, point by point (a study's scenario band over its
+  // unknowns); empty or NaN: none
+  std::vector<std::array<double, 2>> outer = {};
 };
 
 enum class Axis { linear, log2, log10 };
@@ -43,7 +46,7 @@ struct PlotSpec {
   std::vector<PlotSeries> series;
 };
 
-// The data file: one block per series (x, y, lo, hi), blocks separated by
+// The data file: one block per series (x, y, lo, hi, outer lo, outer hi), blocks separated by
 // two blank lines so that the script can address them with `index`.
 std::string gnuplot_data(const PlotSpec& p);
 // The script: SVG, then PNG, from NAME.dat. Throws std::invalid_argument

@@ -10,7 +10,7 @@ namespace ks {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x6b73726573756c74ULL;  // "ksresult"
-constexpr std::uint64_t kVersion = 1;
+constexpr std::uint64_t kVersion = 2;
 
 class Writer {
  public:
@@ -107,6 +107,12 @@ auto memory_fields(M& m) {
       &m.peak_bytes,       &m.capacity_bytes};
 }
 
+template <typename S>
+auto scenario_fields(S& s) {
+  return std::array<decltype(&s.speedup), 7>{&s.iteration_s, &s.speedup,        &s.overhead_exposed, &s.overhead_total,
+                                             &s.samples_per_s, &s.epoch_s, &s.time_to_train_s};
+}
+
 void put(Writer& w, const BucketRow& b) {
   w.pod(b.index);
   w.list(b.params, [&](const std::string& p) { w.str(p); });
@@ -167,6 +173,12 @@ void put(Writer& w, const ScalingPoint& p) {
   w.list(p.trace, [&](const TraceSlice& t) { put(w, t); });
   put(w, p.iteration_band);
   put(w, p.speedup_band);
+  w.pod(static_cast<std::uint8_t>(p.scenario.has_value()));
+  if (p.scenario)
+    for (const Band* b : scenario_fields(*p.scenario)) {
+      w.pod(b->lo);
+      w.pod(b->hi);
+    }
 }
 ScalingPoint get_point(Reader& r) {
   ScalingPoint p;
@@ -187,6 +199,13 @@ ScalingPoint get_point(Reader& r) {
   p.trace = r.list<TraceSlice>([&] { return get_slice(r); });
   p.iteration_band = get_band(r);
   p.speedup_band = get_band(r);
+  if (r.pod<std::uint8_t>()) {
+    p.scenario.emplace();
+    for (Band* b : scenario_fields(*p.scenario)) {
+      b->lo = r.pod<double>();
+      b->hi = r.pod<double>();
+    }
+  }
   return p;
 }
 
@@ -207,6 +226,8 @@ std::string encode_results(const std::vector<StudyResult>& results) {
     w.pod(s.interval_replays_reduced);
     w.pod(s.interval_replays_full);
     w.pod(s.interval_ranks_replayed);
+    w.pod(s.unknown_samples);
+    w.pod(s.unknown_skipped);
   });
   return w.take();
 }
@@ -227,6 +248,8 @@ std::vector<StudyResult> decode_results(const std::string& bytes) {
     s.interval_replays_reduced = r.pod<std::uint64_t>();
     s.interval_replays_full = r.pod<std::uint64_t>();
     s.interval_ranks_replayed = r.pod<std::uint64_t>();
+    s.unknown_samples = r.pod<int>();
+    s.unknown_skipped = r.pod<int>();
     return s;
   });
   if (!r.done()) throw std::runtime_error("study results: trailing bytes");

@@ -7,6 +7,7 @@
 
 #include "model/kan_model.hpp"
 #include "model/plot.hpp"
+#include "model/rng.hpp"
 #include "model/collectives.hpp"
 #include "model/units.hpp"
 #include <algorithm>
@@ -71,6 +72,191 @@ double parse_factor(const std::string& text) {
   if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v) || v <= 0 || v > 1e6) return -1;
   return v;
 }
+
+
+// ---------------------------------------------------------------- unknowns
+namespace {
+double pow2_at_least(double v) { return std::exp2(std::ceil(std::log2(std::max(v, 1.0)) - 1e-12)); }
+double pow2_at_most(double v) { return std::exp2(std::floor(std::log2(std::max(v, 1.0)) + 1e-12)); }
+}  // namespace
+
+std::string Unknown::text(double v) const {
+  char buf[64];
+  switch (kind) {
+    case Kind::pow2: std::snprintf(buf, sizeof buf, "%.0f", v); return buf;
+    case Kind::factor: std::snprintf(buf, sizeof buf, "%.4gx", v); return buf;
+    case Kind::time: return format_time(v);
+    case Kind::choice: return choices.at(static_cast<std::size_t>(v));
+  }
+  return "";
+}
+
+double Unknown::at(double u) const {
+  u = std::clamp(u, 0.0, 1.0);
+  switch (kind) {
+    case Kind::pow2: {
+      const double a = std::log2(pow2_at_least(lo)), b = std::log2(pow2_at_most(hi));
+      return std::exp2(std::round(a + u * (b - a)));
+    }
+    case Kind::factor: return lo * std::pow(hi / lo, u);
+    case Kind::time: return lo + u * (hi - lo);
+    case Kind::choice: return std::min(std::floor(u * static_cast<double>(choices.size())), static_cast<double>(choices.size() - 1));
+  }
+  return lo;
+}
+
+std::vector<double> Unknown::grid(int n) const {
+  std::vector<double> g;
+  if (kind == Kind::pow2) {
+    for (double v = pow2_at_least(lo); v <= pow2_at_most(hi); v *= 2) g.push_back(v);
+  } else if (kind == Kind::choice) {
+    for (std::size_t i = 0; i < choices.size(); ++i) g.push_back(static_cast<double>(i));
+  } else {
+    for (int i = 0; i < n; ++i) g.push_back(at(n > 1 ? static_cast<double>(i) / (n - 1) : 0.0));
+  }
+  return g;
+}
+
+void apply_unknown(Scenario& sc, const Unknown& u, double v) {
+  const std::string& k = u.key;
+  if (k == "batch_per_gpu") {
+    sc.workload.batch_per_gpu = static_cast<std::int64_t>(v);
+  } else if (k == "global_batch") {
+    sc.workload.global_batch = static_cast<std::int64_t>(v);
+  } else if (k == "batch_mode") {
+    // the batch was per GPU (strong) or global (strong-global-batch); weak
+    // scaling keeps its per-GPU batch either way
+    if (sc.options.scaling != Scaling::weak)
+      sc.options.scaling = u.choices.at(static_cast<std::size_t>(v)) == "global" ? Scaling::strong_global_batch : Scaling::strong;
+  } else if (k.rfind("network.", 0) == 0) {
+    if (v != 1) apply_network_factor(sc.cluster_config, sc.calibration, k.substr(8), v);
+  } else if (k == "compute_time") {
+    sc.calibration.compute_scale *= v;
+  } else if (k == "host_overhead") {
+    sc.calibration.host_overhead_s += v;
+  } else if (k == "epoch_overhead") {
+    sc.workload.epoch_overhead_s = v;
+  } else {
+    throw std::invalid_argument("apply_unknown: unknown key " + k);
+  }
+}
+
+namespace {
+
+const std::vector<std::string> kUnknownKeys = {"batch_per_gpu",           "global_batch",           "batch_mode",
+                                               "network.intra_bandwidth", "network.inter_bandwidth", "network.intra_latency",
+                                               "network.inter_latency",   "compute_time",           "host_overhead",
+                                               "epoch_overhead"};
+
+// unknowns: {samples: N, KEY: [lo, hi] | {range: [lo, hi], nominal: v}, batch_mode: [per_gpu, global]}
+void read_unknowns(YamlMap& m, StudySpec& s) {
+  auto um = m.map_opt("unknowns");
+  if (!um) return;
+  s.unknown_samples = static_cast<int>(um->integer_opt("samples", 0, 10000).value_or(32));
+  for (const std::string& key : kUnknownKeys) {
+    if (!um->has(key)) continue;
+    Unknown u;
+    u.key = key;
+    std::vector<std::string> range;
+    std::optional<std::string> nominal;
+    std::optional<YamlMap> long_form;
+    if (um->has_map(key)) {
+      long_form = um->map(key);
+      range = long_form->string_list("range");
+      nominal = long_form->string_opt("nominal");
+      long_form->finish();
+    } else {
+      range = um->string_list(key);
+    }
+    auto bad = [&](const std::string& what) { um->fail(key, what); };
+    if (key == "batch_mode") {
+      u.kind = Unknown::Kind::choice;
+      for (const auto& c : range) {
+        if (c != "per_gpu" && c != "global") bad("\"" + c + "\": expected per_gpu or global");
+        if (std::find(u.choices.begin(), u.choices.end(), c) != u.choices.end()) bad("\"" + c + "\" is given twice");
+        u.choices.push_back(c);
+      }
+      u.lo = 0;
+      u.hi = static_cast<double>(u.choices.size() - 1);
+      u.nominal = 0;
+      if (nominal) {
+        const auto it = std::find(u.choices.begin(), u.choices.end(), *nominal);
+        if (it == u.choices.end()) bad("nominal \"" + *nominal + "\" is not one of the choices");
+        u.nominal = static_cast<double>(it - u.choices.begin());
+      }
+      s.unknowns.push_back(u);
+      continue;
+    }
+    if (range.size() != 2) bad("expected a range [lo, hi]");
+    auto value = [&](const std::string& t) -> double {
+      if (key == "batch_per_gpu" || key == "global_batch") {
+        char* end = nullptr;
+        const double v = std::strtod(t.c_str(), &end);
+        if (t.empty() || end != t.c_str() + t.size() || !(v >= 1) || v > 1e15 || v != std::floor(v))
+          bad("\"" + t + "\": expected a whole number of samples, at least 1");
+        return v;
+      }
+      if (key == "host_overhead" || key == "epoch_overhead") {
+        double v = 0;
+        try {
+          v = parse_quantity(t, Quantity::time);
+        } catch (const std::exception& e) {
+          bad("\"" + t + "\": " + e.what());
+        }
+        if (!(v >= 0) || v > 1e9) bad("\"" + t + "\": expected a time from 0 to 1e9 s");
+        return v;
+      }
+      const double f = parse_factor(t);
+      if (f < 0) bad("\"" + t + "\": expected a positive factor such as 2x or 0.5x");
+      return f;
+    };
+    u.kind = (key == "batch_per_gpu" || key == "global_batch")   ? Unknown::Kind::pow2
+             : (key == "host_overhead" || key == "epoch_overhead") ? Unknown::Kind::time
+                                                                   : Unknown::Kind::factor;
+    u.lo = value(range[0]);
+    u.hi = value(range[1]);
+    if (u.lo > u.hi) bad("the range's low end " + range[0] + " is above its high end " + range[1]);
+    if (u.kind == Unknown::Kind::pow2 && pow2_at_least(u.lo) > u.hi) bad("the range holds no power of two (batch sizes are taken as powers of two)");
+    // the point prediction's value: given, or the base setting's, kept in the range
+    double base = 0;
+    if (key == "batch_per_gpu") base = static_cast<double>(s.workload.batch_per_gpu);
+    else if (key == "global_batch") base = static_cast<double>(s.workload.global_batch.value_or(s.workload.batch_per_gpu));
+    else if (key == "epoch_overhead") base = s.workload.epoch_overhead_s;
+    else if (u.kind == Unknown::Kind::factor) base = 1;
+    u.nominal = nominal ? value(*nominal) : std::clamp(base, u.lo, u.hi);
+    if (u.nominal < u.lo || u.nominal > u.hi) bad("nominal " + *nominal + " lies outside the range");
+    s.unknowns.push_back(u);
+  }
+  um->finish();
+  if (s.unknowns.empty()) m.fail("unknowns", "expected at least one unknown: " + [] {
+    std::string k;
+    for (const auto& x : kUnknownKeys) k += (k.empty() ? "" : ", ") + x;
+    return k;
+  }());
+  if (s.unknowns.size() > 8) m.fail("unknowns", "at most 8 unknowns (their corners alone are 2^n samples)");
+  // every corner of the ranges (every choice), then random points inside
+  std::vector<std::vector<double>> corners{{}};
+  for (const auto& u : s.unknowns) {
+    std::vector<double> ends = u.kind == Unknown::Kind::choice ? u.grid(0) : std::vector<double>{u.at(0), u.at(1)};
+    if (ends.size() == 2 && ends[0] == ends[1]) ends.pop_back();
+    std::vector<std::vector<double>> next;
+    for (const auto& c : corners)
+      for (double e : ends) {
+        next.push_back(c);
+        next.back().push_back(e);
+      }
+    corners = std::move(next);
+  }
+  s.unknown_points = corners;
+  const Rng rng(s.seed ^ 0x756e6b6e6f776eULL);
+  for (int j = 0; j < s.unknown_samples; ++j) {
+    std::vector<double> v;
+    for (std::size_t k = 0; k < s.unknowns.size(); ++k) v.push_back(s.unknowns[k].at(rng.uniform(k, static_cast<std::uint64_t>(j))));
+    s.unknown_points.push_back(v);
+  }
+}
+
+}  // namespace
 
 namespace {
 
@@ -246,6 +432,27 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
                         }});
   }
   sw.finish();
+  read_unknowns(m, s);
+  if (auto pub = m.map_opt("published")) {
+    s.published.given = true;
+    s.published.source = pub->string("source");
+    s.published.gpus = static_cast<int>(pub->integer_opt("gpus", 2, 1 << 24).value_or(8));
+    s.published.speedup = pub->number_opt("speedup", Bound::positive);
+    if (auto e = pub->number_opt("efficiency_pct", Bound::positive)) {
+      if (*e > 100) pub->fail("efficiency_pct", "expected a percentage up to 100");
+      s.published.efficiency = *e / 100;
+    }
+    if (auto o = pub->number_list_opt("overhead_pct", Bound::non_negative)) {
+      if (o->size() != 2 || (*o)[0] > (*o)[1]) pub->fail("overhead_pct", "expected [lowest, highest] in percent");
+      s.published.overhead = std::make_pair((*o)[0] / 100, (*o)[1] / 100);
+    }
+    s.published.weak_drop_then_plateau = pub->boolean_opt("weak_drop_then_plateau").value_or(false);
+    pub->finish();
+    const int g = s.published.gpus;
+    bool have_gpus = std::find(s.gpus.begin(), s.gpus.end(), 1) != s.gpus.end() &&
+                     std::find(s.gpus.begin(), s.gpus.end(), g) != s.gpus.end();
+    if (!have_gpus) m.fail("published", "the study's GPU counts must include 1 and " + std::to_string(g) + " to compare with the figures");
+  }
   m.finish();
   for (const auto& a : axes) {
     for (std::size_t i = 0; i < a.values.size(); ++i)
@@ -279,6 +486,10 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
           sc.label += " " + part;
           if (axes[a].key != "scaling") sc.curve += " " + part;
         }
+      }
+      if (!s.unknowns.empty()) {
+        s.scenario_bases.push_back(sc);  // before the unknowns' nominal values
+        for (const auto& u : s.unknowns) apply_unknown(sc, u, u.nominal);
       }
       s.scenarios.push_back(std::move(sc));
       std::size_t a = axes.size();
@@ -315,6 +526,7 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
     }
     WorkEstimate e = estimate_study_work(sc.workload, sc.options);
     if (s.interval_samples > 0 && has_measured_uncertainty(sc.calibration)) e.events *= s.interval_samples + 1;
+    e.events *= 1 + static_cast<double>(s.unknown_points.size());  // the scenario band's samples
     total.events += e.events;
     total.bytes = std::max(total.bytes, e.bytes);
   }
@@ -335,11 +547,57 @@ StudySpec parse_study(const std::string& text, const std::string& name, double m
   return read_study(YamlMap::load_string(text, name), max_events);
 }
 
+namespace {
+void widen(Band& b, double lo, double hi) {
+  b.lo = std::min(b.lo, lo);
+  b.hi = std::max(b.hi, hi);
+}
+// The scenario band of every point: the envelope over the unknowns' samples
+// of the point prediction, widened by each sample's calibration interval
+// where it has one (iteration time, speedup).
+void add_scenario_bands(const StudySpec& s, std::size_t i, StudyResult& r) {
+  auto seed_band = [](double v) { return Band{v, v}; };
+  for (ScalingPoint& p : r.points) {
+    ScalingPoint::ScenarioBands b{seed_band(p.iteration_s.median), seed_band(p.speedup),        seed_band(p.overhead_exposed),
+                                  seed_band(p.overhead_total),     seed_band(p.samples_per_s),  seed_band(p.epoch_s),
+                                  seed_band(p.time_to_train_s)};
+    if (p.iteration_band) widen(b.iteration_s, p.iteration_band->lo, p.iteration_band->hi);
+    if (p.speedup_band) widen(b.speedup, p.speedup_band->lo, p.speedup_band->hi);
+    p.scenario = b;
+  }
+  for (const auto& values : s.unknown_points) {
+    Scenario x = s.scenario_bases[i];
+    for (std::size_t k = 0; k < s.unknowns.size(); ++k) apply_unknown(x, s.unknowns[k], values[k]);
+    StudyResult rs;
+    try {
+      rs = run_study(x.cluster_config, x.workload, x.calibration, x.options);
+    } catch (const InputError&) {
+      ++r.unknown_skipped;  // e.g. a global batch that does not split over a GPU count
+      continue;
+    }
+    ++r.unknown_samples;
+    for (std::size_t j = 0; j < r.points.size() && j < rs.points.size(); ++j) {
+      const ScalingPoint& q = rs.points[j];
+      ScalingPoint::ScenarioBands& b = *r.points[j].scenario;
+      widen(b.iteration_s, q.iteration_band ? q.iteration_band->lo : q.iteration_s.median,
+            q.iteration_band ? q.iteration_band->hi : q.iteration_s.median);
+      widen(b.speedup, q.speedup_band ? q.speedup_band->lo : q.speedup, q.speedup_band ? q.speedup_band->hi : q.speedup);
+      widen(b.overhead_exposed, q.overhead_exposed, q.overhead_exposed);
+      widen(b.overhead_total, q.overhead_total, q.overhead_total);
+      widen(b.samples_per_s, q.samples_per_s, q.samples_per_s);
+      widen(b.epoch_s, q.epoch_s, q.epoch_s);
+      widen(b.time_to_train_s, q.time_to_train_s, q.time_to_train_s);
+    }
+  }
+}
+}  // namespace
+
 std::vector<StudyResult> run_scenarios(const StudySpec& s, std::size_t begin, std::size_t end) {
   std::vector<StudyResult> out;
   for (std::size_t i = begin; i < end && i < s.scenarios.size(); ++i) {
     const Scenario& sc = s.scenarios[i];
     out.push_back(run_study(sc.cluster_config, sc.workload, sc.calibration, sc.options));
+    if (!s.unknowns.empty()) add_scenario_bands(s, i, out.back());
   }
   return out;
 }

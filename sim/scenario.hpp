@@ -6,6 +6,7 @@
 // four dimensions of the KAN scaling study.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +36,36 @@ struct Scenario {
   std::string curve;        // the label without the scaling mode (one line per curve in a plot)
 };
 
+// A value of the setup nobody recorded, given as a range (sim/scenario's
+// unknowns): the scenario band is the prediction's envelope over it.
+struct Unknown {
+  enum class Kind { pow2, factor, time, choice };
+  std::string key;  // batch_per_gpu, global_batch, batch_mode, network.*, compute_time, host_overhead, epoch_overhead
+  Kind kind = Kind::time;
+  double lo = 0, hi = 0;      // choice: 0 .. choices - 1
+  double nominal = 0;         // the value of the point prediction
+  std::vector<std::string> choices;
+  // a value as the study file writes it ("1024", "1.5x", "2.00 ms", "global")
+  std::string text(double v) const;
+  // the value at fraction u of the range: log scale for factors and powers
+  // of two (rounded to one), linear for times, an index for choices
+  double at(double u) const;
+  // every value a one-at-a-time sweep takes: the powers of two or choices in
+  // the range, or `n` values spread over it
+  std::vector<double> grid(int n) const;
+};
+
+// Figures a study was published with (its `published:` section).
+struct PublishedFigures {
+  bool given = false;
+  std::string source;
+  int gpus = 8;                                  // where speedup and efficiency were reported
+  std::optional<double> speedup;                 // at `gpus`
+  std::optional<double> efficiency;              // fraction, at `gpus`
+  std::optional<std::pair<double, double>> overhead;  // lowest and highest communication overhead (fractions) over 2..gpus
+  bool weak_drop_then_plateau = false;           // weak scaling: a drop from 1 to 2 GPUs, then stable
+};
+
 struct StudySpec {
   std::string file, name, description;
   std::uint64_t seed = 0;
@@ -48,7 +79,18 @@ struct StudySpec {
   std::vector<std::string> swept;  // keys with more than one value
   std::vector<Scenario> scenarios; // clusters x sweep values, in a fixed order
   std::vector<std::string> notes;  // what a reader should know (a what-if that acts on some clusters only)
+  // unknowns: the scenario band of each point is the envelope over their
+  // corners and `unknown_samples` random points inside the ranges
+  std::vector<Unknown> unknowns;
+  int unknown_samples = 0;
+  std::vector<std::vector<double>> unknown_points;  // the values of each sample, in unknowns' order
+  std::vector<Scenario> scenario_bases;  // each scenario before its unknowns' nominal values (with unknowns only)
+  PublishedFigures published;
 };
+
+// Sets an unknown's value on a scenario (its workload, cluster, calibration
+// or scaling mode).
+void apply_unknown(Scenario& sc, const Unknown& u, double value);
 
 // Reads and checks a study file, the cluster, workload and calibration files
 // it names, every scenario's GPU layouts and the work they add up to

@@ -97,6 +97,13 @@ struct ScalingPoint {
   // from the interval samples (unset: none): the median iteration time over
   // ranks, and the speedup (each sample's baseline from the same draw)
   std::optional<Band> iteration_band, speedup_band;
+  // A study's scenario band (sim/scenario: its unknowns' ranges): the
+  // envelope of the prediction, its interval included, over the unknowns'
+  // samples. Unset: the study gives no unknowns.
+  struct ScenarioBands {
+    Band iteration_s, speedup, overhead_exposed, overhead_total, samples_per_s, epoch_s, time_to_train_s;
+  };
+  std::optional<ScenarioBands> scenario;
 };
 
 struct StudyResult {
@@ -110,6 +117,9 @@ struct StudyResult {
   // how the samples' points were replayed: reduced (some ranks) or full
   // (every rank), and the ranks replayed in all
   std::uint64_t interval_replays_reduced = 0, interval_replays_full = 0, interval_ranks_replayed = 0;
+  // the unknowns' samples behind the scenario bands, and those skipped (a
+  // layout or batch split the sample's values made impossible)
+  int unknown_samples = 0, unknown_skipped = 0;
 };
 
 StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& cal, const StudyOptions& o);

@@ -111,19 +111,26 @@ StudyOutputs study_outputs(const StudySpec& s, const std::vector<StudyResult>& r
   StudyOutputs o;
   DimensionTable strong{"strong_scaling", "Strong scaling: speedup and parallel efficiency", kCommonColumns, {}};
   for (const char* c : {"iteration_time_s", "iteration_time_lo_s", "iteration_time_hi_s", "epoch_time_s", "speedup", "speedup_lo",
-                        "speedup_hi", "efficiency", "efficiency_lo", "efficiency_hi", "time_to_train_s", "gpu_hours"})
+                        "speedup_hi", "efficiency", "efficiency_lo", "efficiency_hi", "time_to_train_s", "gpu_hours",
+                        "iteration_time_scenario_lo_s", "iteration_time_scenario_hi_s", "speedup_scenario_lo", "speedup_scenario_hi",
+                        "efficiency_scenario_lo", "efficiency_scenario_hi", "time_to_train_scenario_lo_s", "time_to_train_scenario_hi_s"})
     strong.columns.push_back(c);
   DimensionTable weak{"weak_scaling", "Weak scaling: throughput per GPU", kCommonColumns, {}};
   for (const char* c : {"iteration_time_s", "iteration_time_lo_s", "iteration_time_hi_s", "samples_per_s", "samples_per_s_per_gpu",
-                        "samples_per_s_per_gpu_lo", "samples_per_s_per_gpu_hi", "efficiency", "efficiency_lo", "efficiency_hi", "epoch_time_s"})
+                        "samples_per_s_per_gpu_lo", "samples_per_s_per_gpu_hi", "efficiency", "efficiency_lo", "efficiency_hi", "epoch_time_s",
+                        "samples_per_s_per_gpu_scenario_lo", "samples_per_s_per_gpu_scenario_hi", "efficiency_scenario_lo",
+                        "efficiency_scenario_hi"})
     weak.columns.push_back(c);
   DimensionTable comm{"communication", "Communication overhead: exposed and total, with each bucket's algorithm/protocol", kCommonColumns, {}};
   for (const char* c : {"iteration_time_s", "compute_time_s", "communication_time_s", "exposed_communication_s",
-                        "overhead_exposed_fraction", "overhead_total_fraction", "broadcast_buffers", "buckets_steady"})
+                        "overhead_exposed_fraction", "overhead_total_fraction", "broadcast_buffers", "buckets_steady",
+                        "overhead_exposed_scenario_lo", "overhead_exposed_scenario_hi", "overhead_total_scenario_lo",
+                        "overhead_total_scenario_hi"})
     comm.columns.push_back(c);
   DimensionTable size{"model_size", "Model-size scaling: epoch time and memory per GPU", kCommonColumns, {}};
   for (const char* c : {"epoch_time_s", "epoch_time_lo_s", "epoch_time_hi_s", "time_to_train_s", "peak_memory_per_gpu_bytes",
-                        "memory_capacity_bytes", "parameters_per_memory_byte", "parameter_to_memory_ratio", "exceeds_capacity"})
+                        "memory_capacity_bytes", "parameters_per_memory_byte", "parameter_to_memory_ratio", "exceeds_capacity",
+                        "epoch_time_scenario_lo_s", "epoch_time_scenario_hi_s"})
     size.columns.push_back(c);
 
   PlotSpec sp{"strong_speedup", "Strong scaling: speedup (" + s.name + ")", "GPUs", "speedup over 1 GPU", Axis::log2, Axis::log2,
@@ -140,8 +147,10 @@ StudyOutputs study_outputs(const StudySpec& s, const std::vector<StudyResult>& r
   PlotSpec mm{"model_size_memory", "Model size: peak memory per GPU at " + std::to_string(max_gpus) + " GPUs (" + s.name + ")",
               "parameters", "peak memory per GPU (GiB)", Axis::log10, Axis::log10, true, false, "", "", {}};
   const std::string band_note = "Bands: the central " + fixed(100 * s.interval_level, 0) +
-                                "% interval over the calibration's Monte Carlo samples (fit covariances, jitter, model error).";
-  for (PlotSpec* p : {&sp, &se, &wt, &me}) p->note = band_note;
+                                "% interval over the calibration's Monte Carlo samples (fit covariances, jitter, model error)" +
+                                (s.unknowns.empty() ? std::string(".")
+                                                    : "; hatched: the scenario band, the envelope over the unknowns' ranges.");
+  for (PlotSpec* p : {&sp, &se, &wt, &me, &co}) p->note = band_note;
 
   bool any_strong = false;
   for (const auto& sc : s.scenarios) any_strong |= strong_mode(sc.options.scaling);
@@ -166,17 +175,34 @@ StudyOutputs study_outputs(const StudySpec& s, const std::vector<StudyResult>& r
       const double n = p.gpus;
       std::optional<Band> eff;
       if (p.speedup_band) eff = Band{p.speedup_band->lo / n, p.speedup_band->hi / n};
+      // the scenario band (unknowns), when the study has one
+      const auto& sb = p.scenario;
+      auto sband = [&](const Band ScalingPoint::ScenarioBands::*m, double scale = 1) -> std::optional<Band> {
+        if (!sb) return std::nullopt;
+        return Band{((*sb).*m).lo * scale, ((*sb).*m).hi * scale};
+      };
+      const auto s_it = sband(&ScalingPoint::ScenarioBands::iteration_s), s_sp_b = sband(&ScalingPoint::ScenarioBands::speedup),
+                 s_eff = sband(&ScalingPoint::ScenarioBands::speedup, 1 / n), s_ttt = sband(&ScalingPoint::ScenarioBands::time_to_train_s),
+                 s_thr = sband(&ScalingPoint::ScenarioBands::samples_per_s, 1 / n),
+                 s_ex = sband(&ScalingPoint::ScenarioBands::overhead_exposed), s_tot = sband(&ScalingPoint::ScenarioBands::overhead_total),
+                 s_ep = sband(&ScalingPoint::ScenarioBands::epoch_s);
+      auto outer = [](const std::optional<Band>& b, double scale = 1) {
+        return b ? std::array<double, 2>{b->lo * scale, b->hi * scale} : std::array<double, 2>{kNaN, kNaN};
+      };
       if (is_strong) {
         strong.rows.push_back(row({p.iteration_s.median, band_lo(p.iteration_band), band_hi(p.iteration_band), p.epoch_s, p.speedup,
                                    band_lo(p.speedup_band), band_hi(p.speedup_band), p.efficiency, band_lo(eff), band_hi(eff),
-                                   p.time_to_train_s, p.gpu_hours}));
+                                   p.time_to_train_s, p.gpu_hours, band_lo(s_it), band_hi(s_it), band_lo(s_sp_b), band_hi(s_sp_b),
+                                   band_lo(s_eff), band_hi(s_eff), band_lo(s_ttt), band_hi(s_ttt)}));
         s_sp.points.push_back({n, p.speedup, p.speedup_band ? p.speedup_band->lo : kNaN, p.speedup_band ? p.speedup_band->hi : kNaN});
+        s_sp.outer.push_back(outer(s_sp_b));
         s_se.points.push_back({n, 100 * p.efficiency, eff ? 100 * eff->lo : kNaN, eff ? 100 * eff->hi : kNaN});
+        s_se.outer.push_back(outer(s_eff, 100));
         const double per_iter = static_cast<double>(p.iterations_per_epoch);
         size.rows.push_back(row({p.epoch_s, band_lo(p.iteration_band, per_iter), band_hi(p.iteration_band, per_iter), p.time_to_train_s,
                                  p.memory.peak_bytes, p.memory.capacity_bytes,
                                  p.memory.peak_bytes > 0 ? static_cast<double>(r.parameters) / p.memory.peak_bytes : 0.0,
-                                 p.memory.parameter_to_memory_ratio(), p.memory.exceeds_capacity()}));
+                                 p.memory.parameter_to_memory_ratio(), p.memory.exceeds_capacity(), band_lo(s_ep), band_hi(s_ep)}));
         if (p.gpus == max_gpus && sc.options.scaling == Scaling::strong) {
           const std::string g = size_group(s, sc);
           if (!size_series.count(g)) {
@@ -188,6 +214,7 @@ StudyOutputs study_outputs(const StudySpec& s, const std::vector<StudyResult>& r
           me.series[k].points.push_back({static_cast<double>(r.parameters), p.epoch_s,
                                          p.iteration_band ? p.iteration_band->lo * per_iter : kNaN,
                                          p.iteration_band ? p.iteration_band->hi * per_iter : kNaN});
+          me.series[k].outer.push_back(outer(s_ep));
           mm.series[k].points.push_back({static_cast<double>(r.parameters), p.memory.peak_bytes / 1073741824.0, kNaN, kNaN});
         }
       } else {
@@ -196,12 +223,15 @@ StudyOutputs study_outputs(const StudySpec& s, const std::vector<StudyResult>& r
         if (p.iteration_band) per_gpu = Band{b / p.iteration_band->hi, b / p.iteration_band->lo};
         weak.rows.push_back(row({p.iteration_s.median, band_lo(p.iteration_band), band_hi(p.iteration_band), p.samples_per_s,
                                  p.samples_per_s / n, band_lo(per_gpu), band_hi(per_gpu), p.efficiency, band_lo(eff), band_hi(eff),
-                                 p.epoch_s}));
+                                 p.epoch_s, band_lo(s_thr), band_hi(s_thr), band_lo(s_eff), band_hi(s_eff)}));
         s_wt.points.push_back({n, p.samples_per_s / n, per_gpu ? per_gpu->lo : kNaN, per_gpu ? per_gpu->hi : kNaN});
+        s_wt.outer.push_back(outer(s_thr));
       }
       comm.rows.push_back(row({p.iteration_s.median, p.compute_s.median, p.comm_s.median, p.exposed_s.median, p.overhead_exposed,
-                               p.overhead_total, p.broadcast_label, bucket_choices(p.steady_plan)}));
+                               p.overhead_total, p.broadcast_label, bucket_choices(p.steady_plan), band_lo(s_ex), band_hi(s_ex),
+                               band_lo(s_tot), band_hi(s_tot)}));
       s_ce.points.push_back({n, 100 * p.overhead_exposed, kNaN, kNaN});
+      s_ce.outer.push_back(outer(s_ex, 100));
       s_ct.points.push_back({n, 100 * p.overhead_total, kNaN, kNaN});
     }
     if (is_strong) {
@@ -229,6 +259,7 @@ StudyOutputs study_outputs(const StudySpec& s, const std::vector<StudyResult>& r
   for (PlotSpec* p : {&sp, &se, &wt, &co, &me, &mm})
     if (!p->series.empty()) o.plots.push_back(std::move(*p));
   o.study = {{"provenance", provenance_json(s, command_line)}, {"scenarios", scenarios}};
+  o.published = check_published(s, results);
   return o;
 }
 
@@ -293,31 +324,42 @@ std::vector<std::vector<std::string>> summary_rows(const DimensionTable& t, std:
   std::vector<std::vector<std::string>> out;
   auto cell = [&](const std::vector<json>& r, const std::string& c) -> const json& { return r[column(t, c)]; };
   if (t.name == "strong_scaling") {
-    head = {"scenario", "N", "iteration", "iteration 90%", "epoch", "speedup", "speedup 90%", "efficiency", "efficiency 90%"};
+    head = {"scenario", "N", "iteration", "iteration 90%", "epoch", "speedup", "speedup 90%", "speedup (unknowns)", "efficiency",
+            "efficiency 90%", "efficiency (unknowns)"};
     for (const auto& r : t.rows)
       out.push_back({r[label].get<std::string>(), r[gpus].dump(), format_time(num(cell(r, "iteration_time_s"))),
                      opt_time(cell(r, "iteration_time_lo_s"), cell(r, "iteration_time_hi_s")), format_time(num(cell(r, "epoch_time_s"))),
                      fixed(num(cell(r, "speedup")), 2), opt_num(cell(r, "speedup_lo"), cell(r, "speedup_hi"), 2),
-                     fixed(100 * num(cell(r, "efficiency")), 1) + "%", opt_pct(cell(r, "efficiency_lo"), cell(r, "efficiency_hi"))});
+                     opt_num(cell(r, "speedup_scenario_lo"), cell(r, "speedup_scenario_hi"), 2),
+                     fixed(100 * num(cell(r, "efficiency")), 1) + "%", opt_pct(cell(r, "efficiency_lo"), cell(r, "efficiency_hi")),
+                     opt_pct(cell(r, "efficiency_scenario_lo"), cell(r, "efficiency_scenario_hi"))});
   } else if (t.name == "weak_scaling") {
-    head = {"scenario", "N", "iteration", "samples/s", "samples/s per GPU", "per GPU 90%", "efficiency", "efficiency 90%"};
+    head = {"scenario", "N", "iteration", "samples/s", "samples/s per GPU", "per GPU 90%", "per GPU (unknowns)", "efficiency",
+            "efficiency 90%"};
     for (const auto& r : t.rows)
       out.push_back({r[label].get<std::string>(), r[gpus].dump(), format_time(num(cell(r, "iteration_time_s"))),
                      fixed(num(cell(r, "samples_per_s")), 0), fixed(num(cell(r, "samples_per_s_per_gpu")), 0),
                      opt_num(cell(r, "samples_per_s_per_gpu_lo"), cell(r, "samples_per_s_per_gpu_hi"), 0),
+                     opt_num(cell(r, "samples_per_s_per_gpu_scenario_lo"), cell(r, "samples_per_s_per_gpu_scenario_hi"), 0),
                      fixed(100 * num(cell(r, "efficiency")), 1) + "%", opt_pct(cell(r, "efficiency_lo"), cell(r, "efficiency_hi"))});
   } else if (t.name == "communication") {
-    head = {"scenario", "N", "iteration", "communication", "exposed", "overhead exposed", "overhead total", "buckets (steady)"};
+    head = {"scenario", "N", "iteration", "communication", "exposed", "overhead exposed", "exposed (unknowns)", "overhead total",
+            "total (unknowns)", "buckets (steady)"};
     for (const auto& r : t.rows)
       out.push_back({r[label].get<std::string>(), r[gpus].dump(), format_time(num(cell(r, "iteration_time_s"))),
                      format_time(num(cell(r, "communication_time_s"))), format_time(num(cell(r, "exposed_communication_s"))),
                      fixed(100 * num(cell(r, "overhead_exposed_fraction")), 1) + "%",
-                     fixed(100 * num(cell(r, "overhead_total_fraction")), 1) + "%", cell(r, "buckets_steady").get<std::string>()});
+                     opt_pct(cell(r, "overhead_exposed_scenario_lo"), cell(r, "overhead_exposed_scenario_hi")),
+                     fixed(100 * num(cell(r, "overhead_total_fraction")), 1) + "%",
+                     opt_pct(cell(r, "overhead_total_scenario_lo"), cell(r, "overhead_total_scenario_hi")),
+                     cell(r, "buckets_steady").get<std::string>()});
   } else {
-    head = {"scenario", "N", "parameters", "epoch", "epoch 90%", "peak memory/GPU", "parameters/byte", "fits"};
+    head = {"scenario", "N", "parameters", "epoch", "epoch 90%", "epoch (unknowns)", "peak memory/GPU", "parameters/byte", "fits"};
     for (const auto& r : t.rows)
       out.push_back({r[label].get<std::string>(), r[gpus].dump(), cell(r, "parameters").dump(), format_time(num(cell(r, "epoch_time_s"))),
-                     opt_time(cell(r, "epoch_time_lo_s"), cell(r, "epoch_time_hi_s")), format_bytes(num(cell(r, "peak_memory_per_gpu_bytes"))),
+                     opt_time(cell(r, "epoch_time_lo_s"), cell(r, "epoch_time_hi_s")),
+                     opt_time(cell(r, "epoch_time_scenario_lo_s"), cell(r, "epoch_time_scenario_hi_s")),
+                     format_bytes(num(cell(r, "peak_memory_per_gpu_bytes"))),
                      fixed(num(cell(r, "parameters_per_memory_byte")), 4), cell(r, "exceeds_capacity").get<bool>() ? "NO (exceeds)" : "yes"});
   }
   return out;
@@ -334,12 +376,29 @@ std::string intervals_line(const StudySpec& s) {
   return line;
 }
 
+std::string unknowns_line(const StudySpec& s) {
+  if (s.unknowns.empty()) return "unknowns: none given (no scenario bands)";
+  std::string line = "unknowns (scenario bands: the envelope over " + std::to_string(s.unknown_points.size()) +
+                     " samples, every corner and " + std::to_string(s.unknown_samples) + " inside): ";
+  for (std::size_t k = 0; k < s.unknowns.size(); ++k) {
+    const Unknown& u = s.unknowns[k];
+    line += (k ? "; " : "") + u.key + " ";
+    if (u.kind == Unknown::Kind::choice) {
+      for (std::size_t c = 0; c < u.choices.size(); ++c) line += (c ? "|" : "") + u.choices[c];
+    } else {
+      line += "[" + u.text(u.kind == Unknown::Kind::pow2 ? u.at(0) : u.lo) + ", " + u.text(u.kind == Unknown::Kind::pow2 ? u.at(1) : u.hi) + "]";
+    }
+    line += " (point prediction: " + u.text(u.nominal) + ")";
+  }
+  return line;
+}
+
 }  // namespace
 
 std::string tables_text(const StudySpec& s, const StudyOutputs& o) {
   std::ostringstream os;
   os << "kanscale study " << s.name << ": " << s.scenarios.size() << " scenario(s) x " << s.gpus.size() << " GPU count(s); seed "
-     << s.seed << "\n  " << intervals_line(s) << "\n";
+     << s.seed << "\n  " << intervals_line(s) << "\n  " << unknowns_line(s) << "\n";
   for (const auto& n : s.notes) os << "  note: " << n << "\n";
   for (const auto& t : o.tables) {
     if (t.rows.empty()) continue;
@@ -358,6 +417,15 @@ std::string tables_text(const StudySpec& s, const StudyOutputs& o) {
       os << "\n";
     }
   }
+  if (!o.published.empty()) {
+    os << "\nPublished figures (" << s.published.source << "; published.json, report.md)\n";
+    for (const auto& c : o.published) {
+      os << "  " << c.figure << " [" << c.scenario << "]: published " << c.published << ", predicted " << c.predicted << ", band "
+         << c.band << (c.inside ? " (inside" : " (OUTSIDE") << (c.half_width > 0 ? ", half-width " + fixed(100 * c.half_width, 1) + "%)" : ")")
+         << "\n";
+      for (const auto& n : c.needs) os << "      " << n.key << " alone: " << n.text << "\n";
+    }
+  }
   return os.str();
 }
 
@@ -371,6 +439,7 @@ std::string study_markdown(const StudySpec& s, const StudyOutputs& o) {
      << "- kanscale " << build::version << " (" << build::git_hash << ")\n"
      << "- Seed: " << s.seed << "; " << s.iterations << " iterations replayed per point (the first and steady ones)\n"
      << "- " << intervals_line(s) << "\n"
+     << "- " << unknowns_line(s) << "\n"
      << "- Workload: " << s.workload.name << " (`" << s.workload.file << "`): widths " << widths_text(s.workload.widths) << ", G="
      << s.workload.grid_size << ", k=" << s.workload.spline_order << ", batch " << s.workload.batch_per_gpu << " per GPU, dataset "
      << s.workload.dataset_size << " samples, " << s.workload.epochs << " epoch(s)\n"
@@ -410,6 +479,7 @@ std::string study_markdown(const StudySpec& s, const StudyOutputs& o) {
       md << "\n";
     }
   }
+  if (!o.published.empty()) md << published_markdown(s, o.published);
   if (!s.notes.empty()) {
     md << "\n## Notes\n\n";
     for (const auto& n : s.notes) md << "- " << n << "\n";
@@ -440,6 +510,9 @@ std::vector<std::pair<std::string, std::string>> study_files(const StudySpec& s,
     files.emplace_back(p.name + ".dat", gnuplot_data(p));
   }
   files.emplace_back("study.json", o.study.dump(2) + "\n");
+  if (s.published.given)
+    files.emplace_back("published.json", nlohmann::json{{"provenance", prov}, {"source", s.published.source},
+                                                         {"figures", published_json(o.published)}}.dump(2) + "\n");
   files.emplace_back("report.md", study_markdown(s, o));
   return files;
 }

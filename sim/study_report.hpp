@@ -13,6 +13,7 @@
 
 #include "model/plot.hpp"
 #include "scenario.hpp"
+#include "study_published.hpp"
 
 namespace ks {
 
@@ -29,6 +30,7 @@ struct StudyOutputs {
   std::vector<DimensionTable> tables;
   std::vector<PlotSpec> plots;
   nlohmann::json study;  // study.json
+  std::vector<FigureCheck> published;  // the study's published figures against its bands (published.json)
 };
 
 // `results[i]` is scenario i's.

@@ -80,14 +80,20 @@ TEST_CASE("study: a tiny sweep writes every file with its columns, and its value
   const std::map<std::string, std::vector<std::string>> tables = {
       {"strong_scaling", with_common({"iteration_time_s", "iteration_time_lo_s", "iteration_time_hi_s", "epoch_time_s", "speedup",
                                       "speedup_lo", "speedup_hi", "efficiency", "efficiency_lo", "efficiency_hi", "time_to_train_s",
-                                      "gpu_hours"})},
+                                      "gpu_hours", "iteration_time_scenario_lo_s", "iteration_time_scenario_hi_s", "speedup_scenario_lo",
+                                      "speedup_scenario_hi", "efficiency_scenario_lo", "efficiency_scenario_hi",
+                                      "time_to_train_scenario_lo_s", "time_to_train_scenario_hi_s"})},
       {"weak_scaling", with_common({"iteration_time_s", "iteration_time_lo_s", "iteration_time_hi_s", "samples_per_s",
                                     "samples_per_s_per_gpu", "samples_per_s_per_gpu_lo", "samples_per_s_per_gpu_hi", "efficiency",
-                                    "efficiency_lo", "efficiency_hi", "epoch_time_s"})},
+                                    "efficiency_lo", "efficiency_hi", "epoch_time_s", "samples_per_s_per_gpu_scenario_lo",
+                                    "samples_per_s_per_gpu_scenario_hi", "efficiency_scenario_lo", "efficiency_scenario_hi"})},
       {"communication", with_common({"iteration_time_s", "compute_time_s", "communication_time_s", "exposed_communication_s",
-                                     "overhead_exposed_fraction", "overhead_total_fraction", "broadcast_buffers", "buckets_steady"})},
+                                     "overhead_exposed_fraction", "overhead_total_fraction", "broadcast_buffers", "buckets_steady",
+                                     "overhead_exposed_scenario_lo", "overhead_exposed_scenario_hi", "overhead_total_scenario_lo",
+                                     "overhead_total_scenario_hi"})},
       {"model_size", with_common({"epoch_time_s", "epoch_time_lo_s", "epoch_time_hi_s", "time_to_train_s", "peak_memory_per_gpu_bytes",
-                                  "memory_capacity_bytes", "parameters_per_memory_byte", "parameter_to_memory_ratio", "exceeds_capacity"})}};
+                                  "memory_capacity_bytes", "parameters_per_memory_byte", "parameter_to_memory_ratio", "exceeds_capacity",
+                                  "epoch_time_scenario_lo_s", "epoch_time_scenario_hi_s"})}};
   std::map<std::string, nlohmann::json> json;
   for (const auto& [name, cols] : tables) {
     CAPTURE(name);
@@ -228,7 +234,14 @@ TEST_CASE("study: a fitted calibration's bands are simulate's intervals for the 
   const std::string dat = slurp(d / "out/strong_speedup.dat");
   const auto row2 = dat.find("\n2 ");
   REQUIRE(row2 != std::string::npos);
-  CHECK(dat.substr(row2 + 1, dat.find('\n', row2 + 1) - row2 - 1).find("NaN") == std::string::npos);
+  // (x, y, lo, hi; the outer band's two columns are NaN: this study has no unknowns)
+  std::istringstream row(dat.substr(row2 + 1, dat.find('\n', row2 + 1) - row2 - 1));
+  std::vector<std::string> cols;
+  for (std::string c; row >> c;) cols.push_back(c);
+  REQUIRE(cols.size() == 6);
+  for (std::size_t c = 0; c < 4; ++c) CHECK(cols[c] != "NaN");
+  CHECK(cols[4] == "NaN");
+  CHECK(cols[5] == "NaN");
 }
 
 TEST_CASE("study: mpirun -np 3 splits the scenarios and writes the serial study byte for byte") {
@@ -243,7 +256,8 @@ TEST_CASE("study: mpirun -np 3 splits the scenarios and writes the serial study 
                     "/configs/clusters/dgx-a100.yaml\n    label: nvlink\n  - file: " + kSrc +
                     "/configs/clusters/pcie-a100.yaml\n    label: pcie\n    calibration: " + kSrc +
                     "/tests/fixtures/calibration-ci-live.yaml\nsweep:\n  gpus: [1, 2, 16]\n  widths: [[16, 32, 1], [16, 64, 1]]\n"
-                    "  scaling: [strong, weak]\n");
+                    "  scaling: [strong, weak]\nunknowns: {samples: 2, epoch_overhead: [0s, 1s], batch_per_gpu: [256, 1024]}\n"
+                    "published: {source: test, gpus: 16, speedup: 10, weak_drop_then_plateau: true}\n");
   std::filesystem::create_directories(d / "serial");
   std::filesystem::create_directories(d / "mpi");
   const ProcessResult one = run_process({kExe, "study", study, "--out", "out"}, d / "serial", 120);
@@ -261,6 +275,7 @@ TEST_CASE("study: mpirun -np 3 splits the scenarios and writes the serial study 
   for (const auto& e : std::filesystem::directory_iterator(d / "mpi/out")) mpi_names.insert(e.path().filename().string());
   CHECK(names == mpi_names);
   CHECK(names.count("strong_speedup.png") == 1);
+  CHECK(names.count("published.json") == 1);
   for (const std::string& n : names) {
     CAPTURE(n);
     CHECK(slurp(d / "mpi/out/" + n) == slurp(d / "serial/out/" + n));

@@ -35,14 +35,21 @@ TEST_CASE("plot: data blocks per series, bands only where given") {
   PlotSpec p{"s", "Speedup", "GPUs", "speedup", Axis::log2, Axis::log2, true, true, "ideal", "",
              {{"a", {{1, 1, nan, nan}, {2, 1.9, 1.8, 2.0}}, false, 0}, {"b", {}, true, 0}}};
   const std::string data = gnuplot_data(p);
-  // block 1 has two rows, then two blank lines, block 2 a placeholder row
-  CHECK(data.find("1 1 NaN NaN\n2 1.9 1.8 2\n\n\n") != std::string::npos);
-  CHECK(data.find("NaN NaN NaN NaN\n") != std::string::npos);
+  // block 1 has two rows (no outer band: NaN NaN), then two blank lines,
+  // block 2 a placeholder row
+  CHECK(data.find("1 1 NaN NaN NaN NaN\n2 1.9 1.8 2 NaN NaN\n\n\n") != std::string::npos);
+  CHECK(data.find("NaN NaN NaN NaN NaN NaN\n") != std::string::npos);
   const std::string gp = gnuplot_script(p);
   CHECK(gp.find("with filledcurves") != std::string::npos);
   CHECK(gp.find("set logscale x 2") != std::string::npos);
   CHECK(gp.find("names[2] = 'b'") != std::string::npos);
   CHECK(gp.find("dashes[2] = 2") != std::string::npos);
+  CHECK(gp.find("pattern") == std::string::npos);  // no outer band given
+  // an outer band (a study's scenario band): columns 5 and 6, hatched beneath
+  p.series[0].outer = {{nan, nan}, {1.5, 2.0}};
+  CHECK(gnuplot_data(p).find("2 1.9 1.8 2 1.5 2\n") != std::string::npos);
+  CHECK(gnuplot_script(p).find("using 1:5:6 with filledcurves fs transparent pattern") != std::string::npos);
+  p.series[0].outer.clear();
   p.series[0].points[1] = {2, 1.9, nan, nan};
   CHECK(gnuplot_script(p).find("filledcurves") == std::string::npos);
 }

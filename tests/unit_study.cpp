@@ -3,6 +3,8 @@
 #include "model/yaml_reader.hpp"
 #include "report.hpp"
 #include "result_codec.hpp"
+#include "scenario.hpp"
+#include "study_published.hpp"
 #include "study.hpp"
 
 using namespace ks;
@@ -207,4 +209,92 @@ TEST_CASE("study results survive their bytes exactly (the mpirun gather); bad by
   CHECK_THROWS(decode_results(bytes.substr(0, bytes.size() - 3)));
   CHECK_THROWS(decode_results(bytes + "x"));
   CHECK_THROWS(decode_results("not results at all"));
+}
+
+namespace {
+// FinisTerrae III, datasheet calibration (no measured noise), strong
+// scaling to 8 GPUs, with `unknowns` as given.
+StudySpec ft3_study(const std::string& unknowns, const std::string& extra = "") {
+  const std::string src = KANSCALE_SOURCE_DIR;
+  return parse_study("name: u\nseed: 1\niterations: 3\nworkload: " + src + "/configs/workloads/default.yaml\nclusters:\n  - file: " + src +
+                         "/configs/clusters/finisterrae3.yaml\nsweep:\n  gpus: [1, 2, 4, 8]\n  scaling: [strong]\n" + unknowns + extra,
+                     "u.yaml", 1e9);
+}
+const ScalingPoint::ScenarioBands& band_at(const std::vector<StudyResult>& r, std::size_t point) {
+  REQUIRE(r.front().points[point].scenario.has_value());
+  return *r.front().points[point].scenario;
+}
+}  // namespace
+
+TEST_CASE("scenario bands widen when an unknown's range widens, and collapse to the point prediction without range or noise") {
+  // the per-epoch fixed cost over [0, 1 s] and over [0, 5 s]: the wider range
+  // holds the narrower one's band and reaches lower speedups (Amdahl)
+  const StudySpec narrow = ft3_study("unknowns: {samples: 4, epoch_overhead: [0s, 1s]}\n");
+  const StudySpec wide = ft3_study("unknowns: {samples: 4, epoch_overhead: [0s, 5s]}\n");
+  const auto rn = run_scenarios(narrow, 0, 1), rw = run_scenarios(wide, 0, 1);
+  const auto& n8 = band_at(rn, 3);
+  const auto& w8 = band_at(rw, 3);
+  CHECK(w8.speedup.lo < n8.speedup.lo);
+  CHECK(w8.speedup.hi >= n8.speedup.hi);
+  CHECK(w8.epoch_s.hi > n8.epoch_s.hi);
+  CHECK(rn.front().unknown_samples == 2 + 4);  // two corners, four inside
+  // the same for a network factor and for the batch (whose band moves the
+  // iteration time itself)
+  const auto b1 = run_scenarios(ft3_study("unknowns: {samples: 2, batch_per_gpu: [512, 1024]}\n"), 0, 1);
+  const auto b2 = run_scenarios(ft3_study("unknowns: {samples: 2, batch_per_gpu: [128, 1024]}\n"), 0, 1);
+  CHECK(band_at(b2, 3).iteration_s.lo < band_at(b1, 3).iteration_s.lo);
+  CHECK(band_at(b2, 3).overhead_exposed.hi > band_at(b1, 3).overhead_exposed.hi);
+  // no range (one value) and the datasheet's no noise: every band is the point
+  const StudySpec point = ft3_study("unknowns: {samples: 3, epoch_overhead: [0.5s, 0.5s], host_overhead: [20us, 20us]}\n");
+  const auto rp = run_scenarios(point, 0, 1);
+  for (const auto& p : rp.front().points) {
+    REQUIRE(p.scenario.has_value());
+    const auto& b = *p.scenario;
+    CHECK(b.speedup.lo == p.speedup);
+    CHECK(b.speedup.hi == p.speedup);
+    CHECK(b.iteration_s.lo == p.iteration_s.median);
+    CHECK(b.iteration_s.hi == p.iteration_s.median);
+    CHECK(b.epoch_s.lo == p.epoch_s);
+    CHECK(b.epoch_s.hi == p.epoch_s);
+    CHECK(b.overhead_exposed.lo == p.overhead_exposed);
+  }
+  // and that point is the prediction at the unknowns' values
+  StudySpec plain = ft3_study("");
+  plain.scenarios[0].workload.epoch_overhead_s = 0.5;
+  plain.scenarios[0].calibration.host_overhead_s += 20e-6;
+  const auto rq = run_scenarios(plain, 0, 1);
+  CHECK(rq.front().points[3].speedup == rp.front().points[3].speedup);
+  CHECK_FALSE(rq.front().points[3].scenario.has_value());
+}
+
+TEST_CASE("published figures: inside or outside the band, the band's half-width, what each unknown alone needs") {
+  // Speedup at 8 GPUs with a per-epoch fixed cost E in [0, 30 s] (the point
+  // prediction at E = 0): the speedup falls as E grows, so a published
+  // speedup below the point prediction and above the band's low end is
+  // inside, and E alone reaches it at some E* in (0, 30 s]: the narrowest
+  // range is [0, E*]. At E*, (epoch_1 + E*) / (epoch_8 + E*) = published.
+  const StudySpec s = ft3_study("unknowns: {samples: 2, epoch_overhead: [0s, 30s]}\n",
+                                "published: {source: test, gpus: 8, speedup: 5.0, efficiency_pct: 62.5}\n");
+  const auto r = run_scenarios(s, 0, 1);
+  const auto checks = check_published(s, r);
+  REQUIRE(checks.size() == 2);
+  const FigureCheck& sp = checks[0];
+  CHECK(sp.inside);
+  REQUIRE(sp.needs.size() == 1);
+  REQUIRE(sp.needs[0].reached);
+  CHECK(sp.needs[0].lo == 0);
+  const double e1 = r.front().points[0].epoch_s, e8 = r.front().points[3].epoch_s;  // at E = 0
+  const double e_star = (e1 - 5.0 * e8) / (5.0 - 1.0);  // solves (e1 + E) / (e8 + E) = 5
+  CHECK(sp.needs[0].hi == doctest::Approx(e_star).epsilon(2e-3).scale(0));  // bisected to 1/4096 of a 1.875 s grid step
+  // efficiency 62.5% is the same figure over 8 GPUs
+  CHECK(checks[1].needs[0].hi == doctest::Approx(e_star).epsilon(2e-3).scale(0));
+  // half-width: the band at 8 GPUs against the point prediction
+  const auto& b = *r.front().points[3].scenario;
+  CHECK(sp.half_width == doctest::Approx((b.speedup.hi - b.speedup.lo) / 2 / r.front().points[3].speedup).scale(0));
+  // a speedup above the point prediction: outside, and E cannot reach it
+  const StudySpec high = ft3_study("unknowns: {samples: 2, epoch_overhead: [0s, 30s]}\n", "published: {source: test, gpus: 8, speedup: 7.9}\n");
+  const auto hc = check_published(high, run_scenarios(high, 0, 1));
+  REQUIRE(hc.size() == 1);
+  CHECK_FALSE(hc[0].inside);
+  CHECK_FALSE(hc[0].needs[0].reached);
 }
