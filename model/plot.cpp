@@ -24,6 +24,12 @@ bool plot_safe_name(const std::string& s) {
   return true;
 }
 
+std::string plot_safe_text(std::string s) {
+  for (char& ch : s)
+    if (!plot_safe_name(std::string(1, ch))) ch = ' ';
+  return s;
+}
+
 namespace {
 
 std::string quoted(const std::string& s, const char* what) {
@@ -84,11 +90,18 @@ std::string gnuplot_script(const PlotSpec& p) {
   os << "set terminal svg size 960,720 dynamic noenhanced font 'sans,12' background rgb 'white'\n"
      << "set output " << quoted(p.name + ".svg", "name") << "\n"
      << "set title " << quoted(p.title, "title") << " noenhanced\n"
-     << "set xlabel " << quoted(p.xlabel, "label") << " noenhanced\n"
-     << "set ylabel " << quoted(p.ylabel, "label") << " noenhanced\n"
+     << (p.xlabel.empty() ? std::string("unset xlabel") : "set xlabel " + quoted(p.xlabel, "label") + " noenhanced") << "\n"
+     << (p.ylabel.empty() ? std::string("unset ylabel") : "set ylabel " + quoted(p.ylabel, "label") + " noenhanced") << "\n"
      << axis_setup(p.x, "x") << axis_setup(p.y, "y")
      << "set grid\nset key below left Left reverse noenhanced\n"
      << "set style fill transparent solid 0.18 noborder\n";
+  if (p.xmax > p.xmin) os << "set xrange [" << p.xmin << ":" << p.xmax << "]\n";
+  if (p.xtic > 0) os << "set xtics " << p.xtic << "\n";
+  if (!p.yticks.empty()) {
+    os << "set ytics (";
+    for (std::size_t i = 0; i < p.yticks.size(); ++i) os << (i ? ", " : "") << quoted(p.yticks[i].second, "tick") << " " << p.yticks[i].first;
+    os << ")\nset yrange [" << p.yticks.front().first - 0.7 << ":" << p.yticks.back().first + 0.7 << "]\n";
+  }
   const std::size_t n = p.series.size();
   if (n > 0) {
     os << "array names[" << n << "]\n";
@@ -105,6 +118,11 @@ std::string gnuplot_script(const PlotSpec& p) {
   for (const auto& s : p.series)
     for (const auto& o : s.outer) outer |= std::isfinite(o[0]) && std::isfinite(o[1]);
   std::vector<std::string> parts;
+  if (n > 0 && p.spans) {  // a timeline: one bar per point, one colour per series
+    parts.push_back("for [i=1:" + std::to_string(n) + "] " + dat +
+                    " index (i-1) using 1:2:3:4:($2-0.35):($2+0.35) with boxxyerror fs solid 0.85 noborder lc colors[i] title names[i]");
+    bands = outer = false;
+  }
   if (n > 0 && outer && p.lines)  // the wider band first, fainter, beneath
     parts.push_back("for [i=1:" + std::to_string(n) + "] " + dat +
                     " index (i-1) using 1:5:6 with filledcurves fs transparent pattern 4 lc colors[i] notitle");
@@ -112,7 +130,7 @@ std::string gnuplot_script(const PlotSpec& p) {
     parts.push_back("for [i=1:" + std::to_string(n) + "] " + dat +
                     (p.lines ? " index (i-1) using 1:3:4 with filledcurves lc colors[i] notitle"
                              : " index (i-1) using 1:2:3:4 with yerrorbars lc colors[i] pt 7 ps 0.8 notitle"));
-  if (n > 0)
+  if (n > 0 && !p.spans)
     parts.push_back("for [i=1:" + std::to_string(n) + "] " + dat + " index (i-1) using 1:2 with " +
                     (p.lines ? "linespoints pt 7 ps 0.6 lw 1.5 dt dashes[i]" : "points pt 7 ps 0.8") + " lc colors[i] title names[i]");
   if (p.diagonal) parts.push_back("x with lines lc rgb 'gray40' dt 3 title " + quoted(p.diagonal_title.empty() ? "y = x" : p.diagonal_title, "title"));

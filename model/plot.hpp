@@ -12,6 +12,7 @@
 // only, which the same check guards.
 #include <array>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ks {
@@ -44,7 +45,18 @@ struct PlotSpec {
   std::string diagonal_title;  // its key entry
   std::string note;            // a comment line in the script (what the bands are)
   std::vector<PlotSeries> series;
+  // spans (a timeline): each point is a bar at y = point[1] (a lane) from
+  // x = point[2] to point[3]; point[0] is its middle. Bands do not apply.
+  bool spans = false;
+  // named ticks on the y axis (a timeline's lanes); empty: numbers
+  std::vector<std::pair<double, std::string>> yticks = {};
+  // the x axis's range and tick step (0: gnuplot's own)
+  double xmin = 0, xmax = 0, xtic = 0;
 };
+
+// `s` with every character plot_safe_name refuses replaced by a space (for
+// titles made of data, such as a case's label).
+std::string plot_safe_text(std::string s);
 
 // The data file: one block per series (x, y, lo, hi, outer lo, outer hi), blocks separated by
 // two blank lines so that the script can address them with `index`.

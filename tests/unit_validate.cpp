@@ -10,6 +10,7 @@
 
 #include "model/yaml_reader.hpp"
 #include "measure/kernel_bench.hpp"
+#include "validation/report.hpp"
 #include "validation/validate.hpp"
 
 using namespace ks;
@@ -212,4 +213,39 @@ TEST_CASE("honest by construction: no validation case's layer is among its calib
     }
   }
   CHECK(plans >= 3);  // ci-small, local-cpu, single-gpu (and finisterrae3) measure
+}
+
+TEST_CASE("validate's plots go through gnuplot: the scatter, the error per case and the timeline render") {
+  // gnuplot fails on a broken script (render_plots throws), so a script the
+  // report would write broken fails here
+  std::vector<CaseResult> rs = {hand(1, 10, {10, 10.2, 9.9}), hand(2, 12, {13, 13.5, 12.8}), hand(4, 9, {20, 21, 19}, true)};
+  for (auto& r : rs) {
+    r.live.iteration_s = r.rounds[1].iteration_s;
+    r.noise_pct = 1.5;
+  }
+  rs[0].interval = Band{0.0095, 0.0105};
+  const PlotSpec e = errors_plot(rs);
+  REQUIRE(e.series.size() == 3);  // judged, oversubscribed, noise floor
+  CHECK(e.series[2].points[1][2] == -1.5);
+  CHECK(e.xmax == 3.5);
+  std::vector<TraceSlice> sim = {{0, 0, 1, "forward layer 0", "forward", 0.0, 0.001, 0}, {0, 1, 1, "allreduce", "comm", 0.002, 0.003, 4096}};
+  std::vector<TraceSlice> live = {{0, 0, 1, "forward layer 0", "forward", 0.0, 0.0012, 0}, {0, 0, 1, "adam", "optimizer", 0.003, 0.004, 0}};
+  const PlotSpec t = timeline_plot(sim, live, "rank 0: a case's label with a quote ' and {braces}");
+  CHECK(t.spans);
+  CHECK(plot_safe_name(t.title));  // the label's unsafe characters became spaces
+  const std::string dir = std::filesystem::temp_directory_path() / ("ks-plots-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::vector<std::string> names;
+  for (const PlotSpec& p : {scatter_plot(rs), e, t}) {
+    std::ofstream(dir + "/" + p.name + ".gp") << gnuplot_script(p);
+    std::ofstream(dir + "/" + p.name + ".dat") << gnuplot_data(p);
+    names.push_back(p.name);
+  }
+  if (!in_path("gnuplot")) {
+    MESSAGE("gnuplot is not installed: the scripts are written but not rendered");
+  } else {
+    render_plots(dir, names);
+    for (const auto& n : names) CHECK(std::filesystem::file_size(dir + "/" + n + ".svg") > 1000);
+  }
+  std::filesystem::remove_all(dir);
 }

@@ -42,79 +42,55 @@ PlotSpec scatter_plot(const std::vector<CaseResult>& rs) {
   return p;
 }
 
-std::string svg_errors(const std::vector<CaseResult>& rs) {
-  const int W = 40 + 22 * static_cast<int>(rs.size()), H = 260, M = 40;
-  double mx = 10;
-  for (const auto& r : rs) mx = std::max({mx, std::fabs(pct_error(r.predicted.iteration_s, r.live.iteration_s)), r.noise_pct});
-  auto Y = [&](double pct) { return H / 2 - (H / 2 - M) * pct / mx; };
-  std::ostringstream o;
-  o << std::fixed << std::setprecision(1);
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" font-family=\"sans-serif\" font-size=\"10\">\n"
-    << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<line x1=\"30\" y1=\"" << Y(0) << "\" x2=\"" << W << "\" y2=\"" << Y(0) << "\" stroke=\"black\"/>\n"
-    << "<text x=\"2\" y=\"" << Y(mx) + 4 << "\">+" << mx << "%</text><text x=\"2\" y=\"" << Y(-mx) << "\">-" << mx << "%</text>\n";
+PlotSpec errors_plot(const std::vector<CaseResult>& rs) {
+  PlotSpec p{"error_per_case", "Iteration-time error per case", "case (in the order of the table in the report)",
+             "predicted / measured - 1 (percent)", Axis::linear, Axis::linear, false, false, "",
+             "Error bars at 0: +- each case's noise floor (robust spread of its rounds).", {}};
+  const double nan = std::nan("");
+  PlotSeries judged{"judged", {}, false, 1}, over{"oversubscribed (not judged)", {}, false, 2}, noise{"noise floor (+-)", {}, false, 3};
   for (std::size_t i = 0; i < rs.size(); ++i) {
+    const double x = static_cast<double>(i + 1);
     const double e = pct_error(rs[i].predicted.iteration_s, rs[i].live.iteration_s);
-    const double x = 36 + 22.0 * static_cast<double>(i);
-    o << "<rect x=\"" << x << "\" y=\"" << std::min(Y(e), Y(0)) << "\" width=\"14\" height=\"" << std::fabs(Y(e) - Y(0))
-      << "\" fill=\"" << (rs[i].c.oversubscribed ? "#d62728" : "#1f77b4") << "\"><title>" << rs[i].c.label() << ": " << e
-      << "%</title></rect>\n"
-      << "<line x1=\"" << x - 2 << "\" x2=\"" << x + 16 << "\" y1=\"" << Y(rs[i].noise_pct) << "\" y2=\"" << Y(rs[i].noise_pct)
-      << "\" stroke=\"#ff7f0e\"/><line x1=\"" << x - 2 << "\" x2=\"" << x + 16 << "\" y1=\"" << Y(-rs[i].noise_pct) << "\" y2=\""
-      << Y(-rs[i].noise_pct) << "\" stroke=\"#ff7f0e\"/>\n";
+    (rs[i].c.oversubscribed ? over : judged).points.push_back({x, e, nan, nan});
+    noise.points.push_back({x, 0.0, -rs[i].noise_pct, rs[i].noise_pct});
   }
-  o << "</svg>\n";
-  return o.str();
+  for (PlotSeries* s : {&judged, &over, &noise})
+    if (!s->points.empty()) p.series.push_back(std::move(*s));
+  p.xmin = 0.5;
+  p.xmax = static_cast<double>(rs.size()) + 0.5;
+  p.xtic = 1;
+  return p;
 }
 
-
-// One iteration of rank 0 from the live trace (the last steady one) and
-// from the replay, on one time axis each starting at 0.
-std::string svg_timelines(const std::vector<TraceSlice>& sim, const std::vector<TraceSlice>& live, const std::string& title) {
-  double span = 1e-9;
-  for (const auto* v : {&sim, &live})
-    for (const auto& s : *v) span = std::max(span, s.t1_s);
-  const int W = 900, lane = 18, M = 110;
-  const int H = 40 + 4 * (lane + 6) + 50;
-  auto X = [&](double t) { return M + (W - M - 20) * t / span; };
-  auto color = [](const std::string& cat) {
-    if (cat == "forward") return "#2ca02c";
-    if (cat == "backward") return "#1f77b4";
-    if (cat == "comm") return "#d62728";
-    if (cat == "wait" || cat == "comm_wait") return "#bbbbbb";
-    if (cat == "optimizer") return "#9467bd";
-    if (cat == "grad_copy" || cat == "copy_back") return "#ff7f0e";
-    return "#8c564b";
-  };
-  std::ostringstream o;
-  o << std::fixed << std::setprecision(1);
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-    << "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<text x=\"10\" y=\"18\">" << title << "</text>\n";
-  const char* lanes[4] = {"simulated compute", "simulated comm", "live compute", "live comm"};
-  for (int l = 0; l < 4; ++l) {
-    const double y = 34 + l * (lane + 6);
-    o << "<text x=\"6\" y=\"" << y + 13 << "\">" << lanes[l] << "</text>\n";
-    const auto& v = l < 2 ? sim : live;
-    for (const auto& s : v) {
-      if (s.track != l % 2) continue;
-      o << "<rect x=\"" << X(s.t0_s) << "\" y=\"" << y << "\" width=\"" << std::max(0.5, X(s.t1_s) - X(s.t0_s)) << "\" height=\"" << lane
-        << "\" fill=\"" << color(s.category) << "\"><title>" << s.name << ": " << (s.t1_s - s.t0_s) * 1e3 << " ms</title></rect>\n";
+PlotSpec timeline_plot(const std::vector<TraceSlice>& sim, const std::vector<TraceSlice>& live, const std::string& title) {
+  PlotSpec p{"timeline", plot_safe_text(title), "time from the start of the iteration (ms)", "", Axis::linear, Axis::linear, false,
+             false, "", "One bar per op or collective; lanes: simulated and live, compute and communication.", {}};
+  p.spans = true;
+  p.yticks = {{1, "live comm"}, {2, "live compute"}, {3, "simulated comm"}, {4, "simulated compute"}};
+  // one series per kind of work, in a fixed order (the legend)
+  const std::vector<std::pair<std::string, std::vector<std::string>>> kinds = {
+      {"forward", {"forward"}},       {"backward", {"backward"}}, {"gradient copies", {"grad_copy", "copy_back"}},
+      {"all-reduce", {"comm"}},       {"waiting", {"wait", "comm_wait"}}, {"Adam", {"optimizer"}}};
+  std::vector<PlotSeries> series;
+  for (const auto& k : kinds) series.push_back({k.first, {}, false, 0});
+  series.push_back({"other", {}, false, 0});
+  auto add = [&](const std::vector<TraceSlice>& v, double lane_compute, double lane_comm) {
+    for (const auto& sl : v) {
+      std::size_t k = kinds.size();
+      for (std::size_t j = 0; j < kinds.size(); ++j)
+        if (std::find(kinds[j].second.begin(), kinds[j].second.end(), sl.category) != kinds[j].second.end()) k = j;
+      const double t0 = sl.t0_s * 1e3, t1 = sl.t1_s * 1e3;
+      series[k].points.push_back({0.5 * (t0 + t1), sl.track == 0 ? lane_compute : lane_comm, t0, t1});
     }
+  };
+  add(sim, 4, 3);
+  add(live, 2, 1);
+  const int colors[] = {2, 3, 5, 7, 9, 4, 8};  // gnuplot's palette: green, blue, orange-ish, red, grey, purple, brown
+  for (std::size_t k = 0; k < series.size(); ++k) {
+    series[k].color = colors[k];
+    if (!series[k].points.empty()) p.series.push_back(std::move(series[k]));
   }
-  const double ya = 34 + 4 * (lane + 6) + 8;
-  o << "<line x1=\"" << X(0) << "\" y1=\"" << ya << "\" x2=\"" << X(span) << "\" y2=\"" << ya << "\" stroke=\"black\"/>\n"
-    << "<text x=\"" << X(0) << "\" y=\"" << ya + 14 << "\">0</text><text x=\"" << X(span) << "\" y=\"" << ya + 14
-    << "\" text-anchor=\"end\">" << std::setprecision(3) << span * 1e3 << " ms</text>\n";
-  const char* legend[][2] = {{"forward", "#2ca02c"}, {"backward", "#1f77b4"}, {"gradient copies", "#ff7f0e"},
-                             {"all-reduce", "#d62728"}, {"waiting", "#bbbbbb"}, {"Adam", "#9467bd"}, {"other", "#8c564b"}};
-  for (int i = 0; i < 7; ++i) {
-    const double x = M + 112.0 * i;
-    o << "<rect x=\"" << x << "\" y=\"" << ya + 22 << "\" width=\"10\" height=\"10\" fill=\"" << legend[i][1] << "\"/><text x=\"" << x + 14
-      << "\" y=\"" << ya + 31 << "\">" << legend[i][0] << "</text>\n";
-  }
-  o << "</svg>\n";
-  return o.str();
+  return p;
 }
 
 namespace {
@@ -233,17 +209,29 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
      << "## Cases\n\n" << table.str() << "\n![predicted vs measured](predicted_vs_measured.svg)\n\n"
      << "Predicted against measured iteration time, log axes (dotted: equal; error bars: the prediction's interval). "
      << "gnuplot renders it from predicted_vs_measured.gp and .dat beside it.\n\n"
-     << "![error per case, noise floor in orange](error_per_case.svg)\n\n"
-     << "Iteration-time error per case, in the order of the table (orange: +- the case's noise floor).\n\n";
+     << "![error per case, with each case's noise floor](error_per_case.svg)\n\n"
+     << "Iteration-time error per case, in the order of the table (error bars at 0: +- the case's noise floor; "
+        "error_per_case.gp and .dat beside it).\n\n";
   std::vector<std::pair<std::string, std::string>> files;
+  std::vector<std::string> plots;  // rendered by gnuplot after everything is written
+  // a plot that cannot be scripted costs the picture, never the results
+  auto add_plot = [&](const PlotSpec& p) {
+    try {
+      files.emplace_back(out_dir + "/" + p.name + ".gp", gnuplot_script(p));
+      files.emplace_back(out_dir + "/" + p.name + ".dat", gnuplot_data(p));
+      plots.push_back(p.name);
+    } catch (const std::exception& e) {
+      std::cerr << "validate: plot " << p.name << " left out: " << e.what() << "\n";
+    }
+  };
   const std::string tf = dir + "/" + trace_file(o.shown);
   if (!plan.cases.empty() && std::ifstream(tf)) {
     std::ifstream in(tf);
     const auto live = live_iteration(nlohmann::json::parse(in), plan.steps);
-    files.emplace_back(out_dir + "/timeline.svg",
-                       svg_timelines(o.sim_slices, live, "rank 0, one steady iteration: " + plan.cases[o.shown].label()));
+    add_plot(timeline_plot(o.sim_slices, live, "rank 0, one steady iteration: " + plan.cases[o.shown].label()));
     md << "![simulated and live timelines](timeline.svg)\n\nOne steady iteration of rank 0 of " << plan.cases[o.shown].label()
-       << ", simulated (top) and live (bottom, round 1's last iteration), each from its own start.\n\n";
+       << ", simulated (top lanes) and live (bottom lanes, round 1's last iteration), each from its own start "
+          "(timeline.gp and .dat beside it).\n\n";
   }
   md << "`" << cmdline << "`\n";
   nlohmann::json j = nlohmann::json::array();
@@ -275,20 +263,18 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
                                     {"summary", sj}, {"cases", j}}
                              .dump(2) +
                          "\n");
-  const PlotSpec scatter = scatter_plot(o.results);
-  files.emplace_back(out_dir + "/" + scatter.name + ".gp", gnuplot_script(scatter));
-  files.emplace_back(out_dir + "/" + scatter.name + ".dat", gnuplot_data(scatter));
-  files.emplace_back(out_dir + "/error_per_case.svg", svg_errors(o.results));
+  add_plot(scatter_plot(o.results));
+  add_plot(errors_plot(o.results));
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   write_files_atomic(files);
-  // the plot is rendered last: a failure costs the picture, never the run's results
+  // the plots are rendered last: a failure costs the pictures, never the run's results
   if (!in_path("gnuplot")) {
-    std::cerr << "validate: gnuplot is not in PATH (Debian: gnuplot-nox): " << out_dir << "/" << scatter.name
-              << ".gp is written but not rendered\n";
+    std::cerr << "validate: gnuplot is not in PATH (Debian: gnuplot-nox): the plots' .gp scripts in " << out_dir
+              << " are written but not rendered\n";
   } else {
     try {
-      render_plots(out_dir, {scatter.name});
+      render_plots(out_dir, plots);
     } catch (const std::exception& e) {
       std::cerr << "validate: " << e.what() << " (the results are written)\n";
     }

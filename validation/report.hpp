@@ -1,7 +1,7 @@
 #pragma once
-// The validation report's plots: predicted against measured iteration
-// times (a gnuplot plot, model/plot), and, drawn as SVG, the error per case
-// and one iteration's timeline live and simulated side by side.
+// The validation report's plots, all gnuplot's (model/plot): predicted
+// against measured iteration times, the error per case, and one iteration's
+// timeline live and simulated side by side.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -14,11 +14,12 @@ namespace ks {
 
 // Predicted against measured iteration time on log axes, as a gnuplot plot.
 PlotSpec scatter_plot(const std::vector<CaseResult>& results);
-std::string svg_errors(const std::vector<CaseResult>& results);
+// Each case's iteration-time error in percent, with its noise floor.
+PlotSpec errors_plot(const std::vector<CaseResult>& results);
 
 // One iteration of rank 0 from the live trace (the last steady one) and
 // from the replay, on one time axis each starting at 0.
-std::string svg_timelines(const std::vector<TraceSlice>& sim, const std::vector<TraceSlice>& live, const std::string& title);
+PlotSpec timeline_plot(const std::vector<TraceSlice>& sim, const std::vector<TraceSlice>& live, const std::string& title);
 std::vector<TraceSlice> live_iteration(const nlohmann::json& trace, int steps);
 std::vector<TraceSlice> simulated_iteration(const ScalingPoint& point);
 
