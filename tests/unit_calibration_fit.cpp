@@ -60,10 +60,10 @@ TEST_CASE("fit: MPI all-reduce regimes recover the latency and bandwidth that ma
   REQUIRE(fit.file.mpi_regimes.size() == 3);
   const MpiRegime& rd = fit.file.mpi_regimes[0].regime;
   CHECK(rd.algorithm == MpiAlgo::recursive_doubling);
-  CHECK(*rd.latency_s == doctest::Approx(3e-6).epsilon(1e-6));
+  CHECK(*rd.latency_s == doctest::Approx(3e-6).epsilon(1e-6).scale(0));
   CHECK(*rd.bandwidth_Bps == doctest::Approx(1e9).epsilon(1e-6));
   const MpiRegime& ring = fit.file.mpi_regimes[1].regime;
-  CHECK(*ring.latency_s == doctest::Approx(8e-6).epsilon(1e-6));
+  CHECK(*ring.latency_s == doctest::Approx(8e-6).epsilon(1e-6).scale(0));
   CHECK(*ring.bandwidth_Bps == doctest::Approx(4e9).epsilon(1e-6));
   CHECK_FALSE(fit.file.mpi_regimes[2].regime.latency_s.has_value());
   CHECK(fit.report.find("too few points (0)") != std::string::npos);
@@ -76,7 +76,7 @@ TEST_CASE("fit: MPI all-reduce regimes recover the latency and bandwidth that ma
   l.ranks = 4;
   l.nodes = 1;
   for (const auto& p : in.collectives[0].points)
-    CHECK(m.allreduce(p.size_bytes, l).time_s == doctest::Approx(*p.out_of_place->time_us * 1e-6).epsilon(1e-4));
+    CHECK(m.allreduce(p.size_bytes, l).time_s == doctest::Approx(*p.out_of_place->time_us * 1e-6).epsilon(1e-4).scale(0));
   // one rank: nothing to fit
   in.collectives[0].ranks = 1;
   CHECK_THROWS_WITH_AS(fit_calibration(in, "t"), "ar.json: measured on one rank: no communication to fit", InputError);
@@ -94,12 +94,12 @@ TEST_CASE("fit: a broadcast sweep gives the binomial tree's latency and bandwidt
   in.collectives.push_back(s);
   const CalibrationFit fit = fit_calibration(in, "t");
   REQUIRE(fit.file.mpi_broadcast.has_value());
-  CHECK(fit.file.mpi_broadcast->latency_s == doctest::Approx(5e-6).epsilon(1e-6));
+  CHECK(fit.file.mpi_broadcast->latency_s == doctest::Approx(5e-6).epsilon(1e-6).scale(0));
   CHECK(*fit.file.mpi_broadcast->bandwidth_Bps == doctest::Approx(2e9).epsilon(1e-6));
   // through the file (written to 6 significant digits)
   const Calibration k = round_trip(fit.file, local_cpu());
   REQUIRE(k.mpi_broadcast.has_value());
-  CHECK(k.mpi_broadcast->latency_s == doctest::Approx(5e-6).epsilon(1e-5));
+  CHECK(k.mpi_broadcast->latency_s == doctest::Approx(5e-6).epsilon(1e-5).scale(0));
   CHECK(*k.mpi_broadcast->bandwidth_Bps == doctest::Approx(2e9).epsilon(1e-5));
   // a point with wrong results is refused
   in.collectives[0].points[3].in_place->wrong = 1;
@@ -217,23 +217,23 @@ TEST_CASE("fit: compute terms from layer timings made by a known cost, and their
   const CalibrationFit fit = fit_calibration(inputs, "t");
   REQUIRE(fit.file.ops.size() == 1);
   const OpCost& c = fit.file.ops[0].cost;
-  CHECK(c.fixed_s == doctest::Approx(4e-6).epsilon(1e-4));
+  CHECK(c.fixed_s == doctest::Approx(4e-6).epsilon(1e-4).scale(0));
   CHECK(c.flop_rate == doctest::Approx(20e9).epsilon(1e-4));
   CHECK(c.byte_rate == doctest::Approx(5e9).epsilon(1e-4));
-  CHECK(c.element_s == doctest::Approx(2e-9).epsilon(1e-4));
-  CHECK(c.weight_s == doctest::Approx(0.5e-9).epsilon(1e-4));
+  CHECK(c.element_s == doctest::Approx(2e-9).epsilon(1e-4).scale(0));
+  CHECK(c.weight_s == doctest::Approx(0.5e-9).epsilon(1e-4).scale(0));
   // jitter: the lognormal sigma with the median CV, sqrt(log(1 + 0.02^2))
   CHECK(fit.file.jitter_sigma == doctest::Approx(std::sqrt(std::log(1 + 0.02 * 0.02))));
   const Calibration k = round_trip(fit.file, local_cpu());
   REQUIRE(k.ops.count("kan_forward") == 1);
   const OpCost& back = k.ops.at("kan_forward");
   CHECK_FALSE(back.roofline);  // combine: sum
-  CHECK(back.fixed_s == doctest::Approx(c.fixed_s).epsilon(1e-5));
+  CHECK(back.fixed_s == doctest::Approx(c.fixed_s).epsilon(1e-5).scale(0));
   CHECK(back.flop_rate == doctest::Approx(c.flop_rate).epsilon(1e-5));
   CHECK(back.byte_rate == doctest::Approx(c.byte_rate).epsilon(1e-5));
-  CHECK(back.element_s == doctest::Approx(c.element_s).epsilon(1e-5));
-  CHECK(back.weight_s == doctest::Approx(c.weight_s).epsilon(1e-5));
-  CHECK(k.jitter_sigma == doctest::Approx(fit.file.jitter_sigma).epsilon(1e-5));
+  CHECK(back.element_s == doctest::Approx(c.element_s).epsilon(1e-5).scale(0));
+  CHECK(back.weight_s == doctest::Approx(c.weight_s).epsilon(1e-5).scale(0));
+  CHECK(k.jitter_sigma == doctest::Approx(fit.file.jitter_sigma).epsilon(1e-5).scale(0));
   CHECK(k.source == "fitted");
   CHECK(k.name == "t");
 }

@@ -33,8 +33,8 @@ TEST_CASE("fit: the reported covariance matches the spread of refits on fresh no
     for (std::size_t i = 0; i < X.size(); ++i) y.push_back((5e-6 + X[i][1] / 2e9) * (1 + 0.05 * rng.normal(r, i)));
     const LinearFit f = fit_relative_nonneg({"fixed_s", "s_per_byte"}, X, y, none);
     REQUIRE(f.cov.size() == 2);
-    CHECK(f.cov[0][1] == doctest::Approx(f.cov[1][0]));
-    CHECK(std::sqrt(f.cov[0][0]) == doctest::Approx(f.std_err[0]).epsilon(1e-9));
+    CHECK(f.cov[0][1] == doctest::Approx(f.cov[1][0]).scale(0));
+    CHECK(std::sqrt(f.cov[0][0]) == doctest::Approx(f.std_err[0]).epsilon(1e-9).scale(0));
     a.push_back(f.coef[0]);
     b.push_back(f.coef[1]);
     var_a += f.cov[0][0] / R;
@@ -135,7 +135,7 @@ TEST_CASE("calibration file: the fit covariance survives the round trip and the 
   const Cluster c = parse_cluster(kCluster, "c.yaml");
   const Calibration cal = fitted(c, 0.1);
   REQUIRE(cal.ops.at("kan_forward").cov.size() == 5);
-  CHECK(cal.ops.at("kan_forward").cov[1][1] == doctest::Approx(std::pow(0.1 / 50e9, 2)).epsilon(1e-5));
+  CHECK(cal.ops.at("kan_forward").cov[1][1] == doctest::Approx(std::pow(0.1 / 50e9, 2)).epsilon(1e-5).scale(0));
   CHECK(has_parameter_uncertainty(cal));
   const Rng rng(11);
   const Calibration d0 = draw_calibration(cal, rng, 0), d0b = draw_calibration(cal, rng, 0), d1 = draw_calibration(cal, rng, 1);
@@ -151,7 +151,7 @@ TEST_CASE("calibration file: the fit covariance survives the round trip and the 
     s += v;
     ss += v * v;
   }
-  CHECK(std::sqrt(ss / N - (s / N) * (s / N)) == doctest::Approx(0.1e-6).epsilon(0.1));
+  CHECK(std::sqrt(ss / N - (s / N) * (s / N)) == doctest::Approx(0.1e-6).epsilon(0.1).scale(0));
   // a datasheet calibration has nothing to draw
   CHECK_FALSE(has_parameter_uncertainty(datasheet_calibration(c, Precision::fp32)));
 }
