@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 
 #include <iostream>
+#include <optional>
 
 #include "commands.hpp"
 #include "model/output_files.hpp"
@@ -95,16 +96,18 @@ int study(const std::vector<std::string>& args, const std::string& cmdline) {
   std::vector<StudyResult> results;
   try {
     if (ranks > 1 && rank == 0)
-      std::cerr << "mpirun: " << ranks << " ranks share the " << S << " scenarios; progress below is rank 0's " << end - begin
-                << "\n";
-    Progress progress(end - begin, "scenario");
+      std::cerr << "mpirun: " << ranks << " ranks share the " << S << " scenarios in blocks; rank 0 runs scenarios " << begin + 1
+                << "-" << end << " and shows its progress\n";
+    // the other ranks work silently: one progress display
+    std::optional<Progress> progress;
+    if (rank == 0) progress.emplace(end - begin, "scenario");
     for (std::size_t i = begin; i < end; ++i) {
-      progress.starting(spec.scenarios[i].label);
+      if (progress) progress->starting(spec.scenarios[i].label);
       auto r = run_scenarios(spec, i, i + 1);
       results.push_back(std::move(r.front()));
-      progress.finished(spec.scenarios[i].label, "simulate");
+      if (progress) progress->finished(spec.scenarios[i].label, "simulate");
     }
-    progress.close();
+    if (progress) progress->close();
   } catch (const std::exception& e) {
     if (ranks == 1) throw;
     std::cerr << "kanscale: rank " << rank << ": " << e.what() << "\n";

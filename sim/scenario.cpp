@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <stdexcept>
 
@@ -225,6 +226,13 @@ void read_unknowns(YamlMap& m, StudySpec& s) {
     else if (u.kind == Unknown::Kind::factor) base = 1;
     u.nominal = nominal ? value(*nominal) : std::clamp(base, u.lo, u.hi);
     if (u.nominal < u.lo || u.nominal > u.hi) bad("nominal " + *nominal + " lies outside the range");
+    if (u.kind == Unknown::Kind::pow2) {
+      // the point prediction takes one of the values the band samples
+      const double p2lo = pow2_at_least(u.lo), p2hi = pow2_at_most(u.hi);
+      if (nominal && std::exp2(std::round(std::log2(u.nominal))) != u.nominal)
+        bad("nominal " + *nominal + " is not a power of two (batch sizes are taken as powers of two)");
+      u.nominal = std::clamp(std::exp2(std::round(std::log2(u.nominal))), p2lo, p2hi);
+    }
     s.unknowns.push_back(u);
   }
   um->finish();
@@ -321,7 +329,11 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
   }
 
   YamlMap sw = m.map("sweep");
-  for (auto g : sw.integer_list("gpus", 1, 1, 1 << 24)) s.gpus.push_back(static_cast<int>(g));
+  for (auto g : sw.integer_list("gpus", 1, 1, 1 << 24)) {
+    if (std::find(s.gpus.begin(), s.gpus.end(), static_cast<int>(g)) != s.gpus.end())
+      sw.fail_item("gpus", s.gpus.size(), std::to_string(g) + " is given twice");
+    s.gpus.push_back(static_cast<int>(g));
+  }
   std::vector<Axis> axes;
   if (sw.has("widths")) {
     const auto ws = sw.integer_lists("widths", 1, 2);
@@ -437,14 +449,25 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
     s.published.given = true;
     s.published.source = pub->string("source");
     s.published.gpus = static_cast<int>(pub->integer_opt("gpus", 2, 1 << 24).value_or(8));
+    // half a unit of the last digit a figure was published with
+    auto half_unit = [](double v) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.10g", v);
+      const char* dot = std::strchr(buf, '.');
+      const int decimals = dot ? static_cast<int>(std::strlen(dot + 1)) : 0;
+      return 0.5 * std::pow(10.0, -decimals);
+    };
     s.published.speedup = pub->number_opt("speedup", Bound::positive);
+    if (s.published.speedup) s.published.speedup_tol = half_unit(*s.published.speedup);
     if (auto e = pub->number_opt("efficiency_pct", Bound::positive)) {
       if (*e > 100) pub->fail("efficiency_pct", "expected a percentage up to 100");
       s.published.efficiency = *e / 100;
+      s.published.efficiency_tol = half_unit(*e) / 100;
     }
     if (auto o = pub->number_list_opt("overhead_pct", Bound::non_negative)) {
       if (o->size() != 2 || (*o)[0] > (*o)[1]) pub->fail("overhead_pct", "expected [lowest, highest] in percent");
       s.published.overhead = std::make_pair((*o)[0] / 100, (*o)[1] / 100);
+      s.published.overhead_tol = std::max(half_unit((*o)[0]), half_unit((*o)[1])) / 100;
     }
     s.published.weak_drop_then_plateau = pub->boolean_opt("weak_drop_then_plateau").value_or(false);
     pub->finish();
@@ -498,6 +521,15 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
     }
   }
 
+  if (s.published.given) {
+    bool strong = false, weak = false;
+    for (const auto& sc : s.scenarios) (sc.options.scaling == Scaling::weak ? weak : strong) = true;
+    if (!strong && (s.published.speedup || s.published.efficiency || s.published.overhead))
+      m.fail("published", "speedup, efficiency and overhead figures need a strong-scaling scenario (sweep.scaling: strong)");
+    if (!weak && s.published.weak_drop_then_plateau)
+      m.fail("published", "weak_drop_then_plateau needs a weak-scaling scenario (sweep.scaling: weak)");
+  }
+
   // Everything a run needs is checked before it starts: the workload each
   // scenario makes, every layout, the family of each restriction, the work.
   WorkEstimate total;
@@ -522,7 +554,12 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
           throw InputError(where + ": dataset_size x " + std::to_string(n) + " GPUs passes 2^53 samples");
       }
     } catch (const InputError& e) {
-      sw.fail("gpus", e.what());
+      // layout_for speaks of simulate's flags; here they are the sweep's keys
+      std::string why = e.what();
+      const bool per_node = why.rfind("--gpus-per-node", 0) == 0;
+      for (const auto& [flag, key] : {std::pair<std::string, std::string>{"--gpus-per-node", "gpus_per_node"}, {"--gpus", "gpus"}})
+        for (std::size_t at; (at = why.find(flag)) != std::string::npos;) why.replace(at, flag.size(), key);
+      sw.fail(per_node ? "gpus_per_node" : "gpus", where + ": " + why);
     }
     WorkEstimate e = estimate_study_work(sc.workload, sc.options);
     if (s.interval_samples > 0 && has_measured_uncertainty(sc.calibration)) e.events *= s.interval_samples + 1;
@@ -576,6 +613,10 @@ void add_scenario_bands(const StudySpec& s, std::size_t i, StudyResult& r) {
       continue;
     }
     ++r.unknown_samples;
+    // (their intervals' replays count with the scenario's)
+    r.interval_replays_reduced += rs.interval_replays_reduced;
+    r.interval_replays_full += rs.interval_replays_full;
+    r.interval_ranks_replayed += rs.interval_ranks_replayed;
     for (std::size_t j = 0; j < r.points.size() && j < rs.points.size(); ++j) {
       const ScalingPoint& q = rs.points[j];
       ScalingPoint::ScenarioBands& b = *r.points[j].scenario;

@@ -64,6 +64,9 @@ struct PublishedFigures {
   std::optional<double> efficiency;              // fraction, at `gpus`
   std::optional<std::pair<double, double>> overhead;  // lowest and highest communication overhead (fractions) over 2..gpus
   bool weak_drop_then_plateau = false;           // weak scaling: a drop from 1 to 2 GPUs, then stable
+  // half a unit of each figure's last published digit (5.97: 0.005; 74.7%:
+  // 0.0005): a band within that of the figure covers it
+  double speedup_tol = 0, efficiency_tol = 0, overhead_tol = 0;
 };
 
 struct StudySpec {

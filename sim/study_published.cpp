@@ -137,8 +137,10 @@ UnknownNeed need_of(const StudySpec& s, std::size_t i, std::size_t k, const Metr
       if (a == 0) consider(sw.values[j]);
       if (b == 0) consider(sw.values[j + 1]);
       if (a * b < 0) {
-        if (u.kind == Unknown::Kind::pow2) {  // the nearer power of two
-          consider(std::abs(a) <= std::abs(b) ? sw.values[j] : sw.values[j + 1]);
+        if (u.kind == Unknown::Kind::pow2) {
+          // batch sizes are powers of two: the one past the crossing, seen
+          // from the point value, is the first that reaches the figure
+          consider(u.nominal <= sw.values[j] ? sw.values[j + 1] : sw.values[j]);
           continue;
         }
         // bisection in the unknown's scale, 12 halvings of the bracket (the
@@ -246,6 +248,10 @@ std::vector<FigureCheck> check_published(const StudySpec& s, const std::vector<S
       f.band = boolean ? (band_hi > 0.5 ? (band_lo > 0.5 ? "always" : "in some samples") : "in no sample")
                        : "[" + show(band_lo) + ", " + show(band_hi) + "]";
       f.inside = inside;
+      f.published_value = target;
+      f.prediction_value = point;
+      f.band_lo = band_lo;
+      f.band_hi = band_hi;
       f.half_width = boolean || point == 0 ? 0 : (band_hi - band_lo) / 2 / std::abs(point);
       if (!s.unknowns.empty())
         for (std::size_t k = 0; k < s.unknowns.size(); ++k) f.needs.push_back(need_of(s, i, k, m, target, boolean, gpus, show));
@@ -266,14 +272,16 @@ std::vector<FigureCheck> check_published(const StudySpec& s, const std::vector<S
       auto times = [](double v) { return fmt("%.2fx", v); };
       if (pub.speedup)
         add("speedup at " + std::to_string(g) + " GPUs", fmt("%.2fx", *pub.speedup), times(top->speedup), sp.lo, sp.hi,
-            sp.lo <= *pub.speedup && *pub.speedup <= sp.hi, top->speedup, speedup, *pub.speedup, false, times);
+            sp.lo <= *pub.speedup + pub.speedup_tol && *pub.speedup - pub.speedup_tol <= sp.hi, top->speedup, speedup, *pub.speedup,
+            false, times);
       if (pub.efficiency) {
         const Metric eff = [g](const StudyResult& x) -> std::optional<double> {
           const ScalingPoint* p = at(x, g);
           return p ? std::optional<double>(p->efficiency) : std::nullopt;
         };
         add("parallel efficiency at " + std::to_string(g) + " GPUs", pct(*pub.efficiency), pct(top->efficiency), sp.lo / g, sp.hi / g,
-            sp.lo / g <= *pub.efficiency && *pub.efficiency <= sp.hi / g, top->efficiency, eff, *pub.efficiency, false, pct);
+            sp.lo / g <= *pub.efficiency + pub.efficiency_tol && *pub.efficiency - pub.efficiency_tol <= sp.hi / g, top->efficiency, eff,
+            *pub.efficiency, false, pct);
       }
       if (pub.overhead) {
         for (bool exposed : {true, false}) {
@@ -298,14 +306,14 @@ std::vector<FigureCheck> check_published(const StudySpec& s, const std::vector<S
           const Metric mmin = [g, exposed](const StudyResult& x) { return overhead_extreme(x, g, exposed, false); };
           const Metric mmax = [g, exposed](const StudyResult& x) { return overhead_extreme(x, g, exposed, true); };
           add("lowest " + kind + " communication overhead over 2-" + std::to_string(g) + " GPUs", pct(lo_pub), pct(pmin) + " (" + seq + ")",
-              min_lo, min_hi, min_lo <= lo_pub && lo_pub <= min_hi, pmin, mmin, lo_pub, false, pct);
+              min_lo, min_hi, min_lo <= lo_pub + pub.overhead_tol && lo_pub - pub.overhead_tol <= min_hi, pmin, mmin, lo_pub, false, pct);
           add("highest " + kind + " communication overhead over 2-" + std::to_string(g) + " GPUs", pct(hi_pub), pct(pmax), max_lo,
-              max_hi, max_lo <= hi_pub && hi_pub <= max_hi, pmax, mmax, hi_pub, false, pct);
+              max_hi, max_lo <= hi_pub + pub.overhead_tol && hi_pub - pub.overhead_tol <= max_hi, pmax, mmax, hi_pub, false, pct);
           const Metric wiggle = [g, exposed](const StudyResult& x) { return overhead_not_monotonic(x, g, exposed); };
           const double wp = overhead_not_monotonic(r, g, exposed).value_or(0);
           const auto [all, any] = shape_over_samples(s, i, gpus, wiggle, wp);
           add(kind + " communication overhead not monotonic in the GPU count (2-" + std::to_string(g) + ")", "not monotonic",
-              yes_no(wp), all, any, any > 0.5, 1, wiggle, 1, true, yes_no);
+              yes_no(wp), all, any, any > 0.5, wp, wiggle, 1, true, yes_no);
         }
       }
     } else if (pub.weak_drop_then_plateau) {
@@ -316,7 +324,7 @@ std::vector<FigureCheck> check_published(const StudySpec& s, const std::vector<S
       for (const auto& p : r.points)
         if (p.gpus <= g) per_gpu += (per_gpu.empty() ? "" : ", ") + std::to_string(p.gpus) + ": " + fmt("%.0f", epoch_throughput_per_gpu(p));
       add("weak scaling: samples/s per GPU over an epoch drop from 1 to 2 GPUs (>= 2%), then stay within half that drop",
-          "drop, then plateau", yes_no(point) + " (" + per_gpu + ")", all, any, any > 0.5, 1, shape, 1, true, yes_no);
+          "drop, then plateau", yes_no(point) + " (" + per_gpu + ")", all, any, any > 0.5, point, shape, 1, true, yes_no);
     }
   }
   return out;
@@ -326,9 +334,12 @@ std::string published_markdown(const StudySpec& s, const std::vector<FigureCheck
   std::ostringstream md;
   md << "\n## Published figures\n\nSource: " << s.published.source
      << ". Each figure against the scenario band (the envelope over the unknowns' ranges" << (s.unknowns.empty() ? ": none given" : "")
-     << "); the half-width is the band's at " << s.published.gpus
-     << " GPUs relative to the point prediction, so a band wide enough to cover anything shows as such. \"Needs\": for each "
-        "unknown alone (the others at their point values), the narrowest range from its point value that reaches the figure.\n\n";
+     << "). A figure is inside when the band comes within half a unit of its last published digit. The half-width is the band's "
+        "shown, relative to the point prediction (for speedup and efficiency the band at " << s.published.gpus
+     << " GPUs; for the overhead's lowest and highest values the band of that extreme over 2-" << s.published.gpus
+     << " GPUs), so a band wide enough to cover anything shows as such. \"Needs\": for each unknown alone (the others at their "
+        "point values), the narrowest range from its point value that reaches the figure (bisected for times and factors; for "
+        "batch sizes, the first power of two past it).\n\n";
   md << "| figure | scenario | published | prediction | band | inside | half-width |";
   for (const auto& u : s.unknowns) md << " needs " << u.key << " |";
   md << "\n|---|---|---|---|---|---|---|";
@@ -351,7 +362,9 @@ nlohmann::json published_json(const std::vector<FigureCheck>& checks) {
       needs.push_back({{"unknown", n.key}, {"reached", n.reached}, {"lo", n.reached ? nlohmann::json(n.lo) : nlohmann::json(nullptr)},
                        {"hi", n.reached ? nlohmann::json(n.hi) : nlohmann::json(nullptr)}, {"text", n.text}});
     a.push_back({{"figure", c.figure}, {"scenario", c.scenario}, {"published", c.published}, {"prediction", c.predicted},
-                 {"band", c.band}, {"inside", c.inside}, {"band_half_width_relative", c.half_width}, {"needs", needs}});
+                 {"band", c.band}, {"inside", c.inside}, {"band_half_width_relative", c.half_width}, {"needs", needs},
+                 {"published_value", c.published_value}, {"prediction_value", c.prediction_value}, {"band_lo", c.band_lo},
+                 {"band_hi", c.band_hi}});
   }
   return a;
 }

@@ -29,6 +29,8 @@ struct FigureCheck {
   std::string predicted;  // the point prediction
   std::string band;       // the scenario band
   bool inside = false;
+  // the same as numbers (fractions for percentages; 1 and 0 for yes and no)
+  double published_value = 0, prediction_value = 0, band_lo = 0, band_hi = 0;
   double half_width = 0;  // the band's half-width at the published GPU count, relative to the point prediction
   std::vector<UnknownNeed> needs;
 };

@@ -232,6 +232,7 @@ StudyOutputs study_outputs(const StudySpec& s, const std::vector<StudyResult>& r
                                band_lo(s_tot), band_hi(s_tot)}));
       s_ce.points.push_back({n, 100 * p.overhead_exposed, kNaN, kNaN});
       s_ce.outer.push_back(outer(s_ex, 100));
+      s_ct.outer.push_back(outer(s_tot, 100));
       s_ct.points.push_back({n, 100 * p.overhead_total, kNaN, kNaN});
     }
     if (is_strong) {
@@ -256,6 +257,10 @@ StudyOutputs study_outputs(const StudySpec& s, const std::vector<StudyResult>& r
     for (auto& series : p->series)
       std::stable_sort(series.points.begin(), series.points.end(), [](const auto& a, const auto& b) { return a[0] < b[0]; });
   o.tables = {strong, weak, comm, size};
+  // a model-size plot needs two model sizes somewhere to draw a line
+  bool sizes = false;
+  for (const auto& series : me.series) sizes |= series.points.size() > 1;
+  if (!sizes) me.series.clear(), mm.series.clear();
   for (PlotSpec* p : {&sp, &se, &wt, &co, &me, &mm})
     if (!p->series.empty()) o.plots.push_back(std::move(*p));
   o.study = {{"provenance", provenance_json(s, command_line)}, {"scenarios", scenarios}};
@@ -335,13 +340,14 @@ std::vector<std::vector<std::string>> summary_rows(const DimensionTable& t, std:
                      opt_pct(cell(r, "efficiency_scenario_lo"), cell(r, "efficiency_scenario_hi"))});
   } else if (t.name == "weak_scaling") {
     head = {"scenario", "N", "iteration", "samples/s", "samples/s per GPU", "per GPU 90%", "per GPU (unknowns)", "efficiency",
-            "efficiency 90%"};
+            "efficiency 90%", "efficiency (unknowns)"};
     for (const auto& r : t.rows)
       out.push_back({r[label].get<std::string>(), r[gpus].dump(), format_time(num(cell(r, "iteration_time_s"))),
                      fixed(num(cell(r, "samples_per_s")), 0), fixed(num(cell(r, "samples_per_s_per_gpu")), 0),
                      opt_num(cell(r, "samples_per_s_per_gpu_lo"), cell(r, "samples_per_s_per_gpu_hi"), 0),
                      opt_num(cell(r, "samples_per_s_per_gpu_scenario_lo"), cell(r, "samples_per_s_per_gpu_scenario_hi"), 0),
-                     fixed(100 * num(cell(r, "efficiency")), 1) + "%", opt_pct(cell(r, "efficiency_lo"), cell(r, "efficiency_hi"))});
+                     fixed(100 * num(cell(r, "efficiency")), 1) + "%", opt_pct(cell(r, "efficiency_lo"), cell(r, "efficiency_hi")),
+                     opt_pct(cell(r, "efficiency_scenario_lo"), cell(r, "efficiency_scenario_hi"))});
   } else if (t.name == "communication") {
     head = {"scenario", "N", "iteration", "communication", "exposed", "overhead exposed", "exposed (unknowns)", "overhead total",
             "total (unknowns)", "buckets (steady)"};

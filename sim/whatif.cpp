@@ -246,10 +246,26 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
                layout_text(p.gpus, p.nodes) + " in " + format_time(p.time_to_train_s) + " (" + fmt("%.2f", p.time_to_train_s / q.budget_s) +
                "x the budget) at efficiency " + fmt("%.3f", p.efficiency);
     a.reasoning.push_back(breakdown(p));
+    // which constraint excludes what: the GPU counts that meet each alone
+    int most_efficient = 0, fewest_fast = 0;  // the largest count meeting the efficiency, the smallest meeting the time
     double fastest = 1e300;
-    for (const auto& o : pts) fastest = std::min(fastest, o.time_to_train_s);
-    if (fastest > q.budget_s)
-      a.reasoning.push_back("the fastest candidate takes " + format_time(fastest) + ": more GPUs than searched, or a faster cluster, are needed");
+    for (const auto& o : pts) {
+      fastest = std::min(fastest, o.time_to_train_s);
+      if (q.min_efficiency && o.efficiency >= *q.min_efficiency) most_efficient = std::max(most_efficient, o.gpus);
+      if (o.time_to_train_s <= q.budget_s && (fewest_fast == 0 || o.gpus < fewest_fast)) fewest_fast = o.gpus;
+    }
+    if (fewest_fast == 0) {
+      a.reasoning.push_back("no candidate meets the time budget: the fastest takes " + format_time(fastest) + " (" +
+                            fmt("%.2f", fastest / q.budget_s) + "x the budget)" +
+                            (q.min_efficiency && most_efficient == 0 ? "" : "; more GPUs than searched, or a faster cluster, are needed") +
+                            (q.min_efficiency ? std::string(", and more GPUs lower the efficiency further") : std::string()));
+    } else if (q.min_efficiency) {
+      a.reasoning.push_back(
+          most_efficient == 0
+              ? "no candidate reaches efficiency " + fmt("%.2f", *q.min_efficiency) + ", not even the smallest searched"
+              : "efficiency >= " + fmt("%.2f", *q.min_efficiency) + " holds up to " + std::to_string(most_efficient) +
+                    " GPU(s), but the budget needs " + std::to_string(fewest_fast) + " or more: no GPU count gives both");
+    }
   }
   for (const auto& s : skipped) a.reasoning.push_back("skipped " + s);
   return a;
@@ -407,22 +423,31 @@ WhatifAnswer whatif_bucket_cap(const WhatifBase& b, const BucketQuery& q) {
     if (ties.size() > 1) {
       std::string t;
       for (std::size_t i : ties)
-        if (i != pick) t += (t.empty() ? "" : ", ") + format_bytes(settings[i].first) + (settings[i].second ? " (view)" : "");
+        if (i != pick) t += (t.empty() ? "" : ", ") + format_bytes(settings[i].first) + (settings[i].second ? " with view" : " without view");
       a.reasoning.push_back("as fast: " + t + "; the tie goes to gradient_as_bucket_view, then to the larger cap");
     }
     std::size_t slow = 0;
     for (std::size_t i = 0; i < pts.size(); ++i)
       if (pts[i].iteration_s.median > pts[slow].iteration_s.median) slow = i;
-    a.reasoning.push_back("slowest: " + format_bytes(settings[slow].first) + (settings[slow].second ? " (view)" : "") + ", " +
+    a.reasoning.push_back("slowest: " + format_bytes(settings[slow].first) + (settings[slow].second ? ", view" : ", no view") + ", " +
                           format_time(pts[slow].iteration_s.median) + " with " + std::to_string(pts[slow].steady_plan.size()) +
                           " bucket(s) and " + format_time(pts[slow].exposed_s.median) +
                           " exposed communication: more buckets pay more per-collective latency, fewer start later");
+    // the workload's own setting, and what each of the two knobs alone does to it
     for (std::size_t i = 0; i < pts.size(); ++i) {
-      if (settings[i].first == b.workload.ddp.bucket_cap_bytes && settings[i].second == b.workload.ddp.gradient_as_bucket_view &&
-          i != pick)
-        a.reasoning.push_back("the workload's own setting (" + format_bytes(settings[i].first) + ") takes " +
-                              format_time(pts[i].iteration_s.median) + ", " +
-                              pct(pts[i].iteration_s.median / p.iteration_s.median - 1) + " longer");
+      if (settings[i].first != b.workload.ddp.bucket_cap_bytes || settings[i].second != b.workload.ddp.gradient_as_bucket_view || i == pick)
+        continue;
+      std::string line = "the workload's own setting (" + format_bytes(settings[i].first) +
+                         (settings[i].second ? ", view" : ", no view") + ") takes " + format_time(pts[i].iteration_s.median) +
+                         ", " + pct(pts[i].iteration_s.median / p.iteration_s.median - 1) + " longer";
+      for (std::size_t j = 0; j < pts.size(); ++j)
+        if (settings[j].first == settings[i].first && settings[j].second != settings[i].second)
+          line += "; with gradient_as_bucket_view " + std::string(settings[j].second ? "on" : "off") + " alone: " +
+                  format_time(pts[j].iteration_s.median);
+      for (std::size_t j = 0; j < pts.size(); ++j)
+        if (settings[j].first == settings[pick].first && settings[j].second == settings[i].second && j != i)
+          line += "; with the cap alone (" + format_bytes(settings[pick].first) + "): " + format_time(pts[j].iteration_s.median);
+      a.reasoning.push_back(line);
     }
   }
   return a;
@@ -678,13 +703,34 @@ WhatifAnswer whatif_change(const WhatifBase& b, int gpus, const std::vector<Chan
   Case before{wc.cluster, wc.calibration, b.workload, gpus, b.options.gpus_per_node};
   const ScalingPoint p0 = predict_case(before, b.options);
   Case after = before;
+  for (std::size_t i = 0; i < changes.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (changes[i].key == changes[j].key)
+        throw InputError("--set " + changes[i].key + ": given twice (" + changes[j].value + " and " + changes[i].value + "); give each key once");
   for (const Change& ch : changes) {
     // alone, every change must move the prediction
     Case alone = before;
     apply_change(alone, ch);
-    if (same_prediction(predict_case(alone, b.options), p0))
+    ScalingPoint pa;
+    try {
+      pa = predict_case(alone, b.options);
+    } catch (const InputError& e) {
+      throw InputError("--set " + ch.key + "=" + ch.value + ": " + e.what());
+    }
+    if (same_prediction(pa, p0)) {
+      // why, where the key says
+      std::string why = "the prediction (iteration, memory, time to train) is identical";
+      const bool factor = !ch.value.empty() && (ch.value.back() == 'x' || ch.value.back() == 'X');
+      if (ch.key == "host_overhead" && factor && before.cal.host_overhead_s == 0)
+        why = "the calibration's host overhead is 0 s, and a factor leaves it at 0; give a time, e.g. host_overhead=50us";
+      else if (ch.key == "bucket_cap" && pa.steady_plan.size() == p0.steady_plan.size())
+        why = "the bucket plan is the same (" + std::to_string(p0.steady_plan.size()) +
+              " bucket(s)): the model's gradients are split alike with either cap";
+      else if (ch.key == "gradient_as_bucket_view" || ch.key == "broadcast_buffers")
+        why = "the workload already has " + ch.key + " " + ch.value;
       throw InputError("--set " + ch.key + "=" + ch.value + " moves nothing in the model in use at " + std::to_string(gpus) +
-                       " GPU(s): the prediction (iteration, memory, time to train) is identical; drop it or change what it acts on");
+                       " GPU(s): " + why + "; drop it or change what it acts on");
+    }
     apply_change(after, ch);
   }
   const ScalingPoint p1 = predict_case(after, b.options);

@@ -268,6 +268,7 @@ TEST_CASE("study: mpirun -np 3 splits the scenarios and writes the serial study 
   CAPTURE(three.err);
   REQUIRE(three.exit_code == 0);
   CHECK(three.err.find("3 ranks share the 8 scenarios") != std::string::npos);
+  CHECK(three.err.find("scenario 3/") == std::string::npos);  // rank 0 runs 2 scenarios and alone shows progress
   CHECK(three.out == one.out);  // the tables on stdout, from rank 0 alone
   std::set<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator(d / "serial/out")) names.insert(e.path().filename().string());

@@ -291,6 +291,17 @@ TEST_CASE("published figures: inside or outside the band, the band's half-width,
   // half-width: the band at 8 GPUs against the point prediction
   const auto& b = *r.front().points[3].scenario;
   CHECK(sp.half_width == doctest::Approx((b.speedup.hi - b.speedup.lo) / 2 / r.front().points[3].speedup).scale(0));
+  // within half a unit of the last published digit counts as inside: the
+  // point prediction (the band's top) plus 0.004, published as x.xx
+  const double top = std::floor(b.speedup.hi * 100 + 0.4) / 100;  // two decimals, at most 0.004 above the band
+  if (top > b.speedup.hi) {
+    const StudySpec edge = ft3_study("unknowns: {samples: 2, epoch_overhead: [0s, 30s]}\n",
+                                     "published: {source: test, gpus: 8, speedup: " + std::to_string(top).substr(0, std::to_string(top).find('.') + 3) + "}\n");
+    CHECK(check_published(edge, run_scenarios(edge, 0, 1))[0].inside);
+  }
+  // the unknowns' batch nominal lands on a sampled power of two: 300 is not
+  // one, the workload's 1024 clamps into [128, 256] as 256
+  CHECK(ft3_study("unknowns: {batch_per_gpu: [100, 300]}\n").unknowns[0].nominal == 256);
   // a speedup above the point prediction: outside, and E cannot reach it
   const StudySpec high = ft3_study("unknowns: {samples: 2, epoch_overhead: [0s, 30s]}\n", "published: {source: test, gpus: 8, speedup: 7.9}\n");
   const auto hc = check_published(high, run_scenarios(high, 0, 1));
