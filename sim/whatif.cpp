@@ -57,6 +57,15 @@ ScalingPoint predict(const Cluster& c, const Workload& w, const Calibration& cal
   return run_study(c, w, cal, o).points.front();
 }
 
+// A note when an epoch holds only a few iterations: the short last batch
+// is timed as a full one, so times move in whole iterations there.
+std::string few_iterations(const ScalingPoint& p) {
+  if (p.iterations_per_epoch > 4) return "";
+  return "at " + std::to_string(p.gpus) + " GPU(s) an epoch is only " + std::to_string(p.iterations_per_epoch) +
+         " iteration(s) of " + std::to_string(p.batch_per_gpu) +
+         " samples per GPU (a short last batch is timed as a full one): time and GPU-hours move in whole iterations here";
+}
+
 // The median iteration split into compute and exposed communication.
 std::string breakdown(const ScalingPoint& p) {
   const double it = p.iteration_s.median, cp = p.compute_s.median, ex = p.exposed_s.median;
@@ -212,6 +221,7 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
                ", within " + budget + " (parallel efficiency " + fmt("%.3f", p.efficiency) + ", " + fmt("%.4g", p.gpu_hours) +
                " GPU-hours)";
     a.reasoning.push_back(breakdown(p));
+    if (const std::string f = few_iterations(p); !f.empty()) a.reasoning.push_back(f);
     if (p.gpus > 1) {
       // the next count down: why it does not do
       for (std::size_t i = 0; i < pts.size(); ++i) {
@@ -531,6 +541,7 @@ WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q) {
                                              : "not every cluster gives a price in one currency: compared in GPU-hours only");
     }
     a.reasoning.push_back(breakdown(cands[a.chosen].p));
+    if (const std::string f = few_iterations(cands[a.chosen].p); !f.empty()) a.reasoning.push_back(f);
     for (std::size_t k = 0; k < b.clusters.size(); ++k) {
       int best = -1;
       for (std::size_t i = 0; i < cands.size(); ++i)
