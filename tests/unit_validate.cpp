@@ -249,3 +249,24 @@ TEST_CASE("validate's plots go through gnuplot: the scatter, the error per case 
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("op by op: live against predicted, per-parameter steps as one op, waits and communication left out") {
+  // predicted: forward 1 ms, two Adam steps 0.2 + 0.3 ms, a wait, an all-reduce
+  // on the communication track; live: forward 1.5 ms, Adam 0.6 ms, a
+  // bucket copy the prediction lacks (left out: nothing to compare with)
+  std::vector<TraceSlice> sim = {{0, 0, 1, "forward layer 0", "forward", 0, 1e-3, 0},
+                                 {0, 0, 1, "adam layers.0.base_weight", "optimizer", 1e-3, 1.2e-3, 0},
+                                 {0, 0, 1, "adam layers.0.spline_weight", "optimizer", 1.2e-3, 1.5e-3, 0},
+                                 {0, 0, 1, "wait for all-reduce", "wait", 1.5e-3, 2e-3, 0},
+                                 {0, 1, 1, "allreduce bucket 0", "comm", 1e-3, 2e-3, 64}};
+  std::vector<TraceSlice> live = {{0, 0, 1, "forward layer 0", "forward", 0, 1.5e-3, 0},
+                                  {0, 0, 1, "adam", "optimizer", 1.5e-3, 2.1e-3, 0},
+                                  {0, 0, 1, "bucket_copy x", "grad_copy", 2.1e-3, 2.2e-3, 0}};
+  const auto ops = op_comparison(sim, live);
+  REQUIRE(ops.size() == 2);
+  CHECK(ops[0].op == "forward layer 0");  // the largest live first
+  CHECK(ops[0].live_s / ops[0].predicted_s == doctest::Approx(1.5));
+  CHECK(ops[1].op == "adam");
+  CHECK(ops[1].predicted_s / 0.5e-3 == doctest::Approx(1.0));  // 0.2 + 0.3 ms
+  CHECK(ops[1].live_s / 0.6e-3 == doctest::Approx(1.0));
+}

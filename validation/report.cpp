@@ -93,6 +93,27 @@ PlotSpec timeline_plot(const std::vector<TraceSlice>& sim, const std::vector<Tra
   return p;
 }
 
+std::vector<OpCompare> op_comparison(const std::vector<TraceSlice>& sim, const std::vector<TraceSlice>& live) {
+  auto op_name = [](const std::string& n) {
+    for (const char* whole : {"adam", "copy_back"})
+      if (n.rfind(std::string(whole) + " ", 0) == 0) return std::string(whole);
+    return n;
+  };
+  std::map<std::string, OpCompare> by;
+  for (const auto& s : sim)
+    if (s.track == 0 && s.category != "wait") by[op_name(s.name)].predicted_s += s.t1_s - s.t0_s;
+  for (const auto& s : live)
+    if (s.track == 0 && s.category != "wait") by[op_name(s.name)].live_s += s.t1_s - s.t0_s;
+  std::vector<OpCompare> out;
+  for (auto& [name, c] : by) {
+    if (c.live_s <= 0 || c.predicted_s <= 0) continue;  // only ops both sides time
+    c.op = name;
+    out.push_back(c);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const OpCompare& a, const OpCompare& b) { return a.live_s > b.live_s; });
+  return out;
+}
+
 namespace {
 // Rank 0's slices of one iteration, on a time axis starting at 0.
 std::vector<TraceSlice> rank0_iteration(const std::vector<TraceSlice>& all, std::int64_t iteration) {
@@ -232,6 +253,20 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
     md << "![simulated and live timelines](timeline.svg)\n\nOne steady iteration of rank 0 of " << plan.cases[o.shown].label()
        << ", simulated (top lanes) and live (bottom lanes, round 1's last iteration), each from its own start "
           "(timeline.gp and .dat beside it).\n\n";
+    const auto ops = op_comparison(o.sim_slices, live);
+    if (!ops.empty()) {
+      double tl = 0, tp = 0;
+      md << "Where this iteration's compute goes, op by op (rank 0; live against predicted, each op summed over the iteration):\n\n"
+         << "| op | live | predicted | live / predicted |\n|---|---|---|---|\n";
+      for (const auto& c : ops) {
+        md << "| " << c.op << " | " << format_time(c.live_s) << " | " << format_time(c.predicted_s) << " | " << std::fixed
+           << std::setprecision(2) << c.live_s / c.predicted_s << " |\n";
+        tl += c.live_s;
+        tp += c.predicted_s;
+      }
+      md << "| all of these | " << format_time(tl) << " | " << format_time(tp) << " | " << std::fixed << std::setprecision(2) << tl / tp
+         << " |\n\n";
+    }
   }
   md << "`" << cmdline << "`\n";
   nlohmann::json j = nlohmann::json::array();

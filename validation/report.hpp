@@ -21,6 +21,15 @@ PlotSpec errors_plot(const std::vector<CaseResult>& results);
 // from the replay, on one time axis each starting at 0.
 PlotSpec timeline_plot(const std::vector<TraceSlice>& sim, const std::vector<TraceSlice>& live, const std::string& title);
 std::vector<TraceSlice> live_iteration(const nlohmann::json& trace, int steps);
+
+// One iteration's compute track, op by op, live against simulated: each op's
+// time summed over the iteration (per-parameter Adam and copy-back steps
+// as one op each, as the trainer times them), largest live first.
+struct OpCompare {
+  std::string op;
+  double live_s = 0, predicted_s = 0;
+};
+std::vector<OpCompare> op_comparison(const std::vector<TraceSlice>& sim, const std::vector<TraceSlice>& live);
 std::vector<TraceSlice> simulated_iteration(const ScalingPoint& point);
 
 // What the comparison of a plan's cases came to.
