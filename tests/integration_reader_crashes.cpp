@@ -18,13 +18,6 @@ namespace {
 const std::string kSrc = KANSCALE_SOURCE_DIR;
 const std::string kExe = KANSCALE_EXE;
 
-std::string slurp(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 struct Run {
   int code = -1;  // exit status; -1 when ended by a signal
   std::string err;

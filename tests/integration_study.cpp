@@ -20,13 +20,6 @@ namespace {
 const std::string kSrc = KANSCALE_SOURCE_DIR;
 const std::string kExe = KANSCALE_EXE;
 
-std::string slurp(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The first line of a CSV that is not a comment, split at commas.
 std::vector<std::string> csv_header(const std::string& text) {
   std::istringstream is(text);

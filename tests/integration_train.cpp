@@ -31,13 +31,6 @@ namespace {
 const std::string kSrc = KANSCALE_SOURCE_DIR;
 const std::string kExe = KANSCALE_EXE;
 
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 using Dir = TempDir;
 
 int sh(const std::string& cmd, std::string* err = nullptr, const Dir* d = nullptr) {

@@ -5,7 +5,16 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
+
+// A whole file's bytes ("" when it cannot be read).
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 struct TempDir {
   std::string path;

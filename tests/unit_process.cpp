@@ -12,15 +12,6 @@
 #include "temp_dir.hpp"
 #include "model/process.hpp"
 
-namespace {
-std::string slurp(const std::string& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-}  // namespace
-
 TEST_CASE("run_process: exit status, the signal that ended it, the log, the working directory, the environment") {
   TempDir d;
   CHECK(ks::run_process({{"true"}, "", "", {}}) == 0);
