@@ -14,6 +14,12 @@
 
 namespace ks {
 
+std::string printf_number(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
 std::string fixed(double v, int prec) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(prec) << v;

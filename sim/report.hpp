@@ -25,6 +25,8 @@ struct RunInfo {
 // A number with `prec` decimals; a CSV field, quoted when it holds a comma,
 // a quote or a newline (quotes doubled).
 std::string fixed(double v, int prec);
+// One number through a printf format ("%.4g", "%+.1f%%").
+std::string printf_number(const char* format, double v);
 std::string csv_escape(const std::string& s);
 
 void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info);

@@ -142,6 +142,12 @@ void apply_unknown(Scenario& sc, const Unknown& u, double v) {
   }
 }
 
+Scenario scenario_at(const StudySpec& s, std::size_t i, const std::vector<double>& values) {
+  Scenario x = s.scenario_bases.at(i);
+  for (std::size_t k = 0; k < s.unknowns.size(); ++k) apply_unknown(x, s.unknowns[k], values.at(k));
+  return x;
+}
+
 namespace {
 
 const std::vector<std::string> kUnknownKeys = {"batch_per_gpu",           "global_batch",           "batch_mode",
@@ -603,8 +609,7 @@ void add_scenario_bands(const StudySpec& s, std::size_t i, StudyResult& r) {
     p.scenario = b;
   }
   for (const auto& values : s.unknown_points) {
-    Scenario x = s.scenario_bases[i];
-    for (std::size_t k = 0; k < s.unknowns.size(); ++k) apply_unknown(x, s.unknowns[k], values[k]);
+    const Scenario x = scenario_at(s, i, values);
     StudyResult rs;
     try {
       rs = run_study(x.cluster_config, x.workload, x.calibration, x.options);

@@ -94,6 +94,9 @@ struct StudySpec {
 // Sets an unknown's value on a scenario (its workload, cluster, calibration
 // or scaling mode).
 void apply_unknown(Scenario& sc, const Unknown& u, double value);
+// Scenario i of a study with unknowns, at `values` (one per unknown, in
+// their order) instead of their nominal values.
+Scenario scenario_at(const StudySpec& s, std::size_t i, const std::vector<double>& values);
 
 // Reads and checks a study file, the cluster, workload and calibration files
 // it names, every scenario's GPU layouts and the work they add up to

@@ -13,12 +13,7 @@ namespace ks {
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-std::string pct(double fraction) { return fmt("%.2f%%", 100 * fraction); }
+std::string pct(double fraction) { return printf_number("%.2f%%", 100 * fraction); }
 
 // A metric of a scaling study's result, or nothing where the result cannot
 // give it (a missing GPU count).
@@ -94,8 +89,10 @@ struct Sweep {
 // The point prediction of scenario i at GPU counts `gpus` with unknown k at
 // `value` and every other unknown at its point value.
 StudyResult predict_with(const StudySpec& s, std::size_t i, std::size_t k, double value, const std::vector<int>& gpus) {
-  Scenario x = s.scenario_bases[i];
-  for (std::size_t j = 0; j < s.unknowns.size(); ++j) apply_unknown(x, s.unknowns[j], j == k ? value : s.unknowns[j].nominal);
+  std::vector<double> values;
+  for (const auto& u : s.unknowns) values.push_back(u.nominal);
+  values.at(k) = value;
+  Scenario x = scenario_at(s, i, values);
   x.options.gpus = gpus;
   x.options.interval_samples = 0;
   return run_study(x.cluster_config, x.workload, x.calibration, x.options);
@@ -198,24 +195,30 @@ UnknownNeed need_of(const StudySpec& s, std::size_t i, std::size_t k, const Metr
   return n;
 }
 
-// A yes/no figure over the unknowns' samples: whether all and whether any
-// show it (the point prediction counts as a sample).
-std::pair<double, double> shape_over_samples(const StudySpec& s, std::size_t i, const std::vector<int>& gpus, const Metric& m,
-                                             double point) {
-  double any = point, all = point;
+// Yes/no figures over the unknowns' samples, one run per sample for all of
+// them: for each, whether all and whether any sample shows it (the point
+// prediction, `points[m]`, counts as a sample).
+std::vector<std::pair<double, double>> shapes_over_samples(const StudySpec& s, std::size_t i, const std::vector<int>& gpus,
+                                                           const std::vector<Metric>& metrics, const std::vector<double>& points) {
+  std::vector<std::pair<double, double>> all_any;
+  for (double p : points) all_any.emplace_back(p, p);
   for (const auto& values : s.unknown_points) {
-    Scenario x = s.scenario_bases[i];
-    for (std::size_t k = 0; k < s.unknowns.size(); ++k) apply_unknown(x, s.unknowns[k], values[k]);
+    Scenario x = scenario_at(s, i, values);
     x.options.gpus = gpus;
     x.options.interval_samples = 0;
+    StudyResult r;
     try {
-      const double v = m(run_study(x.cluster_config, x.workload, x.calibration, x.options)).value_or(0);
-      any = std::max(any, v);
-      all = std::min(all, v);
+      r = run_study(x.cluster_config, x.workload, x.calibration, x.options);
     } catch (const InputError&) {
+      continue;  // a value the scenario cannot take
+    }
+    for (std::size_t m = 0; m < metrics.size(); ++m) {
+      const double v = metrics[m](r).value_or(0);
+      all_any[m].first = std::min(all_any[m].first, v);
+      all_any[m].second = std::max(all_any[m].second, v);
     }
   }
-  return {all, any};
+  return all_any;
 }
 
 std::string yes_no(double v) { return v > 0.5 ? "yes" : "no"; }
@@ -269,9 +272,9 @@ std::vector<FigureCheck> check_published(const StudySpec& s, const std::vector<S
         const ScalingPoint* p = at(x, g);
         return p ? std::optional<double>(p->speedup) : std::nullopt;
       };
-      auto times = [](double v) { return fmt("%.2fx", v); };
+      auto times = [](double v) { return printf_number("%.2fx", v); };
       if (pub.speedup)
-        add("speedup at " + std::to_string(g) + " GPUs", fmt("%.2fx", *pub.speedup), times(top->speedup), sp.lo, sp.hi,
+        add("speedup at " + std::to_string(g) + " GPUs", printf_number("%.2fx", *pub.speedup), times(top->speedup), sp.lo, sp.hi,
             sp.lo <= *pub.speedup + pub.speedup_tol && *pub.speedup - pub.speedup_tol <= sp.hi, top->speedup, speedup, *pub.speedup,
             false, times);
       if (pub.efficiency) {
@@ -284,6 +287,14 @@ std::vector<FigureCheck> check_published(const StudySpec& s, const std::vector<S
             *pub.efficiency, false, pct);
       }
       if (pub.overhead) {
+        // whether the overhead rises and falls: exposed and total from one
+        // pass over the samples
+        auto wiggle_of = [g](bool exposed) -> Metric {
+          return [g, exposed](const StudyResult& x) { return overhead_not_monotonic(x, g, exposed); };
+        };
+        const std::vector<double> wiggle_points = {overhead_not_monotonic(r, g, true).value_or(0),
+                                                   overhead_not_monotonic(r, g, false).value_or(0)};
+        const auto wiggle_bands = shapes_over_samples(s, i, gpus, {wiggle_of(true), wiggle_of(false)}, wiggle_points);
         for (bool exposed : {true, false}) {
           const auto member = exposed ? &ScalingPoint::ScenarioBands::overhead_exposed : &ScalingPoint::ScenarioBands::overhead_total;
           // the extreme over N of each band's ends bounds the extreme's band
@@ -309,9 +320,9 @@ std::vector<FigureCheck> check_published(const StudySpec& s, const std::vector<S
               min_lo, min_hi, min_lo <= lo_pub + pub.overhead_tol && lo_pub - pub.overhead_tol <= min_hi, pmin, mmin, lo_pub, false, pct);
           add("highest " + kind + " communication overhead over 2-" + std::to_string(g) + " GPUs", pct(hi_pub), pct(pmax), max_lo,
               max_hi, max_lo <= hi_pub + pub.overhead_tol && hi_pub - pub.overhead_tol <= max_hi, pmax, mmax, hi_pub, false, pct);
-          const Metric wiggle = [g, exposed](const StudyResult& x) { return overhead_not_monotonic(x, g, exposed); };
-          const double wp = overhead_not_monotonic(r, g, exposed).value_or(0);
-          const auto [all, any] = shape_over_samples(s, i, gpus, wiggle, wp);
+          const Metric wiggle = wiggle_of(exposed);
+          const double wp = wiggle_points[exposed ? 0 : 1];
+          const auto [all, any] = wiggle_bands[exposed ? 0 : 1];
           add(kind + " communication overhead not monotonic in the GPU count (2-" + std::to_string(g) + ")", "not monotonic",
               yes_no(wp), all, any, any > 0.5, wp, wiggle, 1, true, yes_no);
         }
@@ -319,10 +330,10 @@ std::vector<FigureCheck> check_published(const StudySpec& s, const std::vector<S
     } else if (pub.weak_drop_then_plateau) {
       const Metric shape = [g](const StudyResult& x) { return weak_shape(x, g); };
       const double point = weak_shape(r, g).value_or(0);
-      const auto [all, any] = shape_over_samples(s, i, gpus, shape, point);
+      const auto [all, any] = shapes_over_samples(s, i, gpus, {shape}, {point}).front();
       std::string per_gpu;
       for (const auto& p : r.points)
-        if (p.gpus <= g) per_gpu += (per_gpu.empty() ? "" : ", ") + std::to_string(p.gpus) + ": " + fmt("%.0f", epoch_throughput_per_gpu(p));
+        if (p.gpus <= g) per_gpu += (per_gpu.empty() ? "" : ", ") + std::to_string(p.gpus) + ": " + printf_number("%.0f", epoch_throughput_per_gpu(p));
       add("weak scaling: samples/s per GPU over an epoch drop from 1 to 2 GPUs (>= 2%), then stay within half that drop",
           "drop, then plateau", yes_no(point) + " (" + per_gpu + ")", all, any, any > 0.5, point, shape, 1, true, yes_no);
     }

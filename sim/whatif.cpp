@@ -9,6 +9,7 @@
 
 #include "model/units.hpp"
 #include "model/yaml_reader.hpp"
+#include "report.hpp"
 #include "scenario.hpp"
 
 namespace ks {
@@ -23,12 +24,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-std::string pct(double fraction) { return fmt("%.0f%%", 100 * fraction); }
+std::string pct(double fraction) { return printf_number("%.0f%%", 100 * fraction); }
 
 std::string cell_text(const json& v, const std::string& kind, const std::string& unit = "") {
   if (v.is_null()) return "-";
@@ -38,12 +34,12 @@ std::string cell_text(const json& v, const std::string& kind, const std::string&
   const std::string k = kind == "by_unit" ? unit : kind;
   if (k == "time" || k == "s") return format_time(x);
   if (k == "bytes" || k == "B") return format_bytes(x);
-  if (k == "int") return fmt("%.0f", x);
-  if (k == "ratio") return fmt("%.3f", x);
-  if (k == "gpu_hours") return fmt("%.4g", x);
-  if (k == "money") return fmt("%.2f", x);
-  if (k == "percent") return fmt("%+.1f%%", x);
-  return fmt("%.4g", x);
+  if (k == "int") return printf_number("%.0f", x);
+  if (k == "ratio") return printf_number("%.3f", x);
+  if (k == "gpu_hours") return printf_number("%.4g", x);
+  if (k == "money") return printf_number("%.2f", x);
+  if (k == "percent") return printf_number("%+.1f%%", x);
+  return printf_number("%.4g", x);
 }
 
 // A prediction at n GPUs (gpn per node, or the cluster's), with the
@@ -214,31 +210,28 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
         (pts[i].gpus == pts[a.chosen].gpus && pts[i].time_to_train_s < pts[a.chosen].time_to_train_s))
       a.chosen = static_cast<int>(i);
   }
-  const std::string budget = format_time(q.budget_s) + (q.min_efficiency ? " at efficiency >= " + fmt("%.2f", *q.min_efficiency) : "");
+  const std::string budget = format_time(q.budget_s) + (q.min_efficiency ? " at efficiency >= " + printf_number("%.2f", *q.min_efficiency) : "");
   if (a.chosen >= 0) {
     const ScalingPoint& p = pts[a.chosen];
-    a.answer = layout_text(p.gpus, p.nodes) + " train " + fmt("%.0f", q.epochs) + " epoch(s) in " + format_time(p.time_to_train_s) +
-               ", within " + budget + " (parallel efficiency " + fmt("%.3f", p.efficiency) + ", " + fmt("%.4g", p.gpu_hours) +
+    a.answer = layout_text(p.gpus, p.nodes) + " train " + printf_number("%.0f", q.epochs) + " epoch(s) in " + format_time(p.time_to_train_s) +
+               ", within " + budget + " (parallel efficiency " + printf_number("%.3f", p.efficiency) + ", " + printf_number("%.4g", p.gpu_hours) +
                " GPU-hours)";
     a.reasoning.push_back(breakdown(p));
     if (const std::string f = few_iterations(p); !f.empty()) a.reasoning.push_back(f);
     if (p.gpus > 1) {
-      // the next count down: why it does not do
-      for (std::size_t i = 0; i < pts.size(); ++i) {
-        if (pts[i].gpus >= p.gpus) continue;
-        bool better_layout = false;
-        for (std::size_t j = 0; j < pts.size(); ++j)
-          if (pts[j].gpus == pts[i].gpus && pts[j].time_to_train_s < pts[i].time_to_train_s) better_layout = true;
-        if (better_layout) continue;
-        if (pts[i].gpus * 2 != p.gpus && pts[i].gpus != *std::max_element(gpus.begin(), gpus.end())) {
-          bool closest_below = true;
-          for (const auto& o : pts)
-            if (o.gpus < p.gpus && o.gpus > pts[i].gpus) closest_below = false;
-          if (!closest_below) continue;
-        }
-        a.reasoning.push_back(std::to_string(pts[i].gpus) + " GPU(s) would take " + format_time(pts[i].time_to_train_s) +
-                              " at efficiency " + fmt("%.3f", pts[i].efficiency) + ": " +
-                              (pts[i].time_to_train_s > q.budget_s ? "over the time budget" : "below the efficiency asked"));
+      // the next count down (its fastest layout): why it does not do
+      int below = -1;
+      for (std::size_t k = 0; k < pts.size(); ++k) {
+        if (pts[k].gpus >= p.gpus) continue;
+        if (below < 0 || pts[k].gpus > pts[below].gpus ||
+            (pts[k].gpus == pts[below].gpus && pts[k].time_to_train_s < pts[below].time_to_train_s))
+          below = static_cast<int>(k);
+      }
+      if (below >= 0) {
+        const ScalingPoint& o = pts[static_cast<std::size_t>(below)];
+        a.reasoning.push_back(std::to_string(o.gpus) + " GPU(s) would take " + format_time(o.time_to_train_s) + " at efficiency " +
+                              printf_number("%.3f", o.efficiency) + ": " +
+                              (o.time_to_train_s > q.budget_s ? "over the time budget" : "below the efficiency asked"));
       }
     }
   } else {
@@ -252,9 +245,9 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
       }
     }
     const ScalingPoint& p = pts[a.chosen];
-    a.answer = "no GPU count searched trains " + fmt("%.0f", q.epochs) + " epoch(s) within " + budget + "; closest: " +
-               layout_text(p.gpus, p.nodes) + " in " + format_time(p.time_to_train_s) + " (" + fmt("%.2f", p.time_to_train_s / q.budget_s) +
-               "x the budget) at efficiency " + fmt("%.3f", p.efficiency);
+    a.answer = "no GPU count searched trains " + printf_number("%.0f", q.epochs) + " epoch(s) within " + budget + "; closest: " +
+               layout_text(p.gpus, p.nodes) + " in " + format_time(p.time_to_train_s) + " (" + printf_number("%.2f", p.time_to_train_s / q.budget_s) +
+               "x the budget) at efficiency " + printf_number("%.3f", p.efficiency);
     a.reasoning.push_back(breakdown(p));
     // which constraint excludes what: the GPU counts that meet each alone
     int most_efficient = 0, fewest_fast = 0;  // the largest count meeting the efficiency, the smallest meeting the time
@@ -266,14 +259,14 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
     }
     if (fewest_fast == 0) {
       a.reasoning.push_back("no candidate meets the time budget: the fastest takes " + format_time(fastest) + " (" +
-                            fmt("%.2f", fastest / q.budget_s) + "x the budget)" +
+                            printf_number("%.2f", fastest / q.budget_s) + "x the budget)" +
                             (q.min_efficiency && most_efficient == 0 ? "" : "; more GPUs than searched, or a faster cluster, are needed") +
                             (q.min_efficiency ? std::string(", and more GPUs lower the efficiency further") : std::string()));
     } else if (q.min_efficiency) {
       a.reasoning.push_back(
           most_efficient == 0
-              ? "no candidate reaches efficiency " + fmt("%.2f", *q.min_efficiency) + ", not even the smallest searched"
-              : "efficiency >= " + fmt("%.2f", *q.min_efficiency) + " holds up to " + std::to_string(most_efficient) +
+              ? "no candidate reaches efficiency " + printf_number("%.2f", *q.min_efficiency) + ", not even the smallest searched"
+              : "efficiency >= " + printf_number("%.2f", *q.min_efficiency) + " holds up to " + std::to_string(most_efficient) +
                     " GPU(s), but the budget needs " + std::to_string(fewest_fast) + " or more: no GPU count gives both");
     }
   }
@@ -526,9 +519,9 @@ WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q) {
   const int by_hours = cheapest(false);
   const int by_money = all_priced ? cheapest(true) : -1;
   auto describe = [&](const Cand& c) {
-    return "'" + b.clusters[c.cluster].label + "' with " + layout_text(c.p.gpus, c.p.nodes) + ": " + fmt("%.4g", c.p.gpu_hours) +
+    return "'" + b.clusters[c.cluster].label + "' with " + layout_text(c.p.gpus, c.p.nodes) + ": " + printf_number("%.4g", c.p.gpu_hours) +
            " GPU-hours, " + format_time(c.p.time_to_train_s) + " to train" +
-           (c.cost ? ", " + fmt("%.2f", *c.cost) + " " + b.clusters[c.cluster].cluster.currency : std::string());
+           (c.cost ? ", " + printf_number("%.2f", *c.cost) + " " + b.clusters[c.cluster].cluster.currency : std::string());
   };
   if (by_hours >= 0) {
     a.chosen = all_priced ? by_money : by_hours;
@@ -562,8 +555,8 @@ WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q) {
     }
     a.answer = "no cluster and GPU count searched meets " +
                (q.budget_s ? format_time(*q.budget_s) : std::string("the budget")) +
-               (q.min_efficiency ? " at efficiency >= " + fmt("%.2f", *q.min_efficiency) : "") + "; closest: " + describe(cands[a.chosen]) +
-               " at efficiency " + fmt("%.3f", cands[a.chosen].p.efficiency);
+               (q.min_efficiency ? " at efficiency >= " + printf_number("%.2f", *q.min_efficiency) : "") + "; closest: " + describe(cands[a.chosen]) +
+               " at efficiency " + printf_number("%.3f", cands[a.chosen].p.efficiency);
     a.reasoning.push_back(breakdown(cands[a.chosen].p));
   }
   return a;
@@ -774,16 +767,16 @@ WhatifAnswer whatif_change(const WhatifBase& b, int gpus, const std::vector<Chan
   row("peak_memory", "B", p0.memory.peak_bytes, p1.memory.peak_bytes);
   a.chosen = 3;
   const double it0 = p0.iteration_s.median, it1 = p1.iteration_s.median;
-  a.answer = list + ": iteration " + format_time(it0) + " -> " + format_time(it1) + " (" + fmt("%+.1f%%", 100 * (it1 / it0 - 1)) +
+  a.answer = list + ": iteration " + format_time(it0) + " -> " + format_time(it1) + " (" + printf_number("%+.1f%%", 100 * (it1 / it0 - 1)) +
              "), time to train " + format_time(p0.time_to_train_s) + " -> " + format_time(p1.time_to_train_s) + " (" +
-             fmt("%+.1f%%", 100 * (p1.time_to_train_s / p0.time_to_train_s - 1)) + ") at " + std::to_string(p1.gpus) + " GPU(s)";
+             printf_number("%+.1f%%", 100 * (p1.time_to_train_s / p0.time_to_train_s - 1)) + ") at " + std::to_string(p1.gpus) + " GPU(s)";
   // (differences below 1e-9 of the iteration are rounding: shown as 0)
   auto settle = [&](double x) { return std::abs(x) < 1e-9 * it0 ? 0.0 : x; };
   const double dc = settle(p1.compute_s.median - p0.compute_s.median), de = settle(p1.exposed_s.median - p0.exposed_s.median);
   const double d = it1 - it0;
   if (d != 0) {
-    a.reasoning.push_back("of the iteration's change (" + fmt("%+.4g", d * 1e3) + " ms): compute " + fmt("%+.4g", dc * 1e3) +
-                          " ms, exposed communication " + fmt("%+.4g", de * 1e3) + " ms; it is mostly " +
+    a.reasoning.push_back("of the iteration's change (" + printf_number("%+.4g", d * 1e3) + " ms): compute " + printf_number("%+.4g", dc * 1e3) +
+                          " ms, exposed communication " + printf_number("%+.4g", de * 1e3) + " ms; it is mostly " +
                           (std::abs(dc) >= std::abs(de) ? "compute" : "exposed communication"));
   }
   a.reasoning.push_back("before: " + breakdown(p0));
