@@ -39,11 +39,14 @@ class Reducer {
   const Slot& slot(int param) const { return layout_[plan_].slot[static_cast<std::size_t>(param)]; }
 
   // Parameter `param`'s gradient is in its bucket: calls launch(b) for every
-  // bucket that may start now, in bucket order, each once.
+  // bucket that may start now, in bucket order, each once. Returns how many
+  // it launched.
   template <class Launch>
-  void mark_ready(int param, Launch&& launch) {
+  std::size_t mark_ready(int param, Launch&& launch) {
     ++ready_[static_cast<std::size_t>(slot(param).bucket)];
+    const std::size_t before = next_;
     while (next_ < buckets(plan_) && ready_[next_] == bucket(plan_, next_).params.size()) launch(next_++);
+    return next_ - before;
   }
   bool all_launched() const { return next_ == buckets(plan_); }
 

@@ -6,6 +6,8 @@
 #include <iomanip>
 #include <iostream>
 #include <limits>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "kanscale/build_info.hpp"
@@ -58,8 +60,32 @@ TrainResult report(const TrainOptions& o, Comm& comm, const KanNet& net, const s
   nlohmann::json evs = nlohmann::json::array();
   if (!o.trace.empty())
     for (const auto& e : slices) evs.push_back(to_json(e));
+  // Each compute op's time per steady iteration (summed over its slices in
+  // the iteration), this rank's median: in the order the ops first ran.
+  nlohmann::json my_ops = nlohmann::json::array();
+  {
+    std::set<std::int64_t> steady;
+    for (const auto& r : records)
+      if (!r.first) steady.insert(r.step);
+    std::vector<std::string> order;
+    std::map<std::string, std::map<std::int64_t, double>> per;  // op -> step -> seconds
+    for (const auto& e : slices) {
+      if (e.track != 0 || e.category == "wait" || !steady.count(e.iteration)) continue;
+      auto it = per.find(e.name);
+      if (it == per.end()) {
+        order.push_back(e.name);
+        it = per.emplace(e.name, std::map<std::int64_t, double>{}).first;
+      }
+      it->second[e.iteration] += e.t1_s - e.t0_s;
+    }
+    for (const auto& name : order) {
+      std::vector<double> v;
+      for (std::int64_t st : steady) v.push_back(per[name].count(st) ? per[name][st] : 0.0);
+      my_ops.push_back({name, summarize(v).median});
+    }
+  }
   const double rss = peak_rss_bytes();
-  const auto all = comm.gather(nlohmann::json{{"records", mine}, {"events", evs}, {"rss", rss}, {"device", c.device_peak_bytes},
+  const auto all = comm.gather(nlohmann::json{{"records", mine}, {"events", evs}, {"ops", my_ops}, {"rss", rss}, {"device", c.device_peak_bytes},
                                               {"epoch_start_s", c.epoch_start_s}}.dump());
   const auto hosts = comm.hosts();
   if (rank != 0) return TrainResult{interrupted ? 1 : 0, std::nullopt};
@@ -75,8 +101,15 @@ TrainResult report(const TrainOptions& o, Comm& comm, const KanNet& net, const s
   csv << "# kanscale train " << build::version << " (" << build::git_hash << "); " << o.command_line << "\n";
   csv << "step,rank,batch,first_iteration,iteration_time_s,compute_time_s,communication_time_s,exposed_communication_s,loss\n";
   ChromeTrace trace;
+  std::vector<std::string> op_order;
+  std::map<std::string, std::vector<double>> op_meds;  // op -> each rank's median
   for (int r = 0; r < world; ++r) {
     const auto j = nlohmann::json::parse(all[static_cast<std::size_t>(r)]);
+    for (const auto& op : j["ops"]) {
+      const std::string name = op[0].get<std::string>();
+      if (!op_meds.count(name)) op_order.push_back(name);
+      op_meds[name].push_back(op[1].get<double>());
+    }
     max_rss = std::max(max_rss, j["rss"].get<double>());
     max_device = std::max(max_device, j["device"].get<double>());
     const auto starts = j["epoch_start_s"].get<std::vector<double>>();
@@ -156,6 +189,7 @@ TrainResult report(const TrainOptions& o, Comm& comm, const KanNet& net, const s
   if (epoch_fixed >= 0) summary.epoch_fixed_s = epoch_fixed;
   // per bucket (steady plan): median over ranks of each rank's median
   for (const auto& v : bucket_meds) summary.bucket_communication_s.push_back(summarize(v).median);
+  for (const auto& name : op_order) summary.op_s.emplace_back(name, summarize(op_meds[name]).median);
   std::vector<std::pair<std::string, std::string>> files;
   if (!o.json.empty()) {
     nlohmann::json j;

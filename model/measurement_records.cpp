@@ -329,7 +329,12 @@ nlohmann::json to_json(const TrainSummary& s) {
           {"steps", s.steps},
           {"interrupted", s.interrupted},
           {"bucket_communication_s", s.bucket_communication_s},
-          {"epoch_fixed_s", s.epoch_fixed_s ? nlohmann::json(*s.epoch_fixed_s) : nlohmann::json(nullptr)}};
+          {"epoch_fixed_s", s.epoch_fixed_s ? nlohmann::json(*s.epoch_fixed_s) : nlohmann::json(nullptr)},
+          {"ops", [&] {
+             nlohmann::json a = nlohmann::json::array();
+             for (const auto& [name, t] : s.op_s) a.push_back({{"op", name}, {"median_s", t}});
+             return a;
+           }()}};
 }
 
 TrainSummary train_summary_from_json(const nlohmann::json& j, const std::string& path) {
@@ -363,6 +368,18 @@ TrainSummary train_summary_from_json(const nlohmann::json& j, const std::string&
   }
   if (j.contains("epoch_fixed_s") && !j["epoch_fixed_s"].is_null())
     s.epoch_fixed_s = checked<double>(j["epoch_fixed_s"], path + ": key 'summary.epoch_fixed_s'");
+  if (j.contains("ops")) {  // absent in files from before it was recorded
+    const auto& a = j["ops"];
+    if (!a.is_array()) throw InputError(path + ": key 'summary.ops': expected a list of {op, median_s}");
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const std::string at = path + ": key 'summary.ops[" + std::to_string(i) + "]";
+      if (!a[i].is_object() || !a[i].contains("op") || !a[i].contains("median_s"))
+        throw InputError(at + "': expected {op, median_s}");
+      const double t = checked<double>(a[i]["median_s"], at + ".median_s'");
+      if (!(t >= 0)) throw InputError(at + ".median_s': expected seconds >= 0");
+      s.op_s.emplace_back(checked<std::string>(a[i]["op"], at + ".op'"), t);
+    }
+  }
   return s;
 }
 

@@ -127,6 +127,9 @@ struct TrainSummary {
   // per epoch, outside every iteration (the sampler's shuffle): the slowest
   // rank's median over the epoch starts it ran
   std::optional<double> epoch_fixed_s;
+  // Each compute op (track 0, waits left out) per steady iteration: the
+  // median over ranks of each rank's median, in the order the ops first ran.
+  std::vector<std::pair<std::string, double>> op_s;
 };
 nlohmann::json to_json(const TrainSummary& s);
 // The "summary" object of a train --json file, every field checked

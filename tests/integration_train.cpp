@@ -755,6 +755,11 @@ TEST_CASE("calibrate: one command measures this machine and fits a calibration t
   for (const auto& t : cal.live_terms) CHECK((t.compute_factor > 0.2 && t.compute_factor < 5));  // a factor, not a rescue
   CHECK(cal.model_error_sigma >= 0);
   CHECK(std::ifstream(d / "cal/results/livecal-c0-r0.json").good());
+  // and per op from the one-rank runs' op times: the KAN layers' times grow
+  // with their predictions on any machine (8 layer points each)
+  CHECK(cal.live_ops.count("kan_forward") == 1);
+  CHECK(cal.live_ops.count("kan_backward") == 1);
+  CHECK(slurp(d / "cal/results/fit-report-shm.txt").find("live ops (") != std::string::npos);
   // simulate uses it
   CHECK(sh(in_src + kExe + " simulate --cluster configs/clusters/local-cpu.yaml --workload configs/workloads/local-kanscale.yaml --gpus 1,2 "
                          "--calibration " + file, &err, &d) == 0);

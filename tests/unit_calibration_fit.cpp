@@ -291,6 +291,7 @@ TEST_CASE("the trainer summary record: written and read back field for field; a 
   s.steps = 30;
   s.interrupted = true;
   s.bucket_communication_s = {0.01, 0.02};
+  s.op_s = {{"load batch", 1e-6}, {"forward layer 0", 0.0625}};
   TrainSummary back = train_summary_from_json(nlohmann::json::parse(to_json(s).dump()), "t.json");
   CHECK(back.iteration_s.median == 0.25);
   CHECK(back.iteration_s.p95 == 0.5);
@@ -300,6 +301,7 @@ TEST_CASE("the trainer summary record: written and read back field for field; a 
   CHECK(back.steps == 30);
   CHECK(back.interrupted);
   CHECK(back.bucket_communication_s == std::vector<double>{0.01, 0.02});
+  CHECK(back.op_s == s.op_s);  // in order
   s.peak_device_bytes = 2e9;
   back = train_summary_from_json(to_json(s), "t.json");
   CHECK(*back.peak_device_bytes == 2e9);
@@ -310,4 +312,10 @@ TEST_CASE("the trainer summary record: written and read back field for field; a 
   bad = to_json(s);
   bad.erase("samples_per_s");
   CHECK_THROWS_WITH_AS(train_summary_from_json(bad, "t.json"), "t.json: key 'summary.samples_per_s': missing", InputError);
+  bad = to_json(s);
+  bad["ops"][1]["median_s"] = -1.0;
+  CHECK_THROWS_WITH_AS(train_summary_from_json(bad, "t.json"), "t.json: key 'summary.ops[1].median_s': expected seconds >= 0", InputError);
+  bad = to_json(s);
+  bad.erase("ops");  // files from before ops were recorded still read
+  CHECK(train_summary_from_json(bad, "t.json").op_s.empty());
 }

@@ -46,12 +46,12 @@ TEST_CASE("reducer: a bucket launches once complete and after every earlier one,
   std::vector<std::size_t> launched;
   auto launch = [&](std::size_t b) { launched.push_back(b); };
   // bucket 1 completes first but must wait for bucket 0
-  r.mark_ready(3, launch);
-  r.mark_ready(2, launch);
+  CHECK(r.mark_ready(3, launch) == 0);
+  CHECK(r.mark_ready(2, launch) == 0);
   CHECK(launched.empty());
-  r.mark_ready(1, launch);
+  CHECK(r.mark_ready(1, launch) == 0);
   CHECK(launched.empty());
-  r.mark_ready(0, launch);  // bucket 0 complete: 0 then 1 go, in order
+  CHECK(r.mark_ready(0, launch) == 2);  // bucket 0 complete: 0 then 1 go, in order
   CHECK(launched == std::vector<std::size_t>{0, 1});
   CHECK(r.all_launched());
   // a new iteration starts from nothing

@@ -5,11 +5,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <tuple>
 
 #include "model/yaml_reader.hpp"
 #include "measure/kernel_bench.hpp"
+#include "validation/calibration_live.hpp"
 #include "validation/report.hpp"
 #include "validation/validate.hpp"
 
@@ -269,4 +271,35 @@ TEST_CASE("op by op: live against predicted, per-parameter steps as one op, wait
   CHECK(ops[1].op == "adam");
   CHECK(ops[1].predicted_s / 0.5e-3 == doctest::Approx(1.0));  // 0.2 + 0.3 ms
   CHECK(ops[1].live_s / 0.6e-3 == doctest::Approx(1.0));
+}
+
+TEST_CASE("live op terms are fitted per class from the one-rank runs' op times, and only where the points can carry them") {
+  // points made from known terms: kan_backward = 1.3 x predicted + 2 us + 5 ns
+  // per element; bucket_copy = 1.7 x predicted + 0.5 us; mse has 2 points
+  std::vector<LiveOpPoint> pts;
+  const double pred[] = {10e-6, 40e-6, 90e-6, 300e-6, 1e-3, 4e-3, 7e-3, 20e-6, 600e-6};
+  const double elems[] = {64, 4096, 512, 20000, 800, 60000, 9000, 128, 30000};
+  for (int i = 0; i < 9; ++i) {
+    pts.push_back({"kan_backward", pred[i], 1.3 * pred[i] + 2e-6 + 5e-9 * elems[i], elems[i]});
+    pts.push_back({"bucket_copy", pred[i] / 10, 1.7 * pred[i] / 10 + 0.5e-6, 0});
+  }
+  pts.push_back({"mse", 1e-6, 2e-6, 0});
+  pts.push_back({"mse", 3e-6, 5e-6, 0});
+  // Adam's live time falls as the prediction grows: the factor is dropped, no term
+  for (int i = 0; i < 4; ++i) pts.push_back({"adam", pred[i], 400e-6 - 0.1 * pred[i], 0});
+  const auto fits = fit_live_ops(pts);
+  std::map<std::string, CalibrationFile::FittedLiveOp> by;
+  for (const auto& f : fits) by[f.cost_class] = f;
+  REQUIRE(by.count("kan_backward"));
+  REQUIRE(by.count("bucket_copy"));
+  CHECK_FALSE(by.count("mse"));   // 2 points for 2 terms
+  CHECK_FALSE(by.count("adam"));  // the factor came out 0
+  CHECK(by["kan_backward"].op.factor == doctest::Approx(1.3).epsilon(1e-6));
+  CHECK(by["kan_backward"].op.fixed_s == doctest::Approx(2e-6).epsilon(1e-6).scale(0));
+  CHECK(by["kan_backward"].op.per_element_s == doctest::Approx(5e-9).epsilon(1e-6).scale(0));
+  CHECK(by["kan_backward"].fit.n_holdout == 2);  // every 4th of 9
+  CHECK(by["kan_backward"].fit.holdout_max_abs_rel < 1e-6);
+  CHECK(by["bucket_copy"].op.factor == doctest::Approx(1.7).epsilon(1e-6));
+  CHECK(by["bucket_copy"].op.fixed_s == doctest::Approx(0.5e-6).epsilon(1e-6).scale(0));
+  CHECK(by["bucket_copy"].op.per_element_s == 0);  // not a KAN layer: no such term
 }
