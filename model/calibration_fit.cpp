@@ -284,7 +284,10 @@ CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
       // layers: a fixed term, FLOPs, bytes and the basis evaluations (B*in),
       // the basis separately from the contractions; the rest move memory
       // (their FLOPs are proportional to their bytes): fixed and bytes.
-      if (r.layer()) X[key_op].push_back({1.0, r.flops, r.bytes, static_cast<double>(r.batch) * static_cast<double>(r.in),
+      // A backward's basis work per (sample, input) is the input gradient's
+      // (the bases' derivatives): none without it (kan_model.cpp's ops).
+      const bool no_dx = r.op == "kan_backward" && r.detail == "without input gradient";
+      if (r.layer()) X[key_op].push_back({1.0, r.flops, r.bytes, no_dx ? 0.0 : static_cast<double>(r.batch) * static_cast<double>(r.in),
                                          static_cast<double>(r.in) * static_cast<double>(r.out) * (r.grid_size + r.spline_order)});
       else X[key_op].push_back({1.0, r.bytes});
       Y[key_op].push_back(r.time_median_s);

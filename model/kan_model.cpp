@@ -276,8 +276,10 @@ std::vector<Op> kanscale_iteration(const KanShape& s, std::int64_t batch, bool g
   add("mse", "mse", Phase::loss, L - 1, 5 * B * outw, 16 * B * outw);
   for (int l = L - 1; l >= 0; --l) {
     const auto c = kanscale_layer_backward(s.widths[l], s.widths[l + 1], s.grid_size, s.spline_order, batch, l > 0);
+    // elements: the input gradient's basis derivatives, per (sample, input);
+    // the first layer computes none (calibration_fit.cpp's feature)
     add("backward layer " + std::to_string(l), "kan_backward", Phase::backward, l, c.flops, c.bytes, -1,
-        B * static_cast<double>(s.widths[l]), static_cast<double>(s.widths[l] * s.widths[l + 1] * s.coeffs()));
+        l > 0 ? B * static_cast<double>(s.widths[l]) : 0.0, static_cast<double>(s.widths[l] * s.widths[l + 1] * s.coeffs()));
     for (int p : {3 * l + 1, 3 * l + 2, 3 * l + 0}) {
       const double n = static_cast<double>(params[p].numel);
       add("bucket_copy " + params[p].name, "bucket_copy", Phase::grad_copy, l, n, 8 * n, p);

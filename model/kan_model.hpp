@@ -63,7 +63,7 @@ struct Op {
   // Fitted ops (implementation kanscale): the calibration's cost for this
   // class; empty: the kind's roofline/linear cost.
   std::string cost_class;
-  double elements = 0;  // (sample, input) pairs whose bases this op evaluates
+  double elements = 0;  // (sample, input) pairs whose bases this op evaluates (a backward: their derivatives, for the input gradient)
   double weights = 0;   // spline weights (in*out*C) the op rearranges or reduces
 };
 
