@@ -133,17 +133,10 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
           << " multi-node sweep(s)\n";
     }
   }
-  if (!f.live.empty() || !f.live_ops.empty()) {
+  if (!f.live.empty()) {
     y << "live:   # kanscale train on the calibration's own shapes (" << f.live_from << "), against the prediction from the terms above\n"
-      << "  model_error_sigma: " << f.model_error_sigma << "   # RMS of log(measured / corrected prediction) over those runs\n";
-    if (!f.live_ops.empty()) {
-      y << "  ops:   # one-rank runs, per op: live time = factor x the microbenchmark's prediction + fixed (+ per_element x a layer's samples x inputs)\n";
-      for (const auto& o : f.live_ops)
-        y << "    " << o.cost_class << ": {factor: " << o.op.factor << ", fixed: " << num(o.op.fixed_s * 1e6, "us")
-          << (o.op.per_element_s > 0 ? ", per_element: " + num(o.op.per_element_s * 1e9, "ns") : std::string()) << "}   # "
-          << fit_quality(o.fit, false) << "\n";
-    }
-    if (!f.live.empty()) y << "  terms:\n";
+      << "  model_error_sigma: " << f.model_error_sigma << "   # RMS of log(measured / corrected prediction) over those runs\n"
+      << "  terms:\n";
     for (const auto& l : f.live)
       y << "    - {ranks: " << l.term.ranks << ", compute_factor: " << l.term.compute_factor << ", host_overhead: "
         << num(l.term.host_overhead_s * 1e6, "us") << "}   # " << fit_quality(l.fit, false) << "\n";

@@ -61,12 +61,6 @@ struct CalibrationFile {
     LinearFit fit;  // measured - predicted non-compute ~ factor x predicted compute + host
   };
   std::vector<FittedLive> live;
-  struct FittedLiveOp {
-    std::string cost_class;
-    Calibration::LiveOp op;
-    LinearFit fit;  // live op time ~ factor x predicted + fixed, one-rank runs
-  };
-  std::vector<FittedLiveOp> live_ops;
   double model_error_sigma = 0;
   std::string live_from;  // the files, for people
 

@@ -343,20 +343,6 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
       t.finish();
       cal.live_terms.push_back(lt);
     }
-    if (auto ops = live->map_opt("ops")) {
-      for (const auto& cls : kanscale_cost_classes()) {
-        if (!ops->has(cls)) continue;
-        YamlMap o = ops->map(cls);
-        Calibration::LiveOp lo;
-        lo.factor = o.number("factor", Bound::positive);
-        if (lo.factor > 100) o.fail("factor", "must be at most 100, got " + std::to_string(lo.factor));
-        lo.fixed_s = o.quantity_opt("fixed", Quantity::time, Bound::non_negative).value_or(0.0);
-        lo.per_element_s = o.quantity_opt("per_element", Quantity::time, Bound::non_negative).value_or(0.0);
-        o.finish();
-        cal.live_ops[cls] = lo;
-      }
-      ops->finish();
-    }
     live->finish();
   }
   if (auto mem = m.map_opt("memory")) {

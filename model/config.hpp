@@ -202,15 +202,6 @@ struct Calibration {
     double compute_factor = 1, host_overhead_s = 0;
   };
   std::vector<LiveTerm> live_terms;
-  // What each op costs in the trainer's sequence beyond its microbenchmark,
-  // per cost class, fitted on one-rank live runs of the calibration's own
-  // shapes: the op's time becomes factor x its predicted time + fixed_s
-  // + per_element_s x its elements (before the live term's compute_factor).
-  struct LiveOp {
-    double factor = 1, fixed_s = 0;
-    double per_element_s = 0;  // per (sample, input) pair of a KAN layer
-  };
-  std::map<std::string, LiveOp> live_ops;
   // The live runs' remaining relative spread around the corrected prediction
   // (RMS of log(measured / predicted)): the intervals' model error.
   double model_error_sigma = 0;

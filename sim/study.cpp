@@ -121,12 +121,7 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
   // what live runs on the calibration's shapes cost beyond the microbenchmarks
   // (per ranks on a node), and a drawn model error when sampling intervals
   const Calibration::LiveTerm* live = live_term_for(cal, layout.ranks_per_node());
-  for (std::size_t i = 0; i < in.op_time_s.size(); ++i) {
-    double& t = in.op_time_s[i];
-    const auto lo = cal.live_ops.find(in.ops[i].cost_class);
-    if (lo != cal.live_ops.end()) t = lo->second.factor * t + lo->second.fixed_s + lo->second.per_element_s * in.ops[i].elements;
-    t *= (live ? live->compute_factor : 1.0) * cal.compute_scale;
-  }
+  for (double& t : in.op_time_s) t *= (live ? live->compute_factor : 1.0) * cal.compute_scale;
   for (PlannedBuckets* pb : {&in.first, &in.steady}) {
     pb->allreduce.clear();
     for (const auto& b : pb->buckets) pb->allreduce.push_back(coll.allreduce(b.bytes, layout));

@@ -225,15 +225,6 @@ std::vector<Case> catalogue() {
        {"calibration.yaml:", "model_error_sigma"}},
       {"calibration: unknown key in live", "calibration", {{K, sub(kLiveCalibration, "  terms:", "  termz:")}}, sim_calibration(),
        {"calibration.yaml:", "termz"}},
-      {"calibration: live op factor negative", "calibration",
-       {{K, sub(kLiveCalibration, "  terms:", "  ops:\n    kan_forward: {factor: -2, fixed: \"1us\"}\n  terms:")}}, sim_calibration(),
-       {"calibration.yaml:", "factor"}},
-      {"calibration: live op of an unknown class", "calibration",
-       {{K, sub(kLiveCalibration, "  terms:", "  ops:\n    kan_sideways: {factor: 2}\n  terms:")}}, sim_calibration(),
-       {"calibration.yaml:", "kan_sideways"}},
-      {"calibration: live op per_element without unit", "calibration",
-       {{K, sub(kLiveCalibration, "  terms:", "  ops:\n    kan_backward: {factor: 1.2, per_element: 5}\n  terms:")}}, sim_calibration(),
-       {"calibration.yaml:", "per_element"}},
 
       // ------------------------------------------------------------ calibrate plan: measure.live
       {"calibrate: live ranks 0", "calibrate", {{P, sub(kCalibratePlan, "ranks: [1, 2]", "ranks: [0, 2]")}}, calibrate_plan(),

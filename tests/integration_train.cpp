@@ -750,16 +750,16 @@ TEST_CASE("calibrate: one command measures this machine and fits a calibration t
   CHECK(cal.ops.count("kan_forward") == 1);
   CHECK(cal.mpi_regimes.size() >= 1);
   CHECK(cal.interference >= 0);  // fitted (a quiet machine may measure none)
-  // the live runs on the plan's own shapes: a term per rank count (4 runs each), and the spread left
-  CHECK(cal.live_terms.size() == 2);
+  // the live runs on the plan's own shapes: a term per rank count (4 runs
+  // each) where it differs from none by two standard errors, and the spread left
+  CHECK(cal.live_terms.size() <= 2);
   for (const auto& t : cal.live_terms) CHECK((t.compute_factor > 0.2 && t.compute_factor < 5));  // a factor, not a rescue
+  const std::string fit_report = slurp(d / "cal/results/fit-report-shm.txt");
+  CHECK(fit_report.find("1 rank, measured / predicted per shape: 24-48-1-G7 b4 ") != std::string::npos);
+  CHECK((fit_report.find("2 rank(s), 4 runs: compute_factor") != std::string::npos ||
+         fit_report.find("2 rank(s): the compute factor came out 0; none") != std::string::npos));
   CHECK(cal.model_error_sigma >= 0);
   CHECK(std::ifstream(d / "cal/results/livecal-c0-r0.json").good());
-  // and per op from the one-rank runs' op times: the KAN layers' times grow
-  // with their predictions on any machine (8 layer points each)
-  CHECK(cal.live_ops.count("kan_forward") == 1);
-  CHECK(cal.live_ops.count("kan_backward") == 1);
-  CHECK(slurp(d / "cal/results/fit-report-shm.txt").find("live ops (") != std::string::npos);
   // simulate uses it
   CHECK(sh(in_src + kExe + " simulate --cluster configs/clusters/local-cpu.yaml --workload configs/workloads/local-kanscale.yaml --gpus 1,2 "
                          "--calibration " + file, &err, &d) == 0);

@@ -309,36 +309,3 @@ TEST_CASE("published figures: inside or outside the band, the band's half-width,
   CHECK_FALSE(hc[0].inside);
   CHECK_FALSE(hc[0].needs[0].reached);
 }
-
-TEST_CASE("live op terms: each op of a class costs factor x its microbenchmark time + fixed + per_element x elements, then x compute_factor") {
-  const Cluster c = parse_cluster(kFreeNet, "freenet.yaml");
-  const Workload w = parse_workload(std::string(kWork) + "implementation: kanscale\n", "tiny.yaml");  // ops with cost classes
-  Calibration k = datasheet_calibration(c, w.precision);
-  for (const auto& cls : kanscale_cost_classes()) k.ops[cls] = OpCost{2e-6, 1e11, 1e10, false};  // a fitted (summed) cost per class
-  const Layout one = layout_for(c, 1, std::nullopt);
-  const ReplayInput plain = make_replay_input(c, w, k, one, 100, 1);
-  Calibration live = k;
-  live.live_ops["kan_forward"] = Calibration::LiveOp{2.0, 1e-6, 1e-9};
-  live.live_ops["adam"] = Calibration::LiveOp{3.0, 0.0, 0.0};
-  live.live_terms.push_back(Calibration::LiveTerm{1, 1.5, 0.0});
-  const ReplayInput in = make_replay_input(c, w, live, one, 100, 1);
-  REQUIRE(in.ops.size() == plain.ops.size());
-  int forward = 0, adam = 0;
-  for (std::size_t i = 0; i < in.ops.size(); ++i) {
-    CAPTURE(in.ops[i].name);
-    const std::string& cls = in.ops[i].cost_class;
-    double expect = plain.op_time_s[i];
-    if (cls == "kan_forward") {
-      // [4, 8, 1] at batch 100: 400 and 800 (sample, input) pairs
-      CHECK((in.ops[i].elements == 400 || in.ops[i].elements == 800));
-      expect = 2.0 * expect + 1e-6 + 1e-9 * in.ops[i].elements;
-      ++forward;
-    } else if (cls == "adam") {
-      expect *= 3.0;
-      ++adam;
-    }
-    CHECK(in.op_time_s[i] == doctest::Approx(1.5 * expect).epsilon(1e-12).scale(0));
-  }
-  CHECK(forward == 2);
-  CHECK(adam == 6);  // three parameters per layer
-}

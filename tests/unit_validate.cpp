@@ -5,7 +5,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <set>
 #include <tuple>
 
@@ -273,33 +272,19 @@ TEST_CASE("op by op: live against predicted, per-parameter steps as one op, wait
   CHECK(ops[1].live_s / 0.6e-3 == doctest::Approx(1.0));
 }
 
-TEST_CASE("live op terms are fitted per class from the one-rank runs' op times, and only where the points can carry them") {
-  // points made from known terms: kan_backward = 1.3 x predicted + 2 us + 5 ns
-  // per element; bucket_copy = 1.7 x predicted + 0.5 us; mse has 2 points
-  std::vector<LiveOpPoint> pts;
-  const double pred[] = {10e-6, 40e-6, 90e-6, 300e-6, 1e-3, 4e-3, 7e-3, 20e-6, 600e-6};
-  const double elems[] = {64, 4096, 512, 20000, 800, 60000, 9000, 128, 30000};
-  for (int i = 0; i < 9; ++i) {
-    pts.push_back({"kan_backward", pred[i], 1.3 * pred[i] + 2e-6 + 5e-9 * elems[i], elems[i]});
-    pts.push_back({"bucket_copy", pred[i] / 10, 1.7 * pred[i] / 10 + 0.5e-6, 0});
-  }
-  pts.push_back({"mse", 1e-6, 2e-6, 0});
-  pts.push_back({"mse", 3e-6, 5e-6, 0});
-  // Adam's live time falls as the prediction grows: the factor is dropped, no term
-  for (int i = 0; i < 4; ++i) pts.push_back({"adam", pred[i], 400e-6 - 0.1 * pred[i], 0});
-  const auto fits = fit_live_ops(pts);
-  std::map<std::string, CalibrationFile::FittedLiveOp> by;
-  for (const auto& f : fits) by[f.cost_class] = f;
-  REQUIRE(by.count("kan_backward"));
-  REQUIRE(by.count("bucket_copy"));
-  CHECK_FALSE(by.count("mse"));   // 2 points for 2 terms
-  CHECK_FALSE(by.count("adam"));  // the factor came out 0
-  CHECK(by["kan_backward"].op.factor == doctest::Approx(1.3).epsilon(1e-6));
-  CHECK(by["kan_backward"].op.fixed_s == doctest::Approx(2e-6).epsilon(1e-6).scale(0));
-  CHECK(by["kan_backward"].op.per_element_s == doctest::Approx(5e-9).epsilon(1e-6).scale(0));
-  CHECK(by["kan_backward"].fit.n_holdout == 2);  // every 4th of 9
-  CHECK(by["kan_backward"].fit.holdout_max_abs_rel < 1e-6);
-  CHECK(by["bucket_copy"].op.factor == doctest::Approx(1.7).epsilon(1e-6));
-  CHECK(by["bucket_copy"].op.fixed_s == doctest::Approx(0.5e-6).epsilon(1e-6).scale(0));
-  CHECK(by["bucket_copy"].op.per_element_s == 0);  // not a KAN layer: no such term
+TEST_CASE("a live term is kept only where it differs from none by more than two standard errors") {
+  LinearFit f;
+  f.features = {"compute_factor", "host_overhead_s"};
+  f.active = {true, true};
+  f.coef = {1.10, 0.0};
+  f.std_err = {0.034, 1e-5};
+  CHECK(live_term_differs_from_none(f));  // 0.10 > 2 x 0.034
+  f.coef[0] = 0.925;
+  f.std_err[0] = 0.055;
+  CHECK_FALSE(live_term_differs_from_none(f));  // 0.075 < 2 x 0.055
+  f.coef[1] = 30e-6;  // an overhead of 30 us +- 10 us is kept even with the factor at 1
+  f.std_err[1] = 10e-6;
+  CHECK(live_term_differs_from_none(f));
+  f.active[1] = false;  // dropped by the non-negative fit: no overhead
+  CHECK_FALSE(live_term_differs_from_none(f));
 }

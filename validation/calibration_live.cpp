@@ -19,54 +19,32 @@ struct LivePoint {
   Workload workload;
   Cluster cluster;  // oversubscribed runs get their ranks on one node
   double measured_s = 0;
-  std::map<std::string, double> op_s;  // the trainer's per-op medians (median over rounds)
+  std::string shape;  // widths, grid and batch: a one-rank run's shape is its multi-rank runs'
 };
+
+std::string shape_of(const ValidationCase& c) {
+  std::string s;
+  for (auto w : c.widths) s += std::to_string(w) + "-";
+  return s + "G" + std::to_string(c.grid_size) + " b" + std::to_string(c.batch);
+}
 
 ScalingPoint predict(const LivePoint& lp, const Calibration& cal) {
   StudyOptions o;
   o.gpus = {lp.ranks};
   return simulate_point(lp.cluster, lp.workload, cal, o, layout_for(lp.cluster, lp.ranks, std::nullopt));
 }
-// The live summary's op names: Adam and the copy-back are one slice each
-// in the trainer, one op per parameter in the model.
-std::string live_op_key(const Op& op) {
-  return op.cost_class == "adam" || op.cost_class == "copy_back" ? op.cost_class : op.name;
-}
 }  // namespace
 
-std::vector<CalibrationFile::FittedLiveOp> fit_live_ops(const std::vector<LiveOpPoint>& points) {
-  std::vector<CalibrationFile::FittedLiveOp> out;
-  for (const auto& cls : kanscale_cost_classes()) {
-    const bool kan = cls == "kan_forward" || cls == "kan_backward";
-    std::vector<std::vector<double>> X;
-    std::vector<double> y;
-    for (const auto& p : points)
-      if (p.cost_class == cls && p.predicted_s > 0 && p.live_s > 0) {
-        X.push_back(kan ? std::vector<double>{p.predicted_s, 1.0, p.elements} : std::vector<double>{p.predicted_s, 1.0});
-        y.push_back(p.live_s);
-      }
-    const std::size_t terms = kan ? 3 : 2;
-    if (X.size() < terms + 1) continue;
-    std::vector<bool> hold(X.size(), false);
-    if (X.size() >= 8)
-      for (std::size_t i = 3; i < X.size(); i += 4) hold[i] = true;
-    const LinearFit f = fit_relative_nonneg(kan ? std::vector<std::string>{"factor", "fixed_s", "per_element_s"}
-                                                : std::vector<std::string>{"factor", "fixed_s"},
-                                            X, y, hold);
-    if (!f.active[0] || !(f.coef[0] > 0)) continue;
-    Calibration::LiveOp op{f.coef[0], f.active[1] ? f.coef[1] : 0.0};
-    if (kan && f.active[2]) op.per_element_s = f.coef[2];
-    out.push_back({cls, op, f});
-  }
-  return out;
+bool live_term_differs_from_none(const LinearFit& f) {
+  const bool factor_differs = f.active.at(0) && std::fabs(f.coef.at(0) - 1.0) > 2 * f.std_err.at(0);
+  const bool overhead_differs = f.active.at(1) && f.coef.at(1) > 2 * f.std_err.at(1);
+  return factor_differs || overhead_differs;
 }
 
 void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::string& transport, CalibrationFile& file,
                     std::ostream& report) {
   const Cluster cluster = load_cluster(p.cluster_file);
-  file.live.clear();
-  file.live_ops.clear();
-  const Calibration micro = parse_calibration(write_calibration(file, ""), file.name, cluster, Precision::fp32);
+  const Calibration base = parse_calibration(write_calibration(file, ""), file.name, cluster, Precision::fp32);
   std::vector<LivePoint> points;
   for (std::size_t i = 0; i < p.measure.live.size(); ++i) {
     const ValidationCase& lc = p.measure.live[i];
@@ -78,50 +56,35 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
     lp.cluster = cluster;
     if (lc.ranks > cluster.gpus_per_node * cluster.nodes) lp.cluster.gpus_per_node = lc.ranks;
     std::vector<Metrics> rounds;
-    std::map<std::string, std::vector<double>> ops;  // op -> each round's median
-    for (int r = 0; r < p.rounds; ++r) {
-      const std::string f = dir + "/" + live_cal_file(i, r);
-      rounds.push_back(live_metrics(f, p.backend));
-      for (const auto& [name, t] : live_op_times(f)) ops[name].push_back(t);
-    }
+    for (int r = 0; r < p.rounds; ++r) rounds.push_back(live_metrics(dir + "/" + live_cal_file(i, r), p.backend));
     lp.measured_s = median_of(rounds).iteration_s;
-    for (auto& [name, v] : ops) lp.op_s[name] = median(v);
+    lp.shape = shape_of(lc);
     points.push_back(std::move(lp));
   }
-  // 1. per op, from the one-rank runs: what the trainer's sequence of ops
-  // costs beyond each op's microbenchmark
-  std::vector<LiveOpPoint> op_points;
-  for (const auto& lp : points) {
-    if (lp.ranks != 1) continue;
-    const ReplayInput in = make_replay_input(lp.cluster, lp.workload, micro, layout_for(lp.cluster, 1, std::nullopt), lp.workload.batch_per_gpu, 1);
-    std::map<std::string, LiveOpPoint> by;
-    for (std::size_t k = 0; k < in.ops.size(); ++k) {
-      LiveOpPoint& q = by[live_op_key(in.ops[k])];
-      q.cost_class = in.ops[k].cost_class;
-      q.predicted_s += in.op_time_s[k];
-      q.elements += in.ops[k].elements;
-    }
-    for (auto& [key, q] : by) {
-      const auto it = lp.op_s.find(key);
-      if (it == lp.op_s.end()) continue;
-      q.live_s = it->second;
-      op_points.push_back(q);
-    }
-  }
-  file.live_ops = fit_live_ops(op_points);
-  report << "live ops (kanscale train's per-op medians on the calibration's own shapes, one rank; live = factor x predicted + fixed):\n";
-  if (file.live_ops.empty()) report << "  none (" << op_points.size() << " op points; no class with 3)\n";
-  for (const auto& o : file.live_ops)
-    report << std::setprecision(4) << "  " << o.cost_class << ": factor " << o.op.factor << " (+- " << o.fit.std_err[0] << "), fixed "
-           << o.op.fixed_s * 1e6 << " us (+- " << o.fit.std_err[1] * 1e6 << "), " << o.fit.n_fit << " points"
-           << (o.op.per_element_s > 0 ? ", per element " + std::to_string(o.op.per_element_s * 1e9) + " ns" : std::string()) << ", rms relative residual " << o.fit.rms_rel_residual
-           << (o.fit.n_holdout > 0 ? ", held out " + std::to_string(o.fit.n_holdout) + ": mean " + std::to_string(100 * o.fit.holdout_mean_abs_rel) + "%" : std::string())
-           << "\n";
-  const Calibration base = parse_calibration(write_calibration(file, ""), file.name, cluster, Precision::fp32);
   std::map<int, std::vector<const LivePoint*>> by_ranks;
   for (const auto& lp : points) by_ranks[lp.ranks].push_back(&lp);
   report << "live (kanscale train on the calibration's own shapes; measured - predicted non-compute = compute_factor x predicted "
             "compute + host_overhead):\n";
+  // each shape alone: the trainer against the microbenchmark terms
+  std::map<std::string, double> alone;
+  if (by_ranks.count(1)) {
+    report << "  1 rank, measured / predicted per shape:";
+    std::vector<double> logs;
+    for (const LivePoint* lp : by_ranks[1]) {
+      const double pred = predict(*lp, base).iteration_s.median;
+      if (!(pred > 0) || !(lp->measured_s > 0)) continue;
+      alone[lp->shape] = lp->measured_s / pred;
+      logs.push_back(std::log(alone[lp->shape]));
+      report << " " << lp->shape << " " << std::setprecision(3) << alone[lp->shape] << ";";
+    }
+    if (!logs.empty()) {
+      double m = 0, v = 0;
+      for (double x : logs) m += x / static_cast<double>(logs.size());
+      for (double x : logs) v += (x - m) * (x - m) / static_cast<double>(logs.size());
+      report << " geometric mean " << std::exp(m) << ", spread (sigma of the log) " << std::sqrt(v);
+    }
+    report << "\n";
+  }
   for (const auto& [ranks, pts] : by_ranks) {
     std::vector<std::vector<double>> X;
     std::vector<double> y;
@@ -140,6 +103,12 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
     const LinearFit f = fit_relative_nonneg({"compute_factor", "host_overhead_s"}, X, y, std::vector<bool>(X.size(), false));
     if (!f.active[0] || !(f.coef[0] > 0)) {
       report << "  " << ranks << " rank(s): the compute factor came out 0; none\n";
+      continue;
+    }
+    if (!live_term_differs_from_none(f)) {
+      report << std::setprecision(4) << "  " << ranks << " rank(s), " << X.size() << " runs: compute_factor " << f.coef[0] << " (+- "
+             << f.std_err[0] << "), host_overhead " << (f.active[1] ? f.coef[1] : 0.0) * 1e6 << " us (+- " << f.std_err[1] * 1e6
+             << "): within two standard errors of none; none\n";
       continue;
     }
     CalibrationFile::FittedLive fl;

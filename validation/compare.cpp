@@ -227,10 +227,4 @@ Metrics live_metrics(const std::string& path, const std::string& backend) {
   return m;
 }
 
-std::vector<std::pair<std::string, double>> live_op_times(const std::string& path) {
-  const nlohmann::json j = read_json_file(path, "a kanscale train --json file");
-  if (!j.is_object() || !j.contains("summary")) throw InputError(path + ": not a kanscale train --json file (no summary)");
-  return train_summary_from_json(j["summary"], path).op_s;
-}
-
 }  // namespace ks

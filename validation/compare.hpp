@@ -75,8 +75,5 @@ void attach_speedups(std::vector<CaseResult>& results);
 // its steady steps; the peak memory is the device's on cuda, the resident
 // set's on the CPU.
 Metrics live_metrics(const std::string& path, const std::string& backend);
-// The per-op medians of a kanscale train --json file (summary.ops; empty in
-// files from before they were recorded).
-std::vector<std::pair<std::string, double>> live_op_times(const std::string& path);
 
 }  // namespace ks
