@@ -370,9 +370,9 @@ std::vector<Case> catalogue() {
       // ------------------------------------------------------------ calibration YAML
       {"calibration: concurrency past int", "calibration", {{K, sub(kCalibration, "concurrency: 2", "concurrency: 2147483648")}},
        sim_calibration(), {"calibration.yaml:", "concurrency", "at most"}},
-      {"calibration: jitter above 1", "calibration", {{K, sub(kCalibration, "jitter_sigma: 0.0307113", "jitter_sigma: 3")}},
+      {"calibration: jitter above 1", "calibration", {{K, sub(kCalibration, "jitter_sigma: 0.0302619", "jitter_sigma: 3")}},
        sim_calibration(), {"calibration.yaml:", "compute.jitter_sigma"}},
-      {"calibration: jitter as text", "calibration", {{K, sub(kCalibration, "jitter_sigma: 0.0307113", "jitter_sigma: lots")}},
+      {"calibration: jitter as text", "calibration", {{K, sub(kCalibration, "jitter_sigma: 0.0302619", "jitter_sigma: lots")}},
        sim_calibration(), {"calibration.yaml:", "compute.jitter_sigma", "number"}},
       {"calibration: time overflows", "calibration", {{K, sub(kCalibration, "host_overhead: \"0s\"", "host_overhead: \"1e307h\"")}},
        sim_calibration(), {"calibration.yaml:", "compute.host_overhead", "too large"}},
