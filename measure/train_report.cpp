@@ -64,9 +64,10 @@ TrainResult report(const TrainOptions& o, Comm& comm, const KanNet& net, const s
   // the iteration), this rank's median: in the order the ops first ran.
   nlohmann::json my_ops = nlohmann::json::array();
   {
-    std::set<std::int64_t> steady;
+    std::set<std::int64_t> timed, steady;  // steps with slices (a long run without --trace keeps a recent window)
+    for (const auto& e : slices) timed.insert(e.iteration);
     for (const auto& r : records)
-      if (!r.first) steady.insert(r.step);
+      if (!r.first && timed.count(r.step)) steady.insert(r.step);
     std::vector<std::string> order;
     std::map<std::string, std::map<std::int64_t, double>> per;  // op -> step -> seconds
     for (const auto& e : slices) {

@@ -139,9 +139,11 @@ TrainResult run_train(const TrainOptions& o, Comm& comm) {
   std::vector<TraceSlice> slices;
   std::int64_t step = start_step;
   // Every op is timed whether or not a trace is asked for: the summary
-  // reports each op's median (the live calibration fits its terms per op).
+  // reports each op's median per steady iteration (summary.ops). Without
+  // --trace only a recent window is kept, so a long run stays bounded.
   auto record = [&](int track, std::string name, const char* cat, double t0, double t1, double bytes = 0) {
     slices.push_back({rank, track, step, std::move(name), cat, t0, t1, bytes});
+    if (o.trace.empty() && slices.size() > 400000) slices.erase(slices.begin(), slices.begin() + 200000);
   };
   std::vector<IterRecord> records;
   const auto t_origin = Clock::now();
@@ -251,9 +253,9 @@ TrainResult run_train(const TrainOptions& o, Comm& comm) {
     bool layer_open = true;
     cpu.backward(
         [&](int p) {
-          const double c0 = now();
-          if (layer_open) record(0, "backward layer " + std::to_string(layer), "backward", t0, c0);
+          if (layer_open) record(0, "backward layer " + std::to_string(layer), "backward", t0, now());
           layer_open = false;
+          const double c0 = now();  // after the record, which is no copy's cost
           const Reducer::Slot& s = reducer.slot(p);
           const auto& g = cpu.grads()[static_cast<std::size_t>(p)];
           float* dst = runs[static_cast<std::size_t>(s.bucket)].buf.data() + s.offset;
@@ -263,13 +265,13 @@ TrainResult run_train(const TrainOptions& o, Comm& comm) {
           if (reducer.mark_ready(p, launch)) record(0, "launch", "launch", c1, now());
         },
         [&](int l) {
+          if (layer_open) record(0, "backward layer " + std::to_string(l), "backward", t0, now());
           const double p0 = now();
-          if (layer_open) record(0, "backward layer " + std::to_string(l), "backward", t0, p0);
           progress();
-          t0 = now();
-          record(0, "progress", "launch", p0, t0);
+          record(0, "progress", "launch", p0, now());
           layer = l - 1;
           layer_open = true;
+          t0 = now();  // after the record, which is no layer's cost
         });
     if (!reducer.all_launched()) throw std::logic_error("CPU trainer: a bucket never became ready");
     // wait for every bucket

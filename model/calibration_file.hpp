@@ -59,6 +59,7 @@ struct CalibrationFile {
   struct FittedLive {
     Calibration::LiveTerm term;
     LinearFit fit;  // measured - predicted non-compute ~ factor x predicted compute + host
+    std::string none_because;  // set: the fit did not differ from none, the term is (1, 0)
   };
   std::vector<FittedLive> live;
   double model_error_sigma = 0;

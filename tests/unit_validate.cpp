@@ -272,19 +272,33 @@ TEST_CASE("op by op: live against predicted, per-parameter steps as one op, wait
   CHECK(ops[1].live_s / 0.6e-3 == doctest::Approx(1.0));
 }
 
-TEST_CASE("a live term is kept only where it differs from none by more than two standard errors") {
+TEST_CASE("a live term is kept only where (factor, overhead) differs from (1, 0) at 95%, with the fit's covariance") {
   LinearFit f;
   f.features = {"compute_factor", "host_overhead_s"};
   f.active = {true, true};
-  f.coef = {1.10, 0.0};
-  f.std_err = {0.034, 1e-5};
-  CHECK(live_term_differs_from_none(f));  // 0.10 > 2 x 0.034
-  f.coef[0] = 0.925;
-  f.std_err[0] = 0.055;
-  CHECK_FALSE(live_term_differs_from_none(f));  // 0.075 < 2 x 0.055
-  f.coef[1] = 30e-6;  // an overhead of 30 us +- 10 us is kept even with the factor at 1
-  f.std_err[1] = 10e-6;
+  auto set = [&](double k, double h, double se_k, double se_h, double rho) {
+    f.coef = {k, h};
+    f.std_err = {se_k, se_h};
+    f.cov = {{se_k * se_k, rho * se_k * se_h}, {rho * se_k * se_h, se_h * se_h}};
+  };
+  // uncorrelated: W = (0.10 / 0.034)^2 = 8.65 > 5.991
+  set(1.10, 0.0, 0.034, 1e-5, 0.0);
   CHECK(live_term_differs_from_none(f));
-  f.active[1] = false;  // dropped by the non-negative fit: no overhead
+  // W = (0.075 / 0.055)^2 = 1.86
+  set(0.925, 0.0, 0.055, 1e-5, 0.0);
+  CHECK_FALSE(live_term_differs_from_none(f));
+  // each term alone within 1.96 standard errors (1.5 and 1.5), but strongly
+  // anti-correlated while both are up: W = (1.5^2 + 2 x 0.9 x 2.25 + 1.5^2)
+  // / (1 - 0.81) = 8.55 / 0.19 = 45 > 5.991
+  set(1.15, 15e-6, 0.1, 10e-6, -0.9);
+  CHECK(live_term_differs_from_none(f));
+  // the same with the correlation positive: W = (4.5 - 4.05) / 0.19 = 2.37
+  set(1.15, 15e-6, 0.1, 10e-6, 0.9);
+  CHECK_FALSE(live_term_differs_from_none(f));
+  // a term the fit dropped: one degree of freedom, (0.10 / 0.04)^2 = 6.25 > 3.841
+  set(1.10, 0.0, 0.04, 0.0, 0.0);
+  f.active = {true, false};
+  CHECK(live_term_differs_from_none(f));
+  set(1.07, 0.0, 0.04, 0.0, 0.0);  // (0.07 / 0.04)^2 = 3.06
   CHECK_FALSE(live_term_differs_from_none(f));
 }

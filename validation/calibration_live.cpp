@@ -3,6 +3,7 @@
 #include <cmath>
 #include <iomanip>
 #include <map>
+#include <sstream>
 
 #include "compare.hpp"
 #include "model/fit.hpp"
@@ -36,9 +37,15 @@ ScalingPoint predict(const LivePoint& lp, const Calibration& cal) {
 }  // namespace
 
 bool live_term_differs_from_none(const LinearFit& f) {
-  const bool factor_differs = f.active.at(0) && std::fabs(f.coef.at(0) - 1.0) > 2 * f.std_err.at(0);
-  const bool overhead_differs = f.active.at(1) && f.coef.at(1) > 2 * f.std_err.at(1);
-  return factor_differs || overhead_differs;
+  // a Wald test at 95%: chi-square with one degree of freedom per term the
+  // fit kept (3.841, 5.991), the two terms together through their covariance
+  const double d0 = f.active.at(0) ? f.coef.at(0) - 1.0 : 0.0, d1 = f.active.at(1) ? f.coef.at(1) : 0.0;
+  if (f.active[0] && f.active[1] && f.cov.size() == 2) {
+    const double a = f.cov[0][0], b = f.cov[0][1], c = f.cov[1][1], det = a * c - b * b;
+    if (det > 0) return (d0 * d0 * c - 2 * d0 * d1 * b + d1 * d1 * a) / det > 5.991;
+  }
+  auto one = [](double d, double se) { return se > 0 ? d * d / (se * se) > 3.841 : d != 0; };
+  return (f.active[0] && one(d0, f.std_err.at(0))) || (f.active[1] && one(d1, f.std_err.at(1)));
 }
 
 void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::string& transport, CalibrationFile& file,
@@ -105,15 +112,21 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
       report << "  " << ranks << " rank(s): the compute factor came out 0; none\n";
       continue;
     }
-    if (!live_term_differs_from_none(f)) {
-      report << std::setprecision(4) << "  " << ranks << " rank(s), " << X.size() << " runs: compute_factor " << f.coef[0] << " (+- "
-             << f.std_err[0] << "), host_overhead " << (f.active[1] ? f.coef[1] : 0.0) * 1e6 << " us (+- " << f.std_err[1] * 1e6
-             << "): within two standard errors of none; none\n";
-      continue;
-    }
     CalibrationFile::FittedLive fl;
     fl.term = Calibration::LiveTerm{ranks, f.coef[0], f.active[1] ? f.coef[1] : 0.0};
     fl.fit = f;
+    if (!live_term_differs_from_none(f)) {
+      // written as an explicit none, so that these ranks never fall back
+      // on the term of fewer ranks
+      std::ostringstream why;
+      why << std::setprecision(4) << "none: fitted compute_factor " << f.coef[0] << " +- " << f.std_err[0] << ", host_overhead "
+          << fl.term.host_overhead_s * 1e6 << " +- " << f.std_err[1] * 1e6 << " us, not told from none at 95%";
+      fl.term = Calibration::LiveTerm{ranks, 1.0, 0.0};
+      fl.none_because = why.str();
+      file.live.push_back(fl);
+      report << "  " << ranks << " rank(s), " << X.size() << " runs: " << fl.none_because << "\n";
+      continue;
+    }
     file.live.push_back(fl);
     report << std::setprecision(4) << "  " << ranks << " rank(s), " << X.size() << " runs: compute_factor " << fl.term.compute_factor
            << " (+- " << f.std_err[0] << "), host_overhead " << fl.term.host_overhead_s * 1e6 << " us (+- " << f.std_err[1] * 1e6

@@ -4,8 +4,8 @@
 // case's), costs beyond the prediction from the microbenchmark terms. Per
 // ranks on a node: measured - predicted non-compute time is fitted as
 // compute_factor x predicted compute + host_overhead (relative least
-// squares, non-negative). A term is kept only where it differs from none by
-// more than two standard errors (the factor from 1, the overhead from 0):
+// squares, non-negative). A term is kept only where it differs from none
+// (factor 1, overhead 0) at 95%, else it is written as an explicit none:
 // otherwise it would carry a few shapes' own errors and the machine's
 // run-to-run drift to every other shape. The one-rank runs' measured /
 // predicted per shape goes to the report (their spread is what the kernel
@@ -19,8 +19,9 @@
 
 namespace ks {
 
-// A fit of (compute_factor, host_overhead_s): whether the factor is more
-// than two standard errors from 1 or the overhead more than two from 0.
+// A fit of (compute_factor, host_overhead_s): whether (factor, overhead)
+// differs from (1, 0) at 95% (a Wald test with the fit's covariance; one
+// degree of freedom when the fit dropped a term).
 bool live_term_differs_from_none(const LinearFit& f);
 
 // Fits file.live and file.model_error_sigma for `transport`'s calibration
