@@ -7,6 +7,7 @@
 #include "model/calibration_fit.hpp"
 #include "model/collectives.hpp"
 #include "model/config.hpp"
+#include "model/kan_model.hpp"
 #include "model/yaml_reader.hpp"
 
 using namespace ks;
@@ -236,6 +237,53 @@ TEST_CASE("fit: compute terms from layer timings made by a known cost, and their
   CHECK(k.jitter_sigma == doctest::Approx(fit.file.jitter_sigma).epsilon(1e-5).scale(0));
   CHECK(k.source == "fitted");
   CHECK(k.name == "t");
+}
+
+TEST_CASE("fit: a backward pays per basis derivative only with the input gradient") {
+  // kan_backward rows in both variants, timed as fixed 3 us + flops / 25
+  // GFLOP/s + bytes / 8 GB/s + 1 ns per spline weight, and 12 ns per (sample,
+  // input) only 'with input gradient' (the bases' derivatives). The fit gives
+  // the 12 ns back because the rows without carry no elements; a fit that
+  // gave both variants the elements would need a different per-element cost
+  // for each and could not reproduce the times.
+  KernelsFile f;
+  f.path = "k.json";
+  int shape = 0;
+  for (double batch : {16.0, 64.0, 256.0})
+    for (double in : {4.0, 32.0})
+      for (double out : {1.0, 64.0})
+        for (double g : {3.0, 10.0})
+          for (bool dx : {true, false}) {
+            KernelRecord r;
+            r.op = "kan_backward";
+            r.detail = dx ? "with input gradient" : "without input gradient";
+            r.batch = batch, r.in = in, r.out = out, r.grid_size = g, r.spline_order = 3;
+            r.flops = (dx ? 4 : 2) * batch * in * out * (g + 4) + 37 * shape;
+            r.bytes = 4 * (batch * (in + out) + 3 * in * out * (g + 3)) + (dx ? 4 * batch * in * 7 : 0) + 101 * (shape % 5);
+            r.time_median_s = 3e-6 + r.flops / 25e9 + r.bytes / 8e9 + 1e-9 * in * out * (g + 3) + (dx ? 12e-9 * batch * in : 0.0);
+            r.time_cv = 0.01;
+            f.rows.push_back(r);
+            ++shape;
+          }
+  FitInputs inputs;
+  inputs.kernels = {f};
+  const CalibrationFit fit = fit_calibration(inputs, "t");
+  REQUIRE(fit.file.ops.size() == 1);
+  const OpCost& c = fit.file.ops[0].cost;
+  CHECK(c.element_s == doctest::Approx(12e-9).epsilon(1e-4).scale(0));
+  CHECK(c.fixed_s == doctest::Approx(3e-6).epsilon(1e-4).scale(0));
+  CHECK(c.flop_rate == doctest::Approx(25e9).epsilon(1e-4));
+  CHECK(fit.file.ops[0].fit.rms_rel_residual < 1e-6);
+  // and the model's ops agree: the first layer's backward has no elements,
+  // a later one batch x in
+  const auto ops = kanscale_iteration(KanShape{{4, 8, 1}, 5, 3}, 10, false);
+  int backward = 0;
+  for (const auto& o : ops)
+    if (o.cost_class == "kan_backward") {
+      CHECK(o.elements == (o.layer == 0 ? 0.0 : 10.0 * 8));
+      ++backward;
+    }
+  CHECK(backward == 2);
 }
 
 TEST_CASE("a calibration knows its machine: the first kernels file's fingerprint goes through the file and back") {
