@@ -791,7 +791,7 @@ TEST_CASE("calibrate: one command measures this machine and fits a calibration t
   for (const auto& t : cal.live_terms) CHECK((t.compute_factor > 0.2 && t.compute_factor < 5));  // a factor, not a rescue
   const std::string fit_report = slurp(d / "cal/results/fit-report-shm.txt");
   CHECK(fit_report.find("1 rank, measured / predicted per shape: 24-48-1-G7 b4 ") != std::string::npos);
-  CHECK(fit_report.find("2 rank(s), 4 runs: ") != std::string::npos);
+  CHECK(fit_report.find("  2 rank(s)") != std::string::npos);  // a term, or none and why
   CHECK(cal.model_error_sigma >= 0);
   CHECK(std::ifstream(d / "cal/results/livecal-c0-r0.json").good());
   // simulate uses it

@@ -103,28 +103,33 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
       X.push_back({pt.compute_s.median, 1.0});
       y.push_back(target);
     }
+    // an explicit none, so that these ranks never fall back on the term of
+    // fewer ranks
+    auto none = [&](const std::string& why, const LinearFit& f) {
+      CalibrationFile::FittedLive fl;
+      fl.term = Calibration::LiveTerm{ranks, 1.0, 0.0};
+      fl.fit = f;
+      fl.none_because = why;
+      file.live.push_back(fl);
+      report << "  " << ranks << " rank(s): " << why << "\n";
+    };
     if (X.size() < 3) {
-      report << "  " << ranks << " rank(s): " << X.size() << " usable run(s), too few for two terms; none\n";
+      none("none: " + std::to_string(X.size()) + " usable run(s), too few for two terms", LinearFit{});
       continue;
     }
     const LinearFit f = fit_relative_nonneg({"compute_factor", "host_overhead_s"}, X, y, std::vector<bool>(X.size(), false));
     if (!f.active[0] || !(f.coef[0] > 0)) {
-      report << "  " << ranks << " rank(s): the compute factor came out 0; none\n";
+      none("none: the compute factor came out 0", f);
       continue;
     }
     CalibrationFile::FittedLive fl;
     fl.term = Calibration::LiveTerm{ranks, f.coef[0], f.active[1] ? f.coef[1] : 0.0};
     fl.fit = f;
     if (!live_term_differs_from_none(f)) {
-      // written as an explicit none, so that these ranks never fall back
-      // on the term of fewer ranks
       std::ostringstream why;
-      why << std::setprecision(4) << "none: fitted compute_factor " << f.coef[0] << " +- " << f.std_err[0] << ", host_overhead "
-          << fl.term.host_overhead_s * 1e6 << " +- " << f.std_err[1] * 1e6 << " us, not told from none at 95%";
-      fl.term = Calibration::LiveTerm{ranks, 1.0, 0.0};
-      fl.none_because = why.str();
-      file.live.push_back(fl);
-      report << "  " << ranks << " rank(s), " << X.size() << " runs: " << fl.none_because << "\n";
+      why << std::setprecision(4) << X.size() << " runs: none: fitted compute_factor " << f.coef[0] << " +- " << f.std_err[0]
+          << ", host_overhead " << fl.term.host_overhead_s * 1e6 << " +- " << f.std_err[1] * 1e6 << " us, not told from none at 95%";
+      none(why.str(), f);
       continue;
     }
     file.live.push_back(fl);
