@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <initializer_list>
 
 #include "model/calibration_fit.hpp"
 #include "model/collectives.hpp"
@@ -47,6 +48,34 @@ CollectiveSweepFile allreduce_sweep(int ranks, double a_small, double bw_small, 
     s.points.push_back(point(b, (t.latency_steps * (rd ? a_small : a_ring) + t.byte_steps / (rd ? bw_small : bw_ring)) * 1e6));
   }
   return s;
+}
+
+// Layer shapes spread so that every feature varies independently: batch
+// 16-256, in 4 or 32, out as given, G 3 or 10 (k = 3).
+template <class F>
+void for_each_layer_shape(std::initializer_list<double> outs, F&& f) {
+  for (double batch : {16.0, 64.0, 256.0})
+    for (double in : {4.0, 32.0})
+      for (double out : outs)
+        for (double g : {3.0, 10.0}) f(batch, in, out, g);
+}
+
+KernelRecord layer_row(const char* op, double batch, double in, double out, double g) {
+  KernelRecord r;
+  r.op = op;
+  r.batch = static_cast<std::int64_t>(batch), r.in = static_cast<std::int64_t>(in), r.out = static_cast<std::int64_t>(out);
+  r.grid_size = static_cast<int>(g), r.spline_order = 3;
+  return r;
+}
+
+// fit_calibration over one kernels file holding `rows`
+CalibrationFit fit_kernel_rows(std::vector<KernelRecord> rows) {
+  KernelsFile f;
+  f.path = "k.json";
+  f.rows = std::move(rows);
+  FitInputs inputs;
+  inputs.kernels = {f};
+  return fit_calibration(inputs, "t");
 }
 
 }  // namespace
@@ -196,26 +225,18 @@ TEST_CASE("fit: compute terms from layer timings made by a known cost, and their
   // bytes / 5 GB/s + 2 ns per basis evaluation (batch x in) + 0.5 ns per
   // spline weight (in x out x (G + k)); every feature varies independently
   // over the shapes, so the least-squares fit must give them back.
-  KernelsFile f;
-  f.path = "k.json";
+  std::vector<KernelRecord> rows;
   int shape = 0;
-  for (double batch : {16.0, 64.0, 256.0})
-    for (double in : {4.0, 32.0})
-      for (double out : {8.0, 64.0})
-        for (double g : {3.0, 10.0}) {
-          KernelRecord r;
-          r.op = "kan_forward";
-          r.batch = batch, r.in = in, r.out = out, r.grid_size = g, r.spline_order = 3;
-          r.flops = 2 * batch * in * out * (g + 4) + 37 * shape;  // the FLOPs and bytes
-          r.bytes = 4 * (batch * (in + out) + in * out * (g + 3)) + 101 * (shape % 5);  // not collinear with the rest
-          r.time_median_s = 4e-6 + r.flops / 20e9 + r.bytes / 5e9 + 2e-9 * batch * in + 0.5e-9 * in * out * (g + 3);
-          r.time_cv = 0.01 * (1 + shape % 3);  // median 0.02
-          f.rows.push_back(r);
-          ++shape;
-        }
-  FitInputs inputs;
-  inputs.kernels = {f};
-  const CalibrationFit fit = fit_calibration(inputs, "t");
+  for_each_layer_shape({8.0, 64.0}, [&](double batch, double in, double out, double g) {
+    KernelRecord r = layer_row("kan_forward", batch, in, out, g);
+    r.flops = 2 * batch * in * out * (g + 4) + 37 * shape;  // the FLOPs and bytes
+    r.bytes = 4 * (batch * (in + out) + in * out * (g + 3)) + 101 * (shape % 5);  // not collinear with the rest
+    r.time_median_s = 4e-6 + r.flops / 20e9 + r.bytes / 5e9 + 2e-9 * batch * in + 0.5e-9 * in * out * (g + 3);
+    r.time_cv = 0.01 * (1 + shape % 3);  // median 0.02
+    rows.push_back(r);
+    ++shape;
+  });
+  const CalibrationFit fit = fit_kernel_rows(rows);
   REQUIRE(fit.file.ops.size() == 1);
   const OpCost& c = fit.file.ops[0].cost;
   CHECK(c.fixed_s == doctest::Approx(4e-6).epsilon(1e-4).scale(0));
@@ -246,28 +267,21 @@ TEST_CASE("fit: a backward pays per basis derivative only with the input gradien
   // the 12 ns back because the rows without carry no elements; a fit that
   // gave both variants the elements would need a different per-element cost
   // for each and could not reproduce the times.
-  KernelsFile f;
-  f.path = "k.json";
+  std::vector<KernelRecord> rows;
   int shape = 0;
-  for (double batch : {16.0, 64.0, 256.0})
-    for (double in : {4.0, 32.0})
-      for (double out : {1.0, 64.0})
-        for (double g : {3.0, 10.0})
-          for (bool dx : {true, false}) {
-            KernelRecord r;
-            r.op = "kan_backward";
-            r.detail = dx ? "with input gradient" : "without input gradient";
-            r.batch = batch, r.in = in, r.out = out, r.grid_size = g, r.spline_order = 3;
-            r.flops = (dx ? 4 : 2) * batch * in * out * (g + 4) + 37 * shape;
-            r.bytes = 4 * (batch * (in + out) + 3 * in * out * (g + 3)) + (dx ? 4 * batch * in * 7 : 0) + 101 * (shape % 5);
-            r.time_median_s = 3e-6 + r.flops / 25e9 + r.bytes / 8e9 + 1e-9 * in * out * (g + 3) + (dx ? 12e-9 * batch * in : 0.0);
-            r.time_cv = 0.01;
-            f.rows.push_back(r);
-            ++shape;
-          }
-  FitInputs inputs;
-  inputs.kernels = {f};
-  const CalibrationFit fit = fit_calibration(inputs, "t");
+  for_each_layer_shape({1.0, 64.0}, [&](double batch, double in, double out, double g) {
+    for (bool dx : {true, false}) {
+      KernelRecord r = layer_row("kan_backward", batch, in, out, g);
+      r.detail = dx ? "with input gradient" : "without input gradient";
+      r.flops = (dx ? 4 : 2) * batch * in * out * (g + 4) + 37 * shape;
+      r.bytes = 4 * (batch * (in + out) + 3 * in * out * (g + 3)) + (dx ? 4 * batch * in * 7 : 0) + 101 * (shape % 5);
+      r.time_median_s = 3e-6 + r.flops / 25e9 + r.bytes / 8e9 + 1e-9 * in * out * (g + 3) + (dx ? 12e-9 * batch * in : 0.0);
+      r.time_cv = 0.01;
+      rows.push_back(r);
+      ++shape;
+    }
+  });
+  const CalibrationFit fit = fit_kernel_rows(rows);
   REQUIRE(fit.file.ops.size() == 1);
   const OpCost& c = fit.file.ops[0].cost;
   CHECK(c.element_s == doctest::Approx(12e-9).epsilon(1e-4).scale(0));

@@ -20,9 +20,10 @@ struct LivePoint {
   Workload workload;
   Cluster cluster;  // oversubscribed runs get their ranks on one node
   double measured_s = 0;
-  std::string shape;  // widths, grid and batch: a one-rank run's shape is its multi-rank runs'
+  ScalingPoint predicted;  // from the microbenchmark terms alone
 };
 
+// widths, grid and batch (the fit report's name for a calibration run)
 std::string shape_of(const ValidationCase& c) {
   std::string s;
   for (auto w : c.widths) s += std::to_string(w) + "-";
@@ -65,7 +66,7 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
     std::vector<Metrics> rounds;
     for (int r = 0; r < p.rounds; ++r) rounds.push_back(live_metrics(dir + "/" + live_cal_file(i, r), p.backend));
     lp.measured_s = median_of(rounds).iteration_s;
-    lp.shape = shape_of(lc);
+    lp.predicted = predict(lp, base);
     points.push_back(std::move(lp));
   }
   std::map<int, std::vector<const LivePoint*>> by_ranks;
@@ -73,16 +74,15 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
   report << "live (kanscale train on the calibration's own shapes; measured - predicted non-compute = compute_factor x predicted "
             "compute + host_overhead):\n";
   // each shape alone: the trainer against the microbenchmark terms
-  std::map<std::string, double> alone;
   if (by_ranks.count(1)) {
     report << "  1 rank, measured / predicted per shape:";
     std::vector<double> logs;
     for (const LivePoint* lp : by_ranks[1]) {
-      const double pred = predict(*lp, base).iteration_s.median;
+      const double pred = lp->predicted.iteration_s.median;
       if (!(pred > 0) || !(lp->measured_s > 0)) continue;
-      alone[lp->shape] = lp->measured_s / pred;
-      logs.push_back(std::log(alone[lp->shape]));
-      report << " " << lp->shape << " " << std::setprecision(3) << alone[lp->shape] << ";";
+      const double ratio = lp->measured_s / pred;
+      logs.push_back(std::log(ratio));
+      report << " " << shape_of(p.measure.live[lp->index]) << " " << std::setprecision(3) << ratio << ";";
     }
     if (!logs.empty()) {
       double m = 0, v = 0;
@@ -96,7 +96,7 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
     std::vector<std::vector<double>> X;
     std::vector<double> y;
     for (const LivePoint* lp : pts) {
-      const ScalingPoint pt = predict(*lp, base);
+      const ScalingPoint& pt = lp->predicted;
       const double rest = pt.iteration_s.median - pt.compute_s.median;
       const double target = lp->measured_s - rest;
       if (!(target > 0) || !(pt.compute_s.median > 0)) continue;
