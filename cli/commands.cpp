@@ -126,9 +126,10 @@ int bench(const std::vector<std::string>& args, const std::string& cmdline) {
   (void)cmdline;
   if (!args.empty() && args[0] == "kernels") return bench_kernels({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "interference") return bench_interference({args.begin() + 1, args.end()}, cmdline);
+  if (!args.empty() && args[0] == "progress") return bench_progress({args.begin() + 1, args.end()}, cmdline);
   if (!args.empty() && args[0] == "study") return bench_study({args.begin() + 1, args.end()});
   if (args.empty() || (args[0] != "sim" && args[0] != "--help" && args[0] != "-h")) {
-    throw InputError("bench: expected a benchmark name: kanscale bench sim|kernels|interference|study [options]");
+    throw InputError("bench: expected a benchmark name: kanscale bench sim|kernels|interference|progress|study [options]");
   }
   CommonOptions c;
   c.cluster = "configs/clusters/dgx-a100.yaml";

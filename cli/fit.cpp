@@ -18,7 +18,7 @@ namespace ks::cli {
 
 int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   std::vector<std::string> kernels, collectives, nccl_logs;
-  std::vector<std::string> interference, runtime_files;
+  std::vector<std::string> interference, runtime_files, progress;
   std::string out, name;
   po::options_description desc("fit options");
   desc.add_options()
@@ -26,6 +26,7 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
       ("kernels", po::value(&kernels)->multitoken(), "kanscale measure kernels JSON file(s)")
       ("collectives", po::value(&collectives)->multitoken(), "kanscale measure allreduce and broadcast JSON file(s), any rank counts")
       ("interference", po::value(&interference)->multitoken(), "kanscale bench interference JSON file(s) (the median is used)")
+      ("progress", po::value(&progress)->multitoken(), "kanscale bench progress JSON file(s) of one transport (mpi_progress)")
       ("nccl-tests", po::value(&nccl_logs)->multitoken(), "nccl-tests all_reduce_perf logs (nccl family)")
       ("runtime-memory", po::value(&runtime_files)->multitoken(),
        "kanscale measure kernels JSON file(s) at other ranks per node: only their runtime memory is read")
@@ -36,13 +37,13 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
     return 0;
   if (out.empty()) throw InputError("missing required option --out");
   check_output_paths({{out, "--out"}});
-  if (kernels.empty() && collectives.empty() && nccl_logs.empty())
-    throw InputError("give --kernels, --collectives and/or --nccl-tests");
+  if (kernels.empty() && collectives.empty() && nccl_logs.empty() && progress.empty())
+    throw InputError("give --kernels, --collectives, --progress and/or --nccl-tests");
   if (name.empty()) {
     name = out.substr(out.find_last_of('/') + 1);
     name = name.substr(0, name.rfind('.'));
   }
-  const FitInputs inputs = read_fit_inputs(kernels, collectives, interference, nccl_logs, runtime_files);
+  const FitInputs inputs = read_fit_inputs(kernels, collectives, interference, nccl_logs, runtime_files, progress);
   const CalibrationFit fit = fit_calibration(inputs, name);
   write_files_atomic({{out, write_calibration(fit.file, fit_header(cmdline))}});
   std::cout << fit.report << "wrote " << out << "\n";

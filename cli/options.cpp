@@ -58,6 +58,16 @@ std::uint64_t parse_seed(const std::string& text) {
   return std::stoull(text);
 }
 
+std::vector<std::string> split_list(const std::string& text, const std::string& option) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(item);
+  if (text.empty() || text.back() == ',' || std::any_of(out.begin(), out.end(), [](const std::string& i) { return i.empty(); }))
+    throw InputError(option + ": expected a comma-separated list without empty items, got \"" + text + "\"");
+  return out;
+}
+
 std::vector<int> parse_int_list(const std::string& text, const std::string& option) {
   // GPU counts and ranks: ten million is far above any cluster, and keeps
   // every product of them with other counts in range.

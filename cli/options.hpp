@@ -20,6 +20,8 @@ struct CommonOptions {
 boost::program_options::options_description common_options(CommonOptions& o);
 // "1,2,4,8" -> {1,2,4,8}; throws InputError on anything else.
 std::vector<int> parse_int_list(const std::string& text, const std::string& option);
+// "a,b,c" -> {"a","b","c"}; an empty item throws InputError naming `option`.
+std::vector<std::string> split_list(const std::string& text, const std::string& option);
 // CPU threads per rank: 1 to kMaxThreads; throws InputError naming `option`.
 constexpr int kMaxThreads = 1024;
 void check_threads(long long threads, const std::string& option);

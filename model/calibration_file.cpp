@@ -98,7 +98,7 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
     if (!f.ops_cold.empty()) y << "  ops_cold:   # the same ops with the caches evicted before each repetition\n";
     for (const auto& o : f.ops_cold) write_op(y, o);
   }
-  if (!f.mpi_regimes.empty() || f.mpi_broadcast || f.nccl) {
+  if (!f.mpi_regimes.empty() || f.mpi_broadcast || f.mpi_progress || f.nccl) {
     y << "collectives:\n";
     if (!f.mpi_regimes.empty()) y << "  mpi_regimes:\n";
     for (const auto& fr : f.mpi_regimes) {
@@ -122,6 +122,12 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
       if (f.mpi_broadcast->bandwidth_Bps) y << ", bandwidth: " << num(*f.mpi_broadcast->bandwidth_Bps * 1e-9, "GB/s");
       if (!f.mpi_broadcast->cov.empty()) y << ", cov: " << matrix(f.mpi_broadcast->cov);
       y << "}   # " << (f.mpi_broadcast_fit ? fit_quality(*f.mpi_broadcast_fit, false) : "") << "\n";
+    }
+    if (f.mpi_progress) {
+      y << "  mpi_progress: {min_steps: " << f.mpi_progress->min_steps;
+      if (f.mpi_progress->chunk_bytes > 0) y << ", chunk: \"" << static_cast<long long>(std::llround(f.mpi_progress->chunk_bytes)) << "B\"";
+      y << "}   # steps = max(min_steps, bytes / chunk); a step after the first starts only inside MPI (bench progress): "
+        << f.mpi_progress_note << "\n";
     }
     if (f.nccl) {
       y << "  nccl:\n";

@@ -43,6 +43,8 @@ struct CalibrationFile {
   std::vector<FittedMpiRegime> mpi_regimes;
   std::optional<MpiBroadcast> mpi_broadcast;
   std::optional<LinearFit> mpi_broadcast_fit;
+  std::optional<MpiProgress> mpi_progress;  // bench progress's fit
+  std::string mpi_progress_note;            // its quality, for the file's comment
   // collectives, nccl family: bus bandwidth per level, and how many sweeps each came from
   bool nccl = false;
   std::optional<double> nccl_bus_bw_intra_Bps, nccl_bus_bw_inter_Bps;

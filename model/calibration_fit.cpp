@@ -232,14 +232,43 @@ void fit_nccl_sweeps(const std::vector<NcclSweep>& sweeps, CalibrationFile& out,
 
 FitInputs read_fit_inputs(const std::vector<std::string>& kernels, const std::vector<std::string>& collectives,
                           const std::vector<std::string>& interference, const std::vector<std::string>& nccl_tests,
-                          const std::vector<std::string>& runtime_memory) {
+                          const std::vector<std::string>& runtime_memory, const std::vector<std::string>& progress) {
   FitInputs in;
+  for (const auto& p : progress) in.progress.push_back(read_progress_file(p));
   for (const auto& p : kernels) in.kernels.push_back(read_kernels_file(p));
   for (const auto& p : interference) in.interference.push_back(read_interference_file(p));
   for (const auto& p : collectives) in.collectives.push_back(read_collective_sweep_file(p));
   for (const auto& p : nccl_tests) in.nccl_tests.push_back(read_nccl_tests_log(p));
   for (const auto& p : runtime_memory) in.runtime_memory.push_back(read_runtime_memory_file(p));
   return in;
+}
+
+ProgressFit fit_mpi_progress(const std::vector<ProgressPoint>& points) {
+  if (points.empty()) throw InputError("bench progress: no points to fit");
+  auto rms_of = [&](const MpiProgress& m) {
+    double ss = 0;
+    for (const ProgressPoint& p : points) {
+      const double w = progress_wait_s(p.alone_s, mpi_progress_steps(m, p.bytes), p.compute_s, p.poll_interval_s);
+      const double e = p.alone_s > 0 ? (w - p.wait_s) / p.alone_s : 0.0;
+      ss += e * e;
+    }
+    return std::sqrt(ss / static_cast<double>(points.size()));
+  };
+  ProgressFit best;
+  best.points = static_cast<int>(points.size());
+  best.rms_none = rms_of(MpiProgress{1, 0});
+  best.rms = best.rms_none;
+  best.progress = MpiProgress{1, 0};
+  for (int k = 1; k <= 64; ++k)
+    for (int c = -1; c <= 80; ++c) {  // chunk: none, then 1 KiB x 2^(c/4)
+      const MpiProgress m{k, c < 0 ? 0.0 : 1024.0 * std::pow(2.0, c / 4.0)};
+      const double r = rms_of(m);
+      if (r < best.rms - 1e-12) {
+        best.rms = r;
+        best.progress = m;
+      }
+    }
+  return best;
 }
 
 CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
@@ -314,6 +343,34 @@ CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
     interf = median(v);
     out.interference = interf;
     if (!mem.empty()) inflight = median(mem);
+  }
+  std::ostringstream progress_report;
+  if (!in.progress.empty()) {
+    // how a non-blocking collective progresses while its ranks compute
+    std::vector<ProgressPoint> pts;
+    for (const ProgressFile& f : in.progress) {
+      if (f.ranks < 2) throw InputError(f.path + ": measured on one rank; bench progress needs two or more under mpirun");
+      pts.insert(pts.end(), f.points.begin(), f.points.end());
+      append(from, f.path + " (progress, " + (f.cpu_model.empty() ? std::string() : f.cpu_model + ", ") +
+                       (f.date_utc.empty() ? std::string() : f.date_utc + ", ") + std::to_string(f.ranks) + " ranks)");
+    }
+    const ProgressFit pf = fit_mpi_progress(pts);
+    out.mpi_progress = pf.progress;
+    std::ostringstream note;
+    note << "wait / alone residual rms " << std::setprecision(3) << pf.rms << " over " << pf.points << " points; as one step (progress on its own) "
+         << pf.rms_none;
+    out.mpi_progress_note = note.str();
+    progress_report << "MPI progress (bench progress: launch, compute calling MPI_Test every interval, then wait):\n"
+                    << "  min_steps " << pf.progress.min_steps << ", chunk "
+                    << (pf.progress.chunk_bytes > 0 ? format_bytes(pf.progress.chunk_bytes) : std::string("none")) << "; " << note.str() << "\n"
+                    << "  bytes       alone        poll every   compute      wait measured  predicted  steps\n";
+    for (const ProgressPoint& p : pts) {
+      const int k = mpi_progress_steps(pf.progress, p.bytes);
+      progress_report << "  " << std::left << std::setw(12) << format_bytes(p.bytes) << std::setw(13) << format_time(p.alone_s) << std::setw(13)
+                      << (p.poll_interval_s > 0 ? format_time(p.poll_interval_s) : std::string("never")) << std::setw(13)
+                      << format_time(p.compute_s) << std::setw(15) << format_time(p.wait_s) << std::setw(11)
+                      << format_time(progress_wait_s(p.alone_s, k, p.compute_s, p.poll_interval_s)) << k << std::right << "\n";
+    }
   }
   report << "kanscale fit: " << name << "\n";
   if (!X.empty()) {
@@ -442,6 +499,7 @@ CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
   }
   out.fitted_from = from.str();
   out.concurrency = concurrency;
+  report << progress_report.str();
   report << "jitter_sigma " << out.jitter_sigma << ", interference " << interf << ", concurrency " << concurrency << " rank(s) per node\n";
   result.report = report.str();
   return result;

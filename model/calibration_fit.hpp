@@ -17,6 +17,7 @@ struct FitInputs {
   std::vector<InterferenceFile> interference;    // bench interference (the median is used)
   std::vector<NcclTestsLog> nccl_tests;          // nccl-tests logs (nccl family)
   std::vector<KernelsFile> runtime_memory;       // kernels files at other ranks per node: only their runtime memory
+  std::vector<ProgressFile> progress;            // bench progress (one transport's)
 };
 
 struct CalibrationFit {
@@ -31,6 +32,18 @@ CalibrationFit fit_calibration(const FitInputs& in, const std::string& name);
 // The files a FitInputs needs, read (each reader checks its own file).
 FitInputs read_fit_inputs(const std::vector<std::string>& kernels, const std::vector<std::string>& collectives,
                           const std::vector<std::string>& interference, const std::vector<std::string>& nccl_tests,
-                          const std::vector<std::string>& runtime_memory);
+                          const std::vector<std::string>& runtime_memory, const std::vector<std::string>& progress = {});
+
+// The progress model (MpiProgress) that best predicts the waits of `kanscale
+// bench progress` points: a grid over min_steps 1..64 and a chunk of none or
+// 1 KiB..1 GiB in quarter octaves, least squares on (predicted - measured
+// wait) / the all-reduce's alone time. rms is that residual's RMS; rms_none
+// the same for one step (a collective that progresses on its own).
+struct ProgressFit {
+  MpiProgress progress;
+  double rms = 0, rms_none = 0;
+  int points = 0;
+};
+ProgressFit fit_mpi_progress(const std::vector<ProgressPoint>& points);
 
 }  // namespace ks

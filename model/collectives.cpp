@@ -153,7 +153,26 @@ AlphaBetaTerms mpi_broadcast_terms(double p, double bytes) {
   return {steps, steps * bytes};
 }
 
-MpiModel::MpiModel(const Cluster& c, const Calibration& cal) : c_(c), regimes_(cal.mpi_regimes), bcast_(cal.mpi_broadcast) {}
+double progress_wait_s(double alone_s, int steps, double compute_s, double poll_interval_s) {
+  steps = std::max(1, steps);
+  const double step = alone_s / steps;
+  double t = 0;  // the current step's start
+  for (int k = 1;; ++k) {
+    const double end = t + step;
+    if (k == steps) return std::max(0.0, end - compute_s);
+    if (end >= compute_s || !(poll_interval_s > 0)) {
+      t = std::max(end, compute_s);  // no poll left: the next step starts in the wait
+    } else {
+      // the first poll at or after the step's end (a poll at its very end
+      // counts; the relative slack absorbs the rounding of end / interval)
+      const double n = std::ceil(end / poll_interval_s * (1 - 1e-12));
+      const double poll = n * poll_interval_s;
+      t = poll < compute_s ? poll : compute_s;
+    }
+  }
+}
+
+MpiModel::MpiModel(const Cluster& c, const Calibration& cal) : c_(c), regimes_(cal.mpi_regimes), bcast_(cal.mpi_broadcast), progress_(cal.mpi_progress) {}
 
 const MpiRegime& MpiModel::regime(double bytes) const {
   for (const auto& r : regimes_)
@@ -183,20 +202,21 @@ CollectiveEstimate MpiModel::allreduce(double bytes, const Layout& l) const {
   if (l.ranks <= 1) return {0.0, "none", ""};
   const MpiRegime& r = regime(bytes);
   const AlphaBetaTerms t = mpi_allreduce_terms(r.algorithm, l.ranks, bytes);
-  return {t.latency_steps * link_latency(l, r) + t.byte_steps / link_bandwidth(l, r),
-          to_string(r.algorithm), "", launch_time(r, bytes)};
+  return {t.latency_steps * link_latency(l, r) + t.byte_steps / link_bandwidth(l, r), to_string(r.algorithm), "",
+          launch_time(r, bytes), progress_ ? mpi_progress_steps(*progress_, bytes) : 1};
 }
 
 CollectiveEstimate MpiModel::broadcast(double bytes, const Layout& l) const {
   if (l.ranks <= 1) return {0.0, "none", ""};
   const AlphaBetaTerms t = mpi_broadcast_terms(l.ranks, bytes);
+  const int steps = progress_ ? mpi_progress_steps(*progress_, bytes) : 1;
   // binomial tree broadcast, with its own measured terms where fitted
   if (bcast_) {
     const double bw = bcast_->bandwidth_Bps ? *bcast_->bandwidth_Bps : link_bandwidth(l, regime(bytes));
-    return {t.latency_steps * bcast_->latency_s + t.byte_steps / bw, "binomial", ""};
+    return {t.latency_steps * bcast_->latency_s + t.byte_steps / bw, "binomial", "", 0.0, steps};
   }
   const MpiRegime& r = regime(bytes);
-  return {t.latency_steps * link_latency(l, r) + t.byte_steps / link_bandwidth(l, r), "binomial", ""};
+  return {t.latency_steps * link_latency(l, r) + t.byte_steps / link_bandwidth(l, r), "binomial", "", 0.0, steps};
 }
 
 std::unique_ptr<CollectiveModel> make_collective_model(const Cluster& c, const Calibration& cal) {

@@ -26,6 +26,9 @@ struct CollectiveEstimate {
   std::string algorithm;  // "ring", "tree", "recursive_doubling", "none"
   std::string protocol;   // "LL", "LL128", "Simple", "" (mpi)
   double launch_s = 0;
+  // The steps it moves in when it progresses only inside MPI calls (the
+  // calibration's mpi_progress); 1: it progresses on its own.
+  int steps = 1;
   std::string label() const { return protocol.empty() ? algorithm : algorithm + "/" + protocol; }
 };
 
@@ -82,6 +85,15 @@ struct AlphaBetaTerms {
 AlphaBetaTerms mpi_allreduce_terms(MpiAlgo algorithm, double ranks, double bytes);
 AlphaBetaTerms mpi_broadcast_terms(double ranks, double bytes);
 
+// The progress model's prediction for the situation `kanscale bench
+// progress` measures: every rank launches a collective of `steps` steps and
+// `alone_s` in all at time 0, computes until compute_s calling MPI every
+// poll_interval_s (0: never), then waits. Returns how long the wait lasts.
+// A step runs on its own; the next starts at the first MPI call at or after
+// the end of the last (in the wait: at once). The replay (sim/replay) moves
+// its collectives by the same rule.
+double progress_wait_s(double alone_s, int steps, double compute_s, double poll_interval_s);
+
 class MpiModel : public CollectiveModel {
  public:
   MpiModel(const Cluster& c, const Calibration& cal);
@@ -97,6 +109,7 @@ class MpiModel : public CollectiveModel {
   Cluster c_;
   std::vector<MpiRegime> regimes_;
   std::optional<MpiBroadcast> bcast_;
+  std::optional<MpiProgress> progress_;
 };
 
 }  // namespace ks

@@ -19,6 +19,13 @@ const char* to_string(LinkKind k) {
 }
 const char* to_string(Algo a) { return a == Algo::ring ? "ring" : "tree"; }
 const char* to_string(MpiAlgo a) { return a == MpiAlgo::ring ? "ring" : "recursive_doubling"; }
+
+int mpi_progress_steps(const MpiProgress& p, double bytes) {
+  double steps = p.min_steps;
+  // a step moves at most chunk bytes (capped: a step count stays an int)
+  if (p.chunk_bytes > 0) steps = std::max(steps, std::min(std::ceil(bytes / p.chunk_bytes), 1e6));
+  return std::max(1, static_cast<int>(steps));
+}
 const char* to_string(Proto p) {
   switch (p) {
     case Proto::ll: return "LL";
@@ -328,6 +335,13 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
       if (auto cov = b->matrix_opt("cov", 2)) mb.cov = *cov;
       b->finish();
       cal.mpi_broadcast = mb;
+    }
+    if (auto pr = col->map_opt("mpi_progress")) {
+      MpiProgress mp;
+      mp.min_steps = static_cast<int>(pr->integer("min_steps", 1, 1000000));
+      mp.chunk_bytes = pr->quantity_opt("chunk", Quantity::size, Bound::positive).value_or(0.0);
+      pr->finish();
+      cal.mpi_progress = mp;
     }
     col->finish();
   }

@@ -173,6 +173,18 @@ struct MpiBroadcast {
   std::vector<std::vector<double>> cov{};  // as MpiRegime's
 };
 
+// How a non-blocking MPI collective progresses while its ranks compute
+// (kanscale bench progress): it moves in steps, max(min_steps, ceil(bytes /
+// chunk)) of them, each an equal share of its time; a step runs on its own,
+// but the next starts only once every rank has been inside MPI since (a
+// poll, a launch, or the final wait). Unset: a collective progresses on its
+// own (NCCL's kernels, or a library with a progress thread).
+struct MpiProgress {
+  int min_steps = 1;
+  double chunk_bytes = 0;  // bytes one step moves at most; 0: no limit
+};
+int mpi_progress_steps(const MpiProgress& p, double bytes);
+
 // An alpha-beta term's coefficients (latency s, s per byte; no bandwidth: 0)
 // and the inverse (a coefficient of 0 or less leaves the bandwidth unset).
 std::vector<double> alpha_beta_coefficients(const std::optional<double>& latency_s, const std::optional<double>& bandwidth_Bps);
@@ -213,6 +225,7 @@ struct Calibration {
   std::optional<double> nccl_bus_bw_inter_Bps;
   std::vector<MpiRegime> mpi_regimes;
   std::optional<MpiBroadcast> mpi_broadcast;
+  std::optional<MpiProgress> mpi_progress;
   // which collective family's terms the file gave ("mpi", "nccl", both or
   // neither): terms of the other family than the cluster's are not used
   bool has_mpi_terms = false, has_nccl_terms = false;

@@ -421,4 +421,45 @@ InterferenceFile read_interference_file(const std::string& path) {
   return f;
 }
 
+nlohmann::json to_json(const ProgressFile& f) {
+  nlohmann::json pts = nlohmann::json::array();
+  for (const auto& p : f.points)
+    pts.push_back({{"bytes", p.bytes},
+                   {"alone_s", p.alone_s},
+                   {"poll_interval_s", p.poll_interval_s},
+                   {"compute_s", p.compute_s},
+                   {"wait_s", p.wait_s}});
+  return {{"command_line", f.command_line}, {"ranks", f.ranks}, {"mpi_library", f.mpi_library}, {"cpu_model", f.cpu_model},
+          {"date_utc", f.date_utc}, {"points", pts}};
+}
+
+ProgressFile read_progress_file(const std::string& path) {
+  const auto j = read_json_file(path, "a kanscale bench progress file");
+  if (!j.is_object() || !j.contains("points") || !j["points"].is_array())
+    throw InputError(path + ": lacks the list 'points' (not a kanscale bench progress file?)");
+  ProgressFile f;
+  f.path = path;
+  f.command_line = value_or<std::string>(j, "command_line", "", path, "");
+  f.ranks = value_or<int>(j, "ranks", 1, path, "");
+  f.mpi_library = value_or<std::string>(j, "mpi_library", "", path, "");
+  f.cpu_model = value_or<std::string>(j, "cpu_model", "", path, "");
+  f.date_utc = value_or<std::string>(j, "date_utc", "", path, "");
+  const auto& a = j["points"];
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ProgressPoint p;
+    p.bytes = field<double>(a[i], "bytes", path, i);
+    p.alone_s = field<double>(a[i], "alone_s", path, i);
+    p.poll_interval_s = field<double>(a[i], "poll_interval_s", path, i);
+    p.compute_s = field<double>(a[i], "compute_s", path, i);
+    p.wait_s = field<double>(a[i], "wait_s", path, i);
+    const std::string row = path + ": row " + std::to_string(i) + ": ";
+    if (!(p.bytes > 0)) throw InputError(row + "key 'bytes': expected a positive size, got " + std::to_string(p.bytes));
+    for (const auto& [key, v] : {std::pair<const char*, double>{"alone_s", p.alone_s}, {"poll_interval_s", p.poll_interval_s},
+                                 {"compute_s", p.compute_s}, {"wait_s", p.wait_s}})
+      if (!(v >= 0) || !std::isfinite(v)) throw InputError(row + "key '" + key + "': expected a non-negative time in seconds, got " + std::to_string(v));
+    f.points.push_back(p);
+  }
+  return f;
+}
+
 }  // namespace ks

@@ -153,4 +153,27 @@ struct InterferenceFile {
 nlohmann::json to_json(const InterferenceFile& f);
 InterferenceFile read_interference_file(const std::string& path);
 
+// ---------------------------------------------------------------- bench progress
+// How far a non-blocking all-reduce gets while its ranks compute (the
+// calibration's mpi_progress): each point launches the all-reduce,
+// computes for compute_s calling MPI_Test every poll_interval_s (0: never),
+// then waits; wait_s is what the wait took (medians over repetitions, the
+// largest rank's).
+struct ProgressPoint {
+  double bytes = 0;
+  double alone_s = 0;          // the same all-reduce with nothing else to do
+  double poll_interval_s = 0;  // 0: no poll until the wait
+  double compute_s = 0;
+  double wait_s = 0;
+};
+struct ProgressFile {
+  std::string path;
+  std::string command_line;
+  int ranks = 1;
+  std::string mpi_library, cpu_model, date_utc;  // where and when it was measured
+  std::vector<ProgressPoint> points;
+};
+nlohmann::json to_json(const ProgressFile& f);
+ProgressFile read_progress_file(const std::string& path);
+
 }  // namespace ks

@@ -27,6 +27,12 @@ struct IterPlan {
   std::vector<std::vector<int>> ready_at;  // buckets complete at each segment end
 };
 
+// Whether some collective of the plan moves in steps (progress by polls).
+bool polls_needed(const ReplayInput& in, const PlannedBuckets& pb) {
+  if (in.broadcast_buffers && in.broadcast.steps > 1) return true;
+  return std::any_of(pb.allreduce.begin(), pb.allreduce.end(), [](const CollectiveEstimate& e) { return e.steps > 1; });
+}
+
 IterPlan make_plan(const ReplayInput& in, const PlannedBuckets& pb) {
   IterPlan p;
   p.pb = &pb;
@@ -51,8 +57,9 @@ IterPlan make_plan(const ReplayInput& in, const PlannedBuckets& pb) {
   std::vector<double> cum(p.main_ops.size() + 1, 0.0);
   for (std::size_t j = 0; j < p.main_ops.size(); ++j) cum[j + 1] = cum[j] + in.op_time_s[p.main_ops[j]];
   p.main_work = cum.back();
-  // Each bucket completes after the copy of its last-ready gradient.
-  std::vector<std::pair<int, int>> done;  // (position, bucket)
+  // The segments end where a bucket completes, after the copy of its
+  // last-ready gradient (-1: a poll, no bucket).
+  std::vector<std::pair<double, int>> ends;  // (main work at the end, bucket)
   for (int b = 0; b < static_cast<int>(pb.buckets.size()); ++b) {
     int pos = -1;
     for (int prm : pb.buckets[b].params) {
@@ -60,16 +67,21 @@ IterPlan make_plan(const ReplayInput& in, const PlannedBuckets& pb) {
         throw std::logic_error("parameter without a gradient-ready op");
       pos = std::max(pos, ready_pos[prm]);
     }
-    done.emplace_back(pos, b);
+    ends.emplace_back(cum[pos + 1], b);
   }
-  std::sort(done.begin(), done.end());
-  for (const auto& [pos, b] : done) {
-    if (!p.seg_end.empty() && p.seg_end.back() == cum[pos + 1]) {
-      p.ready_at.back().push_back(b);
-    } else {
-      p.seg_end.push_back(cum[pos + 1]);
-      p.ready_at.push_back({b});
+  // With collectives that progress only inside MPI, also where the rank
+  // polls them: after each layer's backward and its gradient copies (the
+  // trainer's MPI_Test), i.e. before every backward op.
+  if (polls_needed(in, pb))
+    for (std::size_t j = 0; j < p.main_ops.size(); ++j)
+      if (ops[p.main_ops[j]].phase == Phase::backward) ends.emplace_back(cum[j], -1);
+  std::sort(ends.begin(), ends.end());
+  for (const auto& [at, b] : ends) {
+    if (p.seg_end.empty() || p.seg_end.back() != at) {
+      p.seg_end.push_back(at);
+      p.ready_at.emplace_back();
     }
+    if (b >= 0) p.ready_at.back().push_back(b);
   }
   if (p.seg_end.empty() || p.seg_end.back() < p.main_work) {
     p.seg_end.push_back(p.main_work);
@@ -124,6 +136,7 @@ class Sim {
         add_coll(i, static_cast<int>(b), p.pb->buckets[b].bytes, p.pb->allreduce[b]);
     }
     launch_time_.assign(colls_.size() * static_cast<std::size_t>(n_), 0.0);
+    in_mpi_since_step_.assign(static_cast<std::size_t>(n_), 0);
     max_buckets_ = static_cast<int>(std::max(in.first.buckets.size(), in.steady.buckets.size()));
     ready_.assign(static_cast<std::size_t>(n_) * max_buckets_, 0);
     ranks_.resize(n_);
@@ -144,7 +157,7 @@ class Sim {
     while (!q_.empty()) {
       const auto e = q_.pop();
       if (e.payload.kind == kWorkDone) work_done(static_cast<int>(e.payload.id), e.time);
-      else coll_end(static_cast<int>(e.payload.id), e.time);
+      else step_end(static_cast<int>(e.payload.id), e.time);
     }
     for (int r = 0; r < n_; ++r)
       if (ranks_[r].stage != kDone) throw std::logic_error("replay deadlocked");
@@ -165,6 +178,7 @@ class Sim {
     c.bucket = bucket;
     c.bytes = bytes;
     c.duration_s = est.time_s;
+    c.steps = std::max(1, est.steps);
     c.est = &est;
     colls_.push_back(std::move(c));
   }
@@ -252,6 +266,7 @@ class Sim {
           s.stage = kWaitBcast;
           s.wait_start = now;
           launch(r, coll_offset_[s.iter], now);
+          poll(r, now);
         } else {
           enter_main(r, now);
         }
@@ -262,6 +277,7 @@ class Sim {
           s.stage = kWaitFinal;
           s.wait_start = now;
           if (colls_[last_coll(s.iter)].ended) finish_wait_final(r, now);
+          else poll(r, now);
           break;
         }
         for (int b : p.ready_at[s.seg]) ready_[static_cast<std::size_t>(r) * max_buckets_ + b] = 1;
@@ -275,6 +291,8 @@ class Sim {
           launch(r, coll_index(it, b), now);
           launch_cpu += p.pb->allreduce[static_cast<std::size_t>(b)].launch_s;
         }
+        // the rank is inside MPI here (its launches, the trainer's poll)
+        poll(r, now);
         if (s.seg + 1 < static_cast<int>(p.seg_end.size())) {
           ++s.seg;
           begin_work(r, p.seg_end[s.seg] - p.seg_end[s.seg - 1] + launch_cpu / s.factor, now);
@@ -329,8 +347,39 @@ class Sim {
 
   void start_coll(int g, double now) {
     colls_[g].start_s = now;
-    q_.schedule(now + colls_[g].duration_s, Payload{kCollEnd, static_cast<std::uint32_t>(g)});
+    active_ = g;
+    start_step(g, now);
     set_comm_active(true, now);
+  }
+
+  // A collective moves in steps, each an equal share of its time (one step:
+  // it progresses on its own). A step runs on its own; the next starts once
+  // every rank has been inside MPI since the last ended: at once for the
+  // ranks waiting on it, at the next poll or launch for those computing.
+  void start_step(int g, double now) {
+    colls_[g].step_pending = false;
+    q_.schedule(now + colls_[g].duration_s / colls_[g].steps, Payload{kCollEnd, static_cast<std::uint32_t>(g)});
+  }
+  void step_end(int g, double now) {
+    Collective& c = colls_[g];
+    if (++c.steps_done >= c.steps) {
+      coll_end(g, now);
+      return;
+    }
+    c.step_pending = true;
+    in_mpi_count_ = 0;
+    for (int r = 0; r < n_; ++r) {
+      const bool waiting = ranks_[r].stage == kWaitBcast || ranks_[r].stage == kWaitFinal;
+      in_mpi_since_step_[static_cast<std::size_t>(r)] = waiting;
+      in_mpi_count_ += waiting;
+    }
+    if (in_mpi_count_ == n_) start_step(g, now);
+  }
+  // Rank r is inside MPI now (a launch, a poll, or the start of a wait).
+  void poll(int r, double now) {
+    if (active_ < 0 || !colls_[active_].step_pending || in_mpi_since_step_[static_cast<std::size_t>(r)]) return;
+    in_mpi_since_step_[static_cast<std::size_t>(r)] = 1;
+    if (++in_mpi_count_ == n_) start_step(active_, now);
   }
 
   void coll_end(int g, double now) {
@@ -352,6 +401,7 @@ class Sim {
       }
     }
     const bool next_ready = g + 1 < static_cast<int>(colls_.size()) && colls_[g + 1].launched == n_;
+    active_ = -1;
     if (next_ready) {
       start_coll(g + 1, now);  // the slowdown stays as it is
     } else {
@@ -423,6 +473,8 @@ class Sim {
     const CollectiveEstimate* est = nullptr;  // its algorithm/protocol
     int launched = 0;  // ranks that launched it
     bool ended = false;
+    int steps = 1, steps_done = 0;
+    bool step_pending = false;  // a step ended; the next waits for every rank to enter MPI
     double start_s = 0, end_s = 0;
   };
   std::vector<Collective> colls_;
@@ -431,6 +483,9 @@ class Sim {
   std::vector<std::uint8_t> ready_;
   int max_buckets_ = 0;
   bool comm_active_ = false;
+  int active_ = -1;  // the collective in progress (the track runs one at a time)
+  std::vector<char> in_mpi_since_step_;  // per rank, since its last step ended
+  int in_mpi_count_ = 0;
   std::vector<int> trace_slot_, traced_;
   std::vector<std::vector<Piece>> pieces_;
   ReplayResult result_;
@@ -525,6 +580,8 @@ IterationMedian replay_iteration_median(const ReplayInput& in, JitterTable* tabl
   auto plan = [&](int i) -> const IterPlan& { return (i == 0 && in.include_first) ? p0 : p1; };
   for (const IterPlan* p : {&p0, &p1}) {
     if (p == &p0 && !in.include_first) continue;
+    // a step waits for every rank's next poll: every rank's timeline counts
+    if (polls_needed(in, *p->pb)) return full("collectives progress only inside MPI (steps)");
     if (std::string why = reduction_blocker(in, *p); !why.empty()) return full(why);
   }
   // Every rank's factor in every iteration, drawn as the replay draws them.

@@ -79,7 +79,9 @@ ReplayResult replay(const ReplayInput& in);
 //  - Those ranks (the union over iterations, a handful) are replayed with
 //    their own jitter draws; every other rank's iteration times follow from
 //    the iterations' ends: the end of the last all-reduce plus its own tail.
-// When the condition does not hold, every rank is replayed.
+// When the condition does not hold, every rank is replayed; so too when a
+// collective progresses only inside MPI (steps > 1), since its next step
+// waits for the poll of every rank.
 struct IterationMedian {
   double steady_s = 0;
   int ranks_replayed = 0;

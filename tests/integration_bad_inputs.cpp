@@ -227,6 +227,10 @@ std::vector<Case> catalogue() {
        {"calibration.yaml:", "termz"}},
 
       // ------------------------------------------------------------ calibrate plan: measure.live
+      {"calibrate: progress sizes with an empty item", "calibrate", {{P, sub(kCalibratePlan, "progress: \"64KiB,1MiB\"", "progress: \"64KiB,,1MiB\"")}},
+       calibrate_plan(), {"plan.yaml", "progress"}},
+      {"calibrate: progress size without a unit", "calibrate", {{P, sub(kCalibratePlan, "progress: \"64KiB,1MiB\"", "progress: \"64KiB,big\"")}},
+       calibrate_plan(), {"plan.yaml", "progress", "big"}},
       {"calibrate: live ranks 0", "calibrate", {{P, sub(kCalibratePlan, "ranks: [1, 2]", "ranks: [0, 2]")}}, calibrate_plan(),
        {"plan.yaml:", "live.ranks"}},
       {"calibrate: live transport unknown", "calibrate", {{P, sub(kCalibratePlan, "transports: [shm]\n      widths", "transports: [pigeon]\n      widths")}},
@@ -604,6 +608,19 @@ std::vector<Case> catalogue() {
       {"fit: --kernels a directory", "flags-fit", {}, {"fit", "--kernels", "{d}", "--out", "{d}/out.yaml"}, {"directory"}},
       {"fit: --collectives given a kernels file", "flags-fit", {{"m.json", kKernels}}, fit_with("--collectives"), {"m.json"}},
       {"fit: --interference given a sweep", "flags-fit", {{"m.json", kAllreduce}}, fit_interference(), {"m.json"}},
+      {"fit: --progress given a sweep", "flags-fit", {{"m.json", kAllreduce}}, fit_with("--progress"), {"m.json", "row 0 lacks 'bytes'"}},
+      {"fit: --progress with a time as text", "flags-fit",
+       {{"m.json", "{\"ranks\": 2, \"points\": [{\"bytes\": 65536, \"alone_s\": \"fast\", \"poll_interval_s\": 0, "
+                   "\"compute_s\": 1e-4, \"wait_s\": 1e-5}]}"}},
+       fit_with("--progress"), {"m.json", "row 0", "alone_s"}},
+      {"fit: --progress with a negative wait", "flags-fit",
+       {{"m.json", "{\"ranks\": 2, \"points\": [{\"bytes\": 65536, \"alone_s\": 1e-4, \"poll_interval_s\": 0, "
+                   "\"compute_s\": 1e-4, \"wait_s\": -1e-5}]}"}},
+       fit_with("--progress"), {"m.json", "row 0", "wait_s"}},
+      {"fit: --progress measured on one rank", "flags-fit",
+       {{"m.json", "{\"ranks\": 1, \"points\": [{\"bytes\": 65536, \"alone_s\": 1e-4, \"poll_interval_s\": 0, "
+                   "\"compute_s\": 1e-4, \"wait_s\": 1e-5}]}"}},
+       fit_with("--progress"), {"m.json", "one rank"}},
       {"fit: unknown flag", "flags-fit", {}, {"fit", "--kernals", "x.json", "--out", "{d}/out.yaml"}, {"--kernals"}},
       {"fit: --runtime-memory a sweep", "flags-fit", {{"m.json", kAllreduce}},
        {"fit", "--collectives", "{src}/configs/calibrations/local-cpu/allreduce-np2.json", "--runtime-memory", "{d}/m.json", "--out",
@@ -656,6 +673,12 @@ std::vector<Case> catalogue() {
       {"bench interference: --bytes overflows", "flags-bench", {}, {"bench", "interference", "--bytes", "1e308PiB"}, {"--bytes"}},
       {"bench interference: --repeat past int", "flags-bench", {}, {"bench", "interference", "--repeat", "4294967296"}, {"--repeat"}},
       {"bench kernels: unknown flag", "flags-bench", {}, {"bench", "kernels", "--bogus"}, {"--bogus"}},
+      {"bench progress: --sizes with an empty item", "flags-bench", {}, {"bench", "progress", "--sizes", "64KiB,,1MiB"}, {"--sizes"}},
+      {"bench progress: --sizes overflows", "flags-bench", {}, {"bench", "progress", "--sizes", "1e308PiB"}, {"--sizes"}},
+      {"bench progress: --polls negative", "flags-bench", {}, {"bench", "progress", "--polls", "0,-0.5"}, {"--polls", "-0.5"}},
+      {"bench progress: --polls as text", "flags-bench", {}, {"bench", "progress", "--polls", "often"}, {"--polls", "often"}},
+      {"bench progress: --compute zero", "flags-bench", {}, {"bench", "progress", "--compute", "0"}, {"--compute"}},
+      {"bench progress: --json a directory", "flags-bench", {}, {"bench", "progress", "--json", "{d}"}, {"--json"}},
   };
 }
 

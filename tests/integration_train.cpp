@@ -413,6 +413,26 @@ TEST_CASE("bench interference runs to the end under mpirun (ranks that started d
   CHECK(j["inflight_memory_bytes_max"].get<double>() >= 0.5 * 1048576);
 }
 
+TEST_CASE("bench progress under mpirun writes every point, and kanscale fit turns them into an mpi_progress term") {
+  Dir d;
+  std::string err;
+  REQUIRE(sh(timeout(120) + "env " + mpirun(2) + kExe + " bench progress --repeat 3 --sizes 64KiB,1MiB --polls 0,0.1 --json " +
+                 (d / "p.json"),
+             &err, &d) == 0);
+  const auto j = nlohmann::json::parse(slurp(d / "p.json"));
+  CHECK(j["ranks"] == 2);
+  REQUIRE(j["points"].size() == 4);  // 2 sizes x 2 poll intervals
+  for (const auto& p : j["points"]) {
+    CHECK(p["alone_s"].get<double>() > 0);
+    // the compute lasts 1.5 x the alone time (the loop checks the clock; at least that long)
+    CHECK(p["compute_s"].get<double>() >= 1.5 * p["alone_s"].get<double>());
+    CHECK(p["wait_s"].get<double>() >= 0);
+  }
+  CHECK(j["points"][1]["poll_interval_s"].get<double>() == doctest::Approx(0.1 * j["points"][1]["alone_s"].get<double>()));
+  REQUIRE(sh(kExe + " fit --progress " + (d / "p.json") + " --out " + (d / "c.yaml"), &err, &d) == 0);
+  CHECK(slurp(d / "c.yaml").find("mpi_progress: {min_steps: ") != std::string::npos);
+}
+
 TEST_CASE("resume refuses what would break bit-identity; a failed checkpoint write ends every rank") {
   Dir d;
   const std::string w = small(d, "w.yaml", 32);
@@ -762,8 +782,8 @@ TEST_CASE("validate --emit: oversubscribed ranks stay on one node under srun; a 
 
 TEST_CASE("calibrate: one command measures this machine and fits a calibration that simulate reads") {
   // configs/calibrate/ci.yaml: kernels, the runtime at 1 rank, all-reduce and
-  // broadcast sweeps over shared memory and the interference benchmark at
-  // 2 ranks, one round (~10 s here); then the fit.
+  // broadcast sweeps over shared memory, the interference and progress
+  // benchmarks at 2 ranks, one round (~10 s here); then the fit.
   Dir d;
   std::string err;
   const std::string in_src = "cd " + kSrc + " && ";
@@ -775,7 +795,8 @@ TEST_CASE("calibrate: one command measures this machine and fits a calibration t
   CHECK(cal.source == "fitted");
   CHECK_FALSE(cal.machine.empty());  // it knows where it was measured
   // every term it was fitted from is a file it left beside it
-  for (const char* m : {"kernels-r0.json", "runtime-1rank-r0.json", "allreduce-shm-r0.json", "broadcast-shm-r0.json", "interference-r0.json"}) {
+  for (const char* m : {"kernels-r0.json", "runtime-1rank-r0.json", "allreduce-shm-r0.json", "broadcast-shm-r0.json", "interference-r0.json",
+                        "progress-shm-r0.json"}) {
     CAPTURE(m);
     CHECK(cal.derived_from.find(std::string("results/") + m) != std::string::npos);
     CHECK(std::ifstream(d / (std::string("cal/results/") + m)).good());
@@ -784,6 +805,9 @@ TEST_CASE("calibrate: one command measures this machine and fits a calibration t
   CHECK(cal.ops.count("kan_forward") == 1);
   CHECK(cal.mpi_regimes.size() >= 1);
   CHECK(cal.interference >= 0);  // fitted (a quiet machine may measure none)
+  REQUIRE(cal.mpi_progress.has_value());  // how the all-reduce progresses (bench progress)
+  CHECK(cal.mpi_progress->min_steps >= 1);
+  CHECK(slurp(d / "cal/results/fit-report-shm.txt").find("MPI progress") != std::string::npos);
   // the live runs on the plan's own shapes: a term per rank count (4 runs
   // each; an explicit none where it does not differ from none at 95%), and
   // the spread left

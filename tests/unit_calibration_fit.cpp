@@ -381,3 +381,45 @@ TEST_CASE("the trainer summary record: written and read back field for field; a 
   bad.erase("ops");  // files from before ops were recorded still read
   CHECK(train_summary_from_json(bad, "t.json").op_s.empty());
 }
+
+TEST_CASE("fit: the MPI progress model is recovered from bench progress points it generated, and round-trips") {
+  // points as bench progress takes them (compute 1.5 x the alone time,
+  // polls never / every 0.5, 0.2, 0.05 of it), their waits from the model
+  // with 6 steps at least and 64 KiB per step: 6, 6, 16 and 64 steps
+  const MpiProgress truth{6, 65536};
+  ProgressFile f;
+  f.path = "p.json";
+  f.ranks = 2;
+  for (const double bytes : {65536.0, 262144.0, 1048576.0, 4194304.0}) {
+    const double alone = 20e-6 + bytes / 1e9;
+    for (const double poll : {0.0, 0.5, 0.2, 0.05}) {
+      ProgressPoint p;
+      p.bytes = bytes;
+      p.alone_s = alone;
+      p.poll_interval_s = poll * alone;
+      p.compute_s = 1.5 * alone;
+      p.wait_s = progress_wait_s(alone, mpi_progress_steps(truth, bytes), p.compute_s, p.poll_interval_s);
+      f.points.push_back(p);
+    }
+  }
+  const ProgressFit pf = fit_mpi_progress(f.points);
+  CHECK(pf.points == 16);
+  CHECK(pf.rms == doctest::Approx(0.0).scale(1e-9));
+  CHECK(pf.rms_none > 0.3);  // one step leaves every wait at 0
+  // the fitted model predicts every point's wait (any model with the same steps would)
+  for (const ProgressPoint& p : f.points)
+    CHECK(progress_wait_s(p.alone_s, mpi_progress_steps(pf.progress, p.bytes), p.compute_s, p.poll_interval_s) ==
+          doctest::Approx(p.wait_s).epsilon(1e-9).scale(1e-6));
+  FitInputs in;
+  in.progress = {f};
+  const CalibrationFit fit = fit_calibration(in, "t");
+  REQUIRE(fit.file.mpi_progress.has_value());
+  const Calibration k = round_trip(fit.file, local_cpu());
+  REQUIRE(k.mpi_progress.has_value());
+  CHECK(k.mpi_progress->min_steps == pf.progress.min_steps);
+  CHECK(k.mpi_progress->chunk_bytes == doctest::Approx(pf.progress.chunk_bytes).epsilon(1e-6));
+  CHECK(fit.report.find("MPI progress") != std::string::npos);
+  // one rank cannot measure progress
+  in.progress[0].ranks = 1;
+  CHECK_THROWS_AS(fit_calibration(in, "t"), InputError);
+}

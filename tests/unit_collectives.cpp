@@ -3,6 +3,7 @@
 // (SHM across sockets), NIC 12.5 GB/s, sm_80, Intel CPUs, 10 channels.
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <stdexcept>
 
 #include "model/collectives.hpp"
@@ -144,4 +145,39 @@ TEST_CASE("mpi family: the broadcast is a binomial tree, with its own measured t
   k.mpi_broadcast = MpiBroadcast{4e-6, std::nullopt};
   CHECK(MpiModel(c, k).broadcast(9e6, Layout{2, 1}).time_s == doctest::Approx(4e-6 + 9e6 / 9e9).scale(0));
   CHECK(MpiModel(c, k).broadcast(9e6, Layout{1, 1}).time_s == 0.0);
+}
+
+TEST_CASE("the progress model's wait in bench progress's situation, by hand") {
+  // one step: the collective runs on its own, the wait is what outlasts the compute
+  CHECK(progress_wait_s(8.0, 1, 6.0, 0.0) == doctest::Approx(2.0));
+  CHECK(progress_wait_s(8.0, 1, 10.0, 1.0) == 0.0);
+  // 5 steps of 0.2 s, compute 1.5 s, no poll: step 1 0..0.2, the other four
+  // in the wait 1.5..2.3
+  CHECK(progress_wait_s(1.0, 5, 1.5, 0.0) == doctest::Approx(0.8));
+  // polls at 0.5 and 1.0 (none at 1.5: the wait starts there): steps
+  // 0..0.2, 0.5..0.7, 1.0..1.2, then 1.5..1.7 and 1.7..1.9 in the wait
+  CHECK(progress_wait_s(1.0, 5, 1.5, 0.5) == doctest::Approx(0.4));
+  // polls every 0.2 s, each at a step's end: all five done by 1.0
+  CHECK(progress_wait_s(1.0, 5, 1.5, 0.2) == 0.0);
+  // polls every 0.3 s: steps start at 0, 0.3, 0.6, 0.9, 1.2; the last ends at 1.4
+  CHECK(progress_wait_s(1.0, 5, 1.5, 0.3) == 0.0);
+  // polls every 0.3 s, compute 1.0: steps start 0, 0.3, 0.6, 0.9, then the
+  // fifth in the wait at 1.1 (the fourth ends at 1.1): 1.1..1.3
+  CHECK(progress_wait_s(1.0, 5, 1.0, 0.3) == doctest::Approx(0.3));
+}
+
+TEST_CASE("MPI progress steps: max(min_steps, bytes / chunk); the MPI model attaches them") {
+  CHECK(mpi_progress_steps(MpiProgress{5, 524288}, 1048576) == 5);
+  CHECK(mpi_progress_steps(MpiProgress{5, 524288}, 8388608) == 16);
+  CHECK(mpi_progress_steps(MpiProgress{5, 524288}, 8388609) == 17);
+  CHECK(mpi_progress_steps(MpiProgress{3, 0}, 1e12) == 3);
+  const Cluster c = load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/local-cpu.yaml");
+  Calibration cal;
+  cal.mpi_regimes = {MpiRegime{std::numeric_limits<double>::infinity(), MpiAlgo::ring, 1e-6, 1e9, std::nullopt, std::nullopt}};
+  CHECK(MpiModel(c, cal).allreduce(8388608, Layout{2, 1}).steps == 1);  // unset: progresses on its own
+  cal.mpi_progress = MpiProgress{5, 524288};
+  const MpiModel m(c, cal);
+  CHECK(m.allreduce(8388608, Layout{2, 1}).steps == 16);
+  CHECK(m.broadcast(1024, Layout{2, 1}).steps == 5);
+  CHECK(m.allreduce(1024, Layout{1, 1}).steps == 1);  // one rank: no collective
 }

@@ -269,3 +269,57 @@ TEST_CASE("a jitter table shared by replays of one seed gives each the factors i
   const double* other = t.factors(10, 0.2, 3, 4);  // another seed: drawn anew
   CHECK(other[2 * 4 + 1] == Rng(10).lognormal_mean_one(0.2, 2, 1));
 }
+
+TEST_CASE("a collective in steps progresses only at polls while the ranks compute (hand timeline)") {
+  // Polls come before each backward op and with each launch: main starts at
+  // 1, the ranks poll at 11 (before A), launch bucket 0 and poll at 16,
+  // launch bucket 1 at 21 and wait. 8 s all-reduces in 4 steps of 2 s:
+  // bucket 0 step 1 16..18; the next poll is at 21 (B runs 16..21): step 2
+  // 21..23, then the ranks wait, so steps 3 and 4 follow at once, 23..27.
+  // Bucket 1 27..35, Adam 35..37: iteration 37, exposed 35 - 21 = 14 (in one
+  // step, as progressing on its own: 34 and 11).
+  Hand h(2, 8.0);
+  for (auto* pb : {&h.in.first, &h.in.steady})
+    for (auto& e : pb->allreduce) e.steps = 4;
+  auto r = replay(h.in);
+  for (const auto& it : r.iterations)
+    for (const auto& ri : it) {
+      CHECK(ri.iteration_s() == doctest::Approx(37.0));
+      CHECK(ri.exposed_s == doctest::Approx(14.0));
+    }
+  REQUIRE(r.collectives.size() == 6);
+  CHECK(r.collectives[0].start_s == doctest::Approx(16.0));
+  CHECK(r.collectives[0].end_s == doctest::Approx(27.0));
+  CHECK(r.collectives[1].start_s == doctest::Approx(27.0));
+  // 2 steps of 4 s: step 1 16..20, step 2 from the poll at 21 to 25; bucket 1
+  // 25..33 in the wait, Adam 33..35: iteration 35, exposed 12.
+  for (auto* pb : {&h.in.first, &h.in.steady})
+    for (auto& e : pb->allreduce) e.steps = 2;
+  r = replay(h.in);
+  CHECK(r.iterations[1][0].iteration_s() == doctest::Approx(35.0));
+  CHECK(r.iterations[1][1].exposed_s == doctest::Approx(12.0));
+  // a rank that polls late holds the step for both: rank 1 at half speed
+  // (zero_grad 0..2, forward 2..22) polls at 22, launches bucket 0 at 32
+  // and bucket 1 at 42. Bucket 0 starts at 32 (both launched), step 1
+  // 32..36; rank 0 waits since 21 but rank 1 polls next at 42: step 2
+  // 42..46; bucket 1 46..54; rank 0's Adam 54..56, rank 1's 54..58.
+  h.in.rank_factor = {1.0, 2.0};
+  r = replay(h.in);
+  CHECK(r.collectives[0].end_s == doctest::Approx(46.0));
+  CHECK(r.iterations[0][0].end_s == doctest::Approx(56.0));
+  CHECK(r.iterations[0][1].end_s == doctest::Approx(58.0));
+}
+
+TEST_CASE("the reduced iteration median replays every rank when collectives move in steps") {
+  Hand h(16, 3.0);
+  h.in.jitter_sigma = 0.1;
+  h.in.seed = 3;
+  h.in.iterations = 4;
+  for (auto* pb : {&h.in.first, &h.in.steady})
+    for (auto& e : pb->allreduce) e.steps = 3;
+  const IterationMedian m = replay_iteration_median(h.in);
+  CHECK_FALSE(m.reduced);
+  CHECK(m.why_full.find("steps") != std::string::npos);
+  CHECK(m.ranks_replayed == 16);
+  CHECK(m.steady_s == doctest::Approx(replay_iteration_median_full(h.in).steady_s));
+}

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
 
 #include "model/kan_model.hpp"
 #include "model/units.hpp"
@@ -143,6 +144,22 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
       } catch (const UnitError& e) {
         ms.fail("interference", e.what());
       }
+    }
+    p.measure.progress_sizes = ms.string_opt("progress").value_or("");
+    if (!p.measure.progress_sizes.empty()) {
+      std::stringstream ss(p.measure.progress_sizes);
+      std::string item;
+      int n = 0;
+      while (std::getline(ss, item, ',')) {
+        try {
+          if (!(parse_size_bytes(item) >= 4)) throw UnitError("must be at least 4B");
+        } catch (const UnitError& e) {
+          ms.fail("progress", "expected comma-separated sizes such as \"64KiB,1MiB\": \"" + item + "\": " + e.what());
+        }
+        ++n;
+      }
+      if (n == 0 || p.measure.progress_sizes.back() == ',') ms.fail("progress", "expected comma-separated sizes such as \"64KiB,1MiB\"");
+      if (p.measure.ranks < 2) ms.fail("progress", "the progress benchmark needs ranks of 2 or more");
     }
     if (ms.has("transports")) {
       for (const auto& t : ms.string_list("transports")) {

@@ -38,6 +38,9 @@ std::string broadcast_file(const std::string& t, int round) {
 }
 std::string runtime_file(int round) { return "results/runtime-1rank-r" + std::to_string(round) + ".json"; }
 std::string interference_file(int round) { return "results/interference-r" + std::to_string(round) + ".json"; }
+std::string progress_file(const std::string& t, int round) {
+  return "results/progress-" + transport_tag(t) + "-r" + std::to_string(round) + ".json";
+}
 }  // namespace
 
 std::string live_cal_workload(std::size_t c) { return "cases/livecal" + std::to_string(c) + ".yaml"; }
@@ -104,6 +107,10 @@ std::vector<std::vector<Job>> make_schedule(const ValidationPlan& p) {
           if (!p.measure.broadcast.empty())
             jobs.push_back({"broadcast sweep " + transport_tag(t), n, t, false,
                             sweep_args("broadcast", p.measure.broadcast, p.backend, broadcast_file(t, r)), broadcast_file(t, r)});
+          // how far a non-blocking all-reduce gets while the ranks compute
+          if (!p.measure.progress_sizes.empty() && p.backend == "cpu")
+            jobs.push_back({"progress " + transport_tag(t), n, t, false,
+                            {"bench", "progress", "--sizes", p.measure.progress_sizes, "--json", progress_file(t, r)}, progress_file(t, r)});
         }
         if (!p.measure.interference_bytes.empty() && p.backend == "cpu")
           jobs.push_back({"interference", n, "", false,
@@ -337,7 +344,7 @@ void emit_validation(const ValidationPlan& p, const std::string& dir, const std:
 // command).
 void fit_measured(const ValidationPlan& p, const std::string& dir) {
   for (const auto& t : p.measure.transports) {
-    std::vector<std::string> kernels, runtime, collectives, interference;
+    std::vector<std::string> kernels, runtime, collectives, interference, progress;
     for (int r = 0; r < p.rounds; ++r) kernels.push_back(kernels_file(r));
     if (p.measure.ranks > 1) {
       for (int r = 0; r < p.rounds; ++r) runtime.push_back(runtime_file(r));
@@ -346,6 +353,8 @@ void fit_measured(const ValidationPlan& p, const std::string& dir) {
         for (int r = 0; r < p.rounds; ++r) collectives.push_back(broadcast_file(t, r));
       if (!p.measure.interference_bytes.empty() && p.backend == "cpu")
         for (int r = 0; r < p.rounds; ++r) interference.push_back(interference_file(r));
+      if (!p.measure.progress_sizes.empty() && p.backend == "cpu")
+        for (int r = 0; r < p.rounds; ++r) progress.push_back(progress_file(t, r));
     }
     const std::string name = p.name + "-" + transport_tag(t);
     std::string cmdline = "kanscale fit --name " + name + " --out " + calibration_out(t);
@@ -358,15 +367,17 @@ void fit_measured(const ValidationPlan& p, const std::string& dir) {
     list("--runtime-memory", runtime);
     list("--collectives", collectives);
     list("--interference", interference);
+    list("--progress", progress);
     auto in_dir = [&](std::vector<std::string> files) {
       for (auto& f : files) f = dir + "/" + f;
       return files;
     };
-    FitInputs in = read_fit_inputs(in_dir(kernels), in_dir(collectives), in_dir(interference), {}, in_dir(runtime));
+    FitInputs in = read_fit_inputs(in_dir(kernels), in_dir(collectives), in_dir(interference), {}, in_dir(runtime), in_dir(progress));
     for (auto* records : {&in.kernels, &in.runtime_memory})
       for (auto& f : *records) f.path = f.path.substr(dir.size() + 1);
     for (auto& f : in.collectives) f.path = f.path.substr(dir.size() + 1);
     for (auto& f : in.interference) f.path = f.path.substr(dir.size() + 1);
+    for (auto& f : in.progress) f.path = f.path.substr(dir.size() + 1);
     const std::string report = "results/fit-report-" + transport_tag(t) + ".txt";
     CalibrationFit fit;
     try {
