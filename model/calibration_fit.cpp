@@ -259,9 +259,12 @@ ProgressFit fit_mpi_progress(const std::vector<ProgressPoint>& points) {
   best.rms_none = rms_of(MpiProgress{1, 0});
   best.rms = best.rms_none;
   best.progress = MpiProgress{1, 0};
+  double largest = 0;
+  for (const ProgressPoint& p : points) largest = std::max(largest, p.bytes);
   for (int k = 1; k <= 64; ++k)
     for (int c = -1; c <= 80; ++c) {  // chunk: none, then 1 KiB x 2^(c/4)
       const MpiProgress m{k, c < 0 ? 0.0 : 1024.0 * std::pow(2.0, c / 4.0)};
+      if (mpi_progress_steps(m, largest) > 4096) continue;  // finer than any measured library moves
       const double r = rms_of(m);
       if (r < best.rms - 1e-12) {
         best.rms = r;

@@ -36,7 +36,8 @@ FitInputs read_fit_inputs(const std::vector<std::string>& kernels, const std::ve
 
 // The progress model (MpiProgress) that best predicts the waits of `kanscale
 // bench progress` points: a grid over min_steps 1..64 and a chunk of none or
-// 1 KiB..1 GiB in quarter octaves, least squares on (predicted - measured
+// 1 KiB..1 GiB in quarter octaves (at most 4096 steps for the largest
+// point), least squares on (predicted - measured
 // wait) / the all-reduce's alone time. rms is that residual's RMS; rms_none
 // the same for one step (a collective that progresses on its own).
 struct ProgressFit {

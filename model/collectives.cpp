@@ -160,6 +160,8 @@ double progress_wait_s(double alone_s, int steps, double compute_s, double poll_
   for (int k = 1;; ++k) {
     const double end = t + step;
     if (k == steps) return std::max(0.0, end - compute_s);
+    // in the wait the rest follow back to back
+    if (t >= compute_s) return std::max(0.0, t + (steps - k + 1) * step - compute_s);
     if (end >= compute_s || !(poll_interval_s > 0)) {
       t = std::max(end, compute_s);  // no poll left: the next step starts in the wait
     } else {

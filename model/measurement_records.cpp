@@ -445,6 +445,7 @@ ProgressFile read_progress_file(const std::string& path) {
   f.cpu_model = value_or<std::string>(j, "cpu_model", "", path, "");
   f.date_utc = value_or<std::string>(j, "date_utc", "", path, "");
   const auto& a = j["points"];
+  if (a.size() > 1000) throw InputError(path + ": key 'points': at most 1000 (bench progress writes sizes x poll intervals), got " + std::to_string(a.size()));
   for (std::size_t i = 0; i < a.size(); ++i) {
     ProgressPoint p;
     p.bytes = field<double>(a[i], "bytes", path, i);
@@ -453,7 +454,8 @@ ProgressFile read_progress_file(const std::string& path) {
     p.compute_s = field<double>(a[i], "compute_s", path, i);
     p.wait_s = field<double>(a[i], "wait_s", path, i);
     const std::string row = path + ": row " + std::to_string(i) + ": ";
-    if (!(p.bytes > 0)) throw InputError(row + "key 'bytes': expected a positive size, got " + std::to_string(p.bytes));
+    if (!(p.bytes > 0 && p.bytes <= 1099511627776.0))
+      throw InputError(row + "key 'bytes': expected a size from 1 B to 1 TiB, got " + std::to_string(p.bytes));
     for (const auto& [key, v] : {std::pair<const char*, double>{"alone_s", p.alone_s}, {"poll_interval_s", p.poll_interval_s},
                                  {"compute_s", p.compute_s}, {"wait_s", p.wait_s}})
       if (!(v >= 0) || !std::isfinite(v)) throw InputError(row + "key '" + key + "': expected a non-negative time in seconds, got " + std::to_string(v));

@@ -356,7 +356,10 @@ class Sim {
   // it progresses on its own). A step runs on its own; the next starts once
   // every rank has been inside MPI since the last ended: at once for the
   // ranks waiting on it, at the next poll or launch for those computing.
+  // Interference (the compute lost while a collective moves data) applies
+  // while a step runs, not while the next waits for a poll.
   void start_step(int g, double now) {
+    if (colls_[g].step_pending) set_comm_active(true, now);
     colls_[g].step_pending = false;
     q_.schedule(now + colls_[g].duration_s / colls_[g].steps, Payload{kCollEnd, static_cast<std::uint32_t>(g)});
   }
@@ -367,6 +370,7 @@ class Sim {
       return;
     }
     c.step_pending = true;
+    set_comm_active(false, now);
     in_mpi_count_ = 0;
     for (int r = 0; r < n_; ++r) {
       const bool waiting = ranks_[r].stage == kWaitBcast || ranks_[r].stage == kWaitFinal;

@@ -323,3 +323,20 @@ TEST_CASE("the reduced iteration median replays every rank when collectives move
   CHECK(m.ranks_replayed == 16);
   CHECK(m.steady_s == doctest::Approx(replay_iteration_median_full(h.in).steady_s));
 }
+
+TEST_CASE("interference slows compute while a step moves data, not while the next waits for a poll") {
+  // 4 steps of 2 s, interference 0.5: bucket 0's step 1 runs 16..18 while op B
+  // computes at 1/1.5 speed (1.333 s of its 5 s of work); from 18 the next
+  // step waits for a poll and B runs at full speed: it ends at 21.667, the
+  // poll starts step 2; steps 2-4 in the wait end at 27.667, bucket 1 runs
+  // 27.667..35.667, Adam to 37.667. (Slowed for the whole window since 16,
+  // B would end at 23.5 and the iteration at 39.5.)
+  Hand h(2, 8.0);
+  h.in.interference = 0.5;
+  for (auto* pb : {&h.in.first, &h.in.steady})
+    for (auto& e : pb->allreduce) e.steps = 4;
+  const auto r = replay(h.in);
+  CHECK(r.iterations[0][0].iteration_s() == doctest::Approx(37.0 + 2.0 / 3.0));
+  CHECK(r.iterations[0][0].compute_s == doctest::Approx(23.0 + 2.0 / 3.0));  // 1 + 10 + 5 + (2 + 3.667) + 2
+  CHECK(r.collectives[0].end_s == doctest::Approx(27.0 + 2.0 / 3.0));
+}
