@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "model/statistics.hpp"
 
@@ -10,17 +11,20 @@ namespace {
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-// Arithmetic over a small buffer until `until` (steady clock seconds).
+// Arithmetic over a 256 KiB buffer in units of 4096 updates: the compute,
+// given as work so that a collective's interference shows as time.
 class BusyLoop {
  public:
   BusyLoop() : buf_(65536, 1.0f) {}
-  void run_until(double until) {
+  void run(std::int64_t units) {
     float acc = sink_;
-    while (now_s() < until)
+    for (std::int64_t u = 0; u < units; ++u) {
+      const std::size_t base = static_cast<std::size_t>(u % 16) * 4096;
       for (std::size_t k = 0; k < 4096; ++k) {
-        acc += buf_[k] * 1.0001f;
-        buf_[k] = acc * 1e-9f + 1.0f;
+        acc += buf_[base + k] * 1.0001f;
+        buf_[base + k] = acc * 1e-9f + 1.0f;
       }
+    }
     sink_ = acc;
   }
   float sink() const { return sink_; }
@@ -35,6 +39,15 @@ class BusyLoop {
 std::vector<ProgressPoint> measure_progress(Comm& comm, const std::vector<double>& sizes, const std::vector<double>& poll_fractions,
                                             double compute_factor, int repeats) {
   BusyLoop busy;
+  // the loop's speed on this rank, every rank at once (as in the points)
+  std::vector<double> unit_s;
+  for (int r = 0; r < 5; ++r) {
+    comm.barrier();
+    const double t0 = now_s();
+    busy.run(200);
+    unit_s.push_back((now_s() - t0) / 200);
+  }
+  const double per_unit = comm.allreduce_max(summarize(unit_s).median);
   std::vector<ProgressPoint> out;
   for (const double bytes : sizes) {
     std::vector<float> buf(static_cast<std::size_t>(std::max(1.0, bytes / 4)), 1.0f);
@@ -47,33 +60,42 @@ std::vector<ProgressPoint> measure_progress(Comm& comm, const std::vector<double
       comm.release();
       if (r > 0) alone.push_back(now_s() - t0);
     }
-    // every rank computes for the same time: the largest rank's median
+    // every rank computes the same work: the largest rank's median
     const double C = comm.allreduce_max(summarize(alone).median);
+    const auto units = std::max<std::int64_t>(1, std::llround(compute_factor * C / per_unit));
     for (const double f : poll_fractions) {
-      const double T = compute_factor * C, d = f * C;
-      std::vector<double> waits, computes;
+      // polls every `every` units (0: none)
+      const std::int64_t every = f > 0 ? std::max<std::int64_t>(1, std::llround(f * C / per_unit)) : 0;
+      std::vector<double> waits, computes, computes_alone;
       for (int r = 0; r < repeats; ++r) {
+        // the same work alone, interleaved (drift hits both alike)
+        comm.barrier();
+        double t0 = now_s();
+        busy.run(units);
+        computes_alone.push_back(now_s() - t0);
         comm.barrier();
         const int h = comm.iallreduce_sum(buf.data(), buf.size());
-        const double t0 = now_s(), end = t0 + T;
-        if (d > 0) {
-          bool done = false;
-          for (double next = t0 + d; next < end; next += d) {
-            busy.run_until(next);
-            if (!done) done = comm.test(h);
-          }
+        t0 = now_s();
+        bool done = false;
+        for (std::int64_t u = 0; u < units;) {
+          const std::int64_t n = every > 0 ? std::min(every, units - u) : units;
+          busy.run(n);
+          u += n;
+          if (every > 0 && u < units && !done) done = comm.test(h);
         }
-        busy.run_until(end);
         const double t1 = now_s();
         comm.wait(h);
         comm.release();
         waits.push_back(now_s() - t1);
         computes.push_back(t1 - t0);
       }
+      const double alone_compute = summarize(computes_alone).median;
       ProgressPoint p;
       p.bytes = static_cast<double>(buf.size()) * 4.0;
       p.alone_s = C;
-      p.poll_interval_s = d;
+      // the poll interval in time of the work alone
+      p.poll_interval_s = every > 0 ? static_cast<double>(every) / static_cast<double>(units) * alone_compute : 0.0;
+      p.compute_alone_s = comm.allreduce_max(alone_compute);
       p.compute_s = comm.allreduce_max(summarize(computes).median);
       p.wait_s = comm.allreduce_max(summarize(waits).median);
       out.push_back(p);

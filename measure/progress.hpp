@@ -13,11 +13,14 @@
 
 namespace ks {
 
-// The compute is a busy loop over a 256 KiB buffer (cache-resident, so the
-// memory traffic is the collective's), compute_factor x the all-reduce's
-// alone time long; poll_fractions are the poll intervals as fractions of
-// that alone time (0: no poll). Every rank takes part; the points are the
-// largest rank's medians over `repeats`.
+// The compute is a fixed amount of work, a busy loop over a 256 KiB buffer
+// (cache-resident, so the memory traffic is the collective's) that takes
+// compute_factor x the all-reduce's alone time by itself; poll_fractions are
+// the poll intervals, as fractions of that alone time, in work (0: no
+// poll). The same work alone is timed in every repetition, so what the
+// collective costs the compute (interference) shows beside how far it got.
+// Every rank takes part; the points are the largest rank's medians over
+// `repeats`.
 std::vector<ProgressPoint> measure_progress(Comm& comm, const std::vector<double>& sizes, const std::vector<double>& poll_fractions,
                                             double compute_factor, int repeats);
 

@@ -126,6 +126,7 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
     if (f.mpi_progress) {
       y << "  mpi_progress: {min_steps: " << f.mpi_progress->min_steps;
       if (f.mpi_progress->chunk_bytes > 0) y << ", chunk: \"" << static_cast<long long>(std::llround(f.mpi_progress->chunk_bytes)) << "B\"";
+      if (f.mpi_progress->interference) y << ", interference: " << *f.mpi_progress->interference;
       y << "}   # steps = max(min_steps, bytes / chunk); a step after the first starts only inside MPI (bench progress): "
         << f.mpi_progress_note << "\n";
     }

@@ -245,33 +245,60 @@ FitInputs read_fit_inputs(const std::vector<std::string>& kernels, const std::ve
 
 ProgressFit fit_mpi_progress(const std::vector<ProgressPoint>& points) {
   if (points.empty()) throw InputError("bench progress: no points to fit");
-  auto rms_of = [&](const MpiProgress& m) {
+  // points whose work alone was timed can tell the interference
+  const bool timed = std::all_of(points.begin(), points.end(), [](const ProgressPoint& p) { return p.compute_alone_s > 0; });
+  auto run = [](const ProgressPoint& p, const MpiProgress& m, double interference) {
+    return progress_run(p.alone_s, mpi_progress_steps(m, p.bytes), p.compute_alone_s > 0 ? p.compute_alone_s : p.compute_s,
+                        p.poll_interval_s, interference);
+  };
+  auto rms_of = [&](const MpiProgress& m, double interference, bool waits, bool computes) {
     double ss = 0;
     for (const ProgressPoint& p : points) {
-      const double w = progress_wait_s(p.alone_s, mpi_progress_steps(m, p.bytes), p.compute_s, p.poll_interval_s);
-      const double e = p.alone_s > 0 ? (w - p.wait_s) / p.alone_s : 0.0;
-      ss += e * e;
+      if (!(p.alone_s > 0)) continue;
+      const ProgressRun r = run(p, m, interference);
+      if (waits) ss += std::pow((r.wait_s - p.wait_s) / p.alone_s, 2);
+      if (computes) ss += std::pow((r.compute_s - p.compute_s) / p.alone_s, 2);
     }
     return std::sqrt(ss / static_cast<double>(points.size()));
   };
-  ProgressFit best;
-  best.points = static_cast<int>(points.size());
-  best.rms_none = rms_of(MpiProgress{1, 0});
-  best.rms = best.rms_none;
-  best.progress = MpiProgress{1, 0};
   double largest = 0;
   for (const ProgressPoint& p : points) largest = std::max(largest, p.bytes);
-  for (int k = 1; k <= 64; ++k)
-    for (int c = -1; c <= 80; ++c) {  // chunk: none, then 1 KiB x 2^(c/4)
-      const MpiProgress m{k, c < 0 ? 0.0 : 1024.0 * std::pow(2.0, c / 4.0)};
-      if (mpi_progress_steps(m, largest) > 4096) continue;  // finer than any measured library moves
-      const double r = rms_of(m);
-      if (r < best.rms - 1e-12) {
-        best.rms = r;
-        best.progress = m;
+  auto best_steps = [&](double interference, bool computes, double* rms) {
+    MpiProgress best{1, 0};
+    *rms = rms_of(best, interference, true, computes);
+    for (int k = 1; k <= 64; ++k)
+      for (int c = -1; c <= 80; ++c) {  // chunk: none, then 1 KiB x 2^(c/4)
+        const MpiProgress m{k, c < 0 ? 0.0 : 1024.0 * std::pow(2.0, c / 4.0)};
+        if (mpi_progress_steps(m, largest) > 4096) continue;  // finer than any measured library moves
+        const double r = rms_of(m, interference, true, computes);
+        if (r < *rms - 1e-12) {
+          *rms = r;
+          best = m;
+        }
+      }
+    return best;
+  };
+  ProgressFit out;
+  out.points = static_cast<int>(points.size());
+  out.rms_none = rms_of(MpiProgress{1, 0}, 0.0, true, false);
+  out.progress = best_steps(0.0, false, &out.rms);
+  if (timed) {
+    // the interference on the compute with those steps, then the steps again with it
+    double best_i = 0, best_r = rms_of(out.progress, 0.0, false, true);
+    for (int i = 1; i <= 200; ++i) {
+      const double r = rms_of(out.progress, 0.05 * i, false, true);
+      if (r < best_r - 1e-12) {
+        best_r = r;
+        best_i = 0.05 * i;
       }
     }
-  return best;
+    double both = 0;
+    out.progress = best_steps(best_i, true, &both);
+    out.progress.interference = best_i;
+    out.rms = rms_of(out.progress, best_i, true, false);
+    out.rms_compute = rms_of(out.progress, best_i, false, true);
+  }
+  return out;
 }
 
 CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
@@ -362,17 +389,24 @@ CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
     std::ostringstream note;
     note << "wait / alone residual rms " << std::setprecision(3) << pf.rms << " over " << pf.points << " points; as one step (progress on its own) "
          << pf.rms_none;
+    if (pf.progress.interference) note << "; compute / alone residual rms " << pf.rms_compute << " with the interference";
     out.mpi_progress_note = note.str();
+    const double interf = pf.progress.interference.value_or(0.0);
     progress_report << "MPI progress (bench progress: launch, compute calling MPI_Test every interval, then wait):\n"
                     << "  min_steps " << pf.progress.min_steps << ", chunk "
-                    << (pf.progress.chunk_bytes > 0 ? format_bytes(pf.progress.chunk_bytes) : std::string("none")) << "; " << note.str() << "\n"
-                    << "  bytes       alone        poll every   compute      wait measured  predicted  steps\n";
+                    << (pf.progress.chunk_bytes > 0 ? format_bytes(pf.progress.chunk_bytes) : std::string("none"))
+                    << (pf.progress.interference ? ", interference " + std::to_string(interf) + " (compute lost per second a step runs)" : std::string())
+                    << "; " << note.str() << "\n"
+                    << "  bytes       alone        poll every   compute alone  compute measured/predicted  wait measured/predicted  steps\n";
     for (const ProgressPoint& p : pts) {
       const int k = mpi_progress_steps(pf.progress, p.bytes);
+      const ProgressRun r =
+          progress_run(p.alone_s, k, p.compute_alone_s > 0 ? p.compute_alone_s : p.compute_s, p.poll_interval_s, interf);
       progress_report << "  " << std::left << std::setw(12) << format_bytes(p.bytes) << std::setw(13) << format_time(p.alone_s) << std::setw(13)
-                      << (p.poll_interval_s > 0 ? format_time(p.poll_interval_s) : std::string("never")) << std::setw(13)
-                      << format_time(p.compute_s) << std::setw(15) << format_time(p.wait_s) << std::setw(11)
-                      << format_time(progress_wait_s(p.alone_s, k, p.compute_s, p.poll_interval_s)) << k << std::right << "\n";
+                      << (p.poll_interval_s > 0 ? format_time(p.poll_interval_s) : std::string("never")) << std::setw(15)
+                      << (p.compute_alone_s > 0 ? format_time(p.compute_alone_s) : std::string("-")) << std::setw(28)
+                      << (format_time(p.compute_s) + " / " + format_time(r.compute_s)) << std::setw(25)
+                      << (format_time(p.wait_s) + " / " + format_time(r.wait_s)) << k << std::right << "\n";
     }
   }
   report << "kanscale fit: " << name << "\n";

@@ -40,9 +40,13 @@ FitInputs read_fit_inputs(const std::vector<std::string>& kernels, const std::ve
 // point), least squares on (predicted - measured
 // wait) / the all-reduce's alone time. rms is that residual's RMS; rms_none
 // the same for one step (a collective that progresses on its own).
+// With points that timed their work alone (compute_alone_s), the
+// interference too: a grid of 0 to 10 in steps of 0.05 on (predicted -
+// measured compute) / alone time, then the steps again with it.
 struct ProgressFit {
   MpiProgress progress;
   double rms = 0, rms_none = 0;
+  double rms_compute = 0;  // the compute's residual (with the interference fitted)
   int points = 0;
 };
 ProgressFit fit_mpi_progress(const std::vector<ProgressPoint>& points);

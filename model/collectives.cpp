@@ -154,24 +154,46 @@ AlphaBetaTerms mpi_broadcast_terms(double p, double bytes) {
 }
 
 double progress_wait_s(double alone_s, int steps, double compute_s, double poll_interval_s) {
+  return progress_run(alone_s, steps, compute_s, poll_interval_s, 0.0).wait_s;
+}
+
+ProgressRun progress_run(double alone_s, int steps, double compute_alone_s, double poll_interval_s, double interference) {
   steps = std::max(1, steps);
-  const double step = alone_s / steps;
-  double t = 0;  // the current step's start
-  for (int k = 1;; ++k) {
-    const double end = t + step;
-    if (k == steps) return std::max(0.0, end - compute_s);
-    // in the wait the rest follow back to back
-    if (t >= compute_s) return std::max(0.0, t + (steps - k + 1) * step - compute_s);
-    if (end >= compute_s || !(poll_interval_s > 0)) {
-      t = std::max(end, compute_s);  // no poll left: the next step starts in the wait
-    } else {
-      // the first poll at or after the step's end (a poll at its very end
-      // counts; the relative slack absorbs the rounding of end / interval)
-      const double n = std::ceil(end / poll_interval_s * (1 - 1e-12));
-      const double poll = n * poll_interval_s;
-      t = poll < compute_s ? poll : compute_s;
+  const double step = alone_s / steps, slow = 1.0 + std::max(0.0, interference);
+  const double W = compute_alone_s, d = poll_interval_s;
+  double t = 0, w = 0;          // wall time, work done
+  int done = 0;                 // steps finished
+  bool running = true;          // step done + 1 runs (launched at 0)
+  double step_end = step;
+  double next_poll = d > 0 ? d : std::numeric_limits<double>::infinity();  // in work
+  // the slack absorbs rounding: a poll at a step's very end counts
+  const double eps = 1e-12 * std::max(alone_s, W);
+  while (w < W) {
+    const double rate = running ? 1.0 / slow : 1.0;
+    const double t_work = t + (std::min(next_poll, W) - w) / rate;  // the next poll or the compute's end
+    if (running && step_end <= t_work + eps) {
+      w += (step_end - t) * rate;
+      t = step_end;
+      if (++done == steps) {  // finished within the compute
+        const double end = t + std::max(0.0, W - w);
+        return {end, 0.0};
+      }
+      running = false;
+      continue;
+    }
+    w = std::min(next_poll, W);
+    t = t_work;
+    if (w >= W) break;
+    next_poll += d;
+    if (!running) {
+      running = true;
+      step_end = t + step;
     }
   }
+  // the wait: the running step ends, the rest follow back to back
+  const int left = steps - done - (running ? 1 : 0);
+  const double end = (running ? std::max(step_end, t) : t) + left * step;
+  return {t, std::max(0.0, end - t)};
 }
 
 MpiModel::MpiModel(const Cluster& c, const Calibration& cal) : c_(c), regimes_(cal.mpi_regimes), bcast_(cal.mpi_broadcast), progress_(cal.mpi_progress) {}

@@ -93,6 +93,14 @@ AlphaBetaTerms mpi_broadcast_terms(double ranks, double bytes);
 // the end of the last (in the wait: at once). The replay (sim/replay) moves
 // its collectives by the same rule.
 double progress_wait_s(double alone_s, int steps, double compute_s, double poll_interval_s);
+// The same with the compute given as work (its time alone, polls at every
+// poll_interval_s of that work) slowed by 1 + interference while a step
+// runs, as the replay slows it: when the compute ends and how long the wait
+// then lasts. interference 0 gives progress_wait_s.
+struct ProgressRun {
+  double compute_s = 0, wait_s = 0;
+};
+ProgressRun progress_run(double alone_s, int steps, double compute_alone_s, double poll_interval_s, double interference);
 
 class MpiModel : public CollectiveModel {
  public:

@@ -340,6 +340,8 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
       MpiProgress mp;
       mp.min_steps = static_cast<int>(pr->integer("min_steps", 1, 1000000));
       mp.chunk_bytes = pr->quantity_opt("chunk", Quantity::size, Bound::positive).value_or(0.0);
+      mp.interference = pr->number_opt("interference", Bound::non_negative);
+      if (mp.interference && *mp.interference > 100) pr->fail("interference", "must be at most 100, got " + std::to_string(*mp.interference));
       pr->finish();
       cal.mpi_progress = mp;
     }

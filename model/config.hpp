@@ -182,6 +182,9 @@ struct MpiBroadcast {
 struct MpiProgress {
   int min_steps = 1;
   double chunk_bytes = 0;  // bytes one step moves at most; 0: no limit
+  // compute lost per second a step runs, measured with the same benchmark;
+  // when set, the replay uses it in place of compute.interference
+  std::optional<double> interference;
 };
 int mpi_progress_steps(const MpiProgress& p, double bytes);
 

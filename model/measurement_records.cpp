@@ -428,7 +428,8 @@ nlohmann::json to_json(const ProgressFile& f) {
                    {"alone_s", p.alone_s},
                    {"poll_interval_s", p.poll_interval_s},
                    {"compute_s", p.compute_s},
-                   {"wait_s", p.wait_s}});
+                   {"wait_s", p.wait_s},
+                   {"compute_alone_s", p.compute_alone_s}});
   return {{"command_line", f.command_line}, {"ranks", f.ranks}, {"mpi_library", f.mpi_library}, {"cpu_model", f.cpu_model},
           {"date_utc", f.date_utc}, {"points", pts}};
 }
@@ -453,11 +454,13 @@ ProgressFile read_progress_file(const std::string& path) {
     p.poll_interval_s = field<double>(a[i], "poll_interval_s", path, i);
     p.compute_s = field<double>(a[i], "compute_s", path, i);
     p.wait_s = field<double>(a[i], "wait_s", path, i);
+    p.compute_alone_s = a[i].is_object() && a[i].contains("compute_alone_s") ? field<double>(a[i], "compute_alone_s", path, i) : 0.0;
     const std::string row = path + ": row " + std::to_string(i) + ": ";
     if (!(p.bytes > 0 && p.bytes <= 1099511627776.0))
       throw InputError(row + "key 'bytes': expected a size from 1 B to 1 TiB, got " + std::to_string(p.bytes));
     for (const auto& [key, v] : {std::pair<const char*, double>{"alone_s", p.alone_s}, {"poll_interval_s", p.poll_interval_s},
-                                 {"compute_s", p.compute_s}, {"wait_s", p.wait_s}})
+                                 {"compute_s", p.compute_s}, {"wait_s", p.wait_s},
+                                 {"compute_alone_s", p.compute_alone_s}})
       if (!(v >= 0) || !std::isfinite(v)) throw InputError(row + "key '" + key + "': expected a non-negative time in seconds, got " + std::to_string(v));
     f.points.push_back(p);
   }

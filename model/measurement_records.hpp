@@ -158,13 +158,16 @@ InterferenceFile read_interference_file(const std::string& path);
 // calibration's mpi_progress): each point launches the all-reduce,
 // computes for compute_s calling MPI_Test every poll_interval_s (0: never),
 // then waits; wait_s is what the wait took (medians over repetitions, the
-// largest rank's).
+// largest rank's). The compute is work that takes compute_alone_s by
+// itself; compute_s is what it took with the all-reduce in flight, and the
+// polls come at every poll_interval_s of it (in time of the work alone).
 struct ProgressPoint {
   double bytes = 0;
   double alone_s = 0;          // the same all-reduce with nothing else to do
   double poll_interval_s = 0;  // 0: no poll until the wait
   double compute_s = 0;
   double wait_s = 0;
+  double compute_alone_s = 0;  // 0: not measured (then the fit leaves the interference out)
 };
 struct ProgressFile {
   std::string path;

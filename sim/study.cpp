@@ -145,7 +145,9 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
   check_duration(in.broadcast.time_s, "the buffer broadcast");
   check_duration(in.host_overhead_s, "the host overhead");
   in.jitter_sigma = cal.jitter_sigma;
-  in.interference = cal.interference;
+  // the progress benchmark's, measured with the MPI collective's own steps, when fitted
+  const bool mpi_steps = c.collectives.family == CollFamily::mpi && cal.mpi_progress && cal.mpi_progress->interference;
+  in.interference = mpi_steps ? *cal.mpi_progress->interference : cal.interference;
 }
 
 ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibration& cal, const Layout& layout,

@@ -386,7 +386,7 @@ TEST_CASE("fit: the MPI progress model is recovered from bench progress points i
   // points as bench progress takes them (compute 1.5 x the alone time,
   // polls never / every 0.5, 0.2, 0.05 of it), their waits from the model
   // with 6 steps at least and 64 KiB per step: 6, 6, 16 and 64 steps
-  const MpiProgress truth{6, 65536};
+  const MpiProgress truth{6, 65536, 1.5};
   ProgressFile f;
   f.path = "p.json";
   f.ranks = 2;
@@ -397,8 +397,10 @@ TEST_CASE("fit: the MPI progress model is recovered from bench progress points i
       p.bytes = bytes;
       p.alone_s = alone;
       p.poll_interval_s = poll * alone;
-      p.compute_s = 1.5 * alone;
-      p.wait_s = progress_wait_s(alone, mpi_progress_steps(truth, bytes), p.compute_s, p.poll_interval_s);
+      p.compute_alone_s = 1.5 * alone;
+      const ProgressRun r = progress_run(alone, mpi_progress_steps(truth, bytes), p.compute_alone_s, p.poll_interval_s, 1.5);
+      p.compute_s = r.compute_s;
+      p.wait_s = r.wait_s;
       f.points.push_back(p);
     }
   }
@@ -406,10 +408,15 @@ TEST_CASE("fit: the MPI progress model is recovered from bench progress points i
   CHECK(pf.points == 16);
   CHECK(pf.rms == doctest::Approx(0.0).scale(1e-9));
   CHECK(pf.rms_none > 0.3);  // one step leaves every wait at 0
-  // the fitted model predicts every point's wait (any model with the same steps would)
-  for (const ProgressPoint& p : f.points)
-    CHECK(progress_wait_s(p.alone_s, mpi_progress_steps(pf.progress, p.bytes), p.compute_s, p.poll_interval_s) ==
-          doctest::Approx(p.wait_s).epsilon(1e-9).scale(1e-6));
+  REQUIRE(pf.progress.interference.has_value());
+  CHECK(*pf.progress.interference == doctest::Approx(1.5));  // on the grid
+  CHECK(pf.rms_compute == doctest::Approx(0.0).scale(1e-9));
+  // the fitted model predicts every point's wait and compute (any model with the same steps would)
+  for (const ProgressPoint& p : f.points) {
+    const ProgressRun r = progress_run(p.alone_s, mpi_progress_steps(pf.progress, p.bytes), p.compute_alone_s, p.poll_interval_s, 1.5);
+    CHECK(r.wait_s == doctest::Approx(p.wait_s).epsilon(1e-9).scale(1e-6));
+    CHECK(r.compute_s == doctest::Approx(p.compute_s).epsilon(1e-9));
+  }
   FitInputs in;
   in.progress = {f};
   const CalibrationFit fit = fit_calibration(in, "t");
@@ -418,6 +425,11 @@ TEST_CASE("fit: the MPI progress model is recovered from bench progress points i
   REQUIRE(k.mpi_progress.has_value());
   CHECK(k.mpi_progress->min_steps == pf.progress.min_steps);
   CHECK(k.mpi_progress->chunk_bytes == doctest::Approx(pf.progress.chunk_bytes).epsilon(1e-6));
+  REQUIRE(k.mpi_progress->interference.has_value());
+  CHECK(*k.mpi_progress->interference == doctest::Approx(1.5));
+  // points that did not time the work alone leave the interference out
+  for (auto& p : in.progress[0].points) p.compute_alone_s = 0;
+  CHECK_FALSE(fit_mpi_progress(in.progress[0].points).progress.interference.has_value());
   CHECK(fit.report.find("MPI progress") != std::string::npos);
   // one rank cannot measure progress
   in.progress[0].ranks = 1;

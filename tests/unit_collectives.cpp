@@ -181,3 +181,22 @@ TEST_CASE("MPI progress steps: max(min_steps, bytes / chunk); the MPI model atta
   CHECK(m.broadcast(1024, Layout{2, 1}).steps == 5);
   CHECK(m.allreduce(1024, Layout{1, 1}).steps == 1);  // one rank: no collective
 }
+
+TEST_CASE("the progress model with interference: the compute slows while a step runs (by hand)") {
+  // all-reduce 1 s in 2 steps, work 1 s, interference 1 (half speed while a
+  // step runs). No poll: step 1 runs 0..0.5 (0.25 of work), the rest of the
+  // work 0.5..1.25, step 2 in the wait 1.25..1.75.
+  ProgressRun r = progress_run(1.0, 2, 1.0, 0.0, 1.0);
+  CHECK(r.compute_s == doctest::Approx(1.25));
+  CHECK(r.wait_s == doctest::Approx(0.5));
+  // polls every 0.25 of work: the first comes at 0.5, as step 1 ends, and
+  // starts step 2 (0.5..1.0, another 0.25 of work); the other 0.5 of work
+  // runs 1.0..1.5 at full speed, nothing left to wait for
+  r = progress_run(1.0, 2, 1.0, 0.25, 1.0);
+  CHECK(r.compute_s == doctest::Approx(1.5));
+  CHECK(r.wait_s == 0.0);
+  // without interference the same as progress_wait_s
+  r = progress_run(1.0, 5, 1.5, 0.5, 0.0);
+  CHECK(r.compute_s == doctest::Approx(1.5));
+  CHECK(r.wait_s == doctest::Approx(progress_wait_s(1.0, 5, 1.5, 0.5)));
+}

@@ -309,3 +309,16 @@ TEST_CASE("published figures: inside or outside the band, the band's half-width,
   CHECK_FALSE(hc[0].inside);
   CHECK_FALSE(hc[0].needs[0].reached);
 }
+
+TEST_CASE("the replay takes the progress benchmark's interference for MPI collectives in steps, else the calibration's") {
+  const Cluster local = load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/local-cpu.yaml");
+  const Workload w = load_workload(KANSCALE_SOURCE_DIR "/configs/workloads/local-kanscale.yaml");
+  Calibration cal = load_calibration(KANSCALE_SOURCE_DIR "/configs/calibrations/local-cpu.yaml", local, Precision::fp32);
+  cal.interference = 0.2;
+  cal.mpi_progress = MpiProgress{4, 0, 0.7};
+  const Layout two{2, 1};
+  CHECK(make_replay_input(local, w, cal, two, 32, 1).interference == doctest::Approx(0.7));
+  CHECK(make_replay_input(local, w, cal, two, 32, 1).steady.allreduce.front().steps >= 4);
+  cal.mpi_progress->interference.reset();  // measured without the work alone: the calibration's own
+  CHECK(make_replay_input(local, w, cal, two, 32, 1).interference == doctest::Approx(0.2));
+}
