@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <iostream>
 
 #include "commands.hpp"
@@ -10,7 +11,6 @@
 #include "measure/interference.hpp"
 #include "measure/progress.hpp"
 #include "measure/machine_info.hpp"
-#include <ctime>
 #include "measure/kan.hpp"
 #include "measure/kan_cpu.hpp"
 #include "model/cost.hpp"

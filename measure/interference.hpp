@@ -1,9 +1,12 @@
 #pragma once
 // How much a rank's compute slows while its all-reduce is in flight: the
 // calibration's `interference`. The compute is the KAN's forward+backward
-// on the CPU path; the communication a non-blocking all-reduce progressed
-// by MPI_Test between layers, as the trainer does, restarted whenever it
-// finishes so that it covers the whole measurement.
+// on the CPU path; the communication one non-blocking all-reduce per round,
+// launched with the compute and progressed by MPI_Test between layers, as
+// the trainer does. A small all-reduce inside a long compute makes this a
+// weak signal (0.03 to 2 per second of collective across runs here); where
+// bench progress has measured the interference per transport
+// (mpi_progress), the replay uses that instead.
 #include <algorithm>
 #include <cstdint>
 #include <vector>

@@ -93,9 +93,9 @@ std::vector<ProgressPoint> measure_progress(Comm& comm, const std::vector<double
       ProgressPoint p;
       p.bytes = static_cast<double>(buf.size()) * 4.0;
       p.alone_s = C;
-      // the poll interval in time of the work alone
-      p.poll_interval_s = every > 0 ? static_cast<double>(every) / static_cast<double>(units) * alone_compute : 0.0;
       p.compute_alone_s = comm.allreduce_max(alone_compute);
+      // the poll interval in time of the work alone (the same ranks' figure)
+      p.poll_interval_s = every > 0 ? static_cast<double>(every) / static_cast<double>(units) * p.compute_alone_s : 0.0;
       p.compute_s = comm.allreduce_max(summarize(computes).median);
       p.wait_s = comm.allreduce_max(summarize(waits).median);
       out.push_back(p);

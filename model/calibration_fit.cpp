@@ -253,13 +253,14 @@ ProgressFit fit_mpi_progress(const std::vector<ProgressPoint>& points) {
   };
   auto rms_of = [&](const MpiProgress& m, double interference, bool waits, bool computes) {
     double ss = 0;
+    int n = 0;
     for (const ProgressPoint& p : points) {
       if (!(p.alone_s > 0)) continue;
       const ProgressRun r = run(p, m, interference);
-      if (waits) ss += std::pow((r.wait_s - p.wait_s) / p.alone_s, 2);
-      if (computes) ss += std::pow((r.compute_s - p.compute_s) / p.alone_s, 2);
+      if (waits) ss += std::pow((r.wait_s - p.wait_s) / p.alone_s, 2), ++n;
+      if (computes) ss += std::pow((r.compute_s - p.compute_s) / p.alone_s, 2), ++n;
     }
-    return std::sqrt(ss / static_cast<double>(points.size()));
+    return n > 0 ? std::sqrt(ss / n) : 0.0;
   };
   double largest = 0;
   for (const ProgressPoint& p : points) largest = std::max(largest, p.bytes);
@@ -283,17 +284,22 @@ ProgressFit fit_mpi_progress(const std::vector<ProgressPoint>& points) {
   out.rms_none = rms_of(MpiProgress{1, 0}, 0.0, true, false);
   out.progress = best_steps(0.0, false, &out.rms);
   if (timed) {
-    // the interference on the compute with those steps, then the steps again with it
-    double best_i = 0, best_r = rms_of(out.progress, 0.0, false, true);
-    for (int i = 1; i <= 200; ++i) {
-      const double r = rms_of(out.progress, 0.05 * i, false, true);
-      if (r < best_r - 1e-12) {
-        best_r = r;
-        best_i = 0.05 * i;
+    // the interference on the compute with those steps, the steps again
+    // with it (waits and computes together), then the interference again
+    auto best_interference = [&](const MpiProgress& m) {
+      double best_i = 0, best_r = rms_of(m, 0.0, false, true);
+      for (int i = 1; i <= 200; ++i) {
+        const double r = rms_of(m, 0.05 * i, false, true);
+        if (r < best_r - 1e-12) {
+          best_r = r;
+          best_i = 0.05 * i;
+        }
       }
-    }
+      return best_i;
+    };
     double both = 0;
-    out.progress = best_steps(best_i, true, &both);
+    out.progress = best_steps(best_interference(out.progress), true, &both);
+    const double best_i = best_interference(out.progress);
     out.progress.interference = best_i;
     out.rms = rms_of(out.progress, best_i, true, false);
     out.rms_compute = rms_of(out.progress, best_i, false, true);
@@ -395,7 +401,7 @@ CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
     progress_report << "MPI progress (bench progress: launch, compute calling MPI_Test every interval, then wait):\n"
                     << "  min_steps " << pf.progress.min_steps << ", chunk "
                     << (pf.progress.chunk_bytes > 0 ? format_bytes(pf.progress.chunk_bytes) : std::string("none"))
-                    << (pf.progress.interference ? ", interference " + std::to_string(interf) + " (compute lost per second a step runs)" : std::string())
+                    << (pf.progress.interference ? ", interference " + std::to_string(interf) + " (the compute's slowdown while a step runs)" : std::string())
                     << "; " << note.str() << "\n"
                     << "  bytes       alone        poll every   compute alone  compute measured/predicted  wait measured/predicted  steps\n";
     for (const ProgressPoint& p : pts) {

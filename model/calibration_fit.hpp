@@ -41,8 +41,10 @@ FitInputs read_fit_inputs(const std::vector<std::string>& kernels, const std::ve
 // wait) / the all-reduce's alone time. rms is that residual's RMS; rms_none
 // the same for one step (a collective that progresses on its own).
 // With points that timed their work alone (compute_alone_s), the
-// interference too: a grid of 0 to 10 in steps of 0.05 on (predicted -
-// measured compute) / alone time, then the steps again with it.
+// interference too (the compute's slowdown while a step runs): a grid of 0
+// to 10 in steps of 0.05 on (predicted - measured compute) / alone time,
+// then the steps again on waits and computes together, then the
+// interference again.
 struct ProgressFit {
   MpiProgress progress;
   double rms = 0, rms_none = 0;

@@ -161,34 +161,35 @@ ProgressRun progress_run(double alone_s, int steps, double compute_alone_s, doub
   steps = std::max(1, steps);
   const double step = alone_s / steps, slow = 1.0 + std::max(0.0, interference);
   const double W = compute_alone_s, d = poll_interval_s;
-  double t = 0, w = 0;          // wall time, work done
-  int done = 0;                 // steps finished
-  bool running = true;          // step done + 1 runs (launched at 0)
-  double step_end = step;
-  double next_poll = d > 0 ? d : std::numeric_limits<double>::infinity();  // in work
   // the slack absorbs rounding: a poll at a step's very end counts
   const double eps = 1e-12 * std::max(alone_s, W);
-  while (w < W) {
-    const double rate = running ? 1.0 / slow : 1.0;
-    const double t_work = t + (std::min(next_poll, W) - w) / rate;  // the next poll or the compute's end
-    if (running && step_end <= t_work + eps) {
-      w += (step_end - t) * rate;
-      t = step_end;
-      if (++done == steps) {  // finished within the compute
-        const double end = t + std::max(0.0, W - w);
-        return {end, 0.0};
+  double t = 0, w = 0;  // wall time, work done
+  int done = 0;         // steps finished
+  bool running = true;  // step done + 1 runs (the launch starts the first)
+  double step_end = step;
+  while (true) {
+    if (running) {
+      // the step ends before the work does (or with it): counted
+      const double w_end = w + (step_end - t) / slow;
+      if (w_end > W + eps) {  // the work ends first, the step runs into the wait
+        t += (W - w) * slow;
+        break;
       }
+      t = step_end;
+      w = std::min(w_end, W);
+      if (++done == steps) return {t + (W - w), 0.0};
       running = false;
-      continue;
     }
-    w = std::min(next_poll, W);
-    t = t_work;
-    if (w >= W) break;
-    next_poll += d;
-    if (!running) {
-      running = true;
-      step_end = t + step;
+    // the next poll at or after w (polls at every d of work, none at its end)
+    const double poll = d > 0 ? d * std::max(1.0, std::ceil(w / d - 1e-9)) : std::numeric_limits<double>::infinity();
+    if (!(poll < W - eps)) {
+      t += W - w;
+      break;
     }
+    t += poll - w;
+    w = poll;
+    running = true;
+    step_end = t + step;
   }
   // the wait: the running step ends, the rest follow back to back
   const int left = steps - done - (running ? 1 : 0);

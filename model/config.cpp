@@ -22,8 +22,8 @@ const char* to_string(MpiAlgo a) { return a == MpiAlgo::ring ? "ring" : "recursi
 
 int mpi_progress_steps(const MpiProgress& p, double bytes) {
   double steps = p.min_steps;
-  // a step moves at most chunk bytes (capped: a step count stays an int)
-  if (p.chunk_bytes > 0) steps = std::max(steps, std::min(std::ceil(bytes / p.chunk_bytes), 1e6));
+  // a step moves at most chunk bytes (capped at 4096 steps, as the fit's models)
+  if (p.chunk_bytes > 0) steps = std::max(steps, std::min(std::ceil(bytes / p.chunk_bytes), 4096.0));
   return std::max(1, static_cast<int>(steps));
 }
 const char* to_string(Proto p) {
@@ -338,12 +338,13 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
     }
     if (auto pr = col->map_opt("mpi_progress")) {
       MpiProgress mp;
-      mp.min_steps = static_cast<int>(pr->integer("min_steps", 1, 1000000));
+      mp.min_steps = static_cast<int>(pr->integer("min_steps", 1, 4096));
       mp.chunk_bytes = pr->quantity_opt("chunk", Quantity::size, Bound::positive).value_or(0.0);
       mp.interference = pr->number_opt("interference", Bound::non_negative);
       if (mp.interference && *mp.interference > 100) pr->fail("interference", "must be at most 100, got " + std::to_string(*mp.interference));
       pr->finish();
       cal.mpi_progress = mp;
+      cal.has_mpi_terms = true;
     }
     col->finish();
   }

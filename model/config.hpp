@@ -180,11 +180,12 @@ struct MpiBroadcast {
 // poll, a launch, or the final wait). Unset: a collective progresses on its
 // own (NCCL's kernels, or a library with a progress thread).
 struct MpiProgress {
-  int min_steps = 1;
+  int min_steps = 1;       // at most 4096 (so too the steps a chunk gives)
   double chunk_bytes = 0;  // bytes one step moves at most; 0: no limit
-  // compute lost per second a step runs, measured with the same benchmark;
-  // when set, the replay uses it in place of compute.interference
-  std::optional<double> interference;
+  // the compute's slowdown while a step runs (a second of work takes 1 +
+  // interference), measured with the same benchmark; when set, the replay
+  // uses it in place of compute.interference for MPI collectives
+  std::optional<double> interference{};
 };
 int mpi_progress_steps(const MpiProgress& p, double bytes);
 

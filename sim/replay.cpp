@@ -71,10 +71,18 @@ IterPlan make_plan(const ReplayInput& in, const PlannedBuckets& pb) {
   }
   // With collectives that progress only inside MPI, also where the rank
   // polls them: after each layer's backward and its gradient copies (the
-  // trainer's MPI_Test), i.e. before every backward op.
-  if (polls_needed(in, pb))
-    for (std::size_t j = 0; j < p.main_ops.size(); ++j)
-      if (ops[p.main_ops[j]].phase == Phase::backward) ends.emplace_back(cum[j], -1);
+  // trainer's MPI_Test), i.e. before the first backward op of every layer.
+  if (polls_needed(in, pb)) {
+    int layer = -1;
+    bool any = false;
+    for (std::size_t j = 0; j < p.main_ops.size(); ++j) {
+      const Op& o = ops[p.main_ops[j]];
+      if (o.phase != Phase::backward) continue;
+      if (!any || o.layer != layer) ends.emplace_back(cum[j], -1);
+      any = true;
+      layer = o.layer;
+    }
+  }
   std::sort(ends.begin(), ends.end());
   for (const auto& [at, b] : ends) {
     if (p.seg_end.empty() || p.seg_end.back() != at) {
@@ -248,6 +256,7 @@ class Sim {
 
   void end_wait(int r, double now, const char* what) {
     RankState& s = ranks_[r];
+    --waiting_;
     result_.iterations[s.iter][r].exposed_s += now - s.wait_start;
     if (trace_slot_[r] >= 0 && now > s.wait_start) {
       result_.trace.push_back(TraceSlice{r, 0, s.iter, what, "wait", s.wait_start, now, 0});
@@ -264,6 +273,7 @@ class Sim {
       case kPre:
         if (in_.broadcast_buffers) {
           s.stage = kWaitBcast;
+          ++waiting_;
           s.wait_start = now;
           launch(r, coll_offset_[s.iter], now);
           poll(r, now);
@@ -275,6 +285,7 @@ class Sim {
         if (s.launch_tail) {  // the last launches' CPU time is done: wait
           s.launch_tail = false;
           s.stage = kWaitFinal;
+          ++waiting_;
           s.wait_start = now;
           if (colls_[last_coll(s.iter)].ended) finish_wait_final(r, now);
           else poll(r, now);
@@ -303,6 +314,7 @@ class Sim {
           begin_work(r, launch_cpu / s.factor, now);
         } else {
           s.stage = kWaitFinal;
+          ++waiting_;
           s.wait_start = now;
           if (colls_[last_coll(s.iter)].ended) finish_wait_final(r, now);
         }
@@ -345,6 +357,9 @@ class Sim {
       if (ranks_[r].stage == kMain && ranks_[r].computing) reschedule(r, now);
   }
 
+  // A collective's first step needs no poll: the launch posted it (libnbc
+  // starts its first round in MPI_Iallreduce), so one queued behind another
+  // starts as that one ends.
   void start_coll(int g, double now) {
     colls_[g].start_s = now;
     active_ = g;
@@ -369,6 +384,12 @@ class Sim {
       coll_end(g, now);
       return;
     }
+    if (waiting_ == n_) {
+      // every rank waits in MPI: the rest follow back to back, one event
+      q_.schedule(now + c.duration_s / c.steps * (c.steps - c.steps_done), Payload{kCollEnd, static_cast<std::uint32_t>(g)});
+      c.steps_done = c.steps - 1;
+      return;
+    }
     c.step_pending = true;
     set_comm_active(false, now);
     in_mpi_count_ = 0;
@@ -377,7 +398,6 @@ class Sim {
       in_mpi_since_step_[static_cast<std::size_t>(r)] = waiting;
       in_mpi_count_ += waiting;
     }
-    if (in_mpi_count_ == n_) start_step(g, now);
   }
   // Rank r is inside MPI now (a launch, a poll, or the start of a wait).
   void poll(int r, double now) {
@@ -490,6 +510,7 @@ class Sim {
   int active_ = -1;  // the collective in progress (the track runs one at a time)
   std::vector<char> in_mpi_since_step_;  // per rank, since its last step ended
   int in_mpi_count_ = 0;
+  int waiting_ = 0;  // ranks in a wait stage (inside MPI)
   std::vector<int> trace_slot_, traced_;
   std::vector<std::vector<Piece>> pieces_;
   ReplayResult result_;

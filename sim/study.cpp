@@ -127,6 +127,16 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
     for (const auto& b : pb->buckets) pb->allreduce.push_back(coll.allreduce(b.bytes, layout));
   }
   in.broadcast = coll.broadcast(in.broadcast_bytes, layout);
+  // Steps (mpi_progress) are how kanscale's trainer drives MPI: it polls
+  // from its compute thread. PyTorch's MPI process group runs each
+  // collective on a thread of its own, so there a collective progresses
+  // by itself.
+  const bool polled = w.implementation == Implementation::kanscale;
+  if (!polled) {
+    for (PlannedBuckets* pb : {&in.first, &in.steady})
+      for (auto& e : pb->allreduce) e.steps = 1;
+    in.broadcast.steps = 1;
+  }
   in.host_overhead_s = cal.host_overhead_s + (live ? live->host_overhead_s : 0.0);
   // A rate or time at the edge of the double range (a FLOP rate of 1e-300,
   // an overhead of 1e300 s) makes durations the event core cannot order:
@@ -146,7 +156,7 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
   check_duration(in.host_overhead_s, "the host overhead");
   in.jitter_sigma = cal.jitter_sigma;
   // the progress benchmark's, measured with the MPI collective's own steps, when fitted
-  const bool mpi_steps = c.collectives.family == CollFamily::mpi && cal.mpi_progress && cal.mpi_progress->interference;
+  const bool mpi_steps = polled && c.collectives.family == CollFamily::mpi && cal.mpi_progress && cal.mpi_progress->interference;
   in.interference = mpi_steps ? *cal.mpi_progress->interference : cal.interference;
 }
 

@@ -310,6 +310,21 @@ TEST_CASE("a collective in steps progresses only at polls while the ranks comput
   CHECK(r.iterations[0][1].end_s == doctest::Approx(58.0));
 }
 
+TEST_CASE("a broadcast in steps while every rank waits runs as one piece") {
+  // as "the buffer broadcast synchronises ranks before forward": every rank
+  // waits in the broadcast, so its 3 steps follow back to back, 1..4; the
+  // iteration ends at 26 either way
+  Hand h(3, 0.0);
+  h.in.broadcast_buffers = true;
+  h.in.broadcast = CollectiveEstimate{3.0, "ring", "LL"};
+  h.in.broadcast.steps = 3;
+  h.in.broadcast_bytes = 64;
+  const auto r = replay(h.in);
+  CHECK(r.iterations[0][2].iteration_s() == doctest::Approx(26.0));
+  CHECK(r.iterations[0][2].exposed_s == doctest::Approx(3.0));
+  CHECK(r.collectives[0].end_s == doctest::Approx(4.0));
+}
+
 TEST_CASE("the reduced iteration median replays every rank when collectives move in steps") {
   Hand h(16, 3.0);
   h.in.jitter_sigma = 0.1;

@@ -319,6 +319,13 @@ TEST_CASE("the replay takes the progress benchmark's interference for MPI collec
   const Layout two{2, 1};
   CHECK(make_replay_input(local, w, cal, two, 32, 1).interference == doctest::Approx(0.7));
   CHECK(make_replay_input(local, w, cal, two, 32, 1).steady.allreduce.front().steps >= 4);
+  // PyTorch's process group runs MPI on a thread of its own: no steps, the calibration's interference
+  Workload torch = w;
+  torch.implementation = Implementation::efficient_kan;
+  const ReplayInput t = make_replay_input(local, torch, cal, two, 32, 1);
+  CHECK(t.steady.allreduce.front().steps == 1);
+  CHECK(t.broadcast.steps == 1);
+  CHECK(t.interference == doctest::Approx(0.2));
   cal.mpi_progress->interference.reset();  // measured without the work alone: the calibration's own
   CHECK(make_replay_input(local, w, cal, two, 32, 1).interference == doctest::Approx(0.2));
 }

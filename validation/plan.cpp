@@ -152,7 +152,8 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
       int n = 0;
       while (std::getline(ss, item, ',')) {
         try {
-          if (!(parse_size_bytes(item) >= 4)) throw UnitError("must be at least 4B");
+          const double b = parse_size_bytes(item);
+          if (!(b >= 4 && b <= 4.0 * 1024 * 1024 * 1024)) throw UnitError("must be from 4B to 4GiB (bench progress's --sizes)");
         } catch (const UnitError& e) {
           ms.fail("progress", "expected comma-separated sizes such as \"64KiB,1MiB\": \"" + item + "\": " + e.what());
         }
@@ -160,6 +161,7 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
       }
       if (n == 0 || p.measure.progress_sizes.back() == ',') ms.fail("progress", "expected comma-separated sizes such as \"64KiB,1MiB\"");
       if (p.measure.ranks < 2) ms.fail("progress", "the progress benchmark needs ranks of 2 or more");
+      if (p.backend != "cpu") ms.fail("progress", "the progress benchmark measures MPI's progress: backend cpu only");
     }
     if (ms.has("transports")) {
       for (const auto& t : ms.string_list("transports")) {
