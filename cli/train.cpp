@@ -239,6 +239,8 @@ int bench_progress(const std::vector<std::string>& args, const std::string& cmdl
     polls.push_back(f);
   }
   if (sizes.empty() || polls.empty()) throw InputError("--sizes and --polls: expected at least one value each");
+  // the fit's reader takes at most 200 points a file (each costs the fit's whole grid)
+  if (sizes.size() * polls.size() > 200) throw InputError("--sizes x --polls: at most 200 points, got " + std::to_string(sizes.size() * polls.size()));
   check_output_paths({{json, "--json"}});
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
   const auto points = measure_progress(*comm, sizes, polls, compute, repeats);

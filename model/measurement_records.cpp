@@ -446,7 +446,7 @@ ProgressFile read_progress_file(const std::string& path) {
   f.cpu_model = value_or<std::string>(j, "cpu_model", "", path, "");
   f.date_utc = value_or<std::string>(j, "date_utc", "", path, "");
   const auto& a = j["points"];
-  if (a.size() > 1000) throw InputError(path + ": key 'points': at most 1000 (bench progress writes sizes x poll intervals), got " + std::to_string(a.size()));
+  if (a.size() > 200) throw InputError(path + ": key 'points': at most 200 (bench progress writes sizes x poll intervals), got " + std::to_string(a.size()));
   for (std::size_t i = 0; i < a.size(); ++i) {
     ProgressPoint p;
     p.bytes = field<double>(a[i], "bytes", path, i);

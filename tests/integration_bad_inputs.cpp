@@ -678,6 +678,9 @@ std::vector<Case> catalogue() {
       {"bench progress: --polls negative", "flags-bench", {}, {"bench", "progress", "--polls", "0,-0.5"}, {"--polls", "-0.5"}},
       {"bench progress: --polls as text", "flags-bench", {}, {"bench", "progress", "--polls", "often"}, {"--polls", "often"}},
       {"bench progress: --compute zero", "flags-bench", {}, {"bench", "progress", "--compute", "0"}, {"--compute"}},
+      {"bench progress: too many points", "flags-bench", {},
+       {"bench", "progress", "--sizes", "1KiB,2KiB,3KiB,4KiB,5KiB,6KiB,7KiB,8KiB,9KiB,10KiB,11KiB", "--polls",
+        "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1,1.1,1.2,1.3,1.4,1.5,1.6,1.7,1.8"}, {"--sizes x --polls", "200"}},
       {"bench progress: --json a directory", "flags-bench", {}, {"bench", "progress", "--json", "{d}"}, {"--json"}},
   };
 }

@@ -92,7 +92,10 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
     }
     report << "\n";
   }
-  for (const auto& [ranks, pts] : by_ranks) {
+  for (const auto& entry : by_ranks) {
+    // (not a structured binding: clang before 16 cannot capture one in the lambda below)
+    const int ranks = entry.first;
+    const std::vector<const LivePoint*>& pts = entry.second;
     std::vector<std::vector<double>> X;
     std::vector<double> y;
     for (const LivePoint* lp : pts) {
