@@ -243,20 +243,25 @@ FitInputs read_fit_inputs(const std::vector<std::string>& kernels, const std::ve
   return in;
 }
 
+namespace {
+// The model's outcome for a bench progress point (a point that did not time
+// its work alone takes its compute time for it).
+ProgressRun predict_point(const ProgressPoint& p, const MpiProgress& m, double interference) {
+  return progress_run(p.alone_s, mpi_progress_steps(m, p.bytes), p.compute_alone_s > 0 ? p.compute_alone_s : p.compute_s,
+                      p.poll_interval_s, interference);
+}
+}  // namespace
+
 ProgressFit fit_mpi_progress(const std::vector<ProgressPoint>& points) {
   if (points.empty()) throw InputError("bench progress: no points to fit");
   // points whose work alone was timed can tell the interference
   const bool timed = std::all_of(points.begin(), points.end(), [](const ProgressPoint& p) { return p.compute_alone_s > 0; });
-  auto run = [](const ProgressPoint& p, const MpiProgress& m, double interference) {
-    return progress_run(p.alone_s, mpi_progress_steps(m, p.bytes), p.compute_alone_s > 0 ? p.compute_alone_s : p.compute_s,
-                        p.poll_interval_s, interference);
-  };
   auto rms_of = [&](const MpiProgress& m, double interference, bool waits, bool computes) {
     double ss = 0;
     int n = 0;
     for (const ProgressPoint& p : points) {
       if (!(p.alone_s > 0)) continue;
-      const ProgressRun r = run(p, m, interference);
+      const ProgressRun r = predict_point(p, m, interference);
       if (waits) ss += std::pow((r.wait_s - p.wait_s) / p.alone_s, 2), ++n;
       if (computes) ss += std::pow((r.compute_s - p.compute_s) / p.alone_s, 2), ++n;
     }
@@ -406,8 +411,7 @@ CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
                     << "  bytes       alone        poll every   compute alone  compute measured/predicted  wait measured/predicted  steps\n";
     for (const ProgressPoint& p : pts) {
       const int k = mpi_progress_steps(pf.progress, p.bytes);
-      const ProgressRun r =
-          progress_run(p.alone_s, k, p.compute_alone_s > 0 ? p.compute_alone_s : p.compute_s, p.poll_interval_s, interf);
+      const ProgressRun r = predict_point(p, pf.progress, interf);
       progress_report << "  " << std::left << std::setw(12) << format_bytes(p.bytes) << std::setw(13) << format_time(p.alone_s) << std::setw(13)
                       << (p.poll_interval_s > 0 ? format_time(p.poll_interval_s) : std::string("never")) << std::setw(15)
                       << (p.compute_alone_s > 0 ? format_time(p.compute_alone_s) : std::string("-")) << std::setw(28)

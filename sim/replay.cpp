@@ -254,6 +254,14 @@ class Sim {
     begin_work(r, plan(s.iter).seg_end[0], now);
   }
 
+  // Rank r starts waiting inside MPI (for the broadcast or the all-reduces).
+  void enter_wait(int r, Stage stage, double now) {
+    ranks_[r].stage = stage;
+    ranks_[r].wait_start = now;
+    ++waiting_;
+  }
+  static bool in_wait(const RankState& s) { return s.stage == kWaitBcast || s.stage == kWaitFinal; }
+
   void end_wait(int r, double now, const char* what) {
     RankState& s = ranks_[r];
     --waiting_;
@@ -272,9 +280,7 @@ class Sim {
     switch (s.stage) {
       case kPre:
         if (in_.broadcast_buffers) {
-          s.stage = kWaitBcast;
-          ++waiting_;
-          s.wait_start = now;
+          enter_wait(r, kWaitBcast, now);
           launch(r, coll_offset_[s.iter], now);
           poll(r, now);
         } else {
@@ -284,9 +290,7 @@ class Sim {
       case kMain: {
         if (s.launch_tail) {  // the last launches' CPU time is done: wait
           s.launch_tail = false;
-          s.stage = kWaitFinal;
-          ++waiting_;
-          s.wait_start = now;
+          enter_wait(r, kWaitFinal, now);
           if (colls_[last_coll(s.iter)].ended) finish_wait_final(r, now);
           else poll(r, now);
           break;
@@ -313,9 +317,7 @@ class Sim {
           s.launch_tail = true;
           begin_work(r, launch_cpu / s.factor, now);
         } else {
-          s.stage = kWaitFinal;
-          ++waiting_;
-          s.wait_start = now;
+          enter_wait(r, kWaitFinal, now);
           if (colls_[last_coll(s.iter)].ended) finish_wait_final(r, now);
         }
         break;
@@ -394,7 +396,7 @@ class Sim {
     set_comm_active(false, now);
     in_mpi_count_ = 0;
     for (int r = 0; r < n_; ++r) {
-      const bool waiting = ranks_[r].stage == kWaitBcast || ranks_[r].stage == kWaitFinal;
+      const bool waiting = in_wait(ranks_[r]);
       in_mpi_since_step_[static_cast<std::size_t>(r)] = waiting;
       in_mpi_count_ += waiting;
     }
