@@ -222,10 +222,10 @@ int bench_progress(const std::vector<std::string>& args, const std::string& cmdl
   if (repeats < 3 || repeats > 1000) throw InputError("--repeat: expected 3 to 1000");
   if (!(compute >= 0.1 && compute <= 100)) throw InputError("--compute: expected 0.1 to 100 all-reduce times");
   std::vector<double> sizes, polls;
-  for (const auto& w : split_list(sizes_text, "--sizes")) {
-    const double b = parse_size_option(w, "--sizes");
-    if (!(b >= 4 && b <= 4.0 * 1024 * 1024 * 1024)) throw InputError("--sizes: expected sizes from 4B to 4GiB, got " + w);
-    sizes.push_back(b);
+  try {
+    sizes = parse_size_list(sizes_text, kProgressMinBytes, kProgressMaxBytes);
+  } catch (const UnitError& e) {
+    throw InputError(std::string("--sizes: ") + e.what());
   }
   for (const auto& w : split_list(polls_text, "--polls")) {
     double f = -1;

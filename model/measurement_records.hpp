@@ -169,6 +169,8 @@ struct ProgressPoint {
   double wait_s = 0;
   double compute_alone_s = 0;  // 0: not measured (then the fit leaves the interference out)
 };
+// the message sizes bench progress measures (and a plan may ask for)
+constexpr double kProgressMinBytes = 4, kProgressMaxBytes = 4.0 * 1024 * 1024 * 1024;
 struct ProgressFile {
   std::string path;
   std::string command_line;

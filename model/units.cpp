@@ -167,4 +167,25 @@ std::string format_time(double s) {
   return buf;
 }
 
+std::vector<double> parse_size_list(std::string_view text, double min_bytes, double max_bytes) {
+  std::vector<double> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    const std::string item(text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    if (item.empty()) throw UnitError("an empty item in \"" + std::string(text) + "\"");
+    double b = 0;
+    try {
+      b = parse_size_bytes(item);
+    } catch (const UnitError& e) {
+      throw UnitError("\"" + item + "\": " + e.what());
+    }
+    if (!(b >= min_bytes && b <= max_bytes))
+      throw UnitError("\"" + item + "\": expected a size from " + format_bytes(min_bytes) + " to " + format_bytes(max_bytes));
+    out.push_back(b);
+    if (comma == std::string_view::npos) return out;
+    start = comma + 1;
+  }
+}
+
 }  // namespace ks

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ks {
 
@@ -30,6 +31,10 @@ inline double parse_size_bytes(std::string_view t) { return parse_quantity(t, Qu
 inline double parse_rate_Bps(std::string_view t) { return parse_quantity(t, Quantity::rate); }
 inline double parse_time_s(std::string_view t) { return parse_quantity(t, Quantity::time); }
 inline double parse_flop_rate(std::string_view t) { return parse_quantity(t, Quantity::flop_rate); }
+
+// "64KiB,1MiB" -> sizes in bytes, each from min_bytes to max_bytes; an
+// empty item, a bad size or one out of range throws UnitError naming it.
+std::vector<double> parse_size_list(std::string_view text, double min_bytes, double max_bytes);
 
 const char* quantity_name(Quantity q);
 const char* quantity_example(Quantity q);

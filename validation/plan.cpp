@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <fstream>
-#include <sstream>
 
 #include "model/kan_model.hpp"
+#include "model/measurement_records.hpp"
 #include "model/units.hpp"
 #include "model/yaml_reader.hpp"
 
@@ -147,19 +147,11 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
     }
     p.measure.progress_sizes = ms.string_opt("progress").value_or("");
     if (!p.measure.progress_sizes.empty()) {
-      std::stringstream ss(p.measure.progress_sizes);
-      std::string item;
-      int n = 0;
-      while (std::getline(ss, item, ',')) {
-        try {
-          const double b = parse_size_bytes(item);
-          if (!(b >= 4 && b <= 4.0 * 1024 * 1024 * 1024)) throw UnitError("must be from 4B to 4GiB (bench progress's --sizes)");
-        } catch (const UnitError& e) {
-          ms.fail("progress", "expected comma-separated sizes such as \"64KiB,1MiB\": \"" + item + "\": " + e.what());
-        }
-        ++n;
+      try {
+        (void)parse_size_list(p.measure.progress_sizes, kProgressMinBytes, kProgressMaxBytes);
+      } catch (const UnitError& e) {
+        ms.fail("progress", std::string("expected comma-separated sizes such as \"64KiB,1MiB\": ") + e.what());
       }
-      if (n == 0 || p.measure.progress_sizes.back() == ',') ms.fail("progress", "expected comma-separated sizes such as \"64KiB,1MiB\"");
       if (p.measure.ranks < 2) ms.fail("progress", "the progress benchmark needs ranks of 2 or more");
       if (p.backend != "cpu") ms.fail("progress", "the progress benchmark measures MPI's progress: backend cpu only");
     }
