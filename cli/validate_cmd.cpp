@@ -3,11 +3,13 @@
 
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "commands.hpp"
 #include "model/output_files.hpp"
 #include "model/yaml_reader.hpp"
 #include "options.hpp"
+#include "validation/repeatability.hpp"
 #include "validation/validate.hpp"
 
 namespace po = boost::program_options;
@@ -16,6 +18,7 @@ namespace ks::cli {
 
 int validate(const std::vector<std::string>& args, const std::string& cmdline) {
   std::string plan_file, out = "validation-report", emit, collect, calibration;
+  std::vector<std::string> repeat;
   bool published = false;
   int rounds = 0, steps = 0;
   po::options_description desc("validate options");
@@ -28,6 +31,9 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
       ("emit", po::value(&emit)->value_name("DIR"), "write the schedule as job scripts (Slurm, mpirun) into DIR; run nothing")
       ("collect", po::value(&collect)->value_name("DIR"), "compare what the emitted scripts left in DIR")
       ("published", po::bool_switch(&published), "only the comparison with the plan's published figures (no live runs)")
+      ("repeatability", po::value(&repeat)->multitoken()->value_name("RUN..."),
+       "how the plan's live measurements repeat: two or more of its validation runs (report directories or results.json), each "
+       "predicted from the others; exit 1 when that misses the plan's bound")
       ("calibration", po::value(&calibration)->value_name("FILE"),
        "predict from this calibration instead of the plan's (what-ifs; negative controls with --collect)");
   po::positional_options_description pos;
@@ -38,7 +44,8 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
     std::cout << "usage: kanscale validate PLAN [--out DIR] [--rounds R] [--steps S]\n"
                  "       kanscale validate PLAN --emit DIR      (then run DIR/run-slurm.sbatch or DIR/run-mpirun.sh)\n"
                  "       kanscale validate PLAN --collect DIR [--out REPORT]\n"
-                 "       kanscale validate PLAN --published [--out REPORT]\n\n"
+                 "       kanscale validate PLAN --published [--out REPORT]\n"
+                 "       kanscale validate PLAN --repeatability RUN RUN... [--out REPORT]\n\n"
               << desc << "\n";
     return 0;
   }
@@ -60,7 +67,8 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
     plan.datasheet = false;
   }
   const std::string self = self_executable();
-  if (!emit.empty() + !collect.empty() + published > 1) throw InputError("validate: give at most one of --emit, --collect, --published");
+  if (!emit.empty() + !collect.empty() + published + !repeat.empty() > 1)
+    throw InputError("validate: give at most one of --emit, --collect, --published, --repeatability");
   // Before anything runs: where the report or the scripts go.
   if (!emit.empty())
     check_output_dir(emit, "--emit");
@@ -68,6 +76,23 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
     check_output_dir(out, "--out");
   check_sweep_options(plan);
   if (published) return published_comparison(plan, out, cmdline);
+  if (!repeat.empty()) {
+    std::vector<ValidationRun> runs;
+    std::set<std::string> judged;
+    for (const auto& c : plan.cases)
+      if (!c.oversubscribed) judged.insert(c.label());
+    for (const auto& r : repeat) {
+      runs.push_back(read_validation_run(r));
+      const ValidationRun& run = runs.back();
+      const std::set<std::string> got(run.cases.begin(), run.cases.end());
+      for (const auto& label : got)
+        if (!judged.count(label)) throw InputError(run.path + ": case \"" + label + "\" is not a judged case of " + plan.file);
+      for (const auto& label : judged)
+        if (!got.count(label)) throw InputError(run.path + ": lacks the case \"" + label + "\" of " + plan.file);
+    }
+    const Repeatability rep = repeatability(runs);
+    return write_repeatability_report(runs, rep, plan.name, plan.bound_mean_pct, plan.bound_max_pct, out, cmdline) ? 0 : 1;
+  }
   if (!emit.empty()) {
     if (plan.cases.empty()) throw InputError(plan.file + ": no cases to emit (the plan has only a published: section)");
     emit_validation(plan, emit, self);

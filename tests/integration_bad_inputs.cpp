@@ -144,6 +144,15 @@ std::vector<std::string> calibrate_plan() { return {"calibrate", "{d}/plan.yaml"
 std::vector<std::string> measure_plan() {
   return {"measure", "kernels", "--plan", "{d}/plan.yaml", "--json", "{d}/out.json"};
 }
+// two validation runs of validation/plans/ci-small.yaml (its two judged cases)
+const std::string kRun =
+    "{\"plan\": \"validation/plans/ci-small.yaml\", \"machine\": \"m\", \"mean_noise_pct\": 1, \"summary\": [{\"metric\": "
+    "\"iteration time\", \"mean_abs_pct\": 3, \"max_abs_pct\": 4}], \"cases\": [{\"case\": \"np1 [32-256-32] G5 b8 cap 1.00 MiB\", "
+    "\"oversubscribed\": false, \"measured_median\": {\"iteration_time_s\": 0.01}}, {\"case\": \"np2 [32-256-32] G5 b8 cap 1.00 MiB "
+    "shm\", \"oversubscribed\": false, \"measured_median\": {\"iteration_time_s\": 0.012}}]}";
+std::vector<std::string> repeat_runs() {
+  return {"validate", "validation/plans/ci-small.yaml", "--repeatability", "{d}/a.json", "{d}/b.json", "--out", "{d}/out"};
+}
 std::vector<std::string> validate_plan() { return {"validate", "{d}/plan.yaml", "--emit", "{d}/emit"}; }
 std::vector<std::string> fit_with(const std::string& flag) { return {"fit", flag, "{d}/m.json", "--out", "{d}/out.yaml"}; }
 std::vector<std::string> fit_interference() {
@@ -598,6 +607,37 @@ std::vector<Case> catalogue() {
        {"measure", "kernels", "--threads", "100000000", "--json", "{d}/out.json"}, {"--threads"}},
       {"measure: unknown collective", "flags-measure", {}, {"measure", "alltoall"}, {"alltoall"}},
 
+      // ------------------------------------------------------------ validate --repeatability
+      {"repeatability: a run not JSON", "validate-repeat", {{"a.json", "{\"plan\": "}, {"b.json", kRun}}, repeat_runs(),
+       {"a.json", "not JSON"}},
+      {"repeatability: a run without cases", "validate-repeat", {{"a.json", sub(kRun, "\"cases\"", "\"rows\"")}, {"b.json", kRun}},
+       repeat_runs(), {"a.json", "lacks 'cases'"}},
+      {"repeatability: a case without its measured median", "validate-repeat",
+       {{"a.json", sub(kRun, "\"measured_median\"", "\"measured\"")}, {"b.json", kRun}}, repeat_runs(),
+       {"a.json", "cases[0]", "measured_median"}},
+      {"repeatability: a negative measured time", "validate-repeat",
+       {{"a.json", sub(kRun, "0.01}", "-0.01}")}, {"b.json", kRun}}, repeat_runs(), {"a.json", "cases[0]", "iteration_time_s"}},
+      {"repeatability: oversubscribed as text", "validate-repeat",
+       {{"a.json", sub(kRun, "\"oversubscribed\": false", "\"oversubscribed\": \"no\"")}, {"b.json", kRun}}, repeat_runs(),
+       {"a.json", "cases[0]", "oversubscribed"}},
+      {"repeatability: a case twice", "validate-repeat",
+       {{"a.json", sub(kRun, "np2 [32-256-32] G5 b8 cap 1.00 MiB shm", "np1 [32-256-32] G5 b8 cap 1.00 MiB")}, {"b.json", kRun}},
+       repeat_runs(), {"a.json", "cases[1]", "twice"}},
+      {"repeatability: a case the plan does not have", "validate-repeat",
+       {{"a.json", sub(kRun, "np2 [32-256-32] G5 b8 cap 1.00 MiB shm", "np2 [32-256-32] G5 b8 cap 1.00 MiB tcp")}, {"b.json", kRun}},
+       repeat_runs(), {"a.json", "np2 [32-256-32] G5 b8 cap 1.00 MiB tcp", "ci-small.yaml"}},
+      {"repeatability: a run lacking a case of the plan", "validate-repeat",
+       {{"a.json", kRun}, {"b.json", sub(kRun, "\"oversubscribed\": false, \"measured_median\": {\"iteration_time_s\": 0.012}",
+                                          "\"oversubscribed\": true, \"measured_median\": {\"iteration_time_s\": 0.012}")}},
+       repeat_runs(), {"b.json", "lacks the case", "np2 [32-256-32] G5 b8 cap 1.00 MiB shm"}},
+      {"repeatability: one run", "validate-repeat", {{"a.json", kRun}},
+       {"validate", "validation/plans/ci-small.yaml", "--repeatability", "{d}/a.json", "--out", "{d}/out"}, {"at least two"}},
+      {"repeatability: the same run twice", "validate-repeat", {{"a.json", kRun}},
+       {"validate", "validation/plans/ci-small.yaml", "--repeatability", "{d}/a.json", "{d}/../{dn}/a.json", "--out", "{d}/out"},
+       {"a.json", "given twice"}},
+      {"repeatability: with --collect", "validate-repeat", {{"a.json", kRun}, {"b.json", kRun}},
+       with(repeat_runs(), {"--collect", "{d}"}), {"--repeatability"}},
+
       // ------------------------------------------------------------ flags: fit
       {"fit: nothing to fit", "flags-fit", {}, {"fit", "--out", "{d}/out.yaml"}, {"--kernels"}},
       {"fit: --out missing", "flags-fit", {}, {"fit", "--collectives", "{src}/configs/calibrations/local-cpu/allreduce-np2.json"},
@@ -686,7 +726,8 @@ std::vector<Case> catalogue() {
 }
 
 std::string expand(std::string s, const std::string& dir) {
-  const std::map<std::string, std::string> vars = {{"{d}", dir}, {"{src}", kSrc}, {"{ckpt}", checkpoint().model}};
+  const std::map<std::string, std::string> vars = {{"{d}", dir}, {"{dn}", dir.substr(dir.rfind('/') + 1)}, {"{src}", kSrc},
+                                                    {"{ckpt}", checkpoint().model}};
   for (const auto& [k, v] : vars)
     for (std::size_t p = s.find(k); p != std::string::npos; p = s.find(k, p + v.size())) s.replace(p, k.size(), v);
   return s;
