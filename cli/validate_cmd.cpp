@@ -2,6 +2,7 @@
 #include <boost/program_options.hpp>
 
 #include <fstream>
+#include <filesystem>
 #include <iostream>
 #include <set>
 
@@ -90,8 +91,21 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
       for (const auto& label : judged)
         if (!got.count(label)) throw InputError(run.path + ": lacks the case \"" + label + "\" of " + plan.file);
     }
+    // never over a run's own report (validate's default --out is a run's directory too)
+    std::error_code e1;
+    const auto target = std::filesystem::weakly_canonical(out, e1);
+    for (const auto& run : runs) {
+      std::error_code e2;
+      if (!e1 && std::filesystem::weakly_canonical(std::filesystem::path(run.path).parent_path(), e2) == target && !e2)
+        throw InputError("--out " + out + ": the directory of " + run.path + "; the repeatability report goes elsewhere");
+    }
     const Repeatability rep = repeatability(runs);
-    return write_repeatability_report(runs, rep, plan.name, plan.bound_mean_pct, plan.bound_max_pct, out, cmdline) ? 0 : 1;
+    IterationBound bound;
+    bound.mean_pct = plan.bound_mean_pct;
+    bound.max_pct = plan.bound_max_pct;
+    bound.noise_factor = plan.noise_factor;
+    bound.floor_pct = plan.noise_floor_pct;
+    return write_repeatability_report(runs, rep, plan.name, bound, out, cmdline) ? 0 : 1;
   }
   if (!emit.empty()) {
     if (plan.cases.empty()) throw InputError(plan.file + ": no cases to emit (the plan has only a published: section)");

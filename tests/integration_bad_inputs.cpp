@@ -645,6 +645,9 @@ std::vector<Case> catalogue() {
       {"repeatability: the same run twice", "validate-repeat", {{"a.json", kRun}},
        {"validate", "validation/plans/ci-small.yaml", "--repeatability", "{d}/a.json", "{d}/../{dn}/a.json", "--out", "{d}/out"},
        {"a.json", "given twice"}},
+      {"repeatability: --out a run's own directory", "validate-repeat", {{"a.json", kRun}, {"b.json", kRun}},
+       {"validate", "validation/plans/ci-small.yaml", "--repeatability", "{d}/a.json", "{d}/b.json", "--out", "{d}"},
+       {"--out", "a.json"}},
       {"repeatability: with --collect", "validate-repeat", {{"a.json", kRun}, {"b.json", kRun}},
        with(repeat_runs(), {"--collect", "{d}"}), {"--repeatability"}},
 

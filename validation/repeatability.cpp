@@ -47,7 +47,7 @@ ErrorSummary summarize_errors(const std::vector<double>& log_errors, const std::
     const double e = std::abs(100.0 * std::expm1(log_errors[c]));
     abs_pct.push_back(e);
     s.mean_abs_pct += e / static_cast<double>(log_errors.size());
-    if (e > s.max_abs_pct || s.worst_case.empty()) {
+    if (c == 0 || e > s.max_abs_pct) {
       s.max_abs_pct = e;
       s.worst_case = cases[c];
     }
@@ -102,14 +102,34 @@ ValidationRun read_validation_run(const std::string& given) {
     if (!over.is_boolean()) throw InputError(where + ": key 'oversubscribed': expected true or false, got " + over.dump());
     if (over.get<bool>()) continue;
     const auto& m = member(cases[i], "measured_median", where);
+    if (!m.is_object()) throw InputError(where + ": key 'measured_median': expected an object, got " + m.dump());
     const double t = number_or(m, "iteration_time_s", -1.0, where + ".measured_median");
-    if (!(t > 0)) throw InputError(where + ".measured_median: key 'iteration_time_s': expected a positive time in seconds");
+    if (!(t > 0))
+      throw InputError(where + ".measured_median: key 'iteration_time_s': expected a positive time in seconds, got " +
+                       (m.contains("iteration_time_s") ? m["iteration_time_s"].dump() : std::string("nothing")));
+    const double noise = number_or(cases[i], "noise_pct", 0.0, where);
+    if (noise < 0) throw InputError(where + ": key 'noise_pct': expected a non-negative percentage, got " + std::to_string(noise));
     if (!seen.emplace(label, i).second) throw InputError(where + ": case \"" + label + "\" appears twice");
     r.cases.push_back(label);
     r.measured_s.push_back(t);
+    r.noise_pct.push_back(noise);
   }
   if (r.cases.empty()) throw InputError(path + ": no judged case (every case oversubscribed, or none)");
   return r;
+}
+
+bool meets_bound(const std::vector<double>& log_errors, const std::vector<double>& noise_pct, double mean_noise_pct,
+                 const IterationBound& b) {
+  double mean = 0;
+  for (std::size_t c = 0; c < log_errors.size(); ++c) {
+    const double e = std::abs(100.0 * std::expm1(log_errors[c]));
+    mean += e / static_cast<double>(log_errors.size());
+    const double noise = c < noise_pct.size() ? noise_pct[c] : 0.0;
+    const double limit =
+        b.noise_factor > 0 ? std::max(b.floor_pct, b.noise_factor * mean_noise_pct) : std::max(b.max_pct, noise);
+    if (e > limit) return false;
+  }
+  return b.noise_factor > 0 || mean <= std::max(b.mean_pct, mean_noise_pct);
 }
 
 Repeatability repeatability(const std::vector<ValidationRun>& runs) {
@@ -124,19 +144,24 @@ Repeatability repeatability(const std::vector<ValidationRun>& runs) {
   out.cases = runs[0].cases;
   const std::size_t n = runs.size(), nc = out.cases.size();
   for (const auto& run : runs) {
-    std::map<std::string, double> by_label;
-    for (std::size_t c = 0; c < run.cases.size(); ++c) by_label[run.cases[c]] = run.measured_s[c];
+    std::map<std::string, double> by_label, noise_by_label;
+    for (std::size_t c = 0; c < run.cases.size(); ++c) {
+      by_label[run.cases[c]] = run.measured_s[c];
+      noise_by_label[run.cases[c]] = c < run.noise_pct.size() ? run.noise_pct[c] : 0.0;
+    }
     if (by_label.size() != nc)
       throw InputError(run.path + ": " + std::to_string(by_label.size()) + " judged cases against " + std::to_string(nc) + " in " +
                        runs[0].path + ": not runs of the same plan");
-    std::vector<double> m;
+    std::vector<double> m, noise;
     for (const auto& label : out.cases) {
       const auto it = by_label.find(label);
       if (it == by_label.end())
         throw InputError(run.path + ": lacks the case \"" + label + "\" of " + runs[0].path + ": not runs of the same plan");
       m.push_back(it->second);
+      noise.push_back(noise_by_label[label]);
     }
     out.measured.push_back(std::move(m));
+    out.noise_pct.push_back(std::move(noise));
   }
   // perfect predictor: var(log error) = sigma^2 against sigma^2 n / (n - 1) for the others' mean
   const double shrink = std::sqrt(static_cast<double>(n - 1) / static_cast<double>(n));
@@ -163,16 +188,22 @@ Repeatability repeatability(const std::vector<ValidationRun>& runs) {
     rr.others_shifted = summarize_errors(shifted, out.cases);
     rr.perfect = summarize_errors(perfect, out.cases);
     rr.perfect_shifted = summarize_errors(perfect_shifted, out.cases);
+    rr.others_log = e;
+    rr.perfect_log = perfect;
     out.runs.push_back(rr);
   }
   return out;
 }
 
 bool write_repeatability_report(const std::vector<ValidationRun>& runs, const Repeatability& r, const std::string& plan_name,
-                                double bound_mean, double bound_max, const std::string& out_dir, const std::string& cmdline) {
+                                const IterationBound& bound, const std::string& out_dir, const std::string& cmdline) {
   const std::size_t n = runs.size(), nc = r.cases.size();
-  bool within = true;
-  for (const auto& rr : r.runs) within = within && rr.others.mean_abs_pct <= bound_mean && rr.others.max_abs_pct <= bound_max;
+  // judged as validate judges the plan's bound (the noise floors each run recorded)
+  bool within = true, perfect_within = true;
+  for (std::size_t k = 0; k < n; ++k) {
+    within = within && meets_bound(r.runs[k].others_log, r.noise_pct[k], runs[k].mean_noise_pct, bound);
+    perfect_within = perfect_within && meets_bound(r.runs[k].perfect_log, r.noise_pct[k], runs[k].mean_noise_pct, bound);
+  }
   std::ostringstream md, sum;
   md << "# kanscale validate: how the live measurements of " << plan_name << " repeat\n\n"
      << n << " validation runs of the plan, " << nc << " judged cases each (oversubscribed cases left out). Each run's cases are "
@@ -196,10 +227,20 @@ bool write_repeatability_report(const std::vector<ValidationRun>& runs, const Re
         << row(rr.perfect) << "; the model " << pct(runs[k].model_mean_abs_pct) << " / " << pct(runs[k].model_max_abs_pct) << "\n";
   }
   std::ostringstream verdict;
-  verdict << "The plan's bound is " << pct(bound_mean) << " mean and " << pct(bound_max) << " max |error|. "
-          << (within ? "A predictor as good as the other runs meets it in every run."
-                     : "A predictor as good as the other runs does not meet it in every run: on this machine, at this plan's "
-                       "rounds and steps, the bound is tighter than the measurements repeat.");
+  if (bound.noise_factor > 0)
+    verdict << "The plan's bound, judged as validate judges it: every case within max(" << pct(bound.floor_pct) << ", "
+            << bound.noise_factor << " x the run's mean noise floor). ";
+  else
+    verdict << "The plan's bound, judged as validate judges it: mean |error| within max(" << pct(bound.mean_pct)
+            << ", the run's mean noise floor), every case within max(" << pct(bound.max_pct) << ", its noise floor). ";
+  if (within)
+    verdict << "A predictor as good as the other runs meets it in every run.";
+  else if (!perfect_within)
+    verdict << "A predictor as good as the other runs does not meet it in every run, nor does the estimate for a perfect "
+               "predictor: on this machine, at this plan's rounds and steps, the bound is tighter than the measurements repeat.";
+  else
+    verdict << "A predictor as good as the other runs does not meet it in every run; the estimate for a perfect predictor "
+               "does: only a model closer to each case's expected time than another run of it could.";
   md << "\n" << verdict.str() << "\n\nWorst cases (others as prediction): ";
   for (std::size_t k = 0; k < n; ++k) md << (k ? "; " : "") << "run " << k + 1 << ": " << r.runs[k].others.worst_case;
   md << ".\n\n![each run's measured iteration time per case against the runs' geometric mean](repeatability.svg)\n\n"
@@ -243,8 +284,9 @@ bool write_repeatability_report(const std::vector<ValidationRun>& runs, const Re
   std::vector<std::pair<std::string, std::string>> files;
   files.emplace_back(out_dir + "/report.md", md.str());
   files.emplace_back(out_dir + "/repeatability.json",
-                     nlohmann::json{{"plan", runs[0].plan}, {"bound_mean_pct", bound_mean}, {"bound_max_pct", bound_max},
-                                    {"others_within_bound", within}, {"runs", rj}, {"cases", cj}}
+                     nlohmann::json{{"plan", runs[0].plan}, {"bound_mean_pct", bound.mean_pct}, {"bound_max_pct", bound.max_pct},
+                                    {"bound_noise_factor", bound.noise_factor}, {"bound_floor_pct", bound.floor_pct},
+                                    {"others_within_bound", within}, {"perfect_within_bound", perfect_within}, {"runs", rj}, {"cases", cj}}
                              .dump(2) +
                          "\n");
   files.emplace_back(out_dir + "/repeatability.gp", gnuplot_script(p));

@@ -25,6 +25,7 @@ struct ValidationRun {
   double model_max_abs_pct = 0;
   std::vector<std::string> cases;  // judged cases (not oversubscribed), by label
   std::vector<double> measured_s;  // their measured median iteration times
+  std::vector<double> noise_pct;   // their noise floors (the rounds' spread; 0 when not recorded)
 };
 
 // A validate results.json, or a report directory that holds one. Throws
@@ -46,11 +47,13 @@ struct RunRepeatability {
   ErrorSummary others_shifted;  // the same, divided by the run's shift (a predictor that also knew how fast the run was overall)
   ErrorSummary perfect;         // estimate: the others' log errors x sqrt((n-1)/n)
   ErrorSummary perfect_shifted;
+  std::vector<double> others_log, perfect_log;  // per case (the first run's order): log(prediction / measured)
 };
 
 struct Repeatability {
   std::vector<std::string> cases;             // the judged cases every run measured
   std::vector<std::vector<double>> measured;  // [run][case], seconds
+  std::vector<std::vector<double>> noise_pct; // [run][case], each case's noise floor in that run
   std::vector<RunRepeatability> runs;
 };
 
@@ -58,11 +61,25 @@ struct Repeatability {
 // (throws InputError otherwise).
 Repeatability repeatability(const std::vector<ValidationRun>& runs);
 
+// A plan's bound on the iteration time, judged as validate judges it
+// (compare.hpp's judge): mean |error| <= max(mean_pct, the run's mean noise
+// floor) and every case within max(max_pct, its noise floor); or, with
+// noise_factor > 0, every case within max(floor_pct, noise_factor x the
+// run's mean noise floor).
+struct IterationBound {
+  double mean_pct = 5, max_pct = 10;
+  double noise_factor = 0, floor_pct = 0;
+};
+// Whether errors (log(prediction / measured)) meet it, each case with its
+// noise floor (same order) and the run's mean noise floor.
+bool meets_bound(const std::vector<double>& log_errors, const std::vector<double>& noise_pct, double mean_noise_pct,
+                 const IterationBound& b);
+
 // report.md, repeatability.json and a gnuplot plot of each run's measured
 // times against the runs' geometric mean, written atomically into out_dir;
 // the summary printed. Returns whether a predictor as good as the other runs
-// met the plan's bound in every run (bound_mean_pct, bound_max_pct).
+// met the plan's bound in every run.
 bool write_repeatability_report(const std::vector<ValidationRun>& runs, const Repeatability& r, const std::string& plan_name,
-                                double bound_mean_pct, double bound_max_pct, const std::string& out_dir, const std::string& cmdline);
+                                const IterationBound& bound, const std::string& out_dir, const std::string& cmdline);
 
 }  // namespace ks
