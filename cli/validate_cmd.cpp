@@ -100,12 +100,7 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
         throw InputError("--out " + out + ": the directory of " + run.path + "; the repeatability report goes elsewhere");
     }
     const Repeatability rep = repeatability(runs);
-    IterationBound bound;
-    bound.mean_pct = plan.bound_mean_pct;
-    bound.max_pct = plan.bound_max_pct;
-    bound.noise_factor = plan.noise_factor;
-    bound.floor_pct = plan.noise_floor_pct;
-    return write_repeatability_report(runs, rep, plan.name, bound, out, cmdline) ? 0 : 1;
+    return write_repeatability_report(runs, rep, plan, out, cmdline) ? 0 : 1;
   }
   if (!emit.empty()) {
     if (plan.cases.empty()) throw InputError(plan.file + ": no cases to emit (the plan has only a published: section)");

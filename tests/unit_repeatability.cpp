@@ -115,14 +115,15 @@ TEST_CASE("the repeatability report: files written, and whether the other runs m
   const Repeatability r = repeatability(runs);
   // run 1's others: 7.5% mean, 10% max; run 2's: 7.18%, 9.09%; no noise floors recorded
   auto fixed = [](double mean, double max) {
-    IterationBound b;
-    b.mean_pct = mean;
-    b.max_pct = max;
-    return b;
+    ValidationPlan p;
+    p.name = "p";
+    p.bound_mean_pct = mean;
+    p.bound_max_pct = max;
+    return p;
   };
-  CHECK(write_repeatability_report(runs, r, "p", fixed(8, 11), d / "in", "cmd"));
-  CHECK_FALSE(write_repeatability_report(runs, r, "p", fixed(7, 11), d / "mean", "cmd"));
-  CHECK_FALSE(write_repeatability_report(runs, r, "p", fixed(8, 9.5), d / "max", "cmd"));
+  CHECK(write_repeatability_report(runs, r, fixed(8, 11), d / "in", "cmd"));
+  CHECK_FALSE(write_repeatability_report(runs, r, fixed(7, 11), d / "mean", "cmd"));
+  CHECK_FALSE(write_repeatability_report(runs, r, fixed(8, 9.5), d / "max", "cmd"));
   const auto j = nlohmann::json::parse(slurp(d / "in/repeatability.json"));
   CHECK(j["others_within_bound"] == true);
   CHECK(j["runs"].size() == 2);
@@ -135,29 +136,30 @@ TEST_CASE("the repeatability report: files written, and whether the other runs m
   // the perfect estimate (x 1/sqrt 2: run 1 +6.97%, -3.56%: 5.27% mean) meets 6% mean, 11% max where the others (7.5%) do not
   const auto jm = nlohmann::json::parse(slurp(d / "mean/repeatability.json"));
   CHECK(jm["others_within_bound"] == false);
-  CHECK_FALSE(write_repeatability_report(runs, r, "p", fixed(6, 11), d / "perfect", "cmd"));
+  CHECK_FALSE(write_repeatability_report(runs, r, fixed(6, 11), d / "perfect", "cmd"));
   CHECK(nlohmann::json::parse(slurp(d / "perfect/repeatability.json"))["perfect_within_bound"] == true);
 }
 
-TEST_CASE("meets_bound: validate's rule, each case's noise floor and the run's mean one (hand cases)") {
-  // |errors| 9.9% and 5% (log errors of 1.099 and 0.95; mean 7.45%)
-  const std::vector<double> e = {std::log(1.099), std::log(0.95)};
-  IterationBound b;  // 5% mean, 10% max
-  b.mean_pct = 5;
-  b.max_pct = 10;
-  CHECK_FALSE(meets_bound(e, {0, 0}, 0, b));      // mean 7.45% > 5%
-  CHECK(meets_bound(e, {0, 0}, 8, b));            // mean 7.45% within the run's mean noise floor 8%
-  b.max_pct = 9;
-  CHECK_FALSE(meets_bound(e, {0, 0}, 8, b));      // 9.9% > 9% with no noise floor
-  CHECK(meets_bound(e, {10.5, 0}, 8, b));         // 9.9% within that case's noise floor 10.5%
+TEST_CASE("meets_plan_bound: validate's judge, each case's noise floor and their mean (hand cases)") {
+  // |errors| 9.9% and 5% (log errors of 1.099 and 0.95; mean 7.45%); the
+  // mean noise floor is the cases' mean, as validate takes it
+  const std::vector<double> e = {std::log(1.099), std::log(0.95)}, t = {0.01, 0.02};
+  ValidationPlan b;  // 5% mean, 10% max
+  b.bound_mean_pct = 5;
+  b.bound_max_pct = 10;
+  CHECK_FALSE(meets_plan_bound(e, t, {0, 0}, b));      // mean 7.45% > 5%
+  CHECK(meets_plan_bound(e, t, {8, 8}, b));            // mean 7.45% within the mean noise floor 8%
+  b.bound_max_pct = 9;
+  CHECK_FALSE(meets_plan_bound(e, t, {8, 8}, b));      // 9.9% > max(9%, 8%)
+  CHECK(meets_plan_bound(e, t, {10.5, 5.5}, b));       // 9.9% within that case's noise floor 10.5% (mean 8%)
   // noise-derived: every case within max(floor, factor x the mean noise floor)
-  IterationBound n;
+  ValidationPlan n;
   n.noise_factor = 2;
-  n.floor_pct = 4;
-  CHECK(meets_bound(e, {0, 0}, 5, n));             // 2 x 5% = 10% holds 9.9% and 5%
-  CHECK_FALSE(meets_bound(e, {0, 0}, 4.9, n));     // 9.8% does not hold 9.9%
-  n.floor_pct = 12;
-  CHECK(meets_bound(e, {0, 0}, 1, n));             // the floor 12% holds both
+  n.noise_floor_pct = 4;
+  CHECK(meets_plan_bound(e, t, {5, 5}, n));            // 2 x 5% = 10% holds 9.9% and 5%
+  CHECK_FALSE(meets_plan_bound(e, t, {4.9, 4.9}, n));  // 9.8% does not hold 9.9%
+  n.noise_floor_pct = 12;
+  CHECK(meets_plan_bound(e, t, {1, 1}, n));            // the floor 12% holds both
 }
 
 TEST_CASE("repeatability aligns runs whose cases come in another order") {

@@ -14,6 +14,7 @@
 #include "model/plot.hpp"
 #include "model/statistics.hpp"
 #include "model/yaml_reader.hpp"
+#include "validation/compare.hpp"
 
 namespace ks {
 
@@ -118,18 +119,15 @@ ValidationRun read_validation_run(const std::string& given) {
   return r;
 }
 
-bool meets_bound(const std::vector<double>& log_errors, const std::vector<double>& noise_pct, double mean_noise_pct,
-                 const IterationBound& b) {
-  double mean = 0;
-  for (std::size_t c = 0; c < log_errors.size(); ++c) {
-    const double e = std::abs(100.0 * std::expm1(log_errors[c]));
-    mean += e / static_cast<double>(log_errors.size());
-    const double noise = c < noise_pct.size() ? noise_pct[c] : 0.0;
-    const double limit =
-        b.noise_factor > 0 ? std::max(b.floor_pct, b.noise_factor * mean_noise_pct) : std::max(b.max_pct, noise);
-    if (e > limit) return false;
+bool meets_plan_bound(const std::vector<double>& log_errors, const std::vector<double>& measured_s,
+                      const std::vector<double>& noise_pct, const ValidationPlan& plan) {
+  std::vector<CaseResult> cases(log_errors.size());
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    cases[c].live.iteration_s = measured_s.at(c);
+    cases[c].predicted.iteration_s = measured_s[c] * std::exp(log_errors[c]);
+    cases[c].noise_pct = noise_pct.at(c);
   }
-  return b.noise_factor > 0 || mean <= std::max(b.mean_pct, mean_noise_pct);
+  return judge(cases, plan, nullptr);
 }
 
 Repeatability repeatability(const std::vector<ValidationRun>& runs) {
@@ -195,14 +193,15 @@ Repeatability repeatability(const std::vector<ValidationRun>& runs) {
   return out;
 }
 
-bool write_repeatability_report(const std::vector<ValidationRun>& runs, const Repeatability& r, const std::string& plan_name,
-                                const IterationBound& bound, const std::string& out_dir, const std::string& cmdline) {
+bool write_repeatability_report(const std::vector<ValidationRun>& runs, const Repeatability& r, const ValidationPlan& plan,
+                                const std::string& out_dir, const std::string& cmdline) {
+  const std::string& plan_name = plan.name;
   const std::size_t n = runs.size(), nc = r.cases.size();
   // judged as validate judges the plan's bound (the noise floors each run recorded)
   bool within = true, perfect_within = true;
   for (std::size_t k = 0; k < n; ++k) {
-    within = within && meets_bound(r.runs[k].others_log, r.noise_pct[k], runs[k].mean_noise_pct, bound);
-    perfect_within = perfect_within && meets_bound(r.runs[k].perfect_log, r.noise_pct[k], runs[k].mean_noise_pct, bound);
+    within = within && meets_plan_bound(r.runs[k].others_log, r.measured[k], r.noise_pct[k], plan);
+    perfect_within = perfect_within && meets_plan_bound(r.runs[k].perfect_log, r.measured[k], r.noise_pct[k], plan);
   }
   std::ostringstream md, sum;
   md << "# kanscale validate: how the live measurements of " << plan_name << " repeat\n\n"
@@ -227,12 +226,12 @@ bool write_repeatability_report(const std::vector<ValidationRun>& runs, const Re
         << row(rr.perfect) << "; the model " << pct(runs[k].model_mean_abs_pct) << " / " << pct(runs[k].model_max_abs_pct) << "\n";
   }
   std::ostringstream verdict;
-  if (bound.noise_factor > 0)
-    verdict << "The plan's bound, judged as validate judges it: every case within max(" << pct(bound.floor_pct) << ", "
-            << bound.noise_factor << " x the run's mean noise floor). ";
+  if (plan.noise_factor > 0)
+    verdict << "The plan's bound, judged as validate judges it: every case within max(" << pct(plan.noise_floor_pct) << ", "
+            << plan.noise_factor << " x the run's mean noise floor). ";
   else
-    verdict << "The plan's bound, judged as validate judges it: mean |error| within max(" << pct(bound.mean_pct)
-            << ", the run's mean noise floor), every case within max(" << pct(bound.max_pct) << ", its noise floor). ";
+    verdict << "The plan's bound, judged as validate judges it: mean |error| within max(" << pct(plan.bound_mean_pct)
+            << ", the run's mean noise floor), every case within max(" << pct(plan.bound_max_pct) << ", its noise floor). ";
   if (within)
     verdict << "A predictor as good as the other runs meets it in every run.";
   else if (!perfect_within)
@@ -284,8 +283,8 @@ bool write_repeatability_report(const std::vector<ValidationRun>& runs, const Re
   std::vector<std::pair<std::string, std::string>> files;
   files.emplace_back(out_dir + "/report.md", md.str());
   files.emplace_back(out_dir + "/repeatability.json",
-                     nlohmann::json{{"plan", runs[0].plan}, {"bound_mean_pct", bound.mean_pct}, {"bound_max_pct", bound.max_pct},
-                                    {"bound_noise_factor", bound.noise_factor}, {"bound_floor_pct", bound.floor_pct},
+                     nlohmann::json{{"plan", runs[0].plan}, {"bound_mean_pct", plan.bound_mean_pct}, {"bound_max_pct", plan.bound_max_pct},
+                                    {"bound_noise_factor", plan.noise_factor}, {"bound_floor_pct", plan.noise_floor_pct},
                                     {"others_within_bound", within}, {"perfect_within_bound", perfect_within}, {"runs", rj}, {"cases", cj}}
                              .dump(2) +
                          "\n");

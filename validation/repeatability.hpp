@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "plan.hpp"
+
 namespace ks {
 
 struct ValidationRun {
@@ -61,25 +63,17 @@ struct Repeatability {
 // (throws InputError otherwise).
 Repeatability repeatability(const std::vector<ValidationRun>& runs);
 
-// A plan's bound on the iteration time, judged as validate judges it
-// (compare.hpp's judge): mean |error| <= max(mean_pct, the run's mean noise
-// floor) and every case within max(max_pct, its noise floor); or, with
-// noise_factor > 0, every case within max(floor_pct, noise_factor x the
-// run's mean noise floor).
-struct IterationBound {
-  double mean_pct = 5, max_pct = 10;
-  double noise_factor = 0, floor_pct = 0;
-};
-// Whether errors (log(prediction / measured)) meet it, each case with its
-// noise floor (same order) and the run's mean noise floor.
-bool meets_bound(const std::vector<double>& log_errors, const std::vector<double>& noise_pct, double mean_noise_pct,
-                 const IterationBound& b);
+// Whether predictions with these errors (log(prediction / measured), the
+// cases in `measured_s`' order, each with its noise floor) meet the plan's
+// bound on the iteration time: compare.hpp's judge, on cases made of them.
+bool meets_plan_bound(const std::vector<double>& log_errors, const std::vector<double>& measured_s,
+                      const std::vector<double>& noise_pct, const ValidationPlan& plan);
 
 // report.md, repeatability.json and a gnuplot plot of each run's measured
 // times against the runs' geometric mean, written atomically into out_dir;
 // the summary printed. Returns whether a predictor as good as the other runs
 // met the plan's bound in every run.
-bool write_repeatability_report(const std::vector<ValidationRun>& runs, const Repeatability& r, const std::string& plan_name,
-                                const IterationBound& bound, const std::string& out_dir, const std::string& cmdline);
+bool write_repeatability_report(const std::vector<ValidationRun>& runs, const Repeatability& r, const ValidationPlan& plan,
+                                const std::string& out_dir, const std::string& cmdline);
 
 }  // namespace ks
