@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iomanip>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 
@@ -178,6 +179,19 @@ void render_plots(const std::string& dir, const std::vector<std::string>& names)
     }
     // gnuplot's warnings stay in the log; an empty log is removed
     if (stat((dir + "/" + name + ".log").c_str(), &st) == 0 && st.st_size == 0) unlink((dir + "/" + name + ".log").c_str());
+  }
+}
+
+void render_plots_or_warn(const std::string& who, const std::string& dir, const std::vector<std::string>& names) {
+  if (!in_path("gnuplot")) {
+    std::cerr << who << ": gnuplot is not in PATH (Debian: gnuplot-nox): the plots' .gp scripts in " << dir
+              << " are written but not rendered\n";
+    return;
+  }
+  try {
+    render_plots(dir, names);
+  } catch (const std::exception& e) {
+    std::cerr << who << ": " << e.what() << " (the results are written)\n";
   }
 }
 

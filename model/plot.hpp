@@ -70,6 +70,11 @@ std::string gnuplot_script(const PlotSpec& p);
 // writes no picture. Returns nothing: the pictures are in `dir`.
 void render_plots(const std::string& dir, const std::vector<std::string>& names);
 
+// After the results beside them are written: renders each NAME.gp in dir
+// when gnuplot is in PATH; when it is not, or gnuplot fails, one line on
+// stderr, starting with `who`, says so. Never throws for the pictures.
+void render_plots_or_warn(const std::string& who, const std::string& dir, const std::vector<std::string>& names);
+
 // Whether a program named `name` is found in PATH (as execvp looks it up).
 bool in_path(const std::string& name);
 

@@ -293,15 +293,7 @@ bool write_repeatability_report(const std::vector<ValidationRun>& runs, const Re
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   write_files_atomic(files);
-  if (!in_path("gnuplot")) {
-    std::cerr << "validate: gnuplot is not in PATH (Debian: gnuplot-nox): " << out_dir << "/repeatability.gp is written but not rendered\n";
-  } else {
-    try {
-      render_plots(out_dir, {"repeatability"});
-    } catch (const std::exception& e) {
-      std::cerr << "validate: " << e.what() << " (the results are written)\n";
-    }
-  }
+  render_plots_or_warn("validate", out_dir, {"repeatability"});
   std::cout << "kanscale validate: how " << plan_name << "'s live measurements repeat over " << n << " runs (" << nc
             << " judged cases)\n"
             << sum.str() << verdict.str() << "\nreport: " << out_dir << "/report.md\n";

@@ -304,16 +304,7 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
   std::filesystem::create_directories(out_dir, ec);
   write_files_atomic(files);
   // the plots are rendered last: a failure costs the pictures, never the run's results
-  if (!in_path("gnuplot")) {
-    std::cerr << "validate: gnuplot is not in PATH (Debian: gnuplot-nox): the plots' .gp scripts in " << out_dir
-              << " are written but not rendered\n";
-  } else {
-    try {
-      render_plots(out_dir, plots);
-    } catch (const std::exception& e) {
-      std::cerr << "validate: " << e.what() << " (the results are written)\n";
-    }
-  }
+  render_plots_or_warn("validate", out_dir, plots);
   std::cout << "kanscale validate: " << plan.name << " (" << o.results.size() << " cases x " << plan.rounds << " rounds)\n\n"
             << sum.str() << "\n" << table.str() << "\nbound " << (o.ok ? "met" : "EXCEEDED: " + o.why) << "; "
             << coverage_text(o.coverage, plan) << "; report: " << out_dir << "/report.md\n";
