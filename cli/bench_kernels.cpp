@@ -85,8 +85,8 @@ int bench_kernels(const std::vector<std::string>& args) {
   const auto threads = parse_int_list(threads_list, "--threads");
   check_output_paths({{json, "--json"}});
   if (!export_dir.empty()) {
-    check_output_dir(export_dir, "--export");
-    std::filesystem::create_directories(export_dir);
+    check_owned_dir(export_dir, "--export");
+    record_outputs(export_dir, {});
   }
   const std::vector<Case> cases = {{{64, 64, 1}, 5}, {{256, 256, 256, 1}, 5}, {{256, 256, 256, 1}, 20}};
 
@@ -156,7 +156,7 @@ int bench_kernels(const std::vector<std::string>& args) {
       std::string name = "case";
       for (auto wdt : c.widths) name += "_" + std::to_string(wdt);
       name += "_G" + std::to_string(c.G) + ".safetensors";
-      write_files_atomic({{export_dir + "/" + name, safetensors_bytes(f)}});
+      write_owned_files(export_dir, {{export_dir + "/" + name, safetensors_bytes(f)}});
     }
   }
   std::cout << "\nGFLOP/s counts the FLOPs the local-support kernels execute; % GEMM is against this machine's\n"

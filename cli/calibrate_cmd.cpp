@@ -41,7 +41,8 @@ int calibrate(const std::vector<std::string>& args, const std::string& cmdline) 
     if (rounds < 1 || rounds > 100) throw InputError("--rounds: expected 1 to 100, got " + std::to_string(rounds));
     plan.rounds = rounds;
   }
-  check_output_dir(out, "--out");
+  check_outputs_spare_inputs(plan_inputs(plan), {{out, "--out", true}});
+  check_owned_dir(out, "--out");
   return run_calibration(plan, out, self_executable());
 }
 

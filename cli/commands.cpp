@@ -105,6 +105,8 @@ int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
                                                                          : c.csv + ".buckets.csv";
   }
   check_output_paths({{c.json, "--json"}, {c.csv, "--csv"}, {buckets_path, "--csv (its bucket plans)"}, {c.trace, "--trace"}});
+  check_outputs_spare_inputs({c.cluster, c.workload, c.calibration},
+                             {{c.json, "--json"}, {c.csv, "--csv"}, {buckets_path, "--csv (its bucket plans)"}, {c.trace, "--trace"}});
 
   const StudyResult result = run_study(cluster, workload, calib, o);
   RunInfo info{cmdline, &cluster, &workload, &calib, o, c.calibration};

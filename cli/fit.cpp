@@ -37,6 +37,12 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
     return 0;
   if (out.empty()) throw InputError("missing required option --out");
   check_output_paths({{out, "--out"}});
+  {
+    std::vector<std::string> inputs;
+    for (const auto* list : {&kernels, &collectives, &interference, &progress, &nccl_logs, &runtime_files})
+      inputs.insert(inputs.end(), list->begin(), list->end());
+    check_outputs_spare_inputs(inputs, {{out, "--out"}});
+  }
   if (kernels.empty() && collectives.empty() && nccl_logs.empty() && progress.empty())
     throw InputError("give --kernels, --collectives, --progress and/or --nccl-tests");
   if (name.empty()) {

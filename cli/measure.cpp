@@ -56,6 +56,7 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
   if (json.empty() && csv.empty()) throw InputError("give --json and/or --csv: the measurements are for kanscale fit");
   check_output_paths({{json, resume.empty() ? "--json" : "--resume"}, {csv, "--csv"}});
   const int max_shapes = plan.max_shapes;
+  check_outputs_spare_inputs({plan_file}, {{json, resume.empty() ? "--json" : "--resume"}, {csv, "--csv"}});
   plan = shapes.empty() ? load_kernel_plan(plan_file) : KernelPlan{};
   plan.max_shapes = max_shapes;
   if (!shapes.empty()) {

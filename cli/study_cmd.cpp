@@ -28,7 +28,7 @@ int study(const std::vector<std::string>& args, const std::string& cmdline) {
   desc.add_options()
       ("help,h", "show this help")
       ("study", po::value(&file)->value_name("FILE"), "the study file (configs/studies/)")
-      ("out", po::value(&out)->value_name("DIR"), "output directory (default: study-NAME); replaced whole when it holds an earlier study")
+      ("out", po::value(&out)->value_name("DIR"), "output directory (default: study-NAME); replaced whole when it holds only an earlier output of kanscale")
       ("no-plots", po::bool_switch(&no_plots), "write the plots' .gp scripts and data but do not run gnuplot")
       ("max-events", po::value(&max_events)->default_value(max_events, "1e9"),
        "refuse a study estimated to replay more events than this, all scenarios and interval samples together");
@@ -62,7 +62,10 @@ int study(const std::vector<std::string>& args, const std::string& cmdline) {
     spec = load_study(file, max_events);
     if (out.empty()) out = "study-" + spec.name;
     if (rank == 0) {
-      check_replaceable_dir(out, "study.json", "--out");
+      std::vector<std::string> inputs = {file, spec.workload_file};
+      for (const auto& c : spec.clusters) inputs.insert(inputs.end(), {c.cluster.file, c.calibration_file});
+      check_outputs_spare_inputs(inputs, {{out, "--out", true}});
+      check_owned_dir(out, "--out");
       if (!no_plots && !in_path("gnuplot"))
         throw InputError("study: gnuplot is not in PATH (Debian: apt-get install gnuplot-nox); or pass --no-plots to write the scripts only");
     }
@@ -133,6 +136,7 @@ int study(const std::vector<std::string>& args, const std::string& cmdline) {
       std::cerr << "rendering " << names.size() << " plot(s) with gnuplot\n";
       render_plots(staging, names);
     }
+    mark_all_outputs(staging);
     commit_staging_dir(staging, out);
   } catch (...) {
     discard_staging_dir(staging);

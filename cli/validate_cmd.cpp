@@ -70,11 +70,20 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
   const std::string self = self_executable();
   if (!emit.empty() + !collect.empty() + published + !repeat.empty() > 1)
     throw InputError("validate: give at most one of --emit, --collect, --published, --repeatability");
-  // Before anything runs: where the report or the scripts go.
-  if (!emit.empty())
-    check_output_dir(emit, "--emit");
-  else
-    check_output_dir(out, "--out");
+  // Before anything runs: where the report or the scripts go. Each is a
+  // directory of kanscale's own that holds no input of this command.
+  std::vector<std::string> inputs = plan_inputs(plan);
+  inputs.insert(inputs.end(), repeat.begin(), repeat.end());
+  if (!collect.empty()) inputs.push_back(collect);
+  if (!emit.empty()) {
+    check_outputs_spare_inputs(inputs, {{emit, "--emit", true}});
+    check_owned_dir(emit, "--emit");
+  } else {
+    check_outputs_spare_inputs(inputs, {{out, "--out", true}});
+    check_owned_dir(out, "--out");
+  }
+  // --collect refits inside the run directory (its own calibration files): only one kanscale made
+  if (!collect.empty() && plan.measure.enabled) check_marked_dir(collect, "--collect");
   check_sweep_options(plan);
   if (published) return published_comparison(plan, out, cmdline);
   if (!repeat.empty()) {

@@ -133,7 +133,13 @@ int whatif(const std::vector<std::string>& args_in) {
     if (gpus_per_node < 1) throw InputError("--gpus-per-node: must be at least 1, got " + std::to_string(gpus_per_node));
     base.options.gpus_per_node = gpus_per_node;
   }
-  if (!json.empty()) check_output_path(json, "--json");
+  if (!json.empty()) {
+    check_output_path(json, "--json");
+    std::vector<std::string> inputs = clusters;
+    inputs.push_back(workload);
+    inputs.insert(inputs.end(), calibrations.begin(), calibrations.end());
+    check_outputs_spare_inputs(inputs, {{json, "--json"}});
+  }
 
   WhatifAnswer a;
   if (query == "gpus") {

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <cctype>
 #include <set>
 #include <stdexcept>
 
@@ -169,21 +171,6 @@ void check_output_paths(const std::vector<std::pair<std::string, std::string>>& 
   }
 }
 
-void check_output_dir(const std::string& path, const std::string& what) {
-  if (path.empty()) throw InputError(what + ": expected a directory name, got an empty one");
-  refuse_control_characters(path, what);
-  struct stat st {};
-  if (stat(path.c_str(), &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) throw InputError(what + " " + path + ": is not a directory");
-    if (access(path.c_str(), W_OK | X_OK) != 0)
-      throw InputError(what + " " + path + ": cannot create files in it: " + std::strerror(errno));
-    return;
-  }
-  std::string trimmed = path;
-  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
-  check_parent(path, trimmed, what);
-}
-
 void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
   struct Pending {
     Target target;
@@ -250,25 +237,209 @@ void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& 
 
 namespace ks {
 
-void check_replaceable_dir(const std::string& target, const std::string& marker, const std::string& what) {
+namespace {
+
+std::string trim_slashes(std::string p) {
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p;
+}
+
+// write_files_atomic's temporaries: ".NAME.PID.HEX.tmp"
+bool own_temporary(const std::string& name) {
+  if (name.size() < 8 || name[0] != '.' || name.compare(name.size() - 4, 4, ".tmp") != 0) return false;
+  const std::string body = name.substr(0, name.size() - 4);
+  const auto b = body.rfind('.');
+  if (b == std::string::npos || b == 0) return false;
+  const auto a = body.rfind('.', b - 1);
+  if (a == std::string::npos || a == 0 || b - a < 2 || body.size() - b < 2) return false;
+  for (std::size_t i = a + 1; i < b; ++i)
+    if (!std::isdigit(static_cast<unsigned char>(body[i]))) return false;
+  for (std::size_t i = b + 1; i < body.size(); ++i)
+    if (!std::isxdigit(static_cast<unsigned char>(body[i]))) return false;
+  return true;
+}
+
+std::set<std::string> read_marker(const std::string& dir) {
+  std::set<std::string> names;
+  std::ifstream in(dir + "/" + kOutputMarker);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty() && line[0] != '#') names.insert(line);
+  return names;
+}
+
+constexpr std::size_t kMaxOwnedEntries = 1000000;  // a walk stops there: refused as too large to check
+
+// The first entry under `dir` (relative to `root_rel`) that the marker of
+// `dir` does not list; "" when every one is listed.
+std::string foreign_entry(const std::string& dir, const std::string& rel, const std::set<std::string>& listed, std::size_t* seen) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (++*seen > kMaxOwnedEntries) return rel + it->path().filename().string() + " (and more than a million other entries)";
+    const std::string name = it->path().filename().string();
+    const std::string path = rel + name;
+    if (rel.empty() && name == kOutputMarker) continue;
+    const auto st = it->symlink_status(ec);
+    if (ec) return path;
+    if (fs::is_directory(st)) {
+      const std::string sub = dir + "/" + name;
+      if (fs::is_regular_file(sub + "/" + kOutputMarker, ec)) {
+        if (const std::string f = foreign_entry(sub, "", read_marker(sub), seen); !f.empty()) return path + "/" + f;
+      } else if (const std::string f = foreign_entry(sub, path + "/", listed, seen); !f.empty()) {
+        return f;
+      }
+      continue;
+    }
+    if (own_temporary(name)) continue;
+    if (!listed.count(path)) return path;
+  }
+  if (ec) return rel + " (unreadable: " + ec.message() + ")";
+  return "";
+}
+
+struct FileId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool operator==(const FileId& o) const { return dev == o.dev && ino == o.ino; }
+};
+
+}  // namespace
+
+void check_owned_dir(const std::string& target, const std::string& what) {
   if (target.empty()) throw InputError(what + ": expected a directory name, got an empty one");
   refuse_control_characters(target, what);
-  std::string trimmed = target;
-  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  const std::string trimmed = trim_slashes(target);
   struct stat st {};
   if (lstat(trimmed.c_str(), &st) != 0) {
     if (errno != ENOENT) throw InputError(what + " " + target + ": " + std::strerror(errno));
     check_parent(target, trimmed, what);
     return;
   }
+  if (S_ISLNK(st.st_mode)) throw InputError(what + " " + target + ": is a symbolic link; kanscale writes only into a directory of its own");
   if (!S_ISDIR(st.st_mode)) throw InputError(what + " " + target + ": exists and is not a directory");
   std::error_code ec;
   const bool empty = fs::is_empty(trimmed, ec);
   if (ec) throw InputError(what + " " + target + ": cannot read it: " + ec.message());
-  if (!empty && !fs::is_regular_file(trimmed + "/" + marker, ec))
-    throw InputError(what + " " + target + ": a directory that holds other files (no " + marker +
-                     " from an earlier run); kanscale replaces only its own output: choose another directory");
+  if (!empty) {
+    if (!fs::is_regular_file(trimmed + "/" + kOutputMarker, ec))
+      throw InputError(what + " " + target + ": a directory that kanscale did not make (no " + kOutputMarker +
+                       "); kanscale writes only into its own output: choose another directory");
+    std::size_t seen = 0;
+    if (const std::string f = foreign_entry(trimmed, "", read_marker(trimmed), &seen); !f.empty())
+      throw InputError(what + " " + target + ": holds " + f +
+                       ", which kanscale did not write; kanscale replaces only its own output: move it or choose another directory");
+  }
+  if (access(trimmed.c_str(), W_OK | X_OK) != 0)
+    throw InputError(what + " " + target + ": cannot create files in it: " + std::strerror(errno));
   check_parent(target, trimmed, what);
+}
+
+void check_marked_dir(const std::string& dir, const std::string& what) {
+  refuse_control_characters(dir, what);
+  const std::string trimmed = trim_slashes(dir);
+  std::error_code ec;
+  if (!fs::is_directory(trimmed, ec)) throw InputError(what + " " + dir + ": not a directory");
+  if (!fs::is_regular_file(trimmed + "/" + kOutputMarker, ec))
+    throw InputError(what + " " + dir + ": not a directory that kanscale made (no " + kOutputMarker + ")");
+}
+
+void record_outputs(const std::string& dir, const std::vector<std::string>& relative) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(dir + ": cannot create directory: " + ec.message());
+  std::set<std::string> names = read_marker(dir);
+  const std::size_t before = names.size();
+  for (std::string r : relative) {
+    while (r.compare(0, 2, "./") == 0) r = r.substr(2);
+    for (unsigned char ch : r)
+      if (ch < 0x20 || ch == 0x7f) throw std::runtime_error(dir + ": an output name holds a control character");
+    if (!r.empty() && r != kOutputMarker) names.insert(r);
+  }
+  if (names.size() == before && fs::exists(dir + "/" + kOutputMarker, ec)) return;
+  std::string text =
+      "# written by kanscale: every file below is one kanscale wrote in this directory. kanscale writes into or replaces\n"
+      "# this directory only while it holds no other file.\n";
+  for (const auto& n : names) text += n + "\n";
+  write_files_atomic({{dir + "/" + kOutputMarker, text}});
+}
+
+void write_owned_files(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files) {
+  const std::string root = trim_slashes(dir) + "/";
+  std::vector<std::string> names;
+  for (const auto& f : files) {
+    if (f.first.compare(0, root.size(), root) != 0) throw std::runtime_error(f.first + ": not inside the output directory " + dir);
+    names.push_back(f.first.substr(root.size()));
+  }
+  record_outputs(dir, names);
+  write_files_atomic(files);
+}
+
+void mark_all_outputs(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  const std::string root = trim_slashes(dir);
+  for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec) && fs::is_regular_file(it->path() / kOutputMarker, ec)) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (!it->is_directory(ec)) names.push_back(fs::relative(it->path(), root, ec).string());
+  }
+  if (ec) throw std::runtime_error(dir + ": cannot list it: " + ec.message());
+  record_outputs(root, names);
+}
+
+void check_outputs_spare_inputs(const std::vector<std::string>& inputs, const std::vector<OutputPath>& outputs) {
+  struct Input {
+    std::string given, real;
+    FileId id;
+    bool exists = false;
+  };
+  std::vector<Input> in;
+  for (const auto& p : inputs) {
+    if (p.empty()) continue;
+    Input i;
+    i.given = p;
+    std::error_code ec;
+    i.real = fs::weakly_canonical(fs::absolute(p), ec).string();
+    if (ec) i.real = normal(p);
+    struct stat st {};
+    if (stat(p.c_str(), &st) == 0) {
+      i.exists = true;
+      i.id = {st.st_dev, st.st_ino};
+    }
+    in.push_back(i);
+  }
+  for (const auto& o : outputs) {
+    if (o.path.empty()) continue;
+    std::error_code ec;
+    const std::string real = fs::weakly_canonical(fs::absolute(trim_slashes(o.path)), ec).string();
+    const std::string out_real = ec ? normal(o.path) : real;
+    struct stat st {};
+    const bool exists = stat(o.path.c_str(), &st) == 0;
+    if (exists && S_ISCHR(st.st_mode)) continue;  // /dev/null, a terminal: no file of anyone's
+    for (const auto& i : in) {
+      const bool same = out_real == i.real || (exists && i.exists && FileId{st.st_dev, st.st_ino} == i.id);
+      if (same)
+        throw InputError(o.what + " " + o.path + ": is an input of this command (" + i.given + "); an output never replaces an input");
+      if (o.directory && i.real.size() > out_real.size() && i.real.compare(0, out_real.size(), out_real) == 0 &&
+          (out_real == "/" || i.real[out_real.size()] == '/'))
+        throw InputError(o.what + " " + o.path + ": holds " + i.given +
+                         ", an input of this command; outputs go into a directory of their own");
+    }
+    if (o.directory && exists && S_ISDIR(st.st_mode)) {
+      std::size_t seen = 0;
+      for (fs::recursive_directory_iterator it(o.path, fs::directory_options::skip_permission_denied, ec), end;
+           !ec && it != end && ++seen < kMaxOwnedEntries; it.increment(ec)) {
+        struct stat e {};
+        if (lstat(it->path().c_str(), &e) != 0 || !S_ISREG(e.st_mode)) continue;
+        for (const auto& i : in)
+          if (i.exists && FileId{e.st_dev, e.st_ino} == i.id)
+            throw InputError(o.what + " " + o.path + ": holds " + it->path().string() + ", a link to " + i.given +
+                             ", an input of this command; outputs go into a directory of their own");
+      }
+    }
+  }
 }
 
 std::string make_staging_dir(const std::string& target) {

@@ -30,10 +30,6 @@ void check_output_path(const std::string& path, const std::string& what);
 // file named twice among them.
 void check_output_paths(const std::vector<std::pair<std::string, std::string>>& paths);
 
-// The same for a directory that a command fills (created when missing;
-// its parent must exist).
-void check_output_dir(const std::string& path, const std::string& what);
-
 // Writes every (path, content) pair as described above. Throws
 // std::runtime_error when a file cannot be written; nothing is renamed
 // then. Two entries naming the same file are refused.
@@ -49,11 +45,45 @@ namespace ks {
 // sees the old set or the new one, never a mix, and an interrupted run
 // leaves the old one as it was.
 //
-// check_replaceable_dir refuses (InputError naming `what`) a target that
-// exists and is not a directory, or is a non-empty directory without
-// `marker` (a file only this command writes): kanscale never removes a
-// directory it did not make.
-void check_replaceable_dir(const std::string& target, const std::string& marker, const std::string& what);
+// Every directory kanscale writes into or replaces carries kOutputMarker: a
+// text file that lists, one per line, every file kanscale wrote there
+// (relative paths). kanscale deletes or replaces only what it made:
+// check_owned_dir refuses (InputError naming `what`) a target that exists
+// and is not a directory, a non-empty directory without the marker, or one
+// holding a file the marker does not list (the message names that file).
+// write_owned_files writes `files` (paths inside `dir`) as write_files_atomic
+// does, after listing them in dir's marker.
+// A subdirectory with a marker of its own is judged by it (a validation
+// run's work/ tree); kanscale's own temporaries (write_files_atomic's
+// ".NAME.PID.N.tmp") are its own.
+inline constexpr const char* kOutputMarker = ".kanscale-output";
+void check_owned_dir(const std::string& target, const std::string& what);
+// check_owned_dir for a directory that must exist already and be kanscale's
+// (validate --collect's run directory): a directory without the marker is
+// refused; files the marker does not list are allowed, as the jobs that an
+// emitted script ran wrote them, but kanscale writes there only the names
+// it records.
+void check_marked_dir(const std::string& dir, const std::string& what);
+// Creates `dir` (and its parents) when missing and adds `relative` (paths
+// inside it) to its marker, creating the marker; atomic.
+void record_outputs(const std::string& dir, const std::vector<std::string>& relative);
+// A marker in `dir` listing every file under it now, except those under a
+// subdirectory with its own marker (for a fresh staging directory).
+void mark_all_outputs(const std::string& dir);
+void write_owned_files(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files);
+
+// An output of a command may not be, or hold, one of its inputs: a file
+// output may not be an input file (the same path after links, or the same
+// device and inode: a hard link), and a directory output may not contain
+// an input (its path after links lies inside, or a hard link to it does).
+// One InputError naming the output's option and the input.
+struct OutputPath {
+  std::string path;
+  std::string what;  // the option or key, e.g. "--json"
+  bool directory = false;
+};
+void check_outputs_spare_inputs(const std::vector<std::string>& inputs, const std::vector<OutputPath>& outputs);
+
 // Creates the fresh directory beside `target`; returns its path.
 std::string make_staging_dir(const std::string& target);
 // Puts `staging` in place of `target`; an old target is removed.

@@ -1,4 +1,5 @@
 #include "plot.hpp"
+#include "output_files.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -160,6 +161,9 @@ bool in_path(const std::string& name) {
 }
 
 void render_plots(const std::string& dir, const std::vector<std::string>& names) {
+  std::vector<std::string> made_here;
+  for (const auto& name : names) made_here.insert(made_here.end(), {name + ".svg", name + ".png", name + ".log"});
+  record_outputs(dir, made_here);  // before gnuplot writes them: the directory holds only what it lists
   for (const auto& name : names) {
     ProcessSpec ps;
     ps.argv = {"gnuplot", name + ".gp"};

@@ -106,6 +106,10 @@ std::vector<ValidationCase> case_matrix(YamlMap& c) {
 }
 }  // namespace
 
+std::vector<std::string> plan_inputs(const ValidationPlan& p) {
+  return {p.file, p.cluster_file, p.calibration_file, p.measure.enabled ? p.measure.kernels_plan : std::string()};
+}
+
 ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
   YamlMap m = YamlMap::load_file(path);
   ValidationPlan p;

@@ -79,6 +79,8 @@ struct ValidationPlan {
 // Without `need_cases` (kanscale calibrate) a plan may have neither cases
 // nor a published: section.
 ValidationPlan load_validation_plan(const std::string& path, bool need_cases = true);
+// The files a plan reads: itself, its cluster, calibration and kernel plan.
+std::vector<std::string> plan_inputs(const ValidationPlan& plan);
 
 // The MPI transports a plan can name (shm, tcp, tcp-slow) as Open MPI MCA
 // settings; empty for any other name.

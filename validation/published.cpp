@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "kanscale/build_info.hpp"
+#include "model/output_files.hpp"
 #include "model/units.hpp"
 #include "model/yaml_reader.hpp"
 #include "sim/report.hpp"
@@ -154,7 +155,7 @@ int published_comparison(const ValidationPlan& plan, const std::string& out_dir,
                                      {"ratio_improves", ratio_up}}}};
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
-  write_files_atomic({{out_dir + "/report.md", md.str()}, {out_dir + "/results.json", j.dump(2) + "\n"}});
+  write_owned_files(out_dir, {{out_dir + "/report.md", md.str()}, {out_dir + "/results.json", j.dump(2) + "\n"}});
   std::cout << md.str();
   return 0;
 }

@@ -292,7 +292,7 @@ bool write_repeatability_report(const std::vector<ValidationRun>& runs, const Re
   files.emplace_back(out_dir + "/repeatability.dat", gnuplot_data(p));
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
-  write_files_atomic(files);
+  write_owned_files(out_dir, files);
   render_plots_or_warn("validate", out_dir, {"repeatability"});
   std::cout << "kanscale validate: how " << plan_name << "'s live measurements repeat over " << n << " runs (" << nc
             << " judged cases)\n"

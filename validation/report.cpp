@@ -302,7 +302,7 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
   add_plot(errors_plot(o.results));
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
-  write_files_atomic(files);
+  write_owned_files(out_dir, files);
   // the plots are rendered last: a failure costs the pictures, never the run's results
   render_plots_or_warn("validate", out_dir, plots);
   std::cout << "kanscale validate: " << plan.name << " (" << o.results.size() << " cases x " << plan.rounds << " rounds)\n\n"

@@ -174,7 +174,7 @@ void prepare_dir(const ValidationPlan& p, const std::string& dir) {
     files.emplace_back(dir + "/measure-plan.yaml", slurp(p.measure.kernels_plan));
     files.emplace_back(dir + "/interference-workload.yaml", slurp("configs/workloads/default.yaml"));
   }
-  write_files_atomic(files);
+  write_owned_files(dir, files);
 }
 
 namespace {
@@ -228,6 +228,12 @@ void run_job(const Job& j, const std::string& dir, const std::string& exe) {
   std::vector<std::string> argv = launch_local(j);
   argv.push_back(exe);
   argv.insert(argv.end(), j.args.begin(), j.args.end());
+  // listed before the job writes them: the run directory holds only what its marker lists
+  std::vector<std::string> leaves = {"results/last-job.log", j.output};
+  for (std::size_t i = 0; i + 1 < j.args.size(); ++i)
+    for (const char* flag : {"--json", "--csv", "--trace", "--resume", "--checkpoint"})
+      if (j.args[i] == flag) leaves.push_back(j.args[i + 1]);
+  record_outputs(dir, leaves);
   run_in(argv, dir, "results/last-job.log", j.what);
 }
 
@@ -332,7 +338,7 @@ void emit_validation(const ValidationPlan& p, const std::string& dir, const std:
          << "cases/            the live cases' workloads\n"
          << "results/          where every job writes its JSON\n\n"
          << "Then: kanscale validate " << p.file << " --collect " << dir << " --out REPORT_DIR\n";
-  write_files_atomic({{dir + "/run-mpirun.sh", sh.str()}, {dir + "/run-slurm.sbatch", sb.str()}, {dir + "/README.txt", readme.str()}});
+  write_owned_files(dir, {{dir + "/run-mpirun.sh", sh.str()}, {dir + "/run-slurm.sbatch", sb.str()}, {dir + "/README.txt", readme.str()}});
   chmod((dir + "/run-mpirun.sh").c_str(), 0755);
   chmod((dir + "/run-slurm.sbatch").c_str(), 0755);
 }
@@ -383,12 +389,12 @@ void fit_measured(const ValidationPlan& p, const std::string& dir) {
     try {
       fit = fit_calibration(in, name);
     } catch (const InputError& e) {
-      write_files_atomic({{dir + "/" + report, std::string(e.what()) + "\n"}});
+      write_owned_files(dir, {{dir + "/" + report, std::string(e.what()) + "\n"}});
       throw InputError(std::string("the fit failed on the rounds' measurements: ") + e.what());
     }
     std::ostringstream live_report;
     if (!p.measure.live.empty()) fit_live_terms(p, dir, t, fit.file, live_report);
-    write_files_atomic({{dir + "/" + calibration_out(t), write_calibration(fit.file, fit_header(cmdline))},
+    write_owned_files(dir, {{dir + "/" + calibration_out(t), write_calibration(fit.file, fit_header(cmdline))},
                         {dir + "/" + report, fit.report + live_report.str() + "wrote " + calibration_out(t) + "\n"}});
   }
 }
