@@ -16,13 +16,14 @@ namespace ks::cli {
 int calibrate(const std::vector<std::string>& args, const std::string& cmdline) {
   (void)cmdline;
   std::string plan_file, out = "calibration";
-  int rounds = 0;
+  int rounds = 0, max_ranks = 0;
   po::options_description desc("calibrate options");
   desc.add_options()
       ("help,h", "show this help")
       ("plan", po::value(&plan_file)->value_name("FILE"), "what to measure (configs/calibrate/, or any validation plan with calibration: measure:)")
       ("out", po::value(&out)->default_value(out), "directory for the measurements, the calibration(s) and the fit reports")
-      ("rounds", po::value(&rounds), "rounds of measurements pooled by the fit (default: the plan's)");
+      ("rounds", po::value(&rounds), "rounds of measurements pooled by the fit (default: the plan's)")
+      ("max-ranks", po::value(&max_ranks), "the most ranks a job may start here (default: this machine's cores x 16)");
   po::positional_options_description pos;
   pos.add("plan", 1);
   po::variables_map vm;
@@ -37,6 +38,10 @@ int calibrate(const std::vector<std::string>& args, const std::string& cmdline) 
   po::notify(vm);
   if (plan_file.empty()) throw InputError("calibrate: give a plan: kanscale calibrate configs/calibrate/local-cpu.yaml");
   ValidationPlan plan = load_validation_plan(plan_file, false);
+  if (vm.count("max-ranks")) {
+    if (max_ranks < 1) throw InputError("--max-ranks: expected at least 1, got " + std::to_string(max_ranks));
+    plan.max_ranks = max_ranks;
+  }
   if (vm.count("rounds")) {
     if (rounds < 1 || rounds > 100) throw InputError("--rounds: expected 1 to 100, got " + std::to_string(rounds));
     plan.rounds = rounds;

@@ -1,4 +1,5 @@
 #include "commands.hpp"
+#include "model/limits.hpp"
 
 #include <sys/resource.h>
 
@@ -60,7 +61,9 @@ int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
     return 0;
   require(c.cluster, "cluster");
   require(c.workload, "workload");
-  if (iterations < 2) throw InputError("--iterations: at least 2 (the first iteration and one steady one), got " + std::to_string(iterations));
+  if (iterations < 2 || iterations > kMaxIterations)
+    throw InputError("--iterations: expected 2 (the first iteration and one steady one) to " + std::to_string(kMaxIterations) + ", got " +
+                     std::to_string(iterations));
 
   // Everything is read and checked before anything runs or is written.
   const Cluster cluster = load_cluster(c.cluster);

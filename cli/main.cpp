@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -79,8 +80,15 @@ int main(int argc, char** argv) {
   } catch (const po::error& e) {
     std::cerr << "kanscale " << cmd << ": " << e.what() << " (see kanscale " << cmd << " --help)\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    // the last resort: every request is estimated before it runs, so this is a bug to report
+    std::cerr << "kanscale " << cmd << ": error: out of memory (a request kanscale did not estimate beforehand: please report it)\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "kanscale " << cmd << ": error: " << e.what() << "\n";
+    return 1;
+  } catch (...) {
+    std::cerr << "kanscale " << cmd << ": error: an unexpected failure (please report it)\n";
     return 1;
   }
 }

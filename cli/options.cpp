@@ -1,4 +1,5 @@
 #include "options.hpp"
+#include "model/limits.hpp"
 
 #include <unistd.h>
 
@@ -69,9 +70,9 @@ std::vector<std::string> split_list(const std::string& text, const std::string& 
 }
 
 std::vector<int> parse_int_list(const std::string& text, const std::string& option) {
-  // GPU counts and ranks: ten million is far above any cluster, and keeps
+  // GPU counts and ranks: kanscale's limit on GPUs (model/limits.hpp) keeps
   // every product of them with other counts in range.
-  constexpr long kMaxEntry = 10000000;
+  constexpr long kMaxEntry = kMaxGpus;
   std::vector<int> out;
   std::set<int> seen;
   if (text.empty() || text.back() == ',' || text.front() == ',') {
@@ -86,7 +87,7 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& opti
                        text + "\"");
     }
     if (item.size() > 18 || std::stoll(item) > kMaxEntry) {
-      throw InputError(option + ": " + item + " is above the largest count kanscale accepts, " + std::to_string(kMaxEntry));
+      throw InputError(option + ": " + item + " is above the largest count kanscale accepts; expected 1 to " + std::to_string(kMaxEntry));
     }
     const int v = static_cast<int>(std::stol(item));
     if (!seen.insert(v).second) throw InputError(option + ": " + std::to_string(v) + " is listed twice in \"" + text + "\"");

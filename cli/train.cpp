@@ -6,7 +6,10 @@
 #include <ctime>
 #include <iostream>
 
+#include <unistd.h>
+
 #include "commands.hpp"
+#include "model/measurement_records.hpp"
 #include "measure/comm.hpp"
 #include "measure/interference.hpp"
 #include "measure/progress.hpp"
@@ -158,7 +161,17 @@ int bench_interference(const std::vector<std::string>& args, const std::string& 
   } catch (const UnitError& e) {
     throw InputError(std::string("--bytes: ") + e.what());
   }
-  if (!(nbytes >= 4)) throw InputError("--bytes: at least 4B");
+  // the all-reduce's send and receive buffers, on every rank of this machine:
+  // the same bound as bench progress, and within half this machine's memory
+  if (!(nbytes >= kProgressMinBytes && nbytes <= kProgressMaxBytes))
+    throw InputError("--bytes " + bytes + ": expected a size from 4B to 4GiB");
+  {
+    const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+    const double ranks = static_cast<double>(launched_by_mpirun() ? std::max(1, local_ranks()) : 1);
+    if (memory > 0 && 2 * nbytes * ranks > memory / 2)
+      throw InputError("--bytes " + bytes + ": " + std::to_string(static_cast<int>(ranks)) + " rank(s) x 2 buffers would need " +
+                       format_bytes(2 * nbytes * ranks) + ", above half this machine's " + format_bytes(memory));
+  }
   check_output_paths({{json, "--json"}});
   const Workload w = load_workload(wl);
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();

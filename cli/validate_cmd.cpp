@@ -21,7 +21,7 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
   std::string plan_file, out = "validation-report", emit, collect, calibration;
   std::vector<std::string> repeat;
   bool published = false;
-  int rounds = 0, steps = 0;
+  int rounds = 0, steps = 0, max_ranks = 0;
   po::options_description desc("validate options");
   desc.add_options()
       ("help,h", "show this help")
@@ -29,6 +29,7 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
       ("out", po::value(&out)->default_value(out), "directory for report.md, results.json and the plots")
       ("rounds", po::value(&rounds), "rounds (default: the plan's)")
       ("steps", po::value(&steps), "steps per live run (default: the plan's)")
+      ("max-ranks", po::value(&max_ranks), "the most ranks a live job may start here (default: this machine's cores x 16)")
       ("emit", po::value(&emit)->value_name("DIR"), "write the schedule as job scripts (Slurm, mpirun) into DIR; run nothing")
       ("collect", po::value(&collect)->value_name("DIR"), "compare what the emitted scripts left in DIR")
       ("published", po::bool_switch(&published), "only the comparison with the plan's published figures (no live runs)")
@@ -53,6 +54,10 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
   po::notify(vm);
   if (plan_file.empty()) throw InputError("validate: give a plan: kanscale validate validation/plans/local-cpu.yaml");
   ValidationPlan plan = load_validation_plan(plan_file);
+  if (vm.count("max-ranks")) {
+    if (max_ranks < 1) throw InputError("--max-ranks: expected at least 1, got " + std::to_string(max_ranks));
+    plan.max_ranks = max_ranks;
+  }
   if (vm.count("rounds")) {
     if (rounds < 1) throw InputError("--rounds: at least 1");
     plan.rounds = rounds;

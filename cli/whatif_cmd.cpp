@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "model/limits.hpp"
 #include "model/output_files.hpp"
 #include "model/units.hpp"
 #include "model/yaml_reader.hpp"
@@ -60,7 +61,7 @@ int whatif(const std::vector<std::string>& args_in) {
   std::string workload, seed, json, scaling = "strong", gpus_text, budget_text, caps_text = "1MiB,5MiB,10MiB,25MiB,50MiB,100MiB",
                                     vary = "widths", views = "both";
   int iterations = 4, gpus_per_node = 0;
-  double epochs = 0, min_eff = 0;
+  double epochs = 0, min_eff = 0, max_events = kDefaultMaxEvents;
   long long limit = 1 << 20;
   po::options_description desc("whatif " + query + " options");
   desc.add_options()
@@ -71,7 +72,9 @@ int whatif(const std::vector<std::string>& args_in) {
        query == "cluster" ? "calibration YAML: once for every cluster, or once per --cluster in order (default: datasheets)"
                           : "calibration YAML (default: the cluster's datasheet)")
       ("seed", po::value(&seed)->value_name("S"), "random seed (default: the workload's)")
-      ("iterations", po::value(&iterations)->default_value(iterations), "iterations replayed per prediction (at least 2)")
+      ("iterations", po::value(&iterations)->default_value(iterations), "iterations replayed per prediction (2 to 1000)")
+      ("max-events", po::value(&max_events)->default_value(max_events, "5e7"),
+       "refuse a query estimated to replay more events than this, all its candidates together")
       ("scaling", po::value(&scaling)->default_value(scaling), "strong | strong-global-batch | weak")
       ("json", po::value(&json)->value_name("FILE"), "also write the answer, reasoning and table as JSON");
   if (query == "gpus" || query == "cluster") {
@@ -110,7 +113,10 @@ int whatif(const std::vector<std::string>& args_in) {
   if (query != "cluster" && clusters.size() > 1) throw InputError("--cluster: whatif " + query + " takes one cluster (whatif cluster compares several)");
   if (calibrations.size() > 1 && calibrations.size() != clusters.size())
     throw InputError("--calibration: give one for every cluster, or one per --cluster (" + std::to_string(clusters.size()) + ")");
-  if (iterations < 2) throw InputError("--iterations: at least 2 (the first iteration and one steady one), got " + std::to_string(iterations));
+  if (iterations < 2 || iterations > kMaxIterations)
+    throw InputError("--iterations: expected 2 (the first iteration and one steady one) to " + std::to_string(kMaxIterations) + ", got " +
+                     std::to_string(iterations));
+  if (!(max_events > 0)) throw InputError("--max-events: expected a positive number");
 
   // Everything is read and checked before anything runs.
   WhatifBase base;
@@ -127,6 +133,7 @@ int whatif(const std::vector<std::string>& args_in) {
     base.clusters.push_back(std::move(wc));
   }
   base.options.iterations = iterations;
+  base.max_events = max_events;
   base.options.scaling = scaling_of(scaling);
   base.options.seed = vm.count("seed") ? parse_seed(seed) : base.workload.seed;
   if (vm.count("gpus-per-node")) {
@@ -190,6 +197,10 @@ int whatif(const std::vector<std::string>& args_in) {
   }
   std::cout << a.text();
   if (!json.empty()) write_files_atomic({{json, a.to_json().dump(2) + "\n"}});
+  if (a.nothing_fits) {
+    std::cerr << "kanscale whatif: " << a.answer << "\n";
+    return 1;
+  }
   return 0;
 }
 

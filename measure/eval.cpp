@@ -48,6 +48,7 @@ int run_eval(const std::string& checkpoint, const std::string& input_csv, int th
                          (c + 1 == cells.size() ? " (a trailing comma?)" : "") + "; expected " + want);
     std::vector<float> row;
     bool numeric = true;
+    std::size_t numbers = 0;  // cells that read as numbers: a header has none
     for (const auto& cell : cells) {
       char* end = nullptr;
       errno = 0;
@@ -55,12 +56,16 @@ int run_eval(const std::string& checkpoint, const std::string& input_csv, int th
       while (end && (*end == ' ' || *end == '\t')) ++end;
       if (end == cell.c_str() || *end != '\0') {
         numeric = false;
-        break;
+        continue;
       }
+      ++numbers;
       if (!std::isfinite(v) || errno == ERANGE)
         throw InputError(where + "\"" + cell + "\" is not a finite number within float range");
       row.push_back(v);
     }
+    if (!numeric && numbers > 0)
+      throw InputError(where + "a row of numbers with a cell that is not one (\"" + line + "\"); expected " + want +
+                       (lineno == 1 ? " (a header names every column, with no number)" : ""));
     if (!numeric && !seen_row && X.empty() && lineno == 1) {
       if (static_cast<int>(cells.size()) != in)
         throw InputError(where + "the header names " + std::to_string(cells.size()) + " column(s); the checkpoint's KAN takes " + want);

@@ -70,8 +70,8 @@ StFile read_safetensors(const std::string& path) {
     for (const auto& d : t["shape"]) {
       if (!d.is_number_integer() || d.get<std::int64_t>() < 0) throw bad("tensor '" + it.key() + "' has a bad shape");
       st.shape.push_back(d.get<std::int64_t>());
-      // a product past 2^62 cannot match any data range (and must not wrap)
-      if (__builtin_mul_overflow(n, static_cast<std::uint64_t>(d.get<std::int64_t>()), &n) || n > (std::uint64_t{1} << 62))
+      // a product past 2^60 cannot match any data range (and 4 n bytes must not wrap)
+      if (__builtin_mul_overflow(n, static_cast<std::uint64_t>(d.get<std::int64_t>()), &n) || n > (std::uint64_t{1} << 60))
         throw bad("tensor '" + it.key() + "' has a shape larger than any file");
     }
     const auto& o = t["data_offsets"];

@@ -97,6 +97,16 @@ ParsedSweep parse_sweep_options(const std::string& op, const std::vector<std::st
   o.max_bytes = parse_sweep_size(e, "-e");
   if (o.max_bytes < o.min_bytes) throw InputError("-e: the largest size is below the smallest (-b)");
   if (!(o.factor >= 1) || !std::isfinite(o.factor)) throw InputError("-f: the size factor must be at least 1");
+  // a sweep from -b to -e must step and must get past -b: a factor of 1
+  // would measure -b alone, and so would one above -e / -b
+  if (o.max_bytes > o.min_bytes && o.factor == 1)
+    throw InputError("-f 1: a factor of 1 never leaves -b " + b + " for -e " + e + "; expected a factor above 1, such as 2");
+  if (o.max_bytes > o.min_bytes && o.factor > o.max_bytes / o.min_bytes) {
+    std::ostringstream m;
+    m << "-f " << o.factor << ": the first step from -b " << b << " already passes -e " << e << ", so only -b would be measured; expected at most "
+      << o.max_bytes / o.min_bytes;
+    throw InputError(m.str());
+  }
   if (o.factor > 1 && o.max_bytes > o.min_bytes) {
     const double steps = std::log(o.max_bytes / o.min_bytes) / std::log(o.factor);
     if (!(steps <= kMaxSweepSteps)) {

@@ -1,4 +1,5 @@
 #include "config.hpp"
+#include "limits.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -86,8 +87,12 @@ static Cluster read_cluster(YamlMap m) {
   Cluster c;
   c.file = m.file();
   c.name = m.string("name");
-  c.nodes = static_cast<int>(m.integer("nodes", 1));
-  c.gpus_per_node = static_cast<int>(m.integer("gpus_per_node", 1));
+  c.nodes = static_cast<int>(m.integer("nodes", 1, kMaxGpus));
+  c.gpus_per_node = static_cast<int>(m.integer("gpus_per_node", 1, kMaxGpusPerNode));
+  if (static_cast<std::int64_t>(c.nodes) * c.gpus_per_node > kMaxGpus)
+    m.fail("nodes", std::to_string(c.nodes) + " nodes x " + std::to_string(c.gpus_per_node) + " GPUs per node is " +
+                        std::to_string(static_cast<std::int64_t>(c.nodes) * c.gpus_per_node) + " GPUs; kanscale models at most " +
+                        std::to_string(kMaxGpus));
 
   YamlMap g = m.map("gpu");
   c.gpu.model = g.string("model");
@@ -164,16 +169,16 @@ static Workload read_workload(YamlMap m) {
   w.name = m.string("name");
   YamlMap kan = m.map("kan");
   w.widths = kan.integer_list("widths", 1, 2);
-  w.grid_size = static_cast<int>(kan.integer_opt("grid_size", 1).value_or(5));
-  w.spline_order = static_cast<int>(kan.integer_opt("spline_order", 1, 16).value_or(3));
+  w.grid_size = static_cast<int>(kan.integer_opt("grid_size", 1, kMaxGridSize).value_or(5));
+  w.spline_order = static_cast<int>(kan.integer_opt("spline_order", 1, kMaxSplineOrder).value_or(3));
   if (const std::string why = kan_size_problem(KanShape{w.widths, w.grid_size, w.spline_order}); !why.empty())
     kan.fail("widths", why);
   kan.finish();
   w.task = m.choice_opt("task", {"teacher", "pykan-exp-sin", "pykan-exp-sin-4d", "pykan-bessel"}).value_or("teacher");
-  w.batch_per_gpu = m.integer("batch_per_gpu", 1);
-  w.global_batch = m.integer_opt("global_batch", 1);
+  w.batch_per_gpu = m.integer("batch_per_gpu", 1, kMaxBatch);
+  w.global_batch = m.integer_opt("global_batch", 1, kMaxBatch * kMaxGpus);
   w.dataset_size = m.integer("dataset_size", 1, kMaxDatasetSize);
-  w.epochs = static_cast<int>(m.integer_opt("epochs", 1).value_or(1));
+  w.epochs = static_cast<int>(m.integer_opt("epochs", 1, kMaxEpochs).value_or(1));
   w.epoch_overhead_s = m.quantity_opt("epoch_overhead", Quantity::time, Bound::non_negative).value_or(0.0);
   if (w.epoch_overhead_s > 1e9) m.fail("epoch_overhead", "expected at most 1e9 s per epoch");
   w.learning_rate = m.number_opt("learning_rate", Bound::positive).value_or(1e-3);
@@ -322,6 +327,13 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
         g.launch_s = r.quantity_opt("launch", Quantity::time, Bound::non_negative);
         g.launch_Bps = r.quantity_opt("launch_byte_rate", Quantity::rate, Bound::positive);
         if (auto cov = r.matrix_opt("cov", 2)) g.cov = *cov;
+        // the regimes are searched in order for the first whose limit lies above
+        // a message: limits must rise, or a later regime could never be reached
+        if (!cal.mpi_regimes.empty() && !(g.max_bytes > cal.mpi_regimes.back().max_bytes))
+          r.fail("below", (std::isinf(cal.mpi_regimes.back().max_bytes) ? std::string("a regime after the last one (which has no 'below')")
+                                                                         : "'below' " + format_bytes(g.max_bytes) + " is not above the regime before it (" +
+                                                                               format_bytes(cal.mpi_regimes.back().max_bytes) + ")") +
+                              "; expected the regimes in order of rising 'below'");
         r.finish();
         cal.mpi_regimes.push_back(g);
       }

@@ -1,4 +1,5 @@
 #include "kan_model.hpp"
+#include "limits.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -60,6 +61,12 @@ double kan_parameter_count_approx(const KanShape& s) {
 }
 
 std::string kan_size_problem(const KanShape& s) {
+  if (s.grid_size < 1 || s.grid_size > kMaxGridSize)
+    return "grid size " + std::to_string(s.grid_size) + " is outside 1 to " + std::to_string(kMaxGridSize);
+  if (s.spline_order < 1 || s.spline_order > kMaxSplineOrder)
+    return "spline order " + std::to_string(s.spline_order) + " is outside 1 to " + std::to_string(kMaxSplineOrder);
+  for (auto w : s.widths)
+    if (w < 1) return "width " + std::to_string(w) + " is below 1";
   const double n = kan_parameter_count_approx(s);
   if (n <= kMaxKanParameters) return "";
   char buf[160];

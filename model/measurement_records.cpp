@@ -2,13 +2,28 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <type_traits>
 
 #include "kan_model.hpp"
+#include "limits.hpp"
+#include <string>
 #include "yaml_reader.hpp"
 
 namespace ks {
+
+namespace {
+// nlohmann's message without its "[json.exception.KIND.N] " tag
+std::string json_message(const std::exception& e) {
+  std::string m = e.what();
+  if (m.compare(0, 16, "[json.exception.") == 0) {
+    const auto close = m.find("] ");
+    if (close != std::string::npos) m = m.substr(close + 2);
+  }
+  return m;
+}
+}  // namespace
 
 nlohmann::json read_json_file(const std::string& path, const char* what) {
   // read_input_file refuses directories, devices, pipes and files too large to hold
@@ -16,11 +31,35 @@ nlohmann::json read_json_file(const std::string& path, const char* what) {
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(path + ": not JSON (" + std::string(e.what()) + "); expected " + what);
+    throw InputError(path + ": not JSON (" + json_message(e) + "); expected " + what);
+  } catch (const nlohmann::json::exception& e) {  // out_of_range.406: a number beyond a double (1e999)
+    throw InputError(path + ": a number beyond the range of a double (" + json_message(e) + "); expected " + what);
   }
 }
 
 namespace {
+
+// A measured time (a key ending in _s or _us, seconds or microseconds) is
+// finite and below a year (model/limits.hpp): above that it is a unit slip
+// or a corrupted file, and it would carry into every fit and percentage.
+void check_measured_time(double x, const std::string& where) {
+  const auto q = where.rfind('\'');
+  const auto p = q == std::string::npos || q == 0 ? std::string::npos : where.rfind('\'', q - 1);
+  if (p == std::string::npos) return;
+  const std::string key = where.substr(p + 1, q - p - 1);
+  auto ends = [&](const char* s) {
+    const std::string e = s;
+    return key.size() >= e.size() && key.compare(key.size() - e.size(), e.size(), e) == 0;
+  };
+  const double unit = ends("_us") ? 1e-6 : ends("_s") ? 1.0 : 0.0;
+  if (unit == 0 || ends("per_s")) return;  // not a time (samples_per_s is a rate)
+  if (!std::isfinite(x) || std::fabs(x) * unit > kMaxMeasuredS)
+  {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g%s", x, unit == 1 ? " s" : " us");
+    throw InputError(where + ": a measured time of " + buf + "; expected a finite time below a year");
+  }
+}
 
 // A JSON value as T, its type and (for integers) its range checked first:
 // nlohmann converts a float or an out-of-range integer to int without a
@@ -41,7 +80,11 @@ T checked(const nlohmann::json& v, const std::string& where) {
     throw InputError(where + ": expected an integer from " + std::to_string(std::numeric_limits<T>::min()) + " to " +
                      std::to_string(std::numeric_limits<T>::max()) + ", got " + v.dump());
   } else if constexpr (std::is_floating_point_v<T>) {
-    if (v.is_number()) return v.get<T>();
+    if (v.is_number()) {
+      const T x = v.get<T>();
+      check_measured_time(static_cast<double>(x), where);
+      return x;
+    }
     throw InputError(where + ": expected a number, got " + v.dump());
   } else {
     if (v.is_string()) return v.get<T>();
@@ -53,7 +96,8 @@ T checked(const nlohmann::json& v, const std::string& where) {
 // is the key's prefix in messages.
 template <typename T>
 T value_or(const nlohmann::json& m, const char* key, T fallback, const std::string& path, const std::string& at = "metadata.") {
-  if (!m.is_object() || !m.contains(key)) return fallback;
+  if (!m.is_object()) throw InputError(path + ": key '" + at.substr(0, at.size() - 1) + "': expected an object, got " + m.type_name());
+  if (!m.contains(key)) return fallback;
   return checked<T>(m[key], path + ": key '" + at + key + "'");
 }
 

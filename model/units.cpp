@@ -159,7 +159,9 @@ std::string format_rate(double Bps) {
 std::string format_time(double s) {
   char buf[64];
   const double a = std::fabs(s);
-  if (a >= 3600.0) std::snprintf(buf, sizeof buf, "%.2f h", s / 3600.0);
+  if (!std::isfinite(s)) std::snprintf(buf, sizeof buf, "%s", std::isnan(s) ? "nan" : s > 0 ? "inf" : "-inf");
+  else if (a >= 3600.0e6) std::snprintf(buf, sizeof buf, "%.3g h", s / 3600.0);  // the digits of 1e300 h would overflow the line
+  else if (a >= 3600.0) std::snprintf(buf, sizeof buf, "%.2f h", s / 3600.0);
   else if (a >= 60.0) std::snprintf(buf, sizeof buf, "%.2f min", s / 60.0);
   else if (a >= 1.0) std::snprintf(buf, sizeof buf, "%.3f s", s);
   else if (a >= 1e-3) std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);

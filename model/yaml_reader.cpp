@@ -40,7 +40,15 @@ std::string closest_match(const std::string& word, const std::vector<std::string
 }
 
 YamlMap::YamlMap(std::shared_ptr<const std::string> file, YAML::Node node, std::string path)
-    : file_(std::move(file)), node_(std::move(node)), path_(std::move(path)) {}
+    : file_(std::move(file)), node_(std::move(node)), path_(std::move(path)) {
+  // every key a plain name: yaml-cpp would throw "bad conversion" at the
+  // first look at a list or a map used as a key
+  if (!node_.IsMap()) return;
+  for (auto it = node_.begin(); it != node_.end(); ++it)
+    if (!it->first.IsScalar())
+      fail_at(it->first.Mark(), "?", std::string("a key that is ") + (it->first.IsSequence() ? "a list" : it->first.IsMap() ? "a map" : "empty") +
+                                         "; expected a plain name");
+}
 
 std::string read_input_file(const std::string& path, const std::string& what) {
   struct stat st {};

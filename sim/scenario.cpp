@@ -1,4 +1,5 @@
 #include "scenario.hpp"
+#include "model/limits.hpp"
 
 #include <cmath>
 #include <cstdlib>
@@ -335,7 +336,7 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
   }
 
   YamlMap sw = m.map("sweep");
-  for (auto g : sw.integer_list("gpus", 1, 1, 1 << 24)) {
+  for (auto g : sw.integer_list("gpus", 1, 1, kMaxGpus)) {
     if (std::find(s.gpus.begin(), s.gpus.end(), static_cast<int>(g)) != s.gpus.end())
       sw.fail_item("gpus", s.gpus.size(), std::to_string(g) + " is given twice");
     s.gpus.push_back(static_cast<int>(g));
@@ -359,7 +360,7 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
     axes.push_back(std::move(a));
   }
   if (sw.has("batch_per_gpu")) {
-    const auto bs = sw.integer_list("batch_per_gpu", 1, 1, std::int64_t{1} << 40);
+    const auto bs = sw.integer_list("batch_per_gpu", 1, 1, kMaxBatch);
     Axis a{"batch_per_gpu", {}, [bs](Scenario& sc, std::size_t i) { sc.workload.batch_per_gpu = bs[i]; }};
     for (auto b : bs) a.values.push_back(std::to_string(b));
     axes.push_back(std::move(a));
@@ -376,7 +377,7 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
     axes.push_back(std::move(a));
   }
   if (sw.has("gpus_per_node")) {
-    const auto g = sw.integer_list("gpus_per_node", 1, 1, 1 << 16);
+    const auto g = sw.integer_list("gpus_per_node", 1, 1, kMaxGpusPerNode);
     Axis a{"gpus_per_node", {}, [g](Scenario& sc, std::size_t i) { sc.options.gpus_per_node = static_cast<int>(g[i]); }};
     for (auto v : g) a.values.push_back(std::to_string(v));
     axes.push_back(std::move(a));
@@ -483,6 +484,17 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
     if (!have_gpus) m.fail("published", "the study's GPU counts must include 1 and " + std::to_string(g) + " to compare with the figures");
   }
   m.finish();
+  {  // the scenarios are counted before any is made: clusters x every axis, checked
+    std::int64_t n = static_cast<std::int64_t>(s.clusters.size());
+    std::string product = std::to_string(s.clusters.size()) + " cluster(s)";
+    for (const auto& a : axes) {
+      product += " x " + std::to_string(a.values.size()) + " " + a.key;
+      n = a.values.size() > static_cast<std::size_t>(kMaxScenarios) ? kMaxScenarios + 1
+                                                                     : std::min<std::int64_t>(n * static_cast<std::int64_t>(a.values.size()), kMaxScenarios + 1);
+    }
+    if (n > kMaxScenarios)
+      sw.fail("", product + " is more than " + std::to_string(kMaxScenarios) + " scenarios, kanscale's limit for a study; split it into several studies");
+  }
   for (const auto& a : axes) {
     for (std::size_t i = 0; i < a.values.size(); ++i)
       for (std::size_t j = 0; j < i; ++j)

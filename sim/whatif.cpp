@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "model/limits.hpp"
 #include "model/units.hpp"
 #include "model/yaml_reader.hpp"
 #include "report.hpp"
@@ -53,6 +54,21 @@ ScalingPoint predict(const Cluster& c, const Workload& w, const Calibration& cal
   return run_study(c, w, cal, o).points.front();
 }
 
+// The replay's work for candidates at `counts` GPUs, each tried `tries`
+// times (layouts, settings), with its one-GPU baseline; refused above the
+// query's --max-events before anything runs.
+void check_candidates(const WhatifBase& b, const Workload& w, const std::vector<int>& counts, double tries, const std::string& what) {
+  WorkEstimate total;
+  for (int n : counts) {
+    StudyOptions o = b.options;
+    o.gpus = {n};
+    const WorkEstimate e = estimate_study_work(w, o);
+    total.events += tries * e.events;
+    total.bytes = std::max(total.bytes, e.bytes);
+  }
+  check_work(total, b.max_events, what);
+}
+
 // A note when an epoch holds only a few iterations: the short last batch
 // is timed as a full one, so times move in whole iterations there.
 std::string few_iterations(const ScalingPoint& p) {
@@ -86,7 +102,8 @@ std::vector<int> powers_of_two_up_to(int n) {
 }
 
 void require_epochs(double e) {
-  if (!(e >= 1 && e <= 1e9 && e == std::floor(e))) throw InputError("--epochs: expected a whole number of epochs, at least 1");
+  if (!(e >= 1 && e <= static_cast<double>(kMaxEpochs) && e == std::floor(e)))
+    throw InputError("--epochs: expected a whole number of epochs from 1 to " + std::to_string(kMaxEpochs) + ", got " + printf_number("%.10g", e));
 }
 
 // How far a candidate misses: max(time / budget, target efficiency /
@@ -97,6 +114,41 @@ double miss(double time_s, double efficiency, std::optional<double> budget_s, st
   if (min_eff) m = std::max(m, efficiency > 0 ? *min_eff / efficiency : 1e300);
   return m;
 }
+
+// The candidates whose predicted peak memory exceeds their GPU's, ruled out
+// of every answer: "1, 2 GPUs: 88.2 GiB of 40.0 GiB" (the largest need).
+struct MemoryRule {
+  std::vector<std::string> over;  // candidate names
+  double worst_peak = 0, capacity = 0, least_peak = 0;
+  std::size_t fitting = 0;
+  bool fits(const std::string& name, const ScalingPoint& p) {
+    if (!p.memory.exceeds_capacity()) {
+      ++fitting;
+      return true;
+    }
+    if (std::find(over.begin(), over.end(), name) == over.end()) over.push_back(name);
+    worst_peak = std::max(worst_peak, p.memory.peak_bytes);
+    least_peak = least_peak == 0 ? p.memory.peak_bytes : std::min(least_peak, p.memory.peak_bytes);
+    capacity = p.memory.capacity_bytes;
+    return false;
+  }
+  // the reasoning line, "" when every candidate fits
+  std::string line() const {
+    if (over.empty()) return "";
+    std::string names;
+    for (std::size_t i = 0; i < over.size(); ++i) names += (i ? ", " : "") + over[i];
+    return "ruled out, over the GPU's memory: " + names + ": " + (least_peak < worst_peak ? format_bytes(least_peak) + " to " : "") +
+           format_bytes(worst_peak) + " of " + format_bytes(capacity);
+  }
+  // when nothing fits: the answer (exit 1)
+  void nothing_fits(WhatifAnswer& a, const std::string& gpu) const {
+    a.met = false;
+    a.nothing_fits = true;
+    a.answer = "nothing searched fits in the " + gpu + " memory: the smallest candidate needs " + format_bytes(least_peak) + " of " +
+               format_bytes(capacity) + "; the smallest setup that would fit: a GPU with at least " + format_bytes(least_peak) +
+               ", or a smaller model or per-GPU batch (kanscale whatif model finds the largest that fits)";
+  }
+};
 
 }  // namespace
 
@@ -118,12 +170,13 @@ json WhatifAnswer::to_json() const {
   }
   j["rows"] = rs;
   j["chosen_row"] = chosen >= 0 ? json(chosen) : json(nullptr);
+  j["nothing_fits"] = nothing_fits;
   return j;
 }
 
 std::string WhatifAnswer::text() const {
   std::ostringstream os;
-  os << (met ? "answer: " : "no candidate meets it: ") << answer << "\n";
+  os << (met ? "answer: " : nothing_fits ? "nothing fits: " : "no candidate meets it: ") << answer << "\n";
   if (!reasoning.empty()) {
     os << "why:\n";
     for (const auto& r : reasoning) os << "  - " << r << "\n";
@@ -160,6 +213,7 @@ std::string WhatifAnswer::text() const {
 WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
   require_epochs(q.epochs);
   if (!(q.budget_s > 0)) throw InputError("--budget: expected a positive time, e.g. 2h");
+  if (q.budget_s > kMaxBudgetS) throw InputError("--budget: " + format_time(q.budget_s) + " is beyond 100 years; expected a time budget up to 100 years");
   if (q.min_efficiency && !(*q.min_efficiency > 0 && *q.min_efficiency <= 1))
     throw InputError("--min-efficiency: expected a fraction between 0 and 1, e.g. 0.7");
   const WhatifCluster& wc = b.clusters.front();
@@ -167,6 +221,7 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
   Workload w = b.workload;
   w.epochs = static_cast<int>(q.epochs);
   const std::vector<int> gpus = q.gpus.empty() ? powers_of_two_up_to(c.nodes * c.gpus_per_node) : q.gpus;
+  check_candidates(b, w, gpus, std::floor(std::log2(c.gpus_per_node)) + 1, "whatif gpus: its candidates (--gpus and --iterations)");
 
   WhatifAnswer a;
   a.query = "gpus";
@@ -178,6 +233,7 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
                {"efficiency", "ratio"}, {"gpu_hours", "gpu_hours"}, {"meets", "bool"}};
   std::vector<ScalingPoint> pts;
   std::vector<std::string> skipped;
+  MemoryRule memory;
   for (int n : gpus) {
     std::vector<int> seen_nodes;
     for (int gpn = std::min(c.gpus_per_node, n); gpn >= 1; gpn /= 2) {
@@ -196,13 +252,21 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
         skipped.push_back(std::to_string(n) + " GPUs: " + e.what());
         break;
       }
-      const bool meets = p.time_to_train_s <= q.budget_s && (!q.min_efficiency || p.efficiency >= *q.min_efficiency);
+      const bool fits = memory.fits(std::to_string(n) + " GPUs", p);
+      const bool meets = fits && p.time_to_train_s <= q.budget_s && (!q.min_efficiency || p.efficiency >= *q.min_efficiency);
       a.rows.push_back({n, gpn, p.nodes, p.iteration_s.median, p.compute_s.median, p.exposed_s.median, p.epoch_s,
                         p.time_to_train_s, p.efficiency, p.gpu_hours, meets});
       pts.push_back(std::move(p));
     }
   }
-  if (a.rows.empty()) throw InputError("whatif gpus: no GPU count of --gpus can be laid out on cluster " + c.file);
+  if (a.rows.empty())
+    throw InputError("whatif gpus: no GPU count " + std::string(q.gpus.empty() ? "up to the cluster's" : "of --gpus") +
+                     " can be laid out on cluster " + c.file + (skipped.empty() ? "" : ": " + skipped.front()));
+  if (memory.fitting == 0) {
+    memory.nothing_fits(a, c.gpu.model + "'s");
+    a.reasoning.push_back(memory.line());
+    return a;
+  }
   // the fewest GPUs that meet; the fastest of their layouts
   for (std::size_t i = 0; i < a.rows.size(); ++i) {
     if (!a.rows[i][10].get<bool>()) continue;
@@ -238,6 +302,7 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
     a.met = false;
     double best = 1e300;
     for (std::size_t i = 0; i < pts.size(); ++i) {
+      if (pts[i].memory.exceeds_capacity()) continue;
       const double m = miss(pts[i].time_to_train_s, pts[i].efficiency, q.budget_s, q.min_efficiency);
       if (m < best) {
         best = m;
@@ -270,6 +335,7 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
                     " GPU(s), but the budget needs " + std::to_string(fewest_fast) + " or more: no GPU count gives both");
     }
   }
+  if (const std::string m = memory.line(); !m.empty()) a.reasoning.push_back(m);
   for (const auto& s : skipped) a.reasoning.push_back("skipped " + s);
   return a;
 }
@@ -385,6 +451,8 @@ WhatifAnswer whatif_bucket_cap(const WhatifBase& b, const BucketQuery& q) {
   a.inputs = {{"cluster", wc.cluster.file}, {"workload", b.workload.file}, {"calibration", wc.calibration.name}, {"gpus", q.gpus}};
   a.columns = {{"bucket_cap_bytes", "bytes"}, {"gradient_as_bucket_view", "bool"}, {"buckets", "int"}, {"iteration_s", "time"},
                {"exposed_comm_s", "time"},    {"compute_s", "time"},             {"peak_memory_bytes", "bytes"}};
+  check_candidates(b, b.workload, {q.gpus}, static_cast<double>(views.size() * q.caps.size()),
+                   "whatif bucket-cap: its candidates (--caps and --iterations)");
   std::vector<ScalingPoint> pts;
   std::vector<std::pair<double, bool>> settings;
   for (bool view : views) {
@@ -399,14 +467,25 @@ WhatifAnswer whatif_bucket_cap(const WhatifBase& b, const BucketQuery& q) {
       settings.emplace_back(cap, view);
     }
   }
+  MemoryRule memory;
+  std::vector<bool> fits;
+  for (std::size_t i = 0; i < pts.size(); ++i)
+    fits.push_back(memory.fits(format_bytes(settings[i].first) + (settings[i].second ? " with view" : " without view"), pts[i]));
+  if (memory.fitting == 0) {
+    memory.nothing_fits(a, wc.cluster.gpu.model + "'s");
+    a.reasoning.push_back(memory.line());
+    return a;
+  }
   double best = 1e300, worst = 0;
-  for (const auto& p : pts) {
-    best = std::min(best, p.iteration_s.median);
-    worst = std::max(worst, p.iteration_s.median);
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    if (!fits[i]) continue;
+    best = std::min(best, pts[i].iteration_s.median);
+    worst = std::max(worst, pts[i].iteration_s.median);
   }
   std::vector<std::size_t> ties;
   for (std::size_t i = 0; i < pts.size(); ++i)
-    if (pts[i].iteration_s.median <= best * (1 + 1e-9)) ties.push_back(i);
+    if (fits[i] && pts[i].iteration_s.median <= best * (1 + 1e-9)) ties.push_back(i);
+  if (const std::string m = memory.line(); !m.empty()) a.reasoning.push_back(m);
   std::size_t pick = ties.front();
   for (std::size_t i : ties) {
     const auto& [cap, view] = settings[i];
@@ -461,6 +540,7 @@ WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q) {
   require_epochs(q.epochs);
   if (b.clusters.size() < 2) throw InputError("whatif cluster: give at least two --cluster files to compare");
   if (q.budget_s && !(*q.budget_s > 0)) throw InputError("--budget: expected a positive time, e.g. 2h");
+  if (q.budget_s && *q.budget_s > kMaxBudgetS) throw InputError("--budget: beyond 100 years; expected a budget of at most 100 years");
   if (q.min_efficiency && !(*q.min_efficiency > 0 && *q.min_efficiency <= 1))
     throw InputError("--min-efficiency: expected a fraction between 0 and 1, e.g. 0.7");
   Workload w = b.workload;
@@ -487,6 +567,13 @@ WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q) {
     bool meets;
   };
   std::vector<Cand> cands;
+  MemoryRule memory;
+  {
+    std::vector<int> all;
+    for (const auto& wc : b.clusters)
+      for (int n : q.gpus.empty() ? powers_of_two_up_to(wc.cluster.nodes * wc.cluster.gpus_per_node) : q.gpus) all.push_back(n);
+    check_candidates(b, w, all, 1, "whatif cluster: its candidates (--gpus and --iterations)");
+  }
   for (std::size_t k = 0; k < b.clusters.size(); ++k) {
     const WhatifCluster& wc = b.clusters[k];
     const std::vector<int> gpus = q.gpus.empty() ? powers_of_two_up_to(wc.cluster.nodes * wc.cluster.gpus_per_node) : q.gpus;
@@ -498,7 +585,8 @@ WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q) {
       }
       Cand c{k, predict(wc.cluster, w, wc.calibration, b.options, n, std::nullopt), std::nullopt, true};
       if (wc.cluster.price_per_gpu_hour) c.cost = c.p.gpu_hours * *wc.cluster.price_per_gpu_hour;
-      c.meets = (!q.budget_s || c.p.time_to_train_s <= *q.budget_s) && (!q.min_efficiency || c.p.efficiency >= *q.min_efficiency);
+      const bool fits = memory.fits("'" + wc.label + "' " + std::to_string(n) + " GPUs", c.p);
+      c.meets = fits && (!q.budget_s || c.p.time_to_train_s <= *q.budget_s) && (!q.min_efficiency || c.p.efficiency >= *q.min_efficiency);
       a.rows.push_back({wc.label, n, c.p.nodes, c.p.time_to_train_s, c.p.efficiency, c.p.gpu_hours,
                         wc.cluster.price_per_gpu_hour ? json(*wc.cluster.price_per_gpu_hour) : json(nullptr),
                         c.cost ? json(*c.cost) : json(nullptr), c.meets});
@@ -506,6 +594,11 @@ WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q) {
     }
   }
   if (cands.empty()) throw InputError("whatif cluster: no GPU count of --gpus fits any of the clusters");
+  if (memory.fitting == 0) {
+    memory.nothing_fits(a, "clusters' GPU");
+    a.reasoning.push_back(memory.line());
+    return a;
+  }
   auto cheapest = [&](bool money) {
     int best = -1;
     for (std::size_t i = 0; i < cands.size(); ++i) {
@@ -547,6 +640,7 @@ WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q) {
     a.met = false;
     double best = 1e300;
     for (std::size_t i = 0; i < cands.size(); ++i) {
+      if (cands[i].p.memory.exceeds_capacity()) continue;
       const double m = miss(cands[i].p.time_to_train_s, cands[i].p.efficiency, q.budget_s, q.min_efficiency);
       if (m < best) {
         best = m;
@@ -559,6 +653,7 @@ WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q) {
                " at efficiency " + printf_number("%.3f", cands[a.chosen].p.efficiency);
     a.reasoning.push_back(breakdown(cands[a.chosen].p));
   }
+  if (const std::string m = memory.line(); !m.empty()) a.reasoning.push_back(m);
   return a;
 }
 
@@ -589,9 +684,10 @@ double value_or_factor(const std::string& v, const std::string& key, double curr
   return parse(v);
 }
 
-std::int64_t whole(double v, const std::string& key, const std::string& text) {
-  if (!(v >= 1 && v <= 9.0e15 && v == std::floor(v)))
-    throw InputError("--set " + key + "=" + text + ": expected a whole number of at least 1");
+std::int64_t whole(double v, const std::string& key, const std::string& text, std::int64_t hi) {
+  if (!(v >= 1 && v <= static_cast<double>(hi) && v == std::floor(v)))
+    throw InputError("--set " + key + "=" + text + ": expected a whole number from 1 to " + std::to_string(hi) +
+                     (v == std::floor(v) && v > static_cast<double>(hi) ? " (kanscale's limit)" : ""));
   return static_cast<std::int64_t>(v);
 }
 
@@ -645,13 +741,13 @@ void apply_change(Case& k, const Change& ch) {
     k.cal.host_overhead_s = value_or_factor(v, key, k.cal.host_overhead_s, quantity(Quantity::time));
     if (k.cal.host_overhead_s < 0) throw InputError("--set host_overhead=" + v + ": expected a time of at least 0");
   } else if (key == "batch_per_gpu") {
-    k.w.batch_per_gpu = whole(value_or_factor(v, key, static_cast<double>(k.w.batch_per_gpu), number), key, v);
+    k.w.batch_per_gpu = whole(value_or_factor(v, key, static_cast<double>(k.w.batch_per_gpu), number), key, v, kMaxBatch);
   } else if (key == "grid_size") {
-    k.w.grid_size = static_cast<int>(whole(value_or_factor(v, key, k.w.grid_size, number), key, v));
+    k.w.grid_size = static_cast<int>(whole(value_or_factor(v, key, k.w.grid_size, number), key, v, kMaxGridSize));
   } else if (key == "gpus") {
-    k.gpus = static_cast<int>(whole(value_or_factor(v, key, k.gpus, number), key, v));
+    k.gpus = static_cast<int>(whole(value_or_factor(v, key, k.gpus, number), key, v, kMaxGpus));
   } else if (key == "gpus_per_node") {
-    k.gpn = static_cast<int>(whole(number(v), key, v));
+    k.gpn = static_cast<int>(whole(number(v), key, v, kMaxGpusPerNode));
   } else if (key == "widths") {
     std::vector<std::int64_t> ws;
     std::string t = v;
@@ -659,7 +755,7 @@ void apply_change(Case& k, const Change& ch) {
       if (ch2 == '-' || ch2 == ',' || ch2 == '[' || ch2 == ']') ch2 = ' ';
     std::istringstream is(t);
     std::string item;
-    while (is >> item) ws.push_back(whole(number(item), key, v));
+    while (is >> item) ws.push_back(whole(number(item), key, v, 2147483647));
     if (ws.size() < 2) throw InputError("--set widths=" + v + ": expected at least two widths, e.g. 64-512-512-1");
     k.w.widths = ws;
   } else if (key == "bucket_cap") {
@@ -705,12 +801,25 @@ WhatifAnswer whatif_change(const WhatifBase& b, int gpus, const std::vector<Chan
   if (changes.empty()) throw InputError("whatif change: give at least one --set KEY=VALUE (or KEY=FACTORx)");
   const WhatifCluster& wc = b.clusters.front();
   Case before{wc.cluster, wc.calibration, b.workload, gpus, b.options.gpus_per_node};
-  const ScalingPoint p0 = predict_case(before, b.options);
-  Case after = before;
   for (std::size_t i = 0; i < changes.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
       if (changes[i].key == changes[j].key)
         throw InputError("--set " + changes[i].key + ": given twice (" + changes[j].value + " and " + changes[i].value + "); give each key once");
+  {  // every case it will replay, estimated before any runs: before, each change alone, all of them
+    Case all = before;
+    std::vector<int> counts = {gpus};
+    for (const Change& ch : changes) {
+      Case alone = before;
+      apply_change(alone, ch);
+      apply_change(all, ch);
+      counts.push_back(alone.gpus);
+      check_candidates(b, alone.w, {alone.gpus}, 1, "whatif change: --set " + ch.key + "=" + ch.value + " (with --iterations)");
+    }
+    counts.push_back(all.gpus);
+    check_candidates(b, all.w, counts, 1, "whatif change: its cases (--gpus, --set and --iterations)");
+  }
+  const ScalingPoint p0 = predict_case(before, b.options);
+  Case after = before;
   for (const Change& ch : changes) {
     // alone, every change must move the prediction
     Case alone = before;

@@ -26,6 +26,9 @@ struct WhatifBase {
   std::vector<WhatifCluster> clusters;  // one; several for whatif cluster
   Workload workload;
   StudyOptions options;  // seed, iterations, scaling; gpus and gpus_per_node per query
+  // a query estimated to replay more events than this, all its candidates
+  // together, is refused before any runs (--max-events)
+  double max_events = kDefaultMaxEvents;
 };
 
 // A column of the searched table: its JSON key and how its numbers print
@@ -42,6 +45,9 @@ struct WhatifAnswer {
   std::vector<WhatifColumn> columns;
   std::vector<std::vector<nlohmann::json>> rows;
   int chosen = -1;  // the answer's row (the closest one when not met)
+  // no candidate fits the GPU's memory: the answer says so and names the
+  // smallest setup that would (kanscale whatif exits 1)
+  bool nothing_fits = false;
   nlohmann::json inputs;  // what was asked
   nlohmann::json to_json() const;
   std::string text() const;

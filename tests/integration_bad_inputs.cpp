@@ -10,6 +10,10 @@
 // (before any run): the whole catalogue takes a few seconds.
 #include <doctest/doctest.h>
 #include <dirent.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
 
 #include <fstream>
 #include <map>
@@ -129,6 +133,7 @@ struct Case {
   std::vector<File> files;            // written into the case's directory
   std::vector<std::string> argv;      // after the executable; {d}: the directory, {src}: the sources, {ckpt}: the checkpoint
   std::vector<std::string> expect;    // substrings of the one error line; {d} as in argv
+  int exit = 2;                       // 2: refused; 1: a valid question whose answer is "nothing fits"
 };
 
 // Command lines that read one input of a kind and name an output, so that
@@ -297,7 +302,7 @@ std::vector<Case> catalogue() {
       {"study: unknown scaling mode", "study", {{"study.yaml", sub(kStudy, "[strong, weak]", "[strong, wide]")}}, study_file(),
        {"study.yaml:", "scaling", "wide"}},
       {"study: --out a directory of other files", "study", {{"study.yaml", kStudy}},
-       {"study", "{d}/study.yaml", "--out", "{d}", "--no-plots"}, {"--out", "other files"}},
+       {"study", "{d}/study.yaml", "--out", "{d}", "--no-plots"}, {"--out", "study.yaml", "input"}},
       {"study: --max-events below the study's", "study", {{"study.yaml", kStudy}},
        {"study", "{d}/study.yaml", "--out", "{d}/out", "--no-plots", "--max-events", "10"}, {"study.yaml:", "max-events"}},
       {"study: no study file", "study", {}, {"study", "--out", "{d}/out"}, {"give a study file"}},
@@ -544,7 +549,7 @@ std::vector<Case> catalogue() {
       {"safetensors: a directory", "safetensors", {}, {"eval", "--checkpoint", "{d}", "--input", "{d}/x.csv"}, {"is a directory"}},
 
       // ------------------------------------------------------------ flags: simulate
-      {"simulate: --iterations huge", "flags-simulate", {}, sim({"--iterations", "2147483647"}), {"--iterations", "--max-events"}},
+      {"simulate: --iterations huge", "flags-simulate", {}, sim({"--iterations", "2147483647"}), {"--iterations", "1000"}},
       {"simulate: --iterations past int", "flags-simulate", {}, sim({"--iterations", "99999999999"}), {"--iterations"}},
       {"simulate: --gpus past the limit", "flags-simulate", {}, sim({"--gpus", "99999999999"}), {"--gpus"}},
       {"simulate: --gpus negative", "flags-simulate", {}, sim({"--gpus", "-4"}), {"--gpus"}},
@@ -715,7 +720,7 @@ std::vector<Case> catalogue() {
 
       // ------------------------------------------------------------ flags: bench
       {"bench sim: --gpus huge", "flags-bench", {}, {"bench", "sim", "--cluster", "{src}/configs/clusters/dgx-a100.yaml", "--workload",
-       "{src}/configs/workloads/bench-4layer.yaml", "--gpus", "10000000"}, {"--gpus", "--max-events"}},
+       "{src}/configs/workloads/bench-4layer.yaml", "--gpus", "10000000"}, {"--gpus", "1048576"}},
       {"bench sim: --repeat huge", "flags-bench", {}, {"bench", "sim", "--cluster", "{src}/configs/clusters/dgx-a100.yaml", "--workload",
        "{src}/configs/workloads/bench-4layer.yaml", "--gpus", "65536", "--repeat", "2000000000"}, {"--repeat", "--max-events"}},
       {"bench sim: --repeat zero", "flags-bench", {}, {"bench", "sim", "--repeat", "0"}, {"--repeat"}},
@@ -735,6 +740,136 @@ std::vector<Case> catalogue() {
        {"bench", "progress", "--sizes", "1KiB,2KiB,3KiB,4KiB,5KiB,6KiB,7KiB,8KiB,9KiB,10KiB,11KiB", "--polls",
         "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1,1.1,1.2,1.3,1.4,1.5,1.6,1.7,1.8"}, {"--sizes x --polls", "200"}},
       {"bench progress: --json a directory", "flags-bench", {}, {"bench", "progress", "--json", "{d}"}, {"--json"}},
+      // ------------------------------------------------------------ the second round (issue 23): data loss
+      {"loss: study --out the folder of the study file", "loss",
+       {{"in/s.yaml", kStudy}, {"in/notes.txt", "mine\n"}, {"in/study.json", "{}\n"}},
+       {"study", "{d}/in/s.yaml", "--out", "{d}/in", "--no-plots"}, {"--out", "s.yaml", "input"}},
+      {"loss: study --out an earlier study holding a user's note", "loss",
+       {{"study.yaml", kStudy}, {"prev/.kanscale-output", "# kanscale\nreport.md\n"}, {"prev/report.md", "old\n"}, {"prev/notes.txt", "mine\n"}},
+       {"study", "{d}/study.yaml", "--out", "{d}/prev", "--no-plots"}, {"--out", "notes.txt", "did not write"}},
+      {"loss: study --out a folder kanscale did not make", "loss", {{"study.yaml", kStudy}, {"prev/study.json", "{}\n"}},
+       {"study", "{d}/study.yaml", "--out", "{d}/prev", "--no-plots"}, {"--out", "did not make"}},
+      {"loss: whatif --json over its own workload", "loss", {{W, kWorkload}},
+       {"whatif", "gpus", "--cluster", "{src}/configs/clusters/dgx-a100.yaml", "--workload", "{d}/workload.yaml", "--budget", "2h", "--json",
+        "{d}/workload.yaml"}, {"--json", "workload.yaml", "input"}},
+      {"loss: simulate --csv over its own cluster", "loss", {{C, kCluster}},
+       {"simulate", "--cluster", "{d}/cluster.yaml", "--workload", "{src}/configs/workloads/default.yaml", "--gpus", "1", "--csv",
+        "{d}/cluster.yaml"}, {"--csv", "cluster.yaml", "input"}},
+      {"loss: fit --out over a measurement file", "loss", {{"m.json", kAllreduce}},
+       {"fit", "--collectives", "{d}/m.json", "--out", "{d}/m.json"}, {"--out", "m.json", "input"}},
+      {"loss: calibrate --out the plan's folder", "loss", {{"in/p.yaml", kCalibratePlan}, {"in/notes.txt", "mine\n"}},
+       {"calibrate", "{d}/in/p.yaml", "--out", "{d}/in"}, {"--out", "p.yaml", "input"}},
+      {"loss: validate --emit into a user's folder", "loss", {{VP, vplan}, {"e/notes.txt", "mine\n"}},
+       {"validate", "{d}/plan.yaml", "--emit", "{d}/e"}, {"--emit", "did not make"}},
+      {"loss: validate --out holding the plan", "loss", {{"r/plan.yaml", vplan}}, {"validate", "{d}/r/plan.yaml", "--published", "--out", "{d}/r"},
+       {"--out", "plan.yaml", "input"}},
+      {"loss: bench kernels --export into a user's folder", "loss", {{"x/notes.txt", "mine\n"}},
+       {"bench", "kernels", "--export", "{d}/x", "--repeat", "1"}, {"--export", "did not make"}},
+
+      // ------------------------------------------------------------ wrong answers with exit 0
+      {"answer: whatif gpus when no candidate fits the GPU's memory", "answer",
+       {{W, sub(kWorkload, "[64, 256, 256, 1]", "[64, 20000, 20000, 1]")}},
+       {"whatif", "gpus", "--cluster", "{src}/configs/clusters/dgx-a100.yaml", "--workload", "{d}/workload.yaml", "--epochs", "1", "--budget",
+        "10h", "--gpus", "1,2,4,8"}, {"nothing searched fits", "40.00 GiB", "at least"}, 1},
+      {"answer: whatif cluster when no candidate fits", "answer", {{W, sub(kWorkload, "[64, 256, 256, 1]", "[64, 20000, 20000, 1]")}},
+       {"whatif", "cluster", "--cluster", "{src}/configs/clusters/dgx-a100.yaml", "--cluster", "{src}/configs/clusters/finisterrae3.yaml",
+        "--workload", "{d}/workload.yaml", "--epochs", "1", "--budget", "10h", "--gpus", "1,2"}, {"nothing searched fits"}, 1},
+      {"answer: whatif bucket-cap when no setting fits", "answer", {{W, sub(kWorkload, "[64, 256, 256, 1]", "[64, 20000, 20000, 1]")}},
+       {"whatif", "bucket-cap", "--cluster", "{src}/configs/clusters/dgx-a100.yaml", "--workload", "{d}/workload.yaml", "--gpus", "2",
+        "--caps", "1MiB,25MiB"}, {"nothing searched fits"}, 1},
+      {"answer: calibrate with a sweep factor of 1", "answer",
+       {{P, sub(kCalibratePlan, "-b 8 -e 4M -f 4", "-b 8 -e 4M -f 1")}}, calibrate_plan(), {"plan.yaml", "calibration.measure.allreduce", "-f 1"}},
+      {"answer: measure allreduce -f 1", "answer", {}, {"measure", "allreduce", "-b", "8", "-e", "4M", "-f", "1"}, {"-f 1", "above 1"}},
+      {"answer: measure allreduce -f past -e", "answer", {}, {"measure", "allreduce", "-b", "8", "-e", "64", "-f", "16"}, {"-f 16", "only -b"}},
+      {"answer: whatif --budget 1e300h", "answer", {}, with(whatif_q("gpus"), {"--budget", "1e300h"}), {"--budget", "100 years"}},
+      {"answer: whatif --budget of 101 years", "answer", {}, with(whatif_q("gpus"), {"--budget", "885000h"}), {"--budget", "100 years"}},
+      {"answer: repeatability with times of 1e308 s", "answer",
+       {{"a.json", kRun}, {"b.json", sub(sub(kRun, "0.01}", "1e308}"), "0.012}", "1e308}")}}, repeat_runs(),
+       {"b.json", "iteration_time_s", "below a year"}},
+      {"answer: model layer --grid 2147483647", "answer", {},
+       {"model", "layer", "--cluster", "{src}/configs/clusters/finisterrae3.yaml", "--implementation", "efficient-kan", "--grid", "2147483647"},
+       {"--grid", "outside 1 to 1000"}},
+      {"answer: calibration regimes out of order", "answer",
+       {{K, sub(kCalibration, "{below: \"4194304B\"", "{below: \"100B\"")}}, sim_calibration(), {"calibration.yaml:", "below", "order"}},
+      {"answer: validate --emit with /etc/passwd as the kernel plan", "answer",
+       {{VP, sub(vplan, kSrc + "/configs/measure/cpu-ci.yaml", "/etc/passwd")}}, validate_plan(),
+       {"plan.yaml:", "kernels", "not a kernel measurement plan"}},
+      {"answer: eval CSV with a typo in the first row", "answer", {{"x.csv", "0.5,O.1\n0.2,0.3\n"}}, eval_csv(), {"x.csv:1", "O.1"}},
+      {"answer: fit --kernels with metadata a list", "answer", {{"m.json", jset(kKernels, "/metadata", "[]")}}, fit_with("--kernels"),
+       {"m.json", "metadata", "object"}},
+      {"answer: fit --collectives with metadata a number", "answer", {{"m.json", jset(kAllreduce, "/metadata", "7")}}, fit_with("--collectives"),
+       {"m.json", "metadata", "object"}},
+      {"answer: fit --collectives with a time of 1e12 us", "answer", {{"m.json", jset(kAllreduce, "/points/0/out_of_place/time_us", "1e14")}},
+       fit_with("--collectives"), {"m.json", "time_us", "below a year"}},
+
+      // ------------------------------------------------------------ hangs and unbounded work
+      {"work: simulate with grid_size 2^31-1", "work", {{W, sub(kWorkload, "grid_size: 5", "grid_size: 2147483647")}},
+       {"simulate", "--cluster", "{src}/configs/clusters/finisterrae3.yaml", "--workload", "{d}/workload.yaml", "--gpus", "1,2,4,8"},
+       {"workload.yaml:", "kan.grid_size", "at most 1000"}},
+      {"work: whatif change --set grid_size=2147483648", "work", {}, with(whatif_q("change"), {"--set", "grid_size=2147483648"}),
+       {"--set grid_size=2147483648", "1000"}},
+      {"work: calibrate a plan of 100000 ranks", "work", {{P, sub(kCalibratePlan, "ranks: 2\n", "ranks: 100000\n")}}, calibrate_plan(),
+       {"plan.yaml", "100000 ranks", "--max-ranks"}},
+      {"work: validate a plan of 100000 ranks", "work", {{VP, sub(vplan, "ranks: [1, 2]", "ranks: [1, 100000]")}},
+       {"validate", "{d}/plan.yaml", "--out", "{d}/out"}, {"plan.yaml", "100000 ranks", "--max-ranks"}},
+      {"work: a study sweep of 1000 x 1000 x 1000", "work", {{"study.yaml", [] {
+         std::string b = "[", c = "[", w = "[";
+         for (int i = 1; i <= 1000; ++i) {
+           b += (i > 1 ? ", " : "") + std::to_string(i);
+           c += (i > 1 ? ", " : "") + std::to_string(i) + "KiB";
+           w += (i > 1 ? ", [8, " : "[8, ") + std::to_string(i) + ", 1]";
+         }
+         return sub(sub(kStudy, "[1MiB, 25MiB]", c + "]"), "[[64, 256, 256, 1], [64, 1024, 1024, 1]]", w + "]") + "" ;
+       }() + "\n"}},
+       study_file(), {"study.yaml:", "scenarios", "10000"}},
+      {"work: whatif gpus --iterations 1e9", "work", {}, with(whatif_q("gpus"), {"--budget", "2h", "--iterations", "1000000000"}),
+       {"--iterations", "1000"}},
+      {"work: whatif gpus past --max-events", "work", {},
+       {"whatif", "gpus", "--cluster", "{src}/configs/clusters/dgx-a100.yaml", "--workload", "{src}/configs/workloads/default.yaml", "--budget",
+        "2h", "--iterations", "1000"}, {"whatif gpus", "--max-events"}},
+      {"work: whatif change --set gpus past --max-events", "work", {},
+       {"whatif", "change", "--cluster", "{src}/configs/clusters/dgx-a100.yaml", "--workload", "{src}/configs/workloads/default.yaml",
+        "--iterations", "1000", "--max-events", "1000000", "--set", "gpus=512"}, {"--set gpus=512", "--max-events"}},
+      {"work: bench interference --bytes 1e15B", "work", {}, {"bench", "interference", "--bytes", "1e15B"}, {"--bytes", "4GiB"}},
+
+      // ------------------------------------------------------------ unclear messages; every multiplying key has a range
+      {"range: --set gpus=1000000000000", "range", {}, with(whatif_q("change"), {"--set", "gpus=1000000000000"}),
+       {"--set gpus=1000000000000", "1048576"}},
+      {"range: cluster of 10^9 nodes", "range", {{C, sub(kCluster, "nodes: 64", "nodes: 1000000000")}},
+       {"whatif", "gpus", "--cluster", "{d}/cluster.yaml", "--workload", "{src}/configs/workloads/default.yaml", "--budget", "2h"},
+       {"cluster.yaml:", "'nodes'", "1048576"}},
+      {"range: cluster GPUs past the limit", "range", {{C, sub(sub(kCluster, "nodes: 64", "nodes: 1000000"), "gpus_per_node: 2", "gpus_per_node: 8")}},
+       sim_cluster(), {"cluster.yaml:", "nodes", "at most 1048576"}},
+      {"range: gpus_per_node past the limit", "range", {{C, sub(kCluster, "gpus_per_node: 2", "gpus_per_node: 2048")}}, sim_cluster(),
+       {"cluster.yaml:", "gpus_per_node", "at most 1024"}},
+      {"range: a sequence as a YAML key", "range", {{W, kWorkload + "[a, b]: 3\n"}}, sim_workload(), {"workload.yaml:", "a list", "plain name"}},
+      {"range: train with grid 2^31-1", "range", {{W, sub(kSmallWorkload, "grid_size: 5", "grid_size: 2147483647")}},
+       {"train", "--workload", "{d}/workload.yaml", "--steps", "1", "--quiet"}, {"workload.yaml:", "grid_size", "at most 1000"}},
+      {"range: a checkpoint tensor of shape [2^62]", "range", st(st_edit([](nlohmann::json& h) {
+         for (auto it = h.begin(); it != h.end(); ++it)
+           if (it.key() != "__metadata__") {
+             it.value()["shape"] = {std::int64_t{1} << 62};
+             break;
+           }
+       })), eval_st(), {"m.safetensors", "shape"}},
+      {"range: an all-reduce time of 1e999", "range",
+       {{"m.json", [] {
+          std::string t = jset(kAllreduce, "/points/0/out_of_place/time_us", "123.5");
+          return sub(t, "123.5", "1e999");
+        }()}}, fit_with("--collectives"), {"m.json", "beyond the range of a double"}},
+      {"range: workload batch past 2^30", "range", {{W, sub(kWorkload, "batch_per_gpu: 1024", "batch_per_gpu: 1073741825")}}, sim_workload(),
+       {"workload.yaml:", "batch_per_gpu", "at most 1073741824"}},
+      {"range: workload epochs past a million", "range", {{W, sub(kWorkload, "epochs: 10", "epochs: 1000001")}}, sim_workload(),
+       {"workload.yaml:", "epochs", "at most 1000000"}},
+      {"range: simulate --gpus past the limit", "range", {}, sim({"--gpus", "2097152"}), {"--gpus", "1048576"}},
+      {"range: simulate --iterations past the limit", "range", {}, sim({"--gpus", "1", "--iterations", "1001"}), {"--iterations", "1000"}},
+      {"range: whatif --epochs past a million", "range", {}, with(whatif_q("gpus"), {"--budget", "2h", "--epochs", "2000000"}),
+       {"--epochs", "1000000"}},
+      {"range: --set batch_per_gpu past 2^30", "range", {}, with(whatif_q("change"), {"--set", "batch_per_gpu=2000000000"}),
+       {"--set batch_per_gpu", "1073741824"}},
+      {"range: study sweep gpus past the limit", "range", {{"study.yaml", sub(kStudy, "[1, 2, 4, 8, 16, 32, 64]", "[1, 2097152]")}},
+       study_file(), {"study.yaml:", "sweep.gpus", "1048576"}},
+      {"range: calibrate --max-ranks 0", "range", {{P, kCalibratePlan}}, with(calibrate_plan(), {"--max-ranks", "0"}), {"--max-ranks"}},
   };
 }
 
@@ -747,14 +882,10 @@ std::string expand(std::string s, const std::string& dir) {
 }
 
 std::set<std::string> listing(const std::string& dir) {
-  std::set<std::string> names;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      const std::string n = e->d_name;
-      if (n != "." && n != "..") names.insert(n);
-    }
-    closedir(d);
-  }
+  std::set<std::string> names;  // files, relative to dir
+  std::error_code ec;
+  for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (!it->is_directory()) names.insert(std::filesystem::relative(it->path(), dir).string());
   return names;
 }
 
@@ -768,22 +899,29 @@ TEST_CASE("every bad input: exit 2, one line naming the file and key (or the fla
     CAPTURE(entry.first);
     CHECK(entry.second >= 8);
   }
-  CHECK(cases.size() >= 100);
-  CHECK(per_kind.size() >= 17);
+  CHECK(cases.size() >= 150);
+  CHECK(per_kind.size() >= 22);
 
   for (const auto& c : cases) {
     TempDir d;
     std::set<std::string> inputs;
     for (const auto& f : c.files) {
+      const auto slash = f.name.rfind('/');
+      if (slash != std::string::npos) std::filesystem::create_directories(d / f.name.substr(0, slash));
       d.write(f.name, f.text);
       inputs.insert(f.name);
     }
     std::vector<std::string> argv = {kExe};
     for (const auto& a : c.argv) argv.push_back(expand(a, d.path));
-    const ProcessResult r = run_process(argv, kSrc, 30);
+    // every input, the case's own and the shipped ones it names, is hashed before and after
+    std::map<std::string, std::size_t> before;
+    for (const auto& f : c.files) before[d / f.name] = std::hash<std::string>{}(read_file(d / f.name));
+    for (std::size_t i = 1; i < argv.size(); ++i)
+      if (std::filesystem::is_regular_file(argv[i]) && !before.count(argv[i])) before[argv[i]] = std::hash<std::string>{}(read_file(argv[i]));
+    const ProcessResult r = run_process(argv, kSrc, 60);
     CAPTURE(c.name);
     CAPTURE(r.err);
-    CHECK(r.exit_code == 2);
+    CHECK(r.exit_code == c.exit);
     const auto lines = std::count(r.err.begin(), r.err.end(), '\n');
     CHECK(lines == 1);
     for (const auto& e : c.expect) {
@@ -791,7 +929,63 @@ TEST_CASE("every bad input: exit 2, one line naming the file and key (or the fla
       CAPTURE(want);
       CHECK(r.err.find(want) != std::string::npos);
     }
-    // no output file (nor a temporary one) beside the inputs
+    for (const auto& [path, hash] : before) {
+      CAPTURE(path);
+      CHECK(std::filesystem::is_regular_file(path));
+      if (std::filesystem::is_regular_file(path)) CHECK(std::hash<std::string>{}(read_file(path)) == hash);
+    }
+    // no output file (nor a temporary one) beside the inputs, at any depth
     CHECK(listing(d.path) == inputs);
+  }
+}
+
+// The directory marker (model/output_files: .kanscale-output lists what
+// kanscale wrote) against links: an output that reaches an input through a
+// symbolic link or a hard link is refused as the input itself would be,
+// and an earlier output that kanscale wrote is replaced.
+TEST_CASE("output directories: kanscale replaces only what it wrote, never an input through a link") {
+  const std::string small = kSrc + "/configs/studies/small.yaml";
+  auto study = [&](const std::string& file, const std::string& out) {
+    return run_process({kExe, "study", file, "--out", out, "--no-plots"}, kSrc, 120);
+  };
+  TempDir d;
+  // an earlier study's output is kanscale's: replaced, and its marker lists every file
+  REQUIRE(study(small, d / "out").exit_code == 0);
+  const std::string marker = read_file(d / "out/.kanscale-output");
+  CHECK(marker.find("\nstudy.json\n") != std::string::npos);
+  CHECK(marker.find("\nreport.md\n") != std::string::npos);
+  CHECK(study(small, d / "out").exit_code == 0);
+
+  SUBCASE("a symbolic link into the output as the study file") {
+    d.write("out/s.yaml", read_file(small));  // a file the marker does not list...
+    REQUIRE(symlink((d / "out/s.yaml").c_str(), (d / "link.yaml").c_str()) == 0);
+    const ProcessResult r = study(d / "link.yaml", d / "out");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("link.yaml") != std::string::npos);  // ...and the input, through the link
+    CHECK(read_file(d / "out/s.yaml") == read_file(small));
+  }
+  SUBCASE("a hard link to the study file inside the output, listed by the marker") {
+    d.write("in.yaml", read_file(small));
+    REQUIRE(link((d / "in.yaml").c_str(), (d / "out/h.yaml").c_str()) == 0);
+    d.write("out/.kanscale-output", marker + "h.yaml\n");  // as if kanscale had written it: only the inode tells
+    const ProcessResult r = study(d / "in.yaml", d / "out");
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("a link to") != std::string::npos);
+    CHECK(read_file(d / "in.yaml") == read_file(small));
+    CHECK(std::filesystem::exists(d / "out/h.yaml"));
+  }
+  SUBCASE("the output itself a symbolic link to a directory") {
+    REQUIRE(symlink((d / "out").c_str(), (d / "alias").c_str()) == 0);
+    const ProcessResult r = study(small, d / "alias");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("symbolic link") != std::string::npos);
+  }
+  SUBCASE("a foreign file among the earlier output") {
+    d.write("out/svg-notes.txt", "mine\n");
+    const ProcessResult r = study(small, d / "out");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("svg-notes.txt") != std::string::npos);
+    CHECK(read_file(d / "out/svg-notes.txt") == "mine\n");
   }
 }

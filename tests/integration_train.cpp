@@ -753,6 +753,9 @@ TEST_CASE("validate --emit writes Slurm and mpirun scripts whose jobs --collect 
   const int rc = sh(in_src + kExe + " validate validation/plans/ci-small.yaml --rounds 1 --collect " + (d / "run") + " --out " + (d / "rep"),
                     &err, &d);
   CHECK((rc == 0 || rc == 1));  // compared (the bound may go either way with one round)
+  // --collect refitted inside the run directory that --emit made: its marker lists what it wrote there
+  CHECK(slurp(d / "run/.kanscale-output").find("\nresults/calibration-shm.yaml\n") != std::string::npos);
+  CHECK(slurp(d / "run/.kanscale-output").find("\nrun-mpirun.sh\n") != std::string::npos);
   const auto j = nlohmann::json::parse(slurp(d / "rep/results.json"));
   CHECK(j["cases"].size() == 2);
   CHECK(slurp(d / "rep/report.md").find("## Cases") != std::string::npos);

@@ -24,10 +24,11 @@ int run_calibration(const ValidationPlan& plan_in, const std::string& out_dir, c
   ValidationPlan plan = plan_in;
   plan.cases.clear();  // only the microbenchmarks
   check_sweep_options(plan);
+  const auto rounds = make_schedule(plan);
+  check_local_ranks(plan, rounds);
   if (const std::string w = busy_warning("calibration starts"); !w.empty()) std::cerr << w << "\n";
   const auto t0 = std::chrono::steady_clock::now();
   prepare_dir(plan, out_dir);
-  const auto rounds = make_schedule(plan);
   std::size_t jobs = 0;
   for (const auto& r : rounds) jobs += r.size();
   run_schedule(rounds, out_dir, exe);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "measure/kernel_bench.hpp"
 #include "model/kan_model.hpp"
 #include "model/measurement_records.hpp"
 #include "model/units.hpp"
@@ -134,6 +135,11 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
     p.measure.ranks = static_cast<int>(ms.integer("ranks", 1));
     p.measure.kernels_plan = ms.string("kernels");
     must_exist(ms, "kernels", p.measure.kernels_plan);
+    try {  // read as what it claims to be before the run directory gets a copy
+      load_kernel_plan(p.measure.kernels_plan);
+    } catch (const InputError& e) {
+      ms.fail("kernels", "\"" + p.measure.kernels_plan + "\" is not a kernel measurement plan (configs/measure/): " + e.what());
+    }
     p.measure.allreduce = ms.string_opt("allreduce").value_or(p.measure.allreduce);
     if (ms.has("broadcast")) {
       p.measure.broadcast = ms.string("broadcast");

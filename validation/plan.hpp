@@ -72,6 +72,9 @@ struct ValidationPlan {
   double exposed_floor_pct = 0;
   std::vector<ValidationCase> cases;
   PublishedSpec published;
+  // the most ranks a job run here may start (--max-ranks; 0: this machine's
+  // cores x kMaxRanksPerCore)
+  int max_ranks = 0;
 };
 
 // Reads validation/plans/*.yaml; a missing file, an unknown backend or zero

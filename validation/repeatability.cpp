@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "model/measurement_records.hpp"
+#include "model/limits.hpp"
 #include "model/output_files.hpp"
 #include "model/plot.hpp"
 #include "model/statistics.hpp"
@@ -105,8 +106,8 @@ ValidationRun read_validation_run(const std::string& given) {
     const auto& m = member(cases[i], "measured_median", where);
     if (!m.is_object()) throw InputError(where + ": key 'measured_median': expected an object, got " + m.dump());
     const double t = number_or(m, "iteration_time_s", -1.0, where + ".measured_median");
-    if (!(t > 0))
-      throw InputError(where + ".measured_median: key 'iteration_time_s': expected a positive time in seconds, got " +
+    if (!(t > 0 && t <= kMaxMeasuredS))
+      throw InputError(where + ".measured_median: key 'iteration_time_s': expected a positive time in seconds below a year, got " +
                        (m.contains("iteration_time_s") ? m["iteration_time_s"].dump() : std::string("nothing")));
     const double noise = number_or(cases[i], "noise_pct", 0.0, where);
     if (noise < 0) throw InputError(where + ": key 'noise_pct': expected a non-negative percentage, got " + std::to_string(noise));

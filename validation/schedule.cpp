@@ -19,6 +19,7 @@
 #include "kanscale/build_info.hpp"
 #include "measure/sweep_options.hpp"
 #include "model/calibration_fit.hpp"
+#include "model/limits.hpp"
 #include "model/output_files.hpp"
 #include "model/yaml_reader.hpp"
 #include "validation/calibration_live.hpp"
@@ -235,6 +236,19 @@ void run_job(const Job& j, const std::string& dir, const std::string& exe) {
       if (j.args[i] == flag) leaves.push_back(j.args[i + 1]);
   record_outputs(dir, leaves);
   run_in(argv, dir, "results/last-job.log", j.what);
+}
+
+void check_local_ranks(const ValidationPlan& p, const std::vector<std::vector<Job>>& rounds) {
+  int most = 0;
+  for (const auto& r : rounds)
+    for (const auto& j : r) most = std::max(most, j.ranks);
+  const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  const long limit = p.max_ranks > 0 ? p.max_ranks : cores * kMaxRanksPerCore;
+  if (most > limit)
+    throw InputError(p.file + ": a job would start " + std::to_string(most) + " ranks on this machine, above " +
+                     (p.max_ranks > 0 ? "--max-ranks " + std::to_string(limit)
+                                      : std::to_string(limit) + " (its " + std::to_string(cores) + " cores x " + std::to_string(kMaxRanksPerCore) +
+                                            "); raise it with --max-ranks"));
 }
 
 void run_schedule(const std::vector<std::vector<Job>>& rounds, const std::string& dir, const std::string& exe) {

@@ -35,6 +35,10 @@ std::string calibration_out(const std::string& transport);
 std::string live_cal_workload(std::size_t case_index);
 std::string live_cal_file(std::size_t case_index, int round);
 
+// Refuses (InputError naming the plan, the ranks and --max-ranks) a schedule
+// whose largest job starts more ranks here than plan.max_ranks, or, when 0,
+// this machine's cores x kMaxRanksPerCore: before any job starts.
+void check_local_ranks(const ValidationPlan& plan, const std::vector<std::vector<Job>>& rounds);
 // The run directory: case workloads, the measurement plan, results/.
 void prepare_dir(const ValidationPlan& plan, const std::string& dir);
 // Runs one job here (under mpirun where it has ranks or a transport); a

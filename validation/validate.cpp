@@ -96,10 +96,12 @@ int run_validation(const ValidationPlan& plan, const std::string& out_dir, const
     if (const std::string m = machine_mismatch(cal.machine, this_machine("none", "")); !m.empty())
       std::cerr << "kanscale: warning: " << plan.calibration_file << ": " << m << "\n";
   }
+  const auto rounds = make_schedule(plan);
+  check_local_ranks(plan, rounds);
   if (const std::string w = busy_warning("validation starts"); !w.empty()) std::cerr << w << "\n";
   const std::string dir = out_dir + "/work";
   prepare_dir(plan, dir);
-  run_schedule(make_schedule(plan), dir, exe);
+  run_schedule(rounds, dir, exe);
   const int rc = collect_validation(plan, dir, out_dir, cmdline);
   if (plan.published.enabled) published_comparison(plan, out_dir + "/published", cmdline);
   return rc;
