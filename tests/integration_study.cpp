@@ -184,13 +184,18 @@ TEST_CASE("study: a second run replaces its own output whole; a failed run leave
   for (const auto& e : std::filesystem::directory_iterator(d.path)) beside.insert(e.path().filename().string());
   CHECK(beside == std::set<std::string>{"a.yaml", "b.yaml", "bin", "out"});
 
-  // the real gnuplot: the second study replaces the first whole
+  // a file kanscale did not write: refused, named, and kept
   d.write("out/stale.txt", "left by hand");
+  const ProcessResult refused = run_process({kExe, "study", d / "b.yaml", "--out", out}, d.path, 120);
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err.find("stale.txt") != std::string::npos);
+  CHECK(slurp(out + "/stale.txt") == "left by hand");
+  std::filesystem::remove(out + "/stale.txt");
+  // the real gnuplot: the second study replaces the first whole
   const ProcessResult good = run_process({kExe, "study", d / "b.yaml", "--out", out}, d.path, 120);
   CAPTURE(good.err);
   CHECK(good.exit_code == 0);
   CHECK(slurp(out + "/report.md").find("kanscale study: second") != std::string::npos);
-  CHECK(!std::filesystem::exists(out + "/stale.txt"));
   CHECK(std::filesystem::exists(out + "/strong_speedup.png"));
 }
 

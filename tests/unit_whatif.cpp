@@ -139,13 +139,19 @@ TEST_CASE("whatif model: the largest hidden width and grid that fit, derived fro
     if (r[0] == 1001) next = num(r[5]) == 1049240.0 && r[6] == false;
   CHECK(next);
   // Grid: widths [4, 4, 1]: 20 (G + 5) parameters, 32 (G + 7) B of grids:
-  // 432 G + 2,224 <= 1,048,576 gives G = 2422.
+  // 432 G + 2,224 <= 1,048,576 gives G = 2422, above kanscale's grid limit
+  // (1000, model/limits.hpp): the search stops there and says so. With
+  // 432 x 500 + 2,224 = 218,224 B of memory, G = 500 (501 needs 218,656 B).
   b = base("[4, 4, 1]");
   q.vary = "grid";
   a = whatif_model(b, q);
   REQUIRE(a.met);
-  CHECK(a.rows[a.chosen][0] == 2422);
-  CHECK(num(a.rows[a.chosen][5]) == 432.0 * 2422 + 2224);
+  CHECK(a.rows[a.chosen][0] == 1000);
+  b.clusters[0].cluster.gpu.memory_bytes = 432.0 * 500 + 2224;
+  a = whatif_model(b, q);
+  REQUIRE(a.met);
+  CHECK(a.rows[a.chosen][0] == 500);
+  CHECK(num(a.rows[a.chosen][5]) == 432.0 * 500 + 2224);
   // a GPU too small for any: not met, said so
   b.clusters[0].cluster.gpu.memory_bytes = 1000;
   a = whatif_model(b, q);
