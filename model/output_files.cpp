@@ -350,6 +350,8 @@ void record_outputs(const std::string& dir, const std::vector<std::string>& rela
   std::set<std::string> names = read_marker(dir);
   const std::size_t before = names.size();
   for (std::string r : relative) {
+    r = fs::path(r).lexically_normal().string();
+    while (!r.empty() && r.front() == '/') r.erase(0, 1);
     while (r.compare(0, 2, "./") == 0) r = r.substr(2);
     for (unsigned char ch : r)
       if (ch < 0x20 || ch == 0x7f) throw std::runtime_error(dir + ": an output name holds a control character");
@@ -364,11 +366,12 @@ void record_outputs(const std::string& dir, const std::vector<std::string>& rela
 }
 
 void write_owned_files(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files) {
-  const std::string root = trim_slashes(dir) + "/";
+  const fs::path root = fs::path(dir).lexically_normal();
   std::vector<std::string> names;
   for (const auto& f : files) {
-    if (f.first.compare(0, root.size(), root) != 0) throw std::runtime_error(f.first + ": not inside the output directory " + dir);
-    names.push_back(f.first.substr(root.size()));
+    const fs::path rel = fs::path(f.first).lexically_normal().lexically_relative(root);
+    if (rel.empty() || rel.begin()->string() == "..") throw std::runtime_error(f.first + ": not inside the output directory " + dir);
+    names.push_back(rel.string());
   }
   record_outputs(dir, names);
   write_files_atomic(files);

@@ -118,18 +118,19 @@ double miss(double time_s, double efficiency, std::optional<double> budget_s, st
 // The candidates whose predicted peak memory exceeds their GPU's, ruled out
 // of every answer: "1, 2 GPUs: 88.2 GiB of 40.0 GiB" (the largest need).
 struct MemoryRule {
-  std::vector<std::string> over;  // candidate names
-  double worst_peak = 0, capacity = 0, least_peak = 0;
+  std::vector<std::string> over;  // candidate names, each with its need and its GPU's capacity
+  double least_peak = 0, least_capacity = 0;  // the candidate that misses by least
   std::size_t fitting = 0;
   bool fits(const std::string& name, const ScalingPoint& p) {
     if (!p.memory.exceeds_capacity()) {
       ++fitting;
       return true;
     }
-    if (std::find(over.begin(), over.end(), name) == over.end()) over.push_back(name);
-    worst_peak = std::max(worst_peak, p.memory.peak_bytes);
-    least_peak = least_peak == 0 ? p.memory.peak_bytes : std::min(least_peak, p.memory.peak_bytes);
-    capacity = p.memory.capacity_bytes;
+    over.push_back(name + " " + format_bytes(p.memory.peak_bytes) + " of " + format_bytes(p.memory.capacity_bytes));
+    if (least_peak == 0 || p.memory.peak_bytes - p.memory.capacity_bytes < least_peak - least_capacity) {
+      least_peak = p.memory.peak_bytes;
+      least_capacity = p.memory.capacity_bytes;
+    }
     return false;
   }
   // the reasoning line, "" when every candidate fits
@@ -137,15 +138,14 @@ struct MemoryRule {
     if (over.empty()) return "";
     std::string names;
     for (std::size_t i = 0; i < over.size(); ++i) names += (i ? ", " : "") + over[i];
-    return "ruled out, over the GPU's memory: " + names + ": " + (least_peak < worst_peak ? format_bytes(least_peak) + " to " : "") +
-           format_bytes(worst_peak) + " of " + format_bytes(capacity);
+    return "ruled out, over the GPU's memory: " + names;
   }
   // when nothing fits: the answer (exit 1)
   void nothing_fits(WhatifAnswer& a, const std::string& gpu) const {
     a.met = false;
     a.nothing_fits = true;
-    a.answer = "nothing searched fits in the " + gpu + " memory: the smallest candidate needs " + format_bytes(least_peak) + " of " +
-               format_bytes(capacity) + "; the smallest setup that would fit: a GPU with at least " + format_bytes(least_peak) +
+    a.answer = "nothing searched fits in the " + gpu + " memory: the closest candidate needs " + format_bytes(least_peak) + " of " +
+               format_bytes(least_capacity) + "; the smallest setup that would fit: a GPU with at least " + format_bytes(least_peak) +
                ", or a smaller model or per-GPU batch (kanscale whatif model finds the largest that fits)";
   }
 };
@@ -286,7 +286,7 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
       // the next count down (its fastest layout): why it does not do
       int below = -1;
       for (std::size_t k = 0; k < pts.size(); ++k) {
-        if (pts[k].gpus >= p.gpus) continue;
+        if (pts[k].gpus >= p.gpus || pts[k].memory.exceeds_capacity()) continue;
         if (below < 0 || pts[k].gpus > pts[below].gpus ||
             (pts[k].gpus == pts[below].gpus && pts[k].time_to_train_s < pts[below].time_to_train_s))
           below = static_cast<int>(k);
@@ -318,6 +318,7 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
     int most_efficient = 0, fewest_fast = 0;  // the largest count meeting the efficiency, the smallest meeting the time
     double fastest = 1e300;
     for (const auto& o : pts) {
+      if (o.memory.exceeds_capacity()) continue;  // ruled out: said in its own line
       fastest = std::min(fastest, o.time_to_train_s);
       if (q.min_efficiency && o.efficiency >= *q.min_efficiency) most_efficient = std::max(most_efficient, o.gpus);
       if (o.time_to_train_s <= q.budget_s && (fewest_fast == 0 || o.gpus < fewest_fast)) fewest_fast = o.gpus;
@@ -416,12 +417,15 @@ WhatifAnswer whatif_model(const WhatifBase& b, const ModelQuery& q) {
     a.chosen = a.rows.empty() ? -1 : 0;
     const Tried& t = tried.begin()->second;
     a.answer = std::string("not even a ") + what + " of 1 fits: it needs " + format_bytes(t.m.peak_bytes) + where;
+    a.nothing_fits = true;
   } else {
     const Tried& t = tried.at(good);
     a.answer = std::string("the largest ") + what + " that fits is " + std::to_string(good) + " (widths " +
                widths_text(shaped(good).widths) + ", grid " + std::to_string(shaped(good).grid_size) + ", " +
                std::to_string(t.params) + " parameters): peak " + format_bytes(t.m.peak_bytes) + where;
     if (good == q.limit) a.answer += " (the search limit; larger may fit)";
+    else if (const Workload next = shaped(good + 1); !kan_size_problem(KanShape{next.widths, next.grid_size, next.spline_order}).empty())
+      a.answer += " (kanscale's size limit, docs/limits.md; larger may fit the memory)";
     const double state = t.m.parameters_bytes + t.m.gradients_bytes + t.m.buckets_bytes + t.m.optimizer_bytes;
     const double act = t.m.activations_bytes + t.m.transient_bytes + t.m.batch_bytes;
     const double other = t.m.peak_bytes - state - act;

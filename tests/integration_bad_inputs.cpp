@@ -981,6 +981,26 @@ TEST_CASE("output directories: kanscale replaces only what it wrote, never an in
     CHECK(r.exit_code == 2);
     CHECK(r.err.find("symbolic link") != std::string::npos);
   }
+  SUBCASE("an output directory named with a trailing slash, written twice") {
+    for (int run = 0; run < 2; ++run) {
+      const ProcessResult r =
+          run_process({kExe, "validate", "validation/plans/finisterrae3.yaml", "--published", "--out", d / "rep/"}, kSrc, 120);
+      CAPTURE(run);
+      CAPTURE(r.err);
+      CHECK((r.exit_code == 0 || r.exit_code == 1));  // written (the published comparison may pass or not)
+    }
+    CHECK(read_file(d / "rep/.kanscale-output").find("\nreport.md\n") != std::string::npos);
+  }
+  SUBCASE("a run directory left by an interrupted run: its marker only") {
+    std::filesystem::create_directories(d / "cut/work/cases");
+    d.write("cut/.kanscale-output", "# kanscale\n");
+    d.write("cut/work/.kanscale-output", "# kanscale\ncases/case0.yaml\n");
+    d.write("cut/work/cases/case0.yaml", "name: case0\n");
+    const ProcessResult r =
+        run_process({kExe, "validate", "validation/plans/finisterrae3.yaml", "--published", "--out", d / "cut"}, kSrc, 120);
+    CAPTURE(r.err);
+    CHECK((r.exit_code == 0 || r.exit_code == 1));
+  }
   SUBCASE("a foreign file among the earlier output") {
     d.write("out/svg-notes.txt", "mine\n");
     const ProcessResult r = study(small, d / "out");

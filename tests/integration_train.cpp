@@ -756,6 +756,8 @@ TEST_CASE("validate --emit writes Slurm and mpirun scripts whose jobs --collect 
   // --collect refitted inside the run directory that --emit made: its marker lists what it wrote there
   CHECK(slurp(d / "run/.kanscale-output").find("\nresults/calibration-shm.yaml\n") != std::string::npos);
   CHECK(slurp(d / "run/.kanscale-output").find("\nrun-mpirun.sh\n") != std::string::npos);
+  // the jobs' results are listed since --emit: emitting again into the same directory (a trailing slash too) is allowed
+  CHECK(sh(in_src + kExe + " validate validation/plans/ci-small.yaml --rounds 1 --emit " + (d / "run/"), &err, &d) == 0);
   const auto j = nlohmann::json::parse(slurp(d / "rep/results.json"));
   CHECK(j["cases"].size() == 2);
   CHECK(slurp(d / "rep/report.md").find("## Cases") != std::string::npos);

@@ -150,7 +150,8 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
     p.measure.interference_bytes = ms.string_opt("interference").value_or("");
     if (!p.measure.interference_bytes.empty()) {
       try {
-        if (!(parse_size_bytes(p.measure.interference_bytes) > 0)) throw UnitError("must be greater than zero");
+        const double b = parse_size_bytes(p.measure.interference_bytes);
+        if (!(b >= kProgressMinBytes && b <= kProgressMaxBytes)) throw UnitError("expected a size from 4B to 4GiB (bench interference --bytes)");
       } catch (const UnitError& e) {
         ms.fail("interference", e.what());
       }

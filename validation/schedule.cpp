@@ -162,6 +162,7 @@ std::string slurp(const std::string& path) {
 }  // namespace
 
 void prepare_dir(const ValidationPlan& p, const std::string& dir) {
+  record_outputs(dir, {});  // the marker first: an interrupted run leaves a directory kanscale knows as its own
   std::error_code ec;
   if (!p.cases.empty() || !p.measure.live.empty()) std::filesystem::create_directories(dir + "/cases", ec);
   if (!ec) std::filesystem::create_directories(dir + "/results", ec);
@@ -225,16 +226,23 @@ void run_in(const std::vector<std::string>& argv, const std::string& dir, const 
 
 }  // namespace
 
+namespace {
+// What a job leaves in the run directory: its log, its output and every file its flags name.
+std::vector<std::string> job_leaves(const Job& j) {
+  std::vector<std::string> leaves = {"results/last-job.log", j.output};
+  for (std::size_t i = 0; i + 1 < j.args.size(); ++i)
+    for (const char* flag : {"--json", "--csv", "--trace", "--resume", "--checkpoint"})
+      if (j.args[i] == flag) leaves.push_back(j.args[i + 1]);
+  return leaves;
+}
+}  // namespace
+
 void run_job(const Job& j, const std::string& dir, const std::string& exe) {
   std::vector<std::string> argv = launch_local(j);
   argv.push_back(exe);
   argv.insert(argv.end(), j.args.begin(), j.args.end());
   // listed before the job writes them: the run directory holds only what its marker lists
-  std::vector<std::string> leaves = {"results/last-job.log", j.output};
-  for (std::size_t i = 0; i + 1 < j.args.size(); ++i)
-    for (const char* flag : {"--json", "--csv", "--trace", "--resume", "--checkpoint"})
-      if (j.args[i] == flag) leaves.push_back(j.args[i + 1]);
-  record_outputs(dir, leaves);
+  record_outputs(dir, job_leaves(j));
   run_in(argv, dir, "results/last-job.log", j.what);
 }
 
@@ -307,6 +315,13 @@ void emit_validation(const ValidationPlan& p, const std::string& dir, const std:
                          "it cannot go into a job script");
   prepare_dir(p, dir);
   const auto rounds = make_schedule(p);
+  {  // what the scripts' jobs will leave is kanscale's too: a second --emit or --collect finds it listed
+    std::vector<std::string> leaves;
+    for (const auto& r : rounds)
+      for (const auto& j : r)
+        for (auto& l : job_leaves(j)) leaves.push_back(std::move(l));
+    record_outputs(dir, leaves);
+  }
   const Cluster cluster = load_cluster(p.cluster_file);
   const int per_node = p.gpus_per_node > 0 ? p.gpus_per_node : cluster.gpus_per_node;
   int max_ranks = 1;

@@ -1,4 +1,5 @@
 #include "validate.hpp"
+#include "model/output_files.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -100,6 +101,7 @@ int run_validation(const ValidationPlan& plan, const std::string& out_dir, const
   check_local_ranks(plan, rounds);
   if (const std::string w = busy_warning("validation starts"); !w.empty()) std::cerr << w << "\n";
   const std::string dir = out_dir + "/work";
+  record_outputs(out_dir, {});  // before work/ exists: an interrupted run leaves a directory kanscale knows as its own
   prepare_dir(plan, dir);
   run_schedule(rounds, dir, exe);
   const int rc = collect_validation(plan, dir, out_dir, cmdline);
