@@ -8,7 +8,7 @@ using namespace ks;
 namespace {
 Cluster ft3() { return load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/finisterrae3.yaml"); }
 
-// The calibration example of the README, key for key.
+// The calibration example of docs/configuration.md, key for key.
 const char* kCalib = R"(
 name: my-cluster-2026-11
 source: fitted
