@@ -80,6 +80,10 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
   // Before a long run: an output that cannot be written fails now, not at the end.
   check_output_paths({{c.json, "--json"}, {c.csv, "--csv"}, {c.trace, "--trace"}, {checkpoint, "--checkpoint"},
                       {checkpoint.empty() ? "" : optimizer_state_path(checkpoint), "--checkpoint (its optimizer state)"}});
+  // a resumed run writes its checkpoint under another name: the one it started from stays as it was
+  check_outputs_spare_inputs({c.workload, resume, resume.empty() ? "" : optimizer_state_path(resume)},
+                             {{c.json, "--json"}, {c.csv, "--csv"}, {c.trace, "--trace"}, {checkpoint, "--checkpoint"},
+                              {checkpoint.empty() ? "" : optimizer_state_path(checkpoint), "--checkpoint (its optimizer state)"}});
   TrainOptions o;
   o.workload = load_workload(c.workload);
   {
@@ -163,6 +167,7 @@ int bench_interference(const std::vector<std::string>& args, const std::string& 
   }
   // the all-reduce's send and receive buffers, on every rank of this machine:
   // the same bound as bench progress, and within half this machine's memory
+  check_outputs_spare_inputs({wl}, {{json, "--json"}});
   if (!(nbytes >= kProgressMinBytes && nbytes <= kProgressMaxBytes))
     throw InputError("--bytes " + bytes + ": expected a size from 4B to 4GiB");
   {
