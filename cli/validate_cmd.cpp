@@ -7,6 +7,7 @@
 #include <set>
 
 #include "commands.hpp"
+#include "model/limits.hpp"
 #include "model/output_files.hpp"
 #include "model/yaml_reader.hpp"
 #include "options.hpp"
@@ -59,11 +60,13 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
     plan.max_ranks = max_ranks;
   }
   if (vm.count("rounds")) {
-    if (rounds < 1) throw InputError("--rounds: at least 1");
+    if (rounds < 1 || rounds > 1000) throw InputError("--rounds: expected 1 to 1000, got " + std::to_string(rounds));
     plan.rounds = rounds;
   }
   if (vm.count("steps")) {
-    if (steps < 3) throw InputError("--steps: at least 3 (the first iteration and steady ones)");
+    if (steps < 3 || steps > kMaxLiveSteps)
+      throw InputError("--steps: expected 3 (the first iteration and steady ones) to " + std::to_string(kMaxLiveSteps) + ", got " +
+                       std::to_string(steps));
     plan.steps = steps;
   }
   if (vm.count("calibration")) {

@@ -24,6 +24,9 @@ inline constexpr std::int64_t kMaxBatch = std::int64_t{1} << 30;
 inline constexpr std::int64_t kMaxEpochs = 1000000;
 // Iterations replayed per prediction (simulate, whatif, a study).
 inline constexpr std::int64_t kMaxIterations = 1000;
+// Steps of one live run (a validation or calibration case, train --steps is
+// bounded by its memory estimate): the case's dataset is batch x ranks x (steps + 2).
+inline constexpr std::int64_t kMaxLiveSteps = 1000000;
 // Scenarios of a study: clusters x every sweep axis, refused before expansion.
 inline constexpr std::int64_t kMaxScenarios = 10000;
 // Processes a measurement starts per core of this machine (calibrate,

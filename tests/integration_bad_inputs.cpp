@@ -877,6 +877,11 @@ std::vector<Case> catalogue() {
        {"--set batch_per_gpu", "1073741824"}},
       {"range: study sweep gpus past the limit", "range", {{"study.yaml", sub(kStudy, "[1, 2, 4, 8, 16, 32, 64]", "[1, 2097152]")}},
        study_file(), {"study.yaml:", "sweep.gpus", "1048576"}},
+      {"range: validate --steps 2^31-1", "range", {{VP, vplan}}, with(validate_plan(), {"--steps", "2147483647"}), {"--steps", "1000000"}},
+      {"range: a validation plan's steps past a million", "range", {{VP, sub(vplan, "steps: 30", "steps: 2000000")}}, validate_plan(),
+       {"plan.yaml:", "steps", "at most 1000000"}},
+      {"range: a validation plan's spline order 17", "range", {{VP, vplan + "spline_order: 17\n"}}, validate_plan(),
+       {"plan.yaml:", "spline_order", "at most 16"}},
       {"range: calibrate --max-ranks 0", "range", {{P, kCalibratePlan}}, with(calibrate_plan(), {"--max-ranks", "0"}), {"--max-ranks"}},
   };
 }

@@ -5,6 +5,7 @@
 
 #include "measure/kernel_bench.hpp"
 #include "model/kan_model.hpp"
+#include "model/limits.hpp"
 #include "model/measurement_records.hpp"
 #include "model/units.hpp"
 #include "model/yaml_reader.hpp"
@@ -58,11 +59,11 @@ namespace {
 // runs once per model and batch.
 std::vector<ValidationCase> case_matrix(YamlMap& c) {
   std::vector<ValidationCase> out;
-  const auto ranks = c.integer_list("ranks", 1, 1);
+  const auto ranks = c.integer_list("ranks", 1, 1, kMaxGpus);
   std::vector<std::int64_t> over;
-  if (c.has("oversubscribed_ranks")) over = c.integer_list("oversubscribed_ranks", 1, 1);
-  const auto grids = c.integer_list("grid_sizes", 1, 1);
-  const auto batches = c.integer_list("batch_per_gpu", 1, 1);
+  if (c.has("oversubscribed_ranks")) over = c.integer_list("oversubscribed_ranks", 1, 1, kMaxGpus);
+  const auto grids = c.integer_list("grid_sizes", 1, 1, kMaxGridSize);
+  const auto batches = c.integer_list("batch_per_gpu", 1, 1, kMaxBatch);
   std::vector<std::string> transports = {""};
   if (c.has("transports")) {
     transports = c.string_list("transports");
@@ -120,11 +121,11 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
   must_exist(m, "cluster", p.cluster_file);
   p.backend = m.choice_opt("backend", {"cpu", "cuda"}).value_or("cpu");
   p.launcher = m.choice_opt("launcher", {"mpirun", "srun"}).value_or("mpirun");
-  p.gpus_per_node = static_cast<int>(m.integer_opt("gpus_per_node", 1).value_or(0));
-  p.steps = static_cast<int>(m.integer_opt("steps", 3).value_or(30));
+  p.gpus_per_node = static_cast<int>(m.integer_opt("gpus_per_node", 1, kMaxGpusPerNode).value_or(0));
+  p.steps = static_cast<int>(m.integer_opt("steps", 3, kMaxLiveSteps).value_or(30));
   // every round runs every case: a thousand is already weeks of running
   p.rounds = static_cast<int>(m.integer_opt("rounds", 1, 1000).value_or(3));
-  p.spline_order = static_cast<int>(m.integer_opt("spline_order", 1).value_or(3));
+  p.spline_order = static_cast<int>(m.integer_opt("spline_order", 1, kMaxSplineOrder).value_or(3));
   p.interval_samples = static_cast<int>(m.integer_opt("interval_samples", 0, 100000).value_or(100));
   // calibration: a file, "datasheet", or {measure: {...}} within the rounds
   if (!m.has("calibration")) m.fail("calibration", "missing required key (a calibration file, datasheet, or {measure: ...})");
@@ -132,7 +133,7 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
     YamlMap c = m.map("calibration");
     YamlMap ms = c.map("measure");
     p.measure.enabled = true;
-    p.measure.ranks = static_cast<int>(ms.integer("ranks", 1));
+    p.measure.ranks = static_cast<int>(ms.integer("ranks", 1, kMaxGpus));
     p.measure.kernels_plan = ms.string("kernels");
     must_exist(ms, "kernels", p.measure.kernels_plan);
     try {  // read as what it claims to be before the run directory gets a copy
@@ -208,7 +209,7 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
     must_exist(*pub, "workload", p.published.workload);
     if (pub->has("gpus")) {
       p.published.gpus.clear();
-      for (auto g : pub->integer_list("gpus", 1, 2)) p.published.gpus.push_back(static_cast<int>(g));
+      for (auto g : pub->integer_list("gpus", 1, 2, kMaxGpus)) p.published.gpus.push_back(static_cast<int>(g));
     }
     p.published.speedup = pub->number("speedup", Bound::positive);
     p.published.efficiency = pub->number("efficiency_pct", Bound::positive);
