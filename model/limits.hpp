@@ -32,7 +32,9 @@ inline constexpr std::int64_t kMaxScenarios = 10000;
 // Processes a measurement starts per core of this machine (calibrate,
 // validate, measure): above it a run would only thrash.
 inline constexpr std::int64_t kMaxRanksPerCore = 16;
-// A time budget (whatif --budget): a century.
+// A time budget (whatif --budget): a millisecond (less than one iteration of
+// any model) to a century.
+inline constexpr double kMinBudgetS = 1e-3;
 inline constexpr double kMaxBudgetS = 100 * 365.25 * 86400;
 // A measured time (a measurement file, a validation run): a year.
 inline constexpr double kMaxMeasuredS = 365.25 * 86400;

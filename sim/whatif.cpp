@@ -213,7 +213,8 @@ std::string WhatifAnswer::text() const {
 WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
   require_epochs(q.epochs);
   if (!(q.budget_s > 0)) throw InputError("--budget: expected a positive time, e.g. 2h");
-  if (q.budget_s > kMaxBudgetS) throw InputError("--budget: " + format_time(q.budget_s) + " is beyond 100 years; expected a time budget up to 100 years");
+  if (q.budget_s < kMinBudgetS || q.budget_s > kMaxBudgetS)
+    throw InputError("--budget: " + format_time(q.budget_s) + " is outside kanscale's range; expected a time budget from 1 ms to 100 years");
   if (q.min_efficiency && !(*q.min_efficiency > 0 && *q.min_efficiency <= 1))
     throw InputError("--min-efficiency: expected a fraction between 0 and 1, e.g. 0.7");
   const WhatifCluster& wc = b.clusters.front();
@@ -311,7 +312,7 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
     }
     const ScalingPoint& p = pts[a.chosen];
     a.answer = "no GPU count searched trains " + printf_number("%.0f", q.epochs) + " epoch(s) within " + budget + "; closest: " +
-               layout_text(p.gpus, p.nodes) + " in " + format_time(p.time_to_train_s) + " (" + printf_number("%.2f", p.time_to_train_s / q.budget_s) +
+               layout_text(p.gpus, p.nodes) + " in " + format_time(p.time_to_train_s) + " (" + printf_number("%.3g", p.time_to_train_s / q.budget_s) +
                "x the budget) at efficiency " + printf_number("%.3f", p.efficiency);
     a.reasoning.push_back(breakdown(p));
     // which constraint excludes what: the GPU counts that meet each alone
@@ -325,7 +326,7 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
     }
     if (fewest_fast == 0) {
       a.reasoning.push_back("no candidate meets the time budget: the fastest takes " + format_time(fastest) + " (" +
-                            printf_number("%.2f", fastest / q.budget_s) + "x the budget)" +
+                            printf_number("%.3g", fastest / q.budget_s) + "x the budget)" +
                             (q.min_efficiency && most_efficient == 0 ? "" : "; more GPUs than searched, or a faster cluster, are needed") +
                             (q.min_efficiency ? std::string(", and more GPUs lower the efficiency further") : std::string()));
     } else if (q.min_efficiency) {
@@ -544,7 +545,8 @@ WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q) {
   require_epochs(q.epochs);
   if (b.clusters.size() < 2) throw InputError("whatif cluster: give at least two --cluster files to compare");
   if (q.budget_s && !(*q.budget_s > 0)) throw InputError("--budget: expected a positive time, e.g. 2h");
-  if (q.budget_s && *q.budget_s > kMaxBudgetS) throw InputError("--budget: beyond 100 years; expected a budget of at most 100 years");
+  if (q.budget_s && (*q.budget_s < kMinBudgetS || *q.budget_s > kMaxBudgetS))
+    throw InputError("--budget: " + format_time(*q.budget_s) + " is outside kanscale's range; expected a time budget from 1 ms to 100 years");
   if (q.min_efficiency && !(*q.min_efficiency > 0 && *q.min_efficiency <= 1))
     throw InputError("--min-efficiency: expected a fraction between 0 and 1, e.g. 0.7");
   Workload w = b.workload;
@@ -793,7 +795,8 @@ void apply_change(Case& k, const Change& ch) {
 bool same_prediction(const ScalingPoint& a, const ScalingPoint& b) {
   return a.iteration_s.median == b.iteration_s.median && a.first_iteration_s.median == b.first_iteration_s.median &&
          a.compute_s.median == b.compute_s.median && a.exposed_s.median == b.exposed_s.median && a.epoch_s == b.epoch_s &&
-         a.time_to_train_s == b.time_to_train_s && a.memory.peak_bytes == b.memory.peak_bytes && a.efficiency == b.efficiency &&
+         a.time_to_train_s == b.time_to_train_s && a.memory.peak_bytes == b.memory.peak_bytes &&
+         a.memory.capacity_bytes == b.memory.capacity_bytes && a.efficiency == b.efficiency &&
          a.gpus == b.gpus && a.nodes == b.nodes;
 }
 
@@ -894,9 +897,15 @@ WhatifAnswer whatif_change(const WhatifBase& b, int gpus, const std::vector<Chan
   }
   a.reasoning.push_back("before: " + breakdown(p0));
   a.reasoning.push_back("after: " + breakdown(p1));
-  if (p1.memory.exceeds_capacity() && !p0.memory.exceeds_capacity())
-    a.reasoning.push_back("after the change the run no longer fits the GPU: peak " + format_bytes(p1.memory.peak_bytes) + " of " +
+  if (p1.memory.exceeds_capacity() && !p0.memory.exceeds_capacity()) {
+    const std::string oom = "after the change the run no longer fits the GPU: peak " + format_bytes(p1.memory.peak_bytes) + " of " +
+                            format_bytes(p1.memory.capacity_bytes);
+    a.reasoning.push_back(oom);
+    a.answer = oom + "; " + a.answer;  // the limit first: the times would never be reached
+  } else if (p1.memory.exceeds_capacity()) {
+    a.reasoning.push_back("before and after the change the run does not fit the GPU: peak " + format_bytes(p1.memory.peak_bytes) + " of " +
                           format_bytes(p1.memory.capacity_bytes));
+  }
   return a;
 }
 

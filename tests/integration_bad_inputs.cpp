@@ -791,6 +791,7 @@ std::vector<Case> catalogue() {
       {"answer: measure allreduce -f past -e", "answer", {}, {"measure", "allreduce", "-b", "8", "-e", "64", "-f", "16"}, {"-f 16", "only -b"}},
       {"answer: whatif --budget 1e300h", "answer", {}, with(whatif_q("gpus"), {"--budget", "1e300h"}), {"--budget", "100 years"}},
       {"answer: whatif --budget of 101 years", "answer", {}, with(whatif_q("gpus"), {"--budget", "885000h"}), {"--budget", "100 years"}},
+      {"answer: whatif --budget 1e-300s", "answer", {}, with(whatif_q("gpus"), {"--budget", "1e-300s"}), {"--budget", "from 1 ms"}},
       {"answer: repeatability with times of 1e308 s", "answer",
        {{"a.json", kRun}, {"b.json", sub(sub(kRun, "0.01}", "1e308}"), "0.012}", "1e308}")}}, repeat_runs(),
        {"b.json", "iteration_time_s", "below a year"}},
@@ -1021,4 +1022,15 @@ TEST_CASE("output directories: kanscale replaces only what it wrote, never an in
     CHECK(r.err.find("svg-notes.txt") != std::string::npos);
     CHECK(read_file(d / "out/svg-notes.txt") == "mine\n");
   }
+}
+
+// A limit kanscale knows moves an answer: a GPU memory too small for the run
+// is a change ("no longer fits"), never "moves nothing".
+TEST_CASE("whatif change: a smaller GPU memory that the run no longer fits is an answer") {
+  const ProcessResult r = run_process({kExe, "whatif", "change", "--cluster", kSrc + "/configs/clusters/finisterrae3.yaml", "--workload",
+                                       kSrc + "/configs/workloads/default.yaml", "--gpus", "8", "--set", "gpu.memory=0.001x"},
+                                      kSrc, 60);
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("no longer fits") != std::string::npos);
 }
