@@ -22,6 +22,8 @@
 #include "measure/kan_ref.hpp"
 #include "measure/safetensors.hpp"
 #include "measure/trainer.hpp"
+#include "model/cost.hpp"
+#include "model/limits.hpp"
 #include "model/units.hpp"
 #include "model/yaml_reader.hpp"
 #include "options.hpp"
@@ -81,7 +83,8 @@ int bench_kernels(const std::vector<std::string>& args) {
                   "Forward + backward + MSE loss of the fast CPU path per shape and thread count.",
                   vm))
     return 0;
-  if (reps < 1 || batch < 1) throw InputError("--repeat and --batch must be at least 1");
+  if (reps < 1 || reps > 1000) throw InputError("--repeat: expected 1 to 1000, got " + std::to_string(reps));
+  if (batch < 1 || batch > kMaxBatch) throw InputError("--batch: expected 1 to " + std::to_string(kMaxBatch) + ", got " + std::to_string(batch));
   const auto threads = parse_int_list(threads_list, "--threads");
   check_output_paths({{json, "--json"}});
   if (!export_dir.empty()) {
@@ -89,6 +92,14 @@ int bench_kernels(const std::vector<std::string>& args) {
     record_outputs(export_dir, {});
   }
   const std::vector<Case> cases = {{{64, 64, 1}, 5}, {{256, 256, 256, 1}, 5}, {{256, 256, 256, 1}, 20}};
+  {  // before any buffer exists: the largest case's training step (the model's own accounting), within half this machine's memory
+    double need = 0;
+    for (const auto& c : cases) need = std::max(need, kanscale_memory(KanShape{c.widths, c.G, 3}, batch, DdpSettings{}, 0, 0).peak_bytes);
+    const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+    if (memory > 0 && need > memory / 2)
+      throw InputError("--batch " + std::to_string(batch) + ": the largest case needs about " + format_bytes(need) + ", above half this machine's " +
+                       format_bytes(memory));
+  }
 
   nlohmann::json out = nlohmann::json::array();
   std::cout << "kanscale bench kernels: forward + backward + MSE loss, batch " << batch << ", fp32, median of " << reps

@@ -50,6 +50,7 @@ int bench_study(const std::vector<std::string>& args) {
   std::string file = "configs/studies/default.yaml", calibration = "configs/calibrations/local-cpu.yaml";
   int samples = 200, repeat = 3;
   bool full = false;
+  double max_events = 1e10;
   po::options_description desc("bench study options");
   desc.add_options()
       ("help,h", "show this help")
@@ -58,7 +59,9 @@ int bench_study(const std::vector<std::string>& args) {
        "calibration for every cluster (a fitted one, so that every sample draws)")
       ("samples", po::value(&samples)->default_value(samples), "interval samples per scenario")
       ("repeat", po::value(&repeat)->default_value(repeat), "timed runs (median reported)")
-      ("full", po::bool_switch(&full), "also run every sample as a full replay of every rank, and compare the bands");
+      ("full", po::bool_switch(&full), "also run every sample as a full replay of every rank, and compare the bands")
+      ("max-events", po::value(&max_events)->default_value(max_events, "1e10"),
+       "refuse a benchmark whose samples, were every rank replayed, would pop more events than this, all runs together");
   po::variables_map vm;
   if (!parse_args(args, desc,
                   "usage: kanscale bench study [--study FILE] [--calibration FILE] [--samples N] [--repeat R] [--full]\n"
@@ -82,6 +85,12 @@ int bench_study(const std::vector<std::string>& args) {
   }
   if (all_ranks == 0)
     throw InputError("--calibration " + calibration + ": records no measured uncertainty, so the study has no intervals to time");
+  {  // an upper bound before anything runs: every rank of every sample replayed (bench sim: 14 events a rank and iteration)
+    if (!(max_events > 0)) throw InputError("--max-events: expected a positive number");
+    WorkEstimate e;
+    e.events = static_cast<double>(all_ranks) * spec.iterations * 14 * repeat * (full ? 2 : 1);
+    check_work(e, max_events, "bench study: --samples and --repeat (every rank of every sample)");
+  }
   std::cout << "kanscale bench study: " << spec.name << " (" << file << "), " << spec.scenarios.size() << " scenarios, "
             << samples << " interval samples each, calibration " << calibration << "\n"
             << "machine: " << describe(this_machine("", "")) << "; one core; median of " << repeat << " runs\n\n";

@@ -157,7 +157,7 @@ int bench_interference(const std::vector<std::string>& args, const std::string& 
       ("json", po::value(&json)->value_name("FILE"), "results as JSON");
   po::variables_map vm;
   if (!parse_args(args, desc, "usage: mpirun -np P kanscale bench interference [--workload W] [--bytes 64MiB]", vm)) return 0;
-  if (repeats < 3) throw InputError("--repeat: at least 3");
+  if (repeats < 3 || repeats > 1000) throw InputError("--repeat: expected 3 to 1000, got " + std::to_string(repeats));
   check_threads(threads, "--threads");
   double nbytes = 0;
   try {

@@ -116,8 +116,9 @@ ParsedSweep parse_sweep_options(const std::string& op, const std::vector<std::st
       throw InputError(m.str());
     }
   }
-  if (o.iters < 1) throw InputError("-n: at least 1 iteration");
-  if (o.warmup < 0) throw InputError("-w: must not be negative");
+  // timed and warm-up iterations per point (nccl-tests' defaults: 20 and 5): a million is hours at every point already
+  if (o.iters < 1 || o.iters > 1000000) throw InputError("-n: expected 1 to 1000000 iterations, got " + std::to_string(o.iters));
+  if (o.warmup < 0 || o.warmup > 1000000) throw InputError("-w: expected 0 to 1000000 iterations, got " + std::to_string(o.warmup));
   if (check != 0 && check != 1) throw InputError("-c: 0 or 1");
   o.check = check == 1;
   if (o.max_points < 0) throw InputError("--max-points: must not be negative");
