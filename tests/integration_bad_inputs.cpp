@@ -830,6 +830,8 @@ std::vector<Case> catalogue() {
        {"plan.yaml", "100000 ranks", "--max-ranks"}},
       {"work: validate a plan of 100000 ranks", "work", {{VP, sub(vplan, "ranks: [1, 2]", "ranks: [1, 100000]")}},
        {"validate", "{d}/plan.yaml", "--out", "{d}/out"}, {"plan.yaml", "100000 ranks", "--max-ranks"}},
+      {"work: validate --emit a job of more ranks than the cluster's GPUs", "work", {{VP, sub(vplan, "ranks: [1, 2]", "ranks: [1, 3]")}},
+       validate_plan(), {"plan.yaml", "3 ranks", "2 GPUs"}},
       {"work: a study sweep of 1000 x 1000 x 1000", "work", {{"study.yaml", [] {
          std::string b = "[", c = "[", w = "[";
          for (int i = 1; i <= 1000; ++i) {

@@ -313,8 +313,17 @@ void emit_validation(const ValidationPlan& p, const std::string& dir, const std:
     for (unsigned char ch : *text)
       if (ch < 0x20 || ch == 0x7f) throw InputError("validate --emit: the plan's path, the directory or the executable's path holds a control character; "
                          "it cannot go into a job script");
-  prepare_dir(p, dir);
   const auto rounds = make_schedule(p);
+  {  // the jobs run on the plan's cluster: no more ranks than it has GPUs (x kMaxRanksPerCore when oversubscribed on purpose)
+    const Cluster c = load_cluster(p.cluster_file);
+    const std::int64_t gpus = static_cast<std::int64_t>(c.nodes) * c.gpus_per_node;
+    for (const auto& r : rounds)
+      for (const auto& j : r)
+        if (j.ranks > (j.oversubscribed ? gpus * kMaxRanksPerCore : gpus))
+          throw InputError(p.file + ": " + j.what + " would start " + std::to_string(j.ranks) + " ranks, but cluster " + p.cluster_file + " has " +
+                           std::to_string(gpus) + " GPUs" + (j.oversubscribed ? " (oversubscribed: at most 16 a GPU)" : ""));
+  }
+  prepare_dir(p, dir);
   {  // what the scripts' jobs will leave is kanscale's too: a second --emit or --collect finds it listed
     std::vector<std::string> leaves;
     for (const auto& r : rounds)
