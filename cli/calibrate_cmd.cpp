@@ -27,15 +27,12 @@ int calibrate(const std::vector<std::string>& args, const std::string& cmdline) 
   po::positional_options_description pos;
   pos.add("plan", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: kanscale calibrate PLAN [--out DIR] [--rounds R]\n"
-                 "  measures kernels, the runtime's memory, all-reduce and broadcast sweeps per transport and the\n"
-                 "  interference benchmark on this machine, then fits DIR/results/calibration-<transport>.yaml\n\n"
-              << desc << "\n";
+  if (!parse_args(args, desc,
+                  "usage: kanscale calibrate PLAN [--out DIR] [--rounds R]\n"
+                  "  measures kernels, the runtime's memory, all-reduce and broadcast sweeps per transport and the\n"
+                  "  interference benchmark on this machine, then fits DIR/results/calibration-<transport>.yaml",
+                  vm, &pos))
     return 0;
-  }
-  po::notify(vm);
   if (plan_file.empty()) throw InputError("calibrate: give a plan: kanscale calibrate configs/calibrate/local-cpu.yaml");
   ValidationPlan plan = load_validation_plan(plan_file, false);
   if (vm.count("max-ranks")) {

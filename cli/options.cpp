@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <iostream>
 #include <set>
+#include <cctype>
 #include <sstream>
 
 #include "model/units.hpp"
@@ -98,19 +99,28 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& opti
 }
 
 bool parse_args(const std::vector<std::string>& args, const po::options_description& desc, const std::string& usage_line,
-                po::variables_map& vm) {
-  po::positional_options_description none;  // extra words are errors, not ignored
+                po::variables_map& vm, const po::positional_options_description* positional) {
+  const po::positional_options_description none;  // extra words are errors, not ignored
+  const po::positional_options_description& pos = positional ? *positional : none;
   try {
-    po::store(po::command_line_parser(args).options(desc).positional(none).run(), vm);
+    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
   } catch (const po::too_many_positional_options_error&) {
-    // name the stray word: the first that is not an option and does not
-    // follow one (as its value)
+    // the command as its usage line names it ("kanscale validate"), for the pointer to its help
+    std::string cmd = "kanscale";
+    if (const auto k = usage_line.find("kanscale "); k != std::string::npos) {
+      std::istringstream words(usage_line.substr(k + 9));
+      std::string w;
+      while (words >> w && !w.empty() && std::islower(static_cast<unsigned char>(w[0]))) cmd += " " + w;
+    }
+    // name the stray word: the first that is not an option, does not follow
+    // one (as its value) and is not one of the words the command takes
+    unsigned taken = 0;
     for (std::size_t i = 0; i < args.size(); ++i) {
       const bool after_option = i > 0 && args[i - 1].size() > 1 && args[i - 1][0] == '-' && args[i - 1].find('=') == std::string::npos;
-      if (!args[i].empty() && args[i][0] != '-' && !after_option)
-        throw InputError("unexpected word '" + args[i] + "' on the command line (see --help)");
+      if (!args[i].empty() && args[i][0] != '-' && !after_option && taken++ >= pos.max_total_count())
+        throw InputError("unexpected word '" + args[i] + "' on the command line (see " + cmd + " --help)");
     }
-    throw InputError("unexpected words on the command line (see --help)");
+    throw InputError("unexpected words on the command line (see " + cmd + " --help)");
   }
   if (vm.count("help")) {
     std::cout << usage_line << "\n\n" << desc << "\n";

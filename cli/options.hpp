@@ -29,12 +29,15 @@ void check_threads(long long threads, const std::string& option);
 double parse_size_option(const std::string& text, const std::string& option);
 // A non-negative integer seed; throws InputError otherwise.
 std::uint64_t parse_seed(const std::string& text);
-// Parses args; prints help and returns false when --help was given.
 // The running kanscale executable (/proc/self/exe), for the jobs a schedule
 // starts (validate, calibrate).
 std::string self_executable();
 
+// Every subcommand's parse: args against desc (and `positional`, the words
+// that name a file, e.g. a study or a plan); a stray word is an error naming
+// it. Prints usage_line and desc and returns false when --help was given.
 bool parse_args(const std::vector<std::string>& args, const boost::program_options::options_description& desc,
-                const std::string& usage_line, boost::program_options::variables_map& vm);
+                const std::string& usage_line, boost::program_options::variables_map& vm,
+                const boost::program_options::positional_options_description* positional = nullptr);
 
 }  // namespace ks::cli

@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "model/output_files.hpp"
+#include "options.hpp"
 #include "model/plot.hpp"
 #include "model/progress.hpp"
 #include "model/yaml_reader.hpp"
@@ -35,16 +36,13 @@ int study(const std::vector<std::string>& args, const std::string& cmdline) {
   po::positional_options_description pos;
   pos.add("study", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: kanscale study STUDY.yaml [--out DIR] [--no-plots]\n"
-                 "  runs every scenario of the study (clusters x sweep values, each over the GPU counts) and writes\n"
-                 "  strong_scaling, weak_scaling, communication and model_size as CSV and JSON, gnuplot plots\n"
-                 "  (.gp, .dat, .svg, .png), study.json and report.md into DIR\n\n"
-              << desc << "\n";
+  if (!parse_args(args, desc,
+                  "usage: kanscale study STUDY.yaml [--out DIR] [--no-plots]\n"
+                  "  runs every scenario of the study (clusters x sweep values, each over the GPU counts) and writes\n"
+                  "  strong_scaling, weak_scaling, communication and model_size as CSV and JSON, gnuplot plots\n"
+                  "  (.gp, .dat, .svg, .png), study.json and report.md into DIR",
+                  vm, &pos))
     return 0;
-  }
-  po::notify(vm);
   if (file.empty()) throw InputError("study: give a study file: kanscale study configs/studies/default.yaml");
   if (!(max_events > 0)) throw InputError("--max-events: expected a positive number");
 

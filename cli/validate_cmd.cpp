@@ -42,17 +42,14 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
   po::positional_options_description pos;
   pos.add("plan", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    std::cout << "usage: kanscale validate PLAN [--out DIR] [--rounds R] [--steps S]\n"
-                 "       kanscale validate PLAN --emit DIR      (then run DIR/run-slurm.sbatch or DIR/run-mpirun.sh)\n"
-                 "       kanscale validate PLAN --collect DIR [--out REPORT]\n"
-                 "       kanscale validate PLAN --published [--out REPORT]\n"
-                 "       kanscale validate PLAN --repeatability RUN RUN... [--out REPORT]\n\n"
-              << desc << "\n";
+  if (!parse_args(args, desc,
+                  "usage: kanscale validate PLAN [--out DIR] [--rounds R] [--steps S]\n"
+                  "       kanscale validate PLAN --emit DIR      (then run DIR/run-slurm.sbatch or DIR/run-mpirun.sh)\n"
+                  "       kanscale validate PLAN --collect DIR [--out REPORT]\n"
+                  "       kanscale validate PLAN --published [--out REPORT]\n"
+                  "       kanscale validate PLAN --repeatability RUN RUN... [--out REPORT]",
+                  vm, &pos))
     return 0;
-  }
-  po::notify(vm);
   if (plan_file.empty()) throw InputError("validate: give a plan: kanscale validate validation/plans/local-cpu.yaml");
   ValidationPlan plan = load_validation_plan(plan_file);
   if (vm.count("max-ranks")) {
