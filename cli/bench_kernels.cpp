@@ -86,6 +86,14 @@ int bench_kernels(const std::vector<std::string>& args) {
   if (reps < 1 || reps > 1000) throw InputError("--repeat: expected 1 to 1000, got " + std::to_string(reps));
   if (batch < 1 || batch > kMaxBatch) throw InputError("--batch: expected 1 to " + std::to_string(kMaxBatch) + ", got " + std::to_string(batch));
   const auto threads = parse_int_list(threads_list, "--threads");
+  for (int t : threads) check_threads(t, "--threads");
+  if (!json.empty() && !export_dir.empty()) {  // one path as both the JSON file and the export directory
+    namespace fs = std::filesystem;
+    const fs::path j = fs::absolute(json).lexically_normal(), e = fs::absolute(export_dir).lexically_normal();
+    const auto rel = j.lexically_relative(e);
+    if (j == e || (!rel.empty() && rel.begin()->string() != ".."))
+      throw InputError("--json " + json + ": is, or lies inside, the --export directory " + export_dir + "; name a file elsewhere");
+  }
   check_output_paths({{json, "--json"}});
   if (!export_dir.empty()) {
     check_owned_dir(export_dir, "--export");

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "sim/report.hpp"
 #include "measure/machine_info.hpp"
 #include "model/statistics.hpp"
 #include "model/yaml_reader.hpp"
@@ -86,7 +87,7 @@ int bench_study(const std::vector<std::string>& args) {
   if (all_ranks == 0)
     throw InputError("--calibration " + calibration + ": records no measured uncertainty, so the study has no intervals to time");
   {  // an upper bound before anything runs: every rank of every sample replayed (bench sim: 14 events a rank and iteration)
-    if (!(max_events > 0)) throw InputError("--max-events: expected a positive number");
+    if (!(max_events > 0)) throw InputError("--max-events: expected a positive number, got " + printf_number("%g", max_events));
     WorkEstimate e;
     e.events = static_cast<double>(all_ranks) * spec.iterations * 14 * repeat * (full ? 2 : 1);
     check_work(e, max_events, "bench study: --samples and --repeat (every rank of every sample)");

@@ -40,7 +40,7 @@ int calibrate(const std::vector<std::string>& args, const std::string& cmdline) 
     plan.max_ranks = max_ranks;
   }
   if (vm.count("rounds")) {
-    if (rounds < 1 || rounds > 100) throw InputError("--rounds: expected 1 to 100, got " + std::to_string(rounds));
+    if (rounds < 1 || rounds > 1000) throw InputError("--rounds: expected 1 to 1000, got " + std::to_string(rounds));
     plan.rounds = rounds;
   }
   check_outputs_spare_inputs(plan_inputs(plan), {{out, "--out", true}});

@@ -82,12 +82,12 @@ int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
   o.trace = !c.trace.empty();
   if (!trace_ranks.empty()) o.trace_ranks = parse_int_list(trace_ranks, "--trace-ranks");
   for (int n : o.gpus) layout_for(cluster, n, o.gpus_per_node);
-  if (!(max_events > 0)) throw InputError("--max-events: expected a positive number");
+  if (!(max_events > 0)) throw InputError("--max-events: expected a positive number, got " + printf_number("%g", max_events));
   const WorkEstimate work = estimate_study_work(workload, o);
   check_work(work, max_events, "--gpus and --iterations");
   if (interval_samples < 0 || interval_samples > 100000)
     throw InputError("--interval-samples: expected 0 to 100000, got " + std::to_string(interval_samples));
-  if (!(interval_level > 0 && interval_level < 1)) throw InputError("--interval-level: expected a number between 0 and 1, e.g. 0.9");
+  if (!(interval_level > 0 && interval_level < 1)) throw InputError("--interval-level: expected a number between 0 and 1, e.g. 0.9, got " + printf_number("%g", interval_level));
   o.interval_samples = interval_samples;
   o.interval_level = interval_level;
   if (interval_samples > 0 && has_measured_uncertainty(calib)) {
@@ -172,7 +172,7 @@ int bench(const std::vector<std::string>& args, const std::string& cmdline) {
   const auto gpus = parse_int_list(c.gpus, "--gpus");
   const std::size_t steady_buckets =
       make_replay_input(cluster, workload, calib, Layout{1, 1}, workload.batch_per_gpu, workload.seed).steady.buckets.size();
-  if (!(max_events > 0)) throw InputError("--max-events: expected a positive number");
+  if (!(max_events > 0)) throw InputError("--max-events: expected a positive number, got " + printf_number("%g", max_events));
   {
     // every N, `repeat` times, one steady iteration each
     WorkEstimate all;

@@ -53,6 +53,7 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
   if (vm.count("backend") && backend != "cpu" && backend != "cuda")
     throw InputError("--backend: expected cpu or cuda, got \"" + backend + "\"");
   if (!resume.empty() && json.empty()) json = resume;  // continue writing the same file
+  if (vm.count("shapes") && shapes.empty()) throw InputError("--shapes: an empty list; expected B:IN:OUT:G:K items, e.g. 8:16:128:5:3");
   if (json.empty() && csv.empty()) throw InputError("give --json and/or --csv: the measurements are for kanscale fit");
   check_output_paths({{json, resume.empty() ? "--json" : "--resume"}, {csv, "--csv"}});
   const int max_shapes = plan.max_shapes;
@@ -74,7 +75,10 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
       plan.shapes.push_back({v[0], v[1], v[2], static_cast<int>(v[3]), static_cast<int>(v[4])});
     }
   }
-  if (vm.count("repeat")) plan.repeats = repeats;
+  if (vm.count("repeat")) {
+    if (repeats < 3 || repeats > 1000) throw InputError("--repeat: expected 3 to 1000, got " + std::to_string(repeats));
+    plan.repeats = repeats;
+  }
   if (vm.count("threads")) plan.threads = threads;
   if (vm.count("backend")) plan.backend = backend;
   if (vm.count("flush")) {

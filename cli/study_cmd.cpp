@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "commands.hpp"
+#include "sim/report.hpp"
 #include "model/output_files.hpp"
 #include "options.hpp"
 #include "model/plot.hpp"
@@ -44,7 +45,7 @@ int study(const std::vector<std::string>& args, const std::string& cmdline) {
                   vm, &pos))
     return 0;
   if (file.empty()) throw InputError("study: give a study file: kanscale study configs/studies/default.yaml");
-  if (!(max_events > 0)) throw InputError("--max-events: expected a positive number");
+  if (!(max_events > 0)) throw InputError("--max-events: expected a positive number, got " + printf_number("%g", max_events));
 
   // Under mpirun the scenarios are split over the ranks in contiguous
   // blocks and gathered on rank 0, which writes everything: the results

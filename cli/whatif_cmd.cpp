@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "sim/report.hpp"
 #include "model/limits.hpp"
 #include "model/output_files.hpp"
 #include "model/units.hpp"
@@ -116,7 +117,7 @@ int whatif(const std::vector<std::string>& args_in) {
   if (iterations < 2 || iterations > kMaxIterations)
     throw InputError("--iterations: expected 2 (the first iteration and one steady one) to " + std::to_string(kMaxIterations) + ", got " +
                      std::to_string(iterations));
-  if (!(max_events > 0)) throw InputError("--max-events: expected a positive number");
+  if (!(max_events > 0)) throw InputError("--max-events: expected a positive number, got " + printf_number("%g", max_events));
 
   // Everything is read and checked before anything runs.
   WhatifBase base;

@@ -14,6 +14,7 @@
 
 #include "kanscale/build_info.hpp"
 #include "machine_info.hpp"
+#include "model/measurement_records.hpp"
 #include "model/units.hpp"
 #include "model/yaml_reader.hpp"
 #include "model/output_files.hpp"
@@ -64,7 +65,7 @@ std::vector<CollectivePoint> read_sweep_resume(const std::string& path, const nl
   try {
     j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
-    throw InputError(path + ": not a kanscale sweep file: " + e.what());
+    throw InputError(path + ": not a kanscale sweep file: " + json_message(e));
   }
   if (!j.is_object() || !j.contains("metadata") || !j["metadata"].is_object() || !j.contains("points") || !j["points"].is_array())
     throw InputError(path + ": not a kanscale sweep file (no metadata/points)");

@@ -40,8 +40,8 @@ KernelPlan load_kernel_plan(const std::string& path) {
   YamlMap m = YamlMap::load_file(path);
   KernelPlan p;
   p.name = m.string("name");
-  p.repeats = static_cast<int>(m.integer_opt("repeats", 3).value_or(15));
-  p.warmup = static_cast<int>(m.integer_opt("warmup", 0).value_or(3));
+  p.repeats = static_cast<int>(m.integer_opt("repeats", 3, 1000).value_or(15));
+  p.warmup = static_cast<int>(m.integer_opt("warmup", 0, 1000).value_or(3));
   p.threads = static_cast<int>(m.integer_opt("threads", 1, 1024).value_or(1));  // kanscale runs at most 1024 threads
   p.seed = static_cast<std::uint64_t>(m.integer_opt("seed", 0).value_or(1));
   p.backend = m.string_opt("backend").value_or("cpu");
@@ -282,7 +282,7 @@ KernelsResume read_kernels_resume(const std::string& path, const nlohmann::json&
   try {
     j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
-    throw InputError(path + ": not a kanscale measure kernels file: " + e.what());
+    throw InputError(path + ": not a kanscale measure kernels file: " + json_message(e));
   }
   if (!j.is_object() || !j.contains("metadata") || !j["metadata"].is_object() || !j.contains("rows") || !j.contains("memory") ||
       !j["metadata"].contains("shapes_done"))

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "model/measurement_records.hpp"
 #include "model/yaml_reader.hpp"
 
 namespace ks {
@@ -44,7 +45,7 @@ StFile read_safetensors(const std::string& path) {
   try {
     h = nlohmann::json::parse(bytes.substr(8, len));
   } catch (const std::exception& e) {
-    throw bad(std::string("header is not JSON: ") + e.what());
+    throw bad(std::string("header is not JSON: ") + json_message(e));
   }
   if (!h.is_object()) throw bad("header is not a JSON object");
   const std::uint64_t data_size = bytes.size() - 8 - len;

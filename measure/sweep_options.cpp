@@ -23,7 +23,11 @@ double parse_sweep_size(const std::string& s, const char* option) {
   const std::string rest = end ? std::string(end) : "";
   if (end != s.c_str() && (rest.empty() || rest == "K" || rest == "M" || rest == "G")) {
     const double f = rest.empty() ? 1 : rest == "K" ? 1024.0 : rest == "M" ? 1048576.0 : 1073741824.0;
-    if (std::isfinite(v) && v > 0 && std::isfinite(v * f)) return v * f;
+    if (std::isfinite(v) && v > 0 && std::isfinite(v * f)) {
+      if (v * f > 1152921504606846976.0)  // sizes are at most 2^60 B (model/units), and 64-bit integers hold them
+        throw InputError(std::string(option) + ": \"" + s + "\" is too large; expected a size of at most 1 EiB (2^60 B)");
+      return v * f;
+    }
   }
   try {
     const double b = parse_size_bytes(s);

@@ -1,6 +1,7 @@
 #include "config.hpp"
 #include "limits.hpp"
 
+#include <cstdio>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -296,7 +297,7 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
     cal.host_overhead_s = comp->quantity_opt("host_overhead", Quantity::time, Bound::non_negative).value_or(0.0);
     cal.jitter_sigma = comp->number_opt("jitter_sigma", Bound::non_negative).value_or(0.0);
     if (cal.jitter_sigma > 1.0) {
-      comp->fail("jitter_sigma", "must be at most 1 (a lognormal sigma; 0.01-0.1 is typical), got " + std::to_string(cal.jitter_sigma));
+      comp->fail("jitter_sigma", "must be at most 1 (a lognormal sigma; 0.01-0.1 is typical), got " + [&] { char b[32]; std::snprintf(b, sizeof b, "%g", cal.jitter_sigma); return std::string(b); }());
     }
     cal.interference = comp->number_opt("interference", Bound::non_negative).value_or(0.0);
     comp->finish();
@@ -353,7 +354,7 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
       mp.min_steps = static_cast<int>(pr->integer("min_steps", 1, 4096));
       mp.chunk_bytes = pr->quantity_opt("chunk", Quantity::size, Bound::positive).value_or(0.0);
       mp.interference = pr->number_opt("interference", Bound::non_negative);
-      if (mp.interference && *mp.interference > 100) pr->fail("interference", "must be at most 100, got " + std::to_string(*mp.interference));
+      if (mp.interference && *mp.interference > 100) pr->fail("interference", "must be at most 100 (compute lost per second of collective), got " + [&] { char b[32]; std::snprintf(b, sizeof b, "%g", *mp.interference); return std::string(b); }());
       pr->finish();
       cal.mpi_progress = mp;
       cal.has_mpi_terms = true;
@@ -384,6 +385,18 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
     cal.memory_fixed_bytes = mem->quantity_opt("fixed", Quantity::size, Bound::non_negative).value_or(0.0);
     cal.memory_bytes_per_parameter = mem->quantity_opt("per_parameter", Quantity::size, Bound::non_negative);
     cal.memory_activation_factor = mem->number_opt("activation_factor", Bound::non_negative);
+    // copies and factors of what the model counts: measured 1-2 here (bench interference, kanscale fit);
+    // a parameter costs 16-20 B (fp32 value, gradient, bucket, Adam's moments)
+    auto at_most = [&](const char* key, std::optional<double> v, double hi, const char* what) {
+      if (v && *v > hi) {
+        char buf[128];
+        std::snprintf(buf, sizeof buf, "%g is above %g; expected %s", *v, hi, what);
+        mem->fail(key, buf);
+      }
+    };
+    at_most("collective_in_flight", cal.memory_collective_in_flight, 100, "the copies of a message in flight (1-2 measured)");
+    at_most("activation_factor", cal.memory_activation_factor, 100, "a factor on the modelled activations (about 1)");
+    at_most("per_parameter", cal.memory_bytes_per_parameter, 1024, "bytes per parameter (16-20 for fp32 with Adam)");
     mem->ignore("fit");
     mem->finish();
   }

@@ -14,7 +14,6 @@
 
 namespace ks {
 
-namespace {
 // nlohmann's message without its "[json.exception.KIND.N] " tag
 std::string json_message(const std::exception& e) {
   std::string m = e.what();
@@ -24,7 +23,6 @@ std::string json_message(const std::exception& e) {
   }
   return m;
 }
-}  // namespace
 
 nlohmann::json read_json_file(const std::string& path, const char* what) {
   // read_input_file refuses directories, devices, pipes and files too large to hold
@@ -40,31 +38,66 @@ nlohmann::json read_json_file(const std::string& path, const char* what) {
 
 namespace {
 
-// A measured time (a key ending in _s or _us, seconds or microseconds) is
-// finite and below a year (model/limits.hpp): above that it is a unit slip
-// or a corrupted file, and it would carry into every fit and percentage.
-void check_measured_time(double x, const std::string& where) {
+// What a measurement file's numbers may be, by the key that holds them (one
+// place for every reader below): a time (a key ending in _s or _us, seconds
+// or microseconds) is finite, not negative, below a year (model/limits.hpp)
+// and, unless 0, at least a picosecond; a byte count (a key ending in
+// _bytes or _bytes_max, or "bytes") is 0 to 2^60; a shape's batch, in, out,
+// grid_size and spline_order are within the workload's ranges. Above those
+// a value is a unit slip or a corrupted file, and it would carry into every
+// fit and percentage.
+std::string leaf_key(const std::string& where) {
   const auto q = where.rfind('\'');
   const auto p = q == std::string::npos || q == 0 ? std::string::npos : where.rfind('\'', q - 1);
-  if (p == std::string::npos) return;
+  if (p == std::string::npos) return "";
   std::string key = where.substr(p + 1, q - p - 1);
-  // summary.iteration_time_s.median, bucket_communication_s[3]: the time is the key before
+  // summary.iteration_time_s.median, bucket_communication_s[3]: the quantity is the key before
   for (const char* tail : {".median", ".p95", ".min", ".max", ".mean"})
     if (key.size() > std::strlen(tail) && key.compare(key.size() - std::strlen(tail), std::strlen(tail), tail) == 0)
       key.erase(key.size() - std::strlen(tail));
   if (!key.empty() && key.back() == ']' && key.rfind('[') != std::string::npos) key.erase(key.rfind('['));
-  auto ends = [&](const char* s) {
-    const std::string e = s;
-    return key.size() >= e.size() && key.compare(key.size() - e.size(), e.size(), e) == 0;
-  };
-  const double unit = ends("_us") ? 1e-6 : ends("_s") ? 1.0 : 0.0;
-  if (unit == 0 || ends("per_s")) return;  // not a time (samples_per_s is a rate)
-  if (!std::isfinite(x) || std::fabs(x) * unit > kMaxMeasuredS)
-  {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%g%s", x, unit == 1 ? " s" : " us");
-    throw InputError(where + ": a measured time of " + buf + "; expected a finite time below a year");
+  if (const auto dot = key.rfind('.'); dot != std::string::npos) key = key.substr(dot + 1);
+  return key;
+}
+
+bool ends_with(const std::string& key, const char* e) {
+  const std::size_t n = std::strlen(e);
+  return key.size() >= n && key.compare(key.size() - n, n, e) == 0;
+}
+
+void check_measured_value(double x, const std::string& where) {
+  const std::string key = leaf_key(where);
+  if (key.empty()) return;
+  char buf[64];
+  const double unit = ends_with(key, "_us") ? 1e-6 : ends_with(key, "_s") && !ends_with(key, "per_s") ? 1.0 : 0.0;
+  if (unit > 0) {
+    if (!std::isfinite(x) || x < 0 || x * unit > kMaxMeasuredS || (x != 0 && x * unit < 1e-12)) {
+      std::snprintf(buf, sizeof buf, "%g%s", x, unit == 1 ? " s" : " us");
+      throw InputError(where + ": a measured time of " + buf + "; expected a time of 0 or from a picosecond to a year");
+    }
+    return;
   }
+  if (key == "bytes" || ends_with(key, "_bytes") || ends_with(key, "_bytes_max")) {
+    if (!(x >= 0 && x <= 1152921504606846976.0)) {
+      std::snprintf(buf, sizeof buf, "%g", x);
+      throw InputError(where + ": " + buf + " bytes; expected 0 to 2^60");
+    }
+    return;
+  }
+  struct Range {
+    const char* key;
+    double lo, hi;
+  };
+  static const Range shape[] = {{"batch", 1, static_cast<double>(kMaxBatch)},
+                                {"in", 1, 2147483647.0},
+                                {"out", 1, 2147483647.0},
+                                {"grid_size", 1, static_cast<double>(kMaxGridSize)},
+                                {"spline_order", 1, static_cast<double>(kMaxSplineOrder)}};
+  for (const auto& r : shape)
+    if (key == r.key && !(x >= r.lo && x <= r.hi)) {
+      std::snprintf(buf, sizeof buf, "%g; expected %g to %g", x, r.lo, r.hi);
+      throw InputError(where + ": " + buf);
+    }
 }
 
 // A JSON value as T, its type and (for integers) its range checked first:
@@ -78,17 +111,23 @@ T checked(const nlohmann::json& v, const std::string& where) {
   } else if constexpr (std::is_integral_v<T>) {
     static_assert(std::is_signed_v<T>);
     if (v.is_number_unsigned()) {
-      if (v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())) return static_cast<T>(v.get<std::uint64_t>());
+      if (v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())) {
+        check_measured_value(static_cast<double>(v.get<std::uint64_t>()), where);
+        return static_cast<T>(v.get<std::uint64_t>());
+      }
     } else if (v.is_number_integer()) {
       const std::int64_t x = v.get<std::int64_t>();
-      if (x >= std::numeric_limits<T>::min() && x <= std::numeric_limits<T>::max()) return static_cast<T>(x);
+      if (x >= std::numeric_limits<T>::min() && x <= std::numeric_limits<T>::max()) {
+        check_measured_value(static_cast<double>(x), where);
+        return static_cast<T>(x);
+      }
     }
     throw InputError(where + ": expected an integer from " + std::to_string(std::numeric_limits<T>::min()) + " to " +
                      std::to_string(std::numeric_limits<T>::max()) + ", got " + v.dump());
   } else if constexpr (std::is_floating_point_v<T>) {
     if (v.is_number()) {
       const T x = v.get<T>();
-      check_measured_time(static_cast<double>(x), where);
+      check_measured_value(static_cast<double>(x), where);
       return x;
     }
     throw InputError(where + ": expected a number, got " + v.dump());
@@ -259,6 +298,7 @@ KernelsFile read_kernels_file(const std::string& path) {
     for (std::size_t i = 0; i < j["memory"].size(); ++i) f.memory.push_back(kernel_memory_from_json(j["memory"][i], path, i, false));
   }
   const auto& classes = kanscale_cost_classes();
+  if (j["rows"].empty()) throw InputError(path + ": key 'rows': an empty list; expected the measured kernels (kanscale measure kernels)");
   for (std::size_t i = 0; i < j["rows"].size(); ++i) {
     KernelRecord row = kernel_record_from_json(j["rows"][i], path, i, false);
     const std::string at = path + ": key 'rows[" + std::to_string(i) + "]";

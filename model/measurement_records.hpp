@@ -18,6 +18,9 @@ namespace ks {
 
 // A JSON file, parsed; InputError for a directory, a file that cannot be
 // opened or text that is not JSON (`what`: the kind of file expected).
+// A JSON library error as a reader shows it: the message without nlohmann's
+// "[json.exception.KIND.N]" tag.
+std::string json_message(const std::exception& e);
 nlohmann::json read_json_file(const std::string& path, const char* what);
 
 // ---------------------------------------------------------------- measure kernels

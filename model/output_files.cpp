@@ -224,8 +224,11 @@ void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& 
         throw std::runtime_error(p.target.path + ": write failed: " + std::strerror(errno));
       continue;
     }
-    const int fd = open(p.target.path.c_str(), O_WRONLY | O_CLOEXEC);
+    // a FIFO nobody reads would block here for ever: open without waiting, then write as usual
+    const int fd = open(p.target.path.c_str(), O_WRONLY | O_CLOEXEC | (S_ISFIFO(p.target.st.st_mode) ? O_NONBLOCK : 0));
+    if (fd < 0 && errno == ENXIO) throw std::runtime_error(p.target.path + ": a FIFO that no process reads; start its reader first");
     if (fd < 0) throw std::runtime_error(p.target.path + ": cannot open for writing: " + std::strerror(errno));
+    if (S_ISFIFO(p.target.st.st_mode)) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     const bool ok = write_all(fd, *p.content);
     const int saved = errno;
     close(fd);
@@ -281,6 +284,7 @@ std::string foreign_entry(const std::string& dir, const std::string& rel, const 
     if (rel.empty() && name == kOutputMarker) continue;
     const auto st = it->symlink_status(ec);
     if (ec) return path;
+    if (fs::is_symlink(st)) return path + " (a symbolic link: kanscale writes none)";  // listed or not
     if (fs::is_directory(st)) {
       const std::string sub = dir + "/" + name;
       if (fs::is_regular_file(sub + "/" + kOutputMarker, ec)) {

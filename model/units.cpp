@@ -132,6 +132,12 @@ double parse_quantity(std::string_view text, Quantity q) {
     throw UnitError("\"" + s + "\" is too large: it does not fit in a number once in " +
                     (q == Quantity::time ? std::string("seconds") : q == Quantity::size ? std::string("bytes") : std::string("SI units")));
   }
+  // a size is a count of bytes: at most 2^60 (an exbibyte; every size kanscale meets is far below, and
+  // 64-bit integers hold it), and never a fraction of one byte
+  if (q == Quantity::size && std::fabs(si) > 1152921504606846976.0)
+    throw UnitError("\"" + s + "\" is too large; expected a size of at most 1 EiB (2^60 B)");
+  if (q == Quantity::size && si != 0 && std::fabs(si) < 1)
+    throw UnitError("\"" + s + "\" is less than one byte; expected a size of at least 1B");
   return si;
 }
 

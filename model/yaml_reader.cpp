@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <fstream>
@@ -407,6 +408,22 @@ std::optional<std::vector<std::vector<double>>> YamlMap::matrix_opt(const std::s
     std::vector<double> r;
     for (std::size_t j = 0; j < size; ++j) r.push_back(list_number(row[j], k + "[" + std::to_string(j) + "]"));
     out.push_back(std::move(r));
+  }
+  // a covariance: symmetric (within the rounding of the 6 significant digits a fit writes), no negative variance, and no
+  // correlation beyond 1 (|c_ij| <= sqrt(c_ii c_jj)); else its draws are not draws of anything
+  auto bad = [&](std::size_t i, std::size_t j, const std::string& what) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%g", out[i][j]);
+    fail_at(n[i][j].Mark(), key + "[" + std::to_string(i) + "][" + std::to_string(j) + "]", std::string(buf) + ": " + what);
+  };
+  for (std::size_t i = 0; i < size; ++i) {
+    if (out[i][i] < 0) bad(i, i, "a negative variance; expected a covariance matrix (its diagonal at least 0)");
+    for (std::size_t j = 0; j < i; ++j) {
+      if (std::fabs(out[i][j] - out[j][i]) > 1e-4 * std::max(std::fabs(out[i][j]), std::fabs(out[j][i])))
+        bad(i, j, "differs from entry [" + std::to_string(j) + "][" + std::to_string(i) + "]; expected a symmetric covariance matrix");
+      if (std::fabs(out[i][j]) > (1 + 1e-4) * std::sqrt(out[i][i] * out[j][j]))
+        bad(i, j, "a correlation beyond 1 with the diagonal; expected a covariance matrix");
+    }
   }
   return out;
 }

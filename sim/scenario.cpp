@@ -10,6 +10,7 @@
 #include "model/kan_model.hpp"
 #include "model/plot.hpp"
 #include "model/rng.hpp"
+#include "report.hpp"
 #include "model/collectives.hpp"
 #include "model/units.hpp"
 #include <algorithm>
@@ -65,13 +66,14 @@ bool network_factor_moves(const Cluster& c, const Calibration& cal, const Layout
   return false;
 }
 
-// "2x", "0.5x" or a plain number: a positive finite factor.
+// "2x", "0.5x" or a plain number: a positive finite factor, 1e-6 to 1e6
+// (a millionth of a cost already turns a microsecond into a picosecond).
 double parse_factor(const std::string& text) {
   std::string t = text;
   if (!t.empty() && (t.back() == 'x' || t.back() == 'X')) t.pop_back();
   char* end = nullptr;
   const double v = std::strtod(t.c_str(), &end);
-  if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v) || v <= 0 || v > 1e6) return -1;
+  if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v) || v < 1e-6 || v > 1e6) return -1;
   return v;
 }
 
@@ -293,7 +295,7 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
   if (auto iv = m.map_opt("intervals")) {
     s.interval_samples = static_cast<int>(iv->integer_opt("samples", 0, 100000).value_or(0));
     s.interval_level = iv->number_opt("level", Bound::positive).value_or(0.9);
-    if (!(s.interval_level < 1)) iv->fail("level", "expected a number between 0 and 1, e.g. 0.9");
+    if (!(s.interval_level < 1)) iv->fail("level", "expected a number between 0 and 1, e.g. 0.9, got " + printf_number("%g", s.interval_level));
     iv->finish();
   }
 
@@ -315,7 +317,12 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
     } catch (const InputError& e) {
       c.fail("file", e.what());
     }
-    if (auto nodes = c.integer_opt("nodes", 1, 1 << 24)) sc.cluster.nodes = static_cast<int>(*nodes);
+    if (auto nodes = c.integer_opt("nodes", 1, kMaxGpus)) {
+      if (*nodes * sc.cluster.gpus_per_node > kMaxGpus)
+        c.fail("nodes", std::to_string(*nodes) + " nodes x " + std::to_string(sc.cluster.gpus_per_node) + " GPUs per node is more than " +
+                            std::to_string(kMaxGpus) + " GPUs, kanscale's limit");
+      sc.cluster.nodes = static_cast<int>(*nodes);
+    }
     sc.label = c.string_opt("label").value_or(sc.cluster.name);
     if (!plot_safe_name(sc.label))
       c.fail(c.has("label") ? "label" : "file", "cluster label \"" + sc.label +
@@ -455,7 +462,7 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
   if (auto pub = m.map_opt("published")) {
     s.published.given = true;
     s.published.source = pub->string("source");
-    s.published.gpus = static_cast<int>(pub->integer_opt("gpus", 2, 1 << 24).value_or(8));
+    s.published.gpus = static_cast<int>(pub->integer_opt("gpus", 2, kMaxGpus).value_or(8));
     // half a unit of the last digit a figure was published with
     auto half_unit = [](double v) {
       char buf[32];
@@ -493,7 +500,7 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
                                                                      : std::min<std::int64_t>(n * static_cast<std::int64_t>(a.values.size()), kMaxScenarios + 1);
     }
     if (n > kMaxScenarios)
-      sw.fail("", product + " is more than " + std::to_string(kMaxScenarios) + " scenarios, kanscale's limit for a study; split it into several studies");
+      m.fail("sweep", product + " is more than " + std::to_string(kMaxScenarios) + " scenarios, kanscale's limit for a study; split it into several studies");
   }
   for (const auto& a : axes) {
     for (std::size_t i = 0; i < a.values.size(); ++i)

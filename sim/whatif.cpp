@@ -216,7 +216,7 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
   if (q.budget_s < kMinBudgetS || q.budget_s > kMaxBudgetS)
     throw InputError("--budget: " + format_time(q.budget_s) + " is outside kanscale's range; expected a time budget from 1 ms to 100 years");
   if (q.min_efficiency && !(*q.min_efficiency > 0 && *q.min_efficiency <= 1))
-    throw InputError("--min-efficiency: expected a fraction between 0 and 1, e.g. 0.7");
+    throw InputError("--min-efficiency: expected a fraction above 0 and at most 1, e.g. 0.7, got " + printf_number("%g", *q.min_efficiency));
   const WhatifCluster& wc = b.clusters.front();
   const Cluster& c = wc.cluster;
   Workload w = b.workload;
@@ -351,7 +351,7 @@ WhatifAnswer whatif_model(const WhatifBase& b, const ModelQuery& q) {
   if (q.vary == "widths" && w0.widths.size() < 3)
     throw InputError("whatif model --vary widths: workload " + w0.file + " (widths " + widths_text(w0.widths) +
                      ") has no hidden layer to grow; use --vary grid");
-  if (q.limit < 1) throw InputError("--limit: expected at least 1");
+  if (q.limit < 1) throw InputError("--limit: expected at least 1, got " + std::to_string(q.limit));
   const Layout layout = layout_for(c, q.gpus, b.options.gpus_per_node);
   std::int64_t batch = w0.batch_per_gpu;
   if (b.options.scaling == Scaling::strong_global_batch) batch = w0.global_batch.value_or(w0.batch_per_gpu) / q.gpus;
@@ -548,7 +548,7 @@ WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q) {
   if (q.budget_s && (*q.budget_s < kMinBudgetS || *q.budget_s > kMaxBudgetS))
     throw InputError("--budget: " + format_time(*q.budget_s) + " is outside kanscale's range; expected a time budget from 1 ms to 100 years");
   if (q.min_efficiency && !(*q.min_efficiency > 0 && *q.min_efficiency <= 1))
-    throw InputError("--min-efficiency: expected a fraction between 0 and 1, e.g. 0.7");
+    throw InputError("--min-efficiency: expected a fraction above 0 and at most 1, e.g. 0.7, got " + printf_number("%g", *q.min_efficiency));
   Workload w = b.workload;
   w.epochs = static_cast<int>(q.epochs);
   bool all_priced = true;
@@ -755,13 +755,20 @@ void apply_change(Case& k, const Change& ch) {
   } else if (key == "gpus_per_node") {
     k.gpn = static_cast<int>(whole(number(v), key, v, kMaxGpusPerNode));
   } else if (key == "widths") {
+    // 64-512-512-1 (or with commas, in brackets): whole numbers in decimal digits, one separator between each
     std::vector<std::int64_t> ws;
     std::string t = v;
-    for (char& ch2 : t)
-      if (ch2 == '-' || ch2 == ',' || ch2 == '[' || ch2 == ']') ch2 = ' ';
-    std::istringstream is(t);
-    std::string item;
-    while (is >> item) ws.push_back(whole(number(item), key, v, 2147483647));
+    if (t.size() >= 2 && t.front() == '[' && t.back() == ']') t = t.substr(1, t.size() - 2);
+    std::size_t from = 0;
+    for (;;) {
+      const std::size_t sep = t.find_first_of("-,", from);
+      const std::string item = t.substr(from, sep == std::string::npos ? std::string::npos : sep - from);
+      if (item.empty() || item.size() > 10 || item.find_first_not_of("0123456789") != std::string::npos)
+        throw InputError("--set widths=" + v + ": \"" + item + "\" is not a width; expected whole numbers such as 64-512-512-1");
+      ws.push_back(whole(number(item), key, v, 2147483647));
+      if (sep == std::string::npos) break;
+      from = sep + 1;
+    }
     if (ws.size() < 2) throw InputError("--set widths=" + v + ": expected at least two widths, e.g. 64-512-512-1");
     k.w.widths = ws;
   } else if (key == "bucket_cap") {

@@ -67,8 +67,11 @@ std::vector<ValidationCase> case_matrix(YamlMap& c) {
   std::vector<std::string> transports = {""};
   if (c.has("transports")) {
     transports = c.string_list("transports");
-    for (const auto& t : transports)
-      if (!known_transport(t)) c.fail("transports", "expected shm, tcp or tcp-slow, got \"" + t + "\"");
+    for (std::size_t i = 0; i < transports.size(); ++i) {
+      if (!known_transport(transports[i])) c.fail_item("transports", i, "expected shm, tcp or tcp-slow, got \"" + transports[i] + "\"");
+      for (std::size_t j = 0; j < i; ++j)
+        if (transports[j] == transports[i]) c.fail_item("transports", i, "\"" + transports[i] + "\" is given twice");
+    }
   }
   const auto widths = widths_lists(c, "widths");
   const std::vector<double> caps = c.quantity_list("bucket_caps", Quantity::size, Bound::positive);
@@ -168,9 +171,12 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
       if (p.backend != "cpu") ms.fail("progress", "the progress benchmark measures MPI's progress: backend cpu only");
     }
     if (ms.has("transports")) {
-      for (const auto& t : ms.string_list("transports")) {
-        if (!known_transport(t)) ms.fail("transports", "expected shm, tcp or tcp-slow, got \"" + t + "\"");
-        p.measure.transports.push_back(t);
+      const auto ts = ms.string_list("transports");
+      for (std::size_t i = 0; i < ts.size(); ++i) {
+        if (!known_transport(ts[i])) ms.fail_item("transports", i, "expected shm, tcp or tcp-slow, got \"" + ts[i] + "\"");
+        for (std::size_t j = 0; j < i; ++j)  // each transport's files would overwrite the other's
+          if (ts[j] == ts[i]) ms.fail_item("transports", i, "\"" + ts[i] + "\" is given twice");
+        p.measure.transports.push_back(ts[i]);
       }
     }
     if (p.measure.transports.empty()) p.measure.transports.push_back("");
