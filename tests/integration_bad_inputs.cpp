@@ -818,7 +818,7 @@ std::vector<Case> catalogue() {
       {"answer: fit --collectives with metadata a number", "answer", {{"m.json", jset(kAllreduce, "/metadata", "7")}}, fit_with("--collectives"),
        {"m.json", "metadata", "object"}},
       {"answer: fit --collectives with a time of 1e12 us", "answer", {{"m.json", jset(kAllreduce, "/points/0/out_of_place/time_us", "1e14")}},
-       fit_with("--collectives"), {"m.json", "time_us", "below a year"}},
+       fit_with("--collectives"), {"m.json", "time_us", "to a year"}},
 
       // ------------------------------------------------------------ hangs and unbounded work
       {"work: simulate with grid_size 2^31-1", "work", {{W, sub(kWorkload, "grid_size: 5", "grid_size: 2147483647")}},
@@ -894,6 +894,51 @@ std::vector<Case> catalogue() {
        {"plan.yaml:", "steps", "at most 1000000"}},
       {"range: a validation plan's spline order 17", "range", {{VP, vplan + "spline_order: 17\n"}}, validate_plan(),
        {"plan.yaml:", "spline_order", "at most 16"}},
+      // ------------------------------------------------------------ a new user's probe after the first fixes
+      {"probe: bench kernels --json the --export directory", "probe", {},
+       {"bench", "kernels", "--export", "{d}/x", "--json", "{d}/x", "--repeat", "1"}, {"--json", "--export"}},
+      {"probe: a kernel time of 1e-308 s", "probe", {{"m.json", jset(kKernels, "/rows/0/time_median_s", "1e-308")}}, fit_with("--kernels"),
+       {"m.json", "time_median_s", "picosecond"}},
+      {"probe: a negative kernel time", "probe", {{"m.json", jset(kKernels, "/rows/0/time_iqr_s", "-1e-6")}}, fit_with("--kernels"),
+       {"m.json", "time_iqr_s"}},
+      {"probe: a kernel row of batch -8", "probe", {{"m.json", jset(kKernels, "/rows/0/batch", "-8")}}, fit_with("--kernels"),
+       {"m.json", "batch", "1 to"}},
+      {"probe: a kernel row of spline order 0", "probe", {{"m.json", jset(kKernels, "/rows/0/spline_order", "0")}}, fit_with("--kernels"),
+       {"m.json", "spline_order"}},
+      {"probe: no kernel rows", "probe", {{"m.json", jset(kKernels, "/rows", "[]")}}, fit_with("--kernels"), {"m.json", "rows", "empty"}},
+      {"probe: the library's copies of 1e308 bytes", "probe", {{"m.json", jset(kInterference, "/inflight_memory_bytes_max", "1e308")}},
+       fit_interference(), {"m.json", "inflight_memory_bytes_max", "2^60"}},
+      {"probe: a calibration's activation factor of 1e308", "probe",
+       {{K, subval(kCalibration, "activation_factor: ", "1e308")}}, sim_calibration(),
+       {"calibration.yaml:", "activation_factor", "1e+308"}},
+      {"probe: an asymmetric covariance", "probe",
+       {{K, sub(kLiveCalibration, "cov: [[3.62049e-13, -2.47632e-16], [-2.47632e-16, 5.61651e-19]]",
+                "cov: [[3.62049e-13, -2.47632e-16], [1000, 5.61651e-19]]")}}, sim_calibration(), {"calibration.yaml:", "cov[1][0]", "symmetric"}},
+      {"probe: a negative variance", "probe",
+       {{K, sub(kLiveCalibration, "cov: [[3.62049e-13, -2.47632e-16], [-2.47632e-16, 5.61651e-19]]",
+                "cov: [[-3.62049e-13, -2.47632e-16], [-2.47632e-16, 5.61651e-19]]")}}, sim_calibration(), {"calibration.yaml:", "cov[0][0]", "negative"}},
+      {"probe: a study unknown of 1e-300x", "probe", {{"study.yaml", kStudy + "unknowns: {compute_time: [1e-300x, 1x]}\n"}}, study_file(),
+       {"study.yaml:", "compute_time"}},
+      {"probe: a study bucket cap of 1e300 B", "probe", {{"study.yaml", sub(kStudy, "[1MiB, 25MiB]", "[1MiB, 1e300B]")}}, study_file(),
+       {"study.yaml:", "bucket_cap", "1 EiB"}},
+      {"probe: a study bucket cap below a byte", "probe", {{"study.yaml", sub(kStudy, "[1MiB, 25MiB]", "[1MiB, 1e-300B]")}}, study_file(),
+       {"study.yaml:", "bucket_cap", "one byte"}},
+      {"probe: whatif bucket-cap --caps 1e300B", "probe", {}, with(whatif_q("bucket-cap"), {"--caps", "1e300B"}), {"--caps", "1 EiB"}},
+      {"probe: a study cluster of 2^24 nodes", "probe",
+       {{"study.yaml", sub(kStudy, "calibration: datasheet", "calibration: datasheet\n    nodes: 16777216")}}, study_file(),
+       {"study.yaml:", "nodes"}},
+      {"probe: --set widths=64--5-1", "probe", {}, with(whatif_q("change"), {"--set", "widths=64--5-1"}), {"--set widths=64--5-1", "not a width"}},
+      {"probe: --set widths=64-0x10-1", "probe", {}, with(whatif_q("change"), {"--set", "widths=64-0x10-1"}), {"--set widths=64-0x10-1", "0x10"}},
+      {"probe: bench kernels --threads 0", "probe", {}, {"bench", "kernels", "--threads", "0"}, {"--threads", "got 0"}},
+      {"probe: a kernel plan of 1000001 repeats", "probe", {{P, sub(kPlan, "repeats: 9", "repeats: 1000001")}}, measure_plan(),
+       {"plan.yaml:", "repeats", "at most 1000"}},
+      {"probe: measure kernels --shapes ''", "probe", {}, {"measure", "kernels", "--shapes", "", "--json", "{d}/out.json"}, {"--shapes", "empty"}},
+      {"probe: calibrate with a transport twice", "probe", {{P, sub(kCalibratePlan, "transports: [shm]\n    live", "transports: [shm, shm]\n    live")}},
+       calibrate_plan(), {"plan.yaml:", "transports[1]", "twice"}},
+      {"probe: measure allreduce --resume a YAML file", "probe", {{"m.json", kCalibratePlan}},
+       {"measure", "allreduce", "-b", "8", "-e", "64", "-f", "2", "--resume", "{d}/m.json"}, {"m.json", "not a kanscale sweep file"}},
+      {"probe: measure allreduce -e 1e300", "probe", {}, {"measure", "allreduce", "-b", "8", "-e", "1e300"}, {"-e", "1 EiB"}},
+      {"probe: --min-efficiency 0", "probe", {}, with(whatif_q("gpus"), {"--budget", "2h", "--min-efficiency", "0"}), {"--min-efficiency", "got 0"}},
       {"range: calibrate --max-ranks 0", "range", {{P, kCalibratePlan}}, with(calibrate_plan(), {"--max-ranks", "0"}), {"--max-ranks"}},
   };
 }
@@ -999,6 +1044,16 @@ TEST_CASE("output directories: kanscale replaces only what it wrote, never an in
     CHECK(r.err.find("a link to") != std::string::npos);
     CHECK(read_file(d / "in.yaml") == read_file(small));
     CHECK(std::filesystem::exists(d / "out/h.yaml"));
+  }
+  SUBCASE("a symbolic link listed by the marker, pointing at the study's workload") {
+    d.write("w.yaml", read_file(kSrc + "/configs/workloads/default.yaml"));
+    std::filesystem::remove(d / "out/report.md");
+    REQUIRE(symlink((d / "w.yaml").c_str(), (d / "out/report.md").c_str()) == 0);  // report.md is listed
+    const ProcessResult r = study(small, d / "out");
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("report.md (a symbolic link") != std::string::npos);
+    CHECK(read_file(d / "w.yaml") == read_file(kSrc + "/configs/workloads/default.yaml"));
   }
   SUBCASE("the output itself a symbolic link to a directory") {
     REQUIRE(symlink((d / "out").c_str(), (d / "alias").c_str()) == 0);
