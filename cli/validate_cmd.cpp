@@ -18,27 +18,105 @@ namespace po = boost::program_options;
 
 namespace ks::cli {
 
-int validate(const std::vector<std::string>& args, const std::string& cmdline) {
+namespace {
+
+struct ValidateArgs {
   std::string plan_file, out = "validation-report", emit, collect, calibration;
   std::vector<std::string> repeat;
   bool published = false;
   int rounds = 0, steps = 0, max_ranks = 0;
-  po::options_description desc("validate options");
+};
+
+void validate_options(po::options_description& desc, ValidateArgs& a) {
   desc.add_options()
       ("help,h", "show this help")
-      ("plan", po::value(&plan_file)->value_name("FILE"), "validation plan (validation/plans/)")
-      ("out", po::value(&out)->default_value(out), "directory for report.md, results.json and the plots")
-      ("rounds", po::value(&rounds), "rounds (default: the plan's)")
-      ("steps", po::value(&steps), "steps per live run (default: the plan's)")
-      ("max-ranks", po::value(&max_ranks), "the most ranks a live job may start here (default: this machine's cores x 16)")
-      ("emit", po::value(&emit)->value_name("DIR"), "write the schedule as job scripts (Slurm, mpirun) into DIR; run nothing")
-      ("collect", po::value(&collect)->value_name("DIR"), "compare what the emitted scripts left in DIR")
-      ("published", po::bool_switch(&published), "only the comparison with the plan's published figures (no live runs)")
-      ("repeatability", po::value(&repeat)->multitoken()->value_name("RUN..."),
+      ("plan", po::value(&a.plan_file)->value_name("FILE"), "validation plan (validation/plans/)")
+      ("out", po::value(&a.out)->default_value(a.out), "directory for report.md, results.json and the plots")
+      ("rounds", po::value(&a.rounds), "rounds (default: the plan's)")
+      ("steps", po::value(&a.steps), "steps per live run (default: the plan's)")
+      ("max-ranks", po::value(&a.max_ranks), "the most ranks a live job may start here (default: this machine's cores x 16)")
+      ("emit", po::value(&a.emit)->value_name("DIR"), "write the schedule as job scripts (Slurm, mpirun) into DIR; run nothing")
+      ("collect", po::value(&a.collect)->value_name("DIR"), "compare what the emitted scripts left in DIR")
+      ("published", po::bool_switch(&a.published), "only the comparison with the plan's published figures (no live runs)")
+      ("repeatability", po::value(&a.repeat)->multitoken()->value_name("RUN..."),
        "how the plan's live measurements repeat: two or more of its validation runs (report directories or results.json), each "
        "predicted from the others; exit 1 when that misses the plan's bound")
-      ("calibration", po::value(&calibration)->value_name("FILE"),
+      ("calibration", po::value(&a.calibration)->value_name("FILE"),
        "predict from this calibration instead of the plan's (what-ifs; negative controls with --collect)");
+}
+
+// The flags that override the plan's own values, checked against the plan's ranges.
+void apply_overrides(ValidationPlan& plan, const ValidateArgs& a, const po::variables_map& vm) {
+  if (vm.count("max-ranks")) {
+    if (a.max_ranks < 1) throw InputError("--max-ranks: expected at least 1, got " + std::to_string(a.max_ranks));
+    plan.max_ranks = a.max_ranks;
+  }
+  if (vm.count("rounds")) {
+    if (a.rounds < 1 || a.rounds > 1000) throw InputError("--rounds: expected 1 to 1000, got " + std::to_string(a.rounds));
+    plan.rounds = a.rounds;
+  }
+  if (vm.count("steps")) {
+    if (a.steps < 3 || a.steps > kMaxLiveSteps)
+      throw InputError("--steps: expected 3 (the first iteration and steady ones) to " + std::to_string(kMaxLiveSteps) + ", got " +
+                       std::to_string(a.steps));
+    plan.steps = a.steps;
+  }
+  if (vm.count("calibration")) {
+    if (!std::ifstream(a.calibration)) throw InputError("--calibration: file \"" + a.calibration + "\" does not exist");
+    plan.calibration_file = a.calibration;
+    plan.measure.enabled = false;
+    plan.datasheet = false;
+  }
+}
+
+// Before anything runs: where the report or the scripts go. Each is a
+// directory of kanscale's own that holds no input of this command (a run
+// given to --repeatability included).
+void check_outputs(const ValidationPlan& plan, const ValidateArgs& a) {
+  std::vector<std::string> inputs = plan_inputs(plan);
+  inputs.insert(inputs.end(), a.repeat.begin(), a.repeat.end());
+  if (!a.collect.empty()) inputs.push_back(a.collect);
+  const std::string& dir = a.emit.empty() ? a.out : a.emit;
+  const std::string what = a.emit.empty() ? "--out" : "--emit";
+  check_outputs_spare_inputs(inputs, {{dir, what, true}});
+  check_owned_dir(dir, what);
+  // --collect refits inside the run directory (its own calibration files): only one kanscale made
+  if (!a.collect.empty() && plan.measure.enabled) check_marked_dir(a.collect, "--collect");
+}
+
+// --repeatability: each run must hold exactly the plan's judged cases.
+int repeatability_of_runs(const ValidationPlan& plan, const ValidateArgs& a, const std::string& cmdline) {
+  std::vector<ValidationRun> runs;
+  std::set<std::string> judged;
+  for (const auto& c : plan.cases)
+    if (!c.oversubscribed) judged.insert(c.label());
+  for (const auto& r : a.repeat) {
+    runs.push_back(read_validation_run(r));
+    const ValidationRun& run = runs.back();
+    const std::set<std::string> got(run.cases.begin(), run.cases.end());
+    for (const auto& label : got)
+      if (!judged.count(label)) throw InputError(run.path + ": case \"" + label + "\" is not a judged case of " + plan.file);
+    for (const auto& label : judged)
+      if (!got.count(label)) throw InputError(run.path + ": lacks the case \"" + label + "\" of " + plan.file);
+  }
+  const Repeatability rep = repeatability(runs);
+  return write_repeatability_report(runs, rep, plan, a.out, cmdline) ? 0 : 1;
+}
+
+int emit_scripts(const ValidationPlan& plan, const std::string& emit, const std::string& self) {
+  if (plan.cases.empty()) throw InputError(plan.file + ": no cases to emit (the plan has only a published: section)");
+  emit_validation(plan, emit, self);
+  std::cout << "kanscale validate: wrote " << emit << "/run-slurm.sbatch and " << emit << "/run-mpirun.sh (" << plan.rounds << " rounds, "
+            << plan.cases.size() << " cases); afterwards: kanscale validate " << plan.file << " --collect " << emit << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int validate(const std::vector<std::string>& args, const std::string& cmdline) {
+  ValidateArgs a;
+  po::options_description desc("validate options");
+  validate_options(desc, a);
   po::positional_options_description pos;
   pos.add("plan", 1);
   po::variables_map vm;
@@ -50,82 +128,19 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
                   "       kanscale validate PLAN --repeatability RUN RUN... [--out REPORT]",
                   vm, &pos))
     return 0;
-  if (plan_file.empty()) throw InputError("validate: give a plan: kanscale validate validation/plans/local-cpu.yaml");
-  ValidationPlan plan = load_validation_plan(plan_file);
-  if (vm.count("max-ranks")) {
-    if (max_ranks < 1) throw InputError("--max-ranks: expected at least 1, got " + std::to_string(max_ranks));
-    plan.max_ranks = max_ranks;
-  }
-  if (vm.count("rounds")) {
-    if (rounds < 1 || rounds > 1000) throw InputError("--rounds: expected 1 to 1000, got " + std::to_string(rounds));
-    plan.rounds = rounds;
-  }
-  if (vm.count("steps")) {
-    if (steps < 3 || steps > kMaxLiveSteps)
-      throw InputError("--steps: expected 3 (the first iteration and steady ones) to " + std::to_string(kMaxLiveSteps) + ", got " +
-                       std::to_string(steps));
-    plan.steps = steps;
-  }
-  if (vm.count("calibration")) {
-    if (!std::ifstream(calibration)) throw InputError("--calibration: file \"" + calibration + "\" does not exist");
-    plan.calibration_file = calibration;
-    plan.measure.enabled = false;
-    plan.datasheet = false;
-  }
+  if (a.plan_file.empty()) throw InputError("validate: give a plan: kanscale validate validation/plans/local-cpu.yaml");
+  ValidationPlan plan = load_validation_plan(a.plan_file);
+  apply_overrides(plan, a, vm);
   const std::string self = self_executable();
-  if (!emit.empty() + !collect.empty() + published + !repeat.empty() > 1)
+  if (!a.emit.empty() + !a.collect.empty() + a.published + !a.repeat.empty() > 1)
     throw InputError("validate: give at most one of --emit, --collect, --published, --repeatability");
-  // Before anything runs: where the report or the scripts go. Each is a
-  // directory of kanscale's own that holds no input of this command.
-  std::vector<std::string> inputs = plan_inputs(plan);
-  inputs.insert(inputs.end(), repeat.begin(), repeat.end());
-  if (!collect.empty()) inputs.push_back(collect);
-  if (!emit.empty()) {
-    check_outputs_spare_inputs(inputs, {{emit, "--emit", true}});
-    check_owned_dir(emit, "--emit");
-  } else {
-    check_outputs_spare_inputs(inputs, {{out, "--out", true}});
-    check_owned_dir(out, "--out");
-  }
-  // --collect refits inside the run directory (its own calibration files): only one kanscale made
-  if (!collect.empty() && plan.measure.enabled) check_marked_dir(collect, "--collect");
+  check_outputs(plan, a);
   check_sweep_options(plan);
-  if (published) return published_comparison(plan, out, cmdline);
-  if (!repeat.empty()) {
-    std::vector<ValidationRun> runs;
-    std::set<std::string> judged;
-    for (const auto& c : plan.cases)
-      if (!c.oversubscribed) judged.insert(c.label());
-    for (const auto& r : repeat) {
-      runs.push_back(read_validation_run(r));
-      const ValidationRun& run = runs.back();
-      const std::set<std::string> got(run.cases.begin(), run.cases.end());
-      for (const auto& label : got)
-        if (!judged.count(label)) throw InputError(run.path + ": case \"" + label + "\" is not a judged case of " + plan.file);
-      for (const auto& label : judged)
-        if (!got.count(label)) throw InputError(run.path + ": lacks the case \"" + label + "\" of " + plan.file);
-    }
-    // never over a run's own report (validate's default --out is a run's directory too)
-    std::error_code e1;
-    const auto target = std::filesystem::weakly_canonical(out, e1);
-    for (const auto& run : runs) {
-      std::error_code e2;
-      if (!e1 && std::filesystem::weakly_canonical(std::filesystem::path(run.path).parent_path(), e2) == target && !e2)
-        throw InputError("--out " + out + ": the directory of " + run.path + "; the repeatability report goes elsewhere");
-    }
-    const Repeatability rep = repeatability(runs);
-    return write_repeatability_report(runs, rep, plan, out, cmdline) ? 0 : 1;
-  }
-  if (!emit.empty()) {
-    if (plan.cases.empty()) throw InputError(plan.file + ": no cases to emit (the plan has only a published: section)");
-    emit_validation(plan, emit, self);
-    std::cout << "kanscale validate: wrote " << emit << "/run-slurm.sbatch and " << emit << "/run-mpirun.sh (" << plan.rounds
-              << " rounds, " << plan.cases.size() << " cases); afterwards: kanscale validate " << plan.file << " --collect " << emit
-              << "\n";
-    return 0;
-  }
-  if (!collect.empty()) return collect_validation(plan, collect, out, cmdline);
-  return run_validation(plan, out, self, cmdline);
+  if (a.published) return published_comparison(plan, a.out, cmdline);
+  if (!a.repeat.empty()) return repeatability_of_runs(plan, a, cmdline);
+  if (!a.emit.empty()) return emit_scripts(plan, a.emit, self);
+  if (!a.collect.empty()) return collect_validation(plan, a.collect, a.out, cmdline);
+  return run_validation(plan, a.out, self, cmdline);
 }
 
 }  // namespace ks::cli
