@@ -34,83 +34,106 @@ Scaling parse_scaling(const std::string& s) {
 
 }  // namespace
 
-int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
+namespace {
+
+struct SimulateArgs {
   CommonOptions c;
   int iterations = 5, interval_samples = 100;
   double max_events = kDefaultMaxEvents, interval_level = 0.9;
   std::string scaling = "strong", trace_ranks;
-  po::options_description desc = common_options(c);
+};
+
+po::options_description simulate_options(SimulateArgs& a) {
+  po::options_description desc = common_options(a.c);
   po::options_description own("simulate options");
   own.add_options()
-      ("iterations", po::value(&iterations)->default_value(iterations),
+      ("iterations", po::value(&a.iterations)->default_value(a.iterations),
        "iterations to replay: the first (one bucket) and steady ones (at least 2)")
-      ("scaling", po::value(&scaling)->default_value(scaling), "strong | strong-global-batch | weak")
-      ("trace-ranks", po::value(&trace_ranks)->value_name("R[,R...]"),
+      ("scaling", po::value(&a.scaling)->default_value(a.scaling), "strong | strong-global-batch | weak")
+      ("trace-ranks", po::value(&a.trace_ranks)->value_name("R[,R...]"),
        "ranks to put in --trace (default: all up to 16 ranks, else 0, 1, N/2, N-1)")
-      ("max-events", po::value(&max_events)->default_value(max_events, "5e7"),
+      ("max-events", po::value(&a.max_events)->default_value(a.max_events, "5e7"),
        "refuse a study estimated to replay more events than this (time and memory grow with them)")
-      ("interval-samples", po::value(&interval_samples)->default_value(interval_samples),
+      ("interval-samples", po::value(&a.interval_samples)->default_value(a.interval_samples),
        "Monte Carlo samples behind the prediction intervals of a fitted calibration (fit covariances, jitter); 0: none")
-      ("interval-level", po::value(&interval_level)->default_value(interval_level, "0.9"), "the intervals' coverage, e.g. 0.9");
+      ("interval-level", po::value(&a.interval_level)->default_value(a.interval_level, "0.9"), "the intervals' coverage, e.g. 0.9");
   desc.add(own);
+  return desc;
+}
+
+// The replay's options from the flags, every GPU count laid out and the work
+// (intervals included) estimated before anything runs.
+StudyOptions checked_study_options(const SimulateArgs& a, const po::variables_map& vm, const Cluster& cluster, const Workload& workload,
+                                   const Calibration& calib) {
+  StudyOptions o;
+  o.gpus = parse_int_list(a.c.gpus, "--gpus");
+  if (vm.count("gpus-per-node")) {
+    if (a.c.gpus_per_node < 1) throw InputError("--gpus-per-node: must be at least 1, got " + std::to_string(a.c.gpus_per_node));
+    o.gpus_per_node = a.c.gpus_per_node;
+  }
+  o.scaling = parse_scaling(a.scaling);
+  o.iterations = a.iterations;
+  o.seed = vm.count("seed") ? parse_seed(a.c.seed) : workload.seed;
+  o.trace = !a.c.trace.empty();
+  if (!a.trace_ranks.empty()) o.trace_ranks = parse_int_list(a.trace_ranks, "--trace-ranks");
+  for (int n : o.gpus) layout_for(cluster, n, o.gpus_per_node);
+  if (!(a.max_events > 0)) throw InputError("--max-events: expected a positive number, got " + printf_number("%g", a.max_events));
+  const WorkEstimate work = estimate_study_work(workload, o);
+  check_work(work, a.max_events, "--gpus and --iterations");
+  if (a.interval_samples < 0 || a.interval_samples > 100000)
+    throw InputError("--interval-samples: expected 0 to 100000, got " + std::to_string(a.interval_samples));
+  if (!(a.interval_level > 0 && a.interval_level < 1))
+    throw InputError("--interval-level: expected a number between 0 and 1, e.g. 0.9, got " + printf_number("%g", a.interval_level));
+  o.interval_samples = a.interval_samples;
+  o.interval_level = a.interval_level;
+  if (a.interval_samples > 0 && has_measured_uncertainty(calib)) {
+    // every sample replays the study again, with its baseline
+    WorkEstimate e = work;  // the records are not kept across samples: the same bytes
+    e.events *= a.interval_samples + 1;
+    check_work(e, a.max_events, "--interval-samples (each sample replays the study again; 0 turns them off)");
+  }
+  for (int r : o.trace_ranks)
+    if (r >= *std::max_element(o.gpus.begin(), o.gpus.end()))
+      throw InputError("--trace-ranks: rank " + std::to_string(r) + " does not exist at any of the --gpus counts");
+  return o;
+}
+
+// --csv's bucket plans go beside it: F.csv -> F.buckets.csv
+std::string buckets_path_of(const std::string& csv) {
+  if (csv.empty()) return "";
+  const auto dot = csv.rfind(".csv");
+  return (dot != std::string::npos && dot + 4 == csv.size()) ? csv.substr(0, dot) + ".buckets.csv" : csv + ".buckets.csv";
+}
+
+}  // namespace
+
+int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
+  SimulateArgs a;
+  const po::options_description desc = simulate_options(a);
   po::variables_map vm;
   if (!parse_args(args, desc,
                   "usage: kanscale simulate --cluster C --workload W [--gpus 1,2,4,8] [--calibration K] "
                   "[--iterations I] [--scaling strong|strong-global-batch|weak] [--json F] [--csv F] [--trace F]",
                   vm))
     return 0;
+  const CommonOptions& c = a.c;
   require(c.cluster, "cluster");
   require(c.workload, "workload");
-  if (iterations < 2 || iterations > kMaxIterations)
+  if (a.iterations < 2 || a.iterations > kMaxIterations)
     throw InputError("--iterations: expected 2 (the first iteration and one steady one) to " + std::to_string(kMaxIterations) + ", got " +
-                     std::to_string(iterations));
-
+                     std::to_string(a.iterations));
   // Everything is read and checked before anything runs or is written.
   const Cluster cluster = load_cluster(c.cluster);
   const Workload workload = load_workload(c.workload);
   const Calibration calib = c.calibration.empty() ? datasheet_calibration(cluster, workload.precision)
                                                   : load_calibration(c.calibration, cluster, workload.precision);
-  StudyOptions o;
-  o.gpus = parse_int_list(c.gpus, "--gpus");
-  if (vm.count("gpus-per-node")) {
-    if (c.gpus_per_node < 1) throw InputError("--gpus-per-node: must be at least 1, got " + std::to_string(c.gpus_per_node));
-    o.gpus_per_node = c.gpus_per_node;
-  }
-  o.scaling = parse_scaling(scaling);
-  o.iterations = iterations;
-  o.seed = vm.count("seed") ? parse_seed(c.seed) : workload.seed;
-  o.trace = !c.trace.empty();
-  if (!trace_ranks.empty()) o.trace_ranks = parse_int_list(trace_ranks, "--trace-ranks");
-  for (int n : o.gpus) layout_for(cluster, n, o.gpus_per_node);
-  if (!(max_events > 0)) throw InputError("--max-events: expected a positive number, got " + printf_number("%g", max_events));
-  const WorkEstimate work = estimate_study_work(workload, o);
-  check_work(work, max_events, "--gpus and --iterations");
-  if (interval_samples < 0 || interval_samples > 100000)
-    throw InputError("--interval-samples: expected 0 to 100000, got " + std::to_string(interval_samples));
-  if (!(interval_level > 0 && interval_level < 1)) throw InputError("--interval-level: expected a number between 0 and 1, e.g. 0.9, got " + printf_number("%g", interval_level));
-  o.interval_samples = interval_samples;
-  o.interval_level = interval_level;
-  if (interval_samples > 0 && has_measured_uncertainty(calib)) {
-    // every sample replays the study again, with its baseline
-    WorkEstimate e = work;  // the records are not kept across samples: the same bytes
-    e.events *= interval_samples + 1;
-    check_work(e, max_events, "--interval-samples (each sample replays the study again; 0 turns them off)");
-  }
-  for (int r : o.trace_ranks) {
-    if (r >= *std::max_element(o.gpus.begin(), o.gpus.end()))
-      throw InputError("--trace-ranks: rank " + std::to_string(r) + " does not exist at any of the --gpus counts");
-  }
-
-  std::string buckets_path;
-  if (!c.csv.empty()) {
-    const auto dot = c.csv.rfind(".csv");
-    buckets_path = (dot != std::string::npos && dot + 4 == c.csv.size()) ? c.csv.substr(0, dot) + ".buckets.csv"
-                                                                         : c.csv + ".buckets.csv";
-  }
-  check_output_paths({{c.json, "--json"}, {c.csv, "--csv"}, {buckets_path, "--csv (its bucket plans)"}, {c.trace, "--trace"}});
+  const StudyOptions o = checked_study_options(a, vm, cluster, workload, calib);
+  const std::string buckets_path = buckets_path_of(c.csv);
+  const std::vector<std::pair<std::string, std::string>> outputs = {
+      {c.json, "--json"}, {c.csv, "--csv"}, {buckets_path, "--csv (its bucket plans)"}, {c.trace, "--trace"}};
+  check_output_paths(outputs);
   check_outputs_spare_inputs({c.cluster, c.workload, c.calibration},
                              {{c.json, "--json"}, {c.csv, "--csv"}, {buckets_path, "--csv (its bucket plans)"}, {c.trace, "--trace"}});
-
   const StudyResult result = run_study(cluster, workload, calib, o);
   RunInfo info{cmdline, &cluster, &workload, &calib, o, c.calibration};
   // All outputs are built first and land together, or none does.
