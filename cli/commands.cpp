@@ -149,16 +149,39 @@ int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
   return 0;
 }
 
-// kanscale bench sim: the simulator's own speed and memory.
-int bench(const std::vector<std::string>& args, const std::string& cmdline) {
-  (void)cmdline;
-  if (!args.empty() && args[0] == "kernels") return bench_kernels({args.begin() + 1, args.end()});
-  if (!args.empty() && args[0] == "interference") return bench_interference({args.begin() + 1, args.end()}, cmdline);
-  if (!args.empty() && args[0] == "progress") return bench_progress({args.begin() + 1, args.end()}, cmdline);
-  if (!args.empty() && args[0] == "study") return bench_study({args.begin() + 1, args.end()});
-  if (args.empty() || (args[0] != "sim" && args[0] != "--help" && args[0] != "-h")) {
-    throw InputError("bench: expected a benchmark name: kanscale bench sim|kernels|interference|progress|study [options]");
+namespace {
+
+// One row of bench sim: N GPUs (the cluster's node count raised to fit N),
+// one steady iteration every rank simulated, the median of `repeat` runs.
+void bench_sim_row(const Cluster& cluster, const Workload& workload, const Calibration& calib, int n, int repeat) {
+  Cluster cl = cluster;
+  cl.nodes = std::max(cl.nodes, (n + cl.gpus_per_node - 1) / cl.gpus_per_node);
+  const Layout layout = layout_for(cl, n, std::nullopt);
+  ReplayInput in = make_replay_input(cl, workload, calib, layout, workload.batch_per_gpu, workload.seed);
+  in.first = in.steady;  // steady-state iterations only
+  in.iterations = 1;
+  in.include_first = false;
+  std::vector<double> walls;
+  ReplayResult last;
+  for (int rep = 0; rep < repeat; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    last = replay(in);
+    walls.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
+  const double wall = median(walls);
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  std::vector<double> iters;
+  for (const auto& ri : last.iterations[0]) iters.push_back(ri.iteration_s());
+  std::ostringstream ev;
+  ev << std::scientific << std::setprecision(2) << last.events / wall;
+  std::cout << std::setw(9) << n << std::setw(9) << layout.nodes << std::setw(11) << last.events << std::setw(14) << std::fixed
+            << std::setprecision(3) << wall * 1e3 << std::setw(14) << ev.str() << std::setw(14)
+            << format_bytes(static_cast<double>(ru.ru_maxrss) * 1024.0) << format_time(summarize(iters).median) << "\n";
+}
+
+// kanscale bench sim: the simulator's own speed and memory.
+int bench_sim(const std::vector<std::string>& rest) {
   CommonOptions c;
   c.cluster = "configs/clusters/dgx-a100.yaml";
   c.workload = "configs/workloads/bench-4layer.yaml";
@@ -177,7 +200,6 @@ int bench(const std::vector<std::string>& args, const std::string& cmdline) {
       ("max-events", po::value(&max_events)->default_value(max_events, "5e7"),
        "refuse a benchmark estimated to replay more events than this (time and memory grow with them)");
   po::variables_map vm;
-  std::vector<std::string> rest(args.begin() + (args[0] == "sim" ? 1 : 0), args.end());
   if (!parse_args(rest, desc,
                   "usage: kanscale bench sim [--cluster C] [--workload W] [--gpus N,...] [--repeat R]\n"
                   "Times one steady-state iteration, every rank simulated, on one core. The cluster's node\n"
@@ -187,7 +209,7 @@ int bench(const std::vector<std::string>& args, const std::string& cmdline) {
   if (repeat < 1) throw InputError("--repeat: must be at least 1, got " + std::to_string(repeat));
   if (!(jitter >= 0 && jitter <= 1)) throw InputError("--jitter: expected a sigma between 0 and 1");
   if (!(interference >= 0 && interference < 1e6)) throw InputError("--interference: expected a non-negative fraction");
-  Cluster cluster = load_cluster(c.cluster);
+  const Cluster cluster = load_cluster(c.cluster);
   const Workload workload = load_workload(c.workload);
   Calibration calib = datasheet_calibration(cluster, workload.precision);
   calib.jitter_sigma = jitter;
@@ -196,53 +218,34 @@ int bench(const std::vector<std::string>& args, const std::string& cmdline) {
   const std::size_t steady_buckets =
       make_replay_input(cluster, workload, calib, Layout{1, 1}, workload.batch_per_gpu, workload.seed).steady.buckets.size();
   if (!(max_events > 0)) throw InputError("--max-events: expected a positive number, got " + printf_number("%g", max_events));
-  {
-    // every N, `repeat` times, one steady iteration each
-    WorkEstimate all;
-    for (int n : gpus) {
-      const WorkEstimate e = replay_work(n, 1, static_cast<double>(steady_buckets));
-      all.events += e.events * repeat;
-      all.bytes = std::max(all.bytes, e.bytes);
-    }
-    check_work(all, max_events, "--gpus and --repeat");
-  }
-
-  std::cout << "kanscale bench sim: " << workload.name << " (" << workload.widths.size() - 1 << " layers, "
-            << steady_buckets << " steady buckets), cluster " << cluster.name << " node type, jitter sigma "
-            << jitter << ", interference " << interference << "\n"
-            << "one steady-state iteration per run, every rank simulated; median of " << repeat << " runs\n\n";
-  std::cout << std::left << std::setw(9) << "N" << std::setw(9) << "nodes" << std::setw(11) << "events"
-            << std::setw(14) << "wall (ms)" << std::setw(14) << "events/s" << std::setw(14) << "peak RSS"
-            << "predicted iter\n";
+  WorkEstimate all;  // every N, `repeat` times, one steady iteration each
   for (int n : gpus) {
-    Cluster cl = cluster;
-    cl.nodes = std::max(cl.nodes, (n + cl.gpus_per_node - 1) / cl.gpus_per_node);
-    const Layout layout = layout_for(cl, n, std::nullopt);
-    ReplayInput in = make_replay_input(cl, workload, calib, layout, workload.batch_per_gpu, workload.seed);
-    in.first = in.steady;  // steady-state iterations only
-    in.iterations = 1;
-    in.include_first = false;
-    std::vector<double> walls;
-    ReplayResult last;
-    for (int rep = 0; rep < repeat; ++rep) {
-      const auto t0 = std::chrono::steady_clock::now();
-      last = replay(in);
-      walls.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    const double wall = median(walls);
-    struct rusage ru {};
-    getrusage(RUSAGE_SELF, &ru);
-    std::vector<double> iters;
-    for (const auto& ri : last.iterations[0]) iters.push_back(ri.iteration_s());
-    std::ostringstream ev;
-    ev << std::scientific << std::setprecision(2) << last.events / wall;
-    std::cout << std::setw(9) << n << std::setw(9) << layout.nodes << std::setw(11) << last.events << std::setw(14)
-              << std::fixed << std::setprecision(3) << wall * 1e3 << std::setw(14) << ev.str() << std::setw(14)
-              << format_bytes(static_cast<double>(ru.ru_maxrss) * 1024.0) << format_time(summarize(iters).median)
-              << "\n";
+    const WorkEstimate e = replay_work(n, 1, static_cast<double>(steady_buckets));
+    all.events += e.events * repeat;
+    all.bytes = std::max(all.bytes, e.bytes);
   }
+  check_work(all, max_events, "--gpus and --repeat");
+  std::cout << "kanscale bench sim: " << workload.name << " (" << workload.widths.size() - 1 << " layers, " << steady_buckets
+            << " steady buckets), cluster " << cluster.name << " node type, jitter sigma " << jitter << ", interference " << interference
+            << "\n"
+            << "one steady-state iteration per run, every rank simulated; median of " << repeat << " runs\n\n";
+  std::cout << std::left << std::setw(9) << "N" << std::setw(9) << "nodes" << std::setw(11) << "events" << std::setw(14) << "wall (ms)"
+            << std::setw(14) << "events/s" << std::setw(14) << "peak RSS" << "predicted iter\n";
+  for (int n : gpus) bench_sim_row(cluster, workload, calib, n, repeat);
   std::cout << "\npeak RSS is the process's high-water mark so far (grows with the largest N run)\n";
   return 0;
+}
+
+}  // namespace
+
+int bench(const std::vector<std::string>& args, const std::string& cmdline) {
+  if (!args.empty() && args[0] == "kernels") return bench_kernels({args.begin() + 1, args.end()});
+  if (!args.empty() && args[0] == "interference") return bench_interference({args.begin() + 1, args.end()}, cmdline);
+  if (!args.empty() && args[0] == "progress") return bench_progress({args.begin() + 1, args.end()}, cmdline);
+  if (!args.empty() && args[0] == "study") return bench_study({args.begin() + 1, args.end()});
+  if (args.empty() || (args[0] != "sim" && args[0] != "--help" && args[0] != "-h"))
+    throw InputError("bench: expected a benchmark name: kanscale bench sim|kernels|interference|progress|study [options]");
+  return bench_sim({args.begin() + (args[0] == "sim" ? 1 : 0), args.end()});
 }
 
 }  // namespace ks::cli
