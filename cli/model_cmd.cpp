@@ -12,74 +12,78 @@
 #include "model/units.hpp"
 #include "model/yaml_reader.hpp"
 #include "options.hpp"
+#include "model/limits.hpp"
 #include "sim/study.hpp"
 
 namespace po = boost::program_options;
 
 namespace ks::cli {
 
-int model(const std::vector<std::string>& args, const std::string& cmdline) {
-  (void)cmdline;
-  if (args.empty() || (args[0] != "allreduce" && args[0] != "layer"))
-    throw InputError("model: expected kanscale model allreduce|layer [options]");
-  const std::string what = args[0];
+namespace {
+
+struct ModelArgs {
   CommonOptions c;
   std::string bytes = "1MiB", impl = "kanscale";
   long long batch = 1024, in = 64, out = 64;
   int grid = 5, order = 3, gpus = 2;
+};
+
+po::options_description model_options(const std::string& what, ModelArgs& a) {
   po::options_description desc("model " + what + " options");
   desc.add_options()
       ("help,h", "show this help")
-      ("cluster", po::value(&c.cluster)->value_name("FILE"), "cluster YAML")
-      ("calibration", po::value(&c.calibration)->value_name("FILE"), "calibration YAML (default: the cluster's datasheet values)")
-      ("bytes", po::value(&bytes)->default_value(bytes), "allreduce: message size")
-      ("gpus", po::value(&gpus)->default_value(gpus), "allreduce: ranks")
-      ("gpus-per-node", po::value(&c.gpus_per_node), "allreduce: ranks per node")
-      ("batch", po::value(&batch)->default_value(batch), "layer: batch")
-      ("in", po::value(&in)->default_value(in), "layer: input width")
-      ("out", po::value(&out)->default_value(out), "layer: output width")
-      ("grid", po::value(&grid)->default_value(grid), "layer: grid size G")
-      ("order", po::value(&order)->default_value(order), "layer: spline order k")
-      ("implementation", po::value(&impl)->default_value(impl), "layer: kanscale (needs a fitted --calibration) | efficient-kan");
-  po::variables_map vm;
-  if (!parse_args({args.begin() + 1, args.end()}, desc, "usage: kanscale model allreduce|layer --cluster C [--calibration K] ...", vm)) return 0;
-  if (c.cluster.empty()) throw InputError("missing required option --cluster");
-  const Cluster cl = load_cluster(c.cluster);
-  const Calibration cal = c.calibration.empty() ? datasheet_calibration(cl, Precision::fp32) : load_calibration(c.calibration, cl, Precision::fp32);
-  if (const std::string m = collective_family_mismatch(cl, cal); !m.empty() && what == "allreduce") std::cerr << "WARNING: " << m << "\n";
-  std::cout << std::fixed;
-  if (what == "allreduce") {
-    double b = 0;
-    try {
-      b = parse_size_bytes(bytes);
-    } catch (const UnitError& e) {
-      throw InputError(std::string("--bytes: ") + e.what());
-    }
-    if (!(b > 0)) throw InputError("--bytes: must be positive");
-    const Layout l = layout_for(cl, gpus, vm.count("gpus-per-node") ? std::optional<int>(c.gpus_per_node) : std::nullopt);
-    const auto m = make_collective_model(cl, cal);
-    const auto e = m->allreduce(b, l);
-    const double algbw = e.time_s > 0 ? b / e.time_s / 1e9 : 0;
-    std::cout << "allreduce of " << format_bytes(b) << " on " << l.ranks << " ranks (" << l.nodes << " node(s)), " << m->family()
-              << ", calibration " << cal.name << " (" << cal.source << (cal.machine.empty() ? "" : ", measured on " + describe(cal.machine)) << "):\n  " << std::setprecision(2) << e.time_s * 1e6 << " us, algbw "
-              << algbw << " GB/s, busbw " << algbw * 2.0 * (l.ranks - 1) / l.ranks << " GB/s, " << e.label() << "\n";
-    if (const auto* n = dynamic_cast<const NcclModel*>(m.get())) {
-      std::cout << "  candidates (NCCL's order):\n";
-      for (const auto& cd : n->allreduce_candidates(b, l))
-        std::cout << "    " << std::setw(5) << to_string(cd.algo) << "/" << std::left << std::setw(7) << to_string(cd.proto) << std::right
-                  << (cd.enabled ? "" : " disabled") << (cd.enabled ? "  latency " : "") << (cd.enabled ? std::to_string(cd.latency_us) : "")
-                  << (cd.enabled ? " us, bw " + std::to_string(cd.bandwidth_GBps) + " GB/s, time " + std::to_string(cd.time_us) + " us" : "")
-                  << "\n";
-    }
-    return 0;
+      ("cluster", po::value(&a.c.cluster)->value_name("FILE"), "cluster YAML")
+      ("calibration", po::value(&a.c.calibration)->value_name("FILE"), "calibration YAML (default: the cluster's datasheet values)")
+      ("bytes", po::value(&a.bytes)->default_value(a.bytes), "allreduce: message size")
+      ("gpus", po::value(&a.gpus)->default_value(a.gpus), "allreduce: ranks")
+      ("gpus-per-node", po::value(&a.c.gpus_per_node), "allreduce: ranks per node")
+      ("batch", po::value(&a.batch)->default_value(a.batch), "layer: batch")
+      ("in", po::value(&a.in)->default_value(a.in), "layer: input width")
+      ("out", po::value(&a.out)->default_value(a.out), "layer: output width")
+      ("grid", po::value(&a.grid)->default_value(a.grid), "layer: grid size G")
+      ("order", po::value(&a.order)->default_value(a.order), "layer: spline order k")
+      ("implementation", po::value(&a.impl)->default_value(a.impl), "layer: kanscale (needs a fitted --calibration) | efficient-kan");
+  return desc;
+}
+
+// kanscale model allreduce: one all-reduce priced by the collective model in use (NCCL's candidates listed).
+int model_allreduce(const ModelArgs& a, const po::variables_map& vm, const Cluster& cl, const Calibration& cal) {
+  double b = 0;
+  try {
+    b = parse_size_bytes(a.bytes);
+  } catch (const UnitError& e) {
+    throw InputError(std::string("--bytes: ") + e.what());
   }
-  if (batch < 1 || in < 1 || out < 1 || grid < 1 || order < 1 || order > 16) throw InputError("layer: sizes must be positive (order <= 16)");
-  if (in > YamlMap::kIntMax || out > YamlMap::kIntMax || batch > YamlMap::kIntMax)
-    throw InputError("--batch, --in, --out: at most " + std::to_string(YamlMap::kIntMax));
-  if (const std::string why = kan_size_problem(KanShape{{in, out}, grid, order}); !why.empty()) throw InputError("--in, --out, --grid: " + why);
-  if (impl != "kanscale" && impl != "efficient-kan") throw InputError("--implementation: kanscale or efficient-kan");
-  const KanShape s{{in, out}, grid, order};
-  const auto ops = impl == "kanscale" ? kanscale_iteration(s, batch, false) : efficient_kan_iteration(s, batch, false);
+  if (!(b > 0)) throw InputError("--bytes: must be positive");
+  const Layout l = layout_for(cl, a.gpus, vm.count("gpus-per-node") ? std::optional<int>(a.c.gpus_per_node) : std::nullopt);
+  const auto m = make_collective_model(cl, cal);
+  const auto e = m->allreduce(b, l);
+  const double algbw = e.time_s > 0 ? b / e.time_s / 1e9 : 0;
+  std::cout << "allreduce of " << format_bytes(b) << " on " << l.ranks << " ranks (" << l.nodes << " node(s)), " << m->family()
+            << ", calibration " << cal.name << " (" << cal.source << (cal.machine.empty() ? "" : ", measured on " + describe(cal.machine))
+            << "):\n  " << std::setprecision(2) << e.time_s * 1e6 << " us, algbw " << algbw << " GB/s, busbw "
+            << algbw * 2.0 * (l.ranks - 1) / l.ranks << " GB/s, " << e.label() << "\n";
+  if (const auto* n = dynamic_cast<const NcclModel*>(m.get())) {
+    std::cout << "  candidates (NCCL's order):\n";
+    for (const auto& cd : n->allreduce_candidates(b, l))
+      std::cout << "    " << std::setw(5) << to_string(cd.algo) << "/" << std::left << std::setw(7) << to_string(cd.proto) << std::right
+                << (cd.enabled ? "" : " disabled") << (cd.enabled ? "  latency " : "") << (cd.enabled ? std::to_string(cd.latency_us) : "")
+                << (cd.enabled ? " us, bw " + std::to_string(cd.bandwidth_GBps) + " GB/s, time " + std::to_string(cd.time_us) + " us" : "")
+                << "\n";
+  }
+  return 0;
+}
+
+// kanscale model layer: one KAN layer's forward and backward by the op model.
+int model_layer(const ModelArgs& a, const Calibration& cal) {
+  if (a.batch < 1 || a.in < 1 || a.out < 1 || a.grid < 1 || a.order < 1 || a.order > 16)
+    throw InputError("layer: sizes must be positive (order <= 16)");
+  if (a.in > YamlMap::kIntMax || a.out > YamlMap::kIntMax) throw InputError("--in, --out: at most " + std::to_string(YamlMap::kIntMax));
+  if (a.batch > kMaxBatch) throw InputError("--batch: at most " + std::to_string(kMaxBatch) + ", got " + std::to_string(a.batch));
+  const KanShape s{{a.in, a.out}, a.grid, a.order};
+  if (const std::string why = kan_size_problem(s); !why.empty()) throw InputError("--in, --out, --grid: " + why);
+  if (a.impl != "kanscale" && a.impl != "efficient-kan") throw InputError("--implementation: kanscale or efficient-kan");
+  const auto ops = a.impl == "kanscale" ? kanscale_iteration(s, a.batch, false) : efficient_kan_iteration(s, a.batch, false);
   double fwd = 0, bwd = 0, fl = 0;
   for (const auto& o : ops) {
     if (o.phase == Phase::forward) {
@@ -88,10 +92,31 @@ int model(const std::vector<std::string>& args, const std::string& cmdline) {
     }
     if (o.phase == Phase::backward) bwd += op_time_s(o, cal, 0.0);
   }
-  std::cout << impl << " layer " << in << " -> " << out << ", G=" << grid << ", k=" << order << ", batch " << batch
-            << ", calibration " << cal.name << " (" << cal.source << (cal.machine.empty() ? "" : ", measured on " + describe(cal.machine)) << "):\n  forward " << std::setprecision(2) << fwd * 1e6
-            << " us (" << fl / fwd / 1e9 << " GFLOP/s), backward (no input gradient: first layer) " << bwd * 1e6 << " us\n";
+  std::cout << a.impl << " layer " << a.in << " -> " << a.out << ", G=" << a.grid << ", k=" << a.order << ", batch " << a.batch
+            << ", calibration " << cal.name << " (" << cal.source << (cal.machine.empty() ? "" : ", measured on " + describe(cal.machine))
+            << "):\n  forward " << std::setprecision(2) << fwd * 1e6 << " us (" << fl / fwd / 1e9
+            << " GFLOP/s), backward (no input gradient: first layer) " << bwd * 1e6 << " us\n";
   return 0;
+}
+
+}  // namespace
+
+int model(const std::vector<std::string>& args, const std::string& cmdline) {
+  (void)cmdline;
+  if (args.empty() || (args[0] != "allreduce" && args[0] != "layer"))
+    throw InputError("model: expected kanscale model allreduce|layer [options]");
+  const std::string what = args[0];
+  ModelArgs a;
+  const po::options_description desc = model_options(what, a);
+  po::variables_map vm;
+  if (!parse_args({args.begin() + 1, args.end()}, desc, "usage: kanscale model allreduce|layer --cluster C [--calibration K] ...", vm)) return 0;
+  if (a.c.cluster.empty()) throw InputError("missing required option --cluster");
+  const Cluster cl = load_cluster(a.c.cluster);
+  const Calibration cal =
+      a.c.calibration.empty() ? datasheet_calibration(cl, Precision::fp32) : load_calibration(a.c.calibration, cl, Precision::fp32);
+  if (const std::string m = collective_family_mismatch(cl, cal); !m.empty() && what == "allreduce") std::cerr << "WARNING: " << m << "\n";
+  std::cout << std::fixed;
+  return what == "allreduce" ? model_allreduce(a, vm, cl, cal) : model_layer(a, cal);
 }
 
 }  // namespace ks::cli
