@@ -18,6 +18,7 @@
 #include "model/output_files.hpp"
 #include "model/cost.hpp"
 #include "model/kan_model.hpp"
+#include "model/limits.hpp"
 #include "model/units.hpp"
 #include "model/yaml_reader.hpp"
 #include "options.hpp"
@@ -26,6 +27,75 @@ namespace po = boost::program_options;
 
 namespace ks::cli {
 
+
+namespace {
+
+// --shapes B:IN:OUT:G:K,...: each within the workload's ranges.
+std::vector<KernelShape> parse_shapes(const std::string& shapes) {
+  std::vector<KernelShape> out;
+  std::stringstream ss(shapes);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    long long v[5];
+    char tail = 0;
+    if (std::sscanf(item.c_str(), "%lld:%lld:%lld:%lld:%lld%c", &v[0], &v[1], &v[2], &v[3], &v[4], &tail) != 5 ||
+        *std::min_element(v, v + 5) < 1 || *std::max_element(v, v + 5) > YamlMap::kIntMax || v[4] > 16 || v[0] > kMaxBatch)
+      throw InputError("--shapes: expected B:IN:OUT:G:K entries (integers from 1 to " + std::to_string(YamlMap::kIntMax) + ", B <= " +
+                       std::to_string(kMaxBatch) + ", K <= 16), got \"" + item + "\"");
+    if (const std::string why = kan_size_problem(KanShape{{v[1], v[2]}, static_cast<int>(v[3]), static_cast<int>(v[4])}); !why.empty())
+      throw InputError("--shapes: \"" + item + "\": " + why);
+    out.push_back({v[0], v[1], v[2], static_cast<int>(v[3]), static_cast<int>(v[4])});
+  }
+  return out;
+}
+
+// Before any buffer exists: a training step of each shape's layer (the
+// model's own accounting), twice over for fresh inputs, plus the flush.
+void check_plan_memory(const KernelPlan& plan, double limit, const std::string& where) {
+  for (const auto& sh : plan.shapes) {
+    const double need = 2 * kanscale_memory(KanShape{{sh.in, sh.out}, sh.G, sh.k}, sh.batch, DdpSettings{}, 0, 0).peak_bytes + plan.flush_bytes;
+    if (need > limit)
+      throw InputError(where + ": shape [" + std::to_string(sh.batch) + ", " + std::to_string(sh.in) + ", " + std::to_string(sh.out) + ", " +
+                       std::to_string(sh.G) + ", " + std::to_string(sh.k) + "] needs about " + format_bytes(need) +
+                       " per rank, above the limit of " + format_bytes(limit) + " (raise it with --memory-limit)");
+  }
+}
+
+// The plan measured on every rank (the CPU path or the CUDA plugin), rank 0 summing up.
+int run_plan(Comm& comm, const KernelPlan& plan, const std::string& json, const std::string& csv, const std::string& cmdline,
+             const std::string& resume) {
+  try {
+    std::vector<KernelRecord> rows;
+    if (plan.backend == "cuda") {
+      std::string why;
+      const CudaPlugin* cuda = cuda_plugin(&why);
+      if (!cuda) throw InputError("backend cuda: " + why);
+      rows = cuda->kernel_plan(comm, plan, json, csv, cmdline, resume);
+    } else {
+      rows = run_kernel_plan(comm, plan, json, csv, cmdline, resume);
+    }
+    if (comm.rank() == 0) {
+      int unstable = 0;
+      std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t, int, int>> shapes;
+      for (const auto& r : rows) {
+        unstable += r.unstable;
+        shapes.insert({r.batch, r.in, r.out, r.grid_size, r.spline_order});
+      }
+      std::cout << "kanscale measure kernels: " << rows.size() << " measurements (" << shapes.size() << " of the plan's "
+                << plan.shapes.size() << " shapes x ops, " << comm.size() << " rank(s)); " << unstable << " unstable (CV > 5%)\n";
+    }
+  } catch (const InputError& ex) {
+    if (comm.rank() == 0) std::cerr << "kanscale: " << ex.what() << "\n";
+    return 2;
+  } catch (const std::exception& ex) {
+    std::cerr << "kanscale measure kernels: error: " << ex.what() << " (rank " << comm.rank() << ")\n";
+    comm.abort(1);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
 
 int measure_kernels(const std::vector<std::string>& args, const std::string& cmdline) {
   std::string plan_file = "configs/measure/cpu-default.yaml", shapes, json, csv, backend = "cpu", resume;
@@ -60,21 +130,7 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
   check_outputs_spare_inputs({plan_file}, {{json, resume.empty() ? "--json" : "--resume"}, {csv, "--csv"}});
   plan = shapes.empty() ? load_kernel_plan(plan_file) : KernelPlan{};
   plan.max_shapes = max_shapes;
-  if (!shapes.empty()) {
-    std::stringstream ss(shapes);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-      long long v[5];
-      char tail = 0;
-      if (std::sscanf(item.c_str(), "%lld:%lld:%lld:%lld:%lld%c", &v[0], &v[1], &v[2], &v[3], &v[4], &tail) != 5 ||
-          *std::min_element(v, v + 5) < 1 || *std::max_element(v, v + 5) > YamlMap::kIntMax || v[4] > 16)
-        throw InputError("--shapes: expected B:IN:OUT:G:K entries (integers from 1 to " + std::to_string(YamlMap::kIntMax) +
-                         ", K <= 16), got \"" + item + "\"");
-      if (const std::string why = kan_size_problem(KanShape{{v[1], v[2]}, static_cast<int>(v[3]), static_cast<int>(v[4])}); !why.empty())
-        throw InputError("--shapes: \"" + item + "\": " + why);
-      plan.shapes.push_back({v[0], v[1], v[2], static_cast<int>(v[3]), static_cast<int>(v[4])});
-    }
-  }
+  if (!shapes.empty()) plan.shapes = parse_shapes(shapes);
   if (vm.count("repeat")) {
     if (repeats < 3 || repeats > 1000) throw InputError("--repeat: expected 3 to 1000, got " + std::to_string(repeats));
     plan.repeats = repeats;
@@ -90,51 +146,10 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
   }
   if (plan.repeats < 3) throw InputError("--repeat: at least 3 (median and spread)");
   check_threads(plan.threads, vm.count("threads") ? "--threads" : plan_file + ": key 'threads'");
-  {
-    // Before any buffer exists: a training step of each shape's layer (the
-    // model's own accounting), twice over for fresh inputs, plus the flush.
-    const double limit = parse_size_option(memory_limit, "--memory-limit");
-    for (const auto& sh : plan.shapes) {
-      const double need = 2 * kanscale_memory(KanShape{{sh.in, sh.out}, sh.G, sh.k}, sh.batch, DdpSettings{}, 0, 0).peak_bytes +
-                          plan.flush_bytes;
-      if (need > limit) {
-        const std::string where = shapes.empty() ? plan_file + ": key 'shapes'" : std::string("--shapes");
-        throw InputError(where + ": shape [" + std::to_string(sh.batch) + ", " + std::to_string(sh.in) + ", " + std::to_string(sh.out) +
-                         ", " + std::to_string(sh.G) + ", " + std::to_string(sh.k) + "] needs about " + format_bytes(need) +
-                         " per rank, above the limit of " + format_bytes(limit) + " (raise it with --memory-limit)");
-      }
-    }
-  }
+  check_plan_memory(plan, parse_size_option(memory_limit, "--memory-limit"),
+                    shapes.empty() ? plan_file + ": key 'shapes'" : std::string("--shapes"));
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
-  try {
-    std::vector<KernelRecord> rows;
-    if (plan.backend == "cuda") {
-      std::string why;
-      const CudaPlugin* cuda = cuda_plugin(&why);
-      if (!cuda) throw InputError("backend cuda: " + why);
-      rows = cuda->kernel_plan(*comm, plan, json, csv, cmdline, resume);
-    } else {
-      rows = run_kernel_plan(*comm, plan, json, csv, cmdline, resume);
-    }
-    if (comm->rank() == 0) {
-      int unstable = 0;
-      std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t, int, int>> shapes;
-      for (const auto& r : rows) {
-        unstable += r.unstable;
-        shapes.insert({r.batch, r.in, r.out, r.grid_size, r.spline_order});
-      }
-      std::cout << "kanscale measure kernels: " << rows.size() << " measurements (" << shapes.size() << " of the plan's "
-                << plan.shapes.size() << " shapes x ops, " << comm->size() << " rank(s)); " << unstable << " unstable (CV > 5%)\n";
-    }
-  } catch (const InputError& ex) {
-    if (comm->rank() == 0) std::cerr << "kanscale: " << ex.what() << "\n";
-    return 2;
-  } catch (const std::exception& ex) {
-    std::cerr << "kanscale measure kernels: error: " << ex.what() << " (rank " << comm->rank() << ")\n";
-    comm->abort(1);
-    return 1;
-  }
-  return 0;
+  return run_plan(*comm, plan, json, csv, cmdline, resume);
 }
 
 namespace {
