@@ -5,6 +5,7 @@
 #include <cmath>
 #include <ctime>
 #include <iostream>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -32,6 +33,66 @@
 namespace po = boost::program_options;
 
 namespace ks::cli {
+
+namespace {
+
+// Before anything is allocated: the memory a rank will need, from the
+// model's own accounting (parameters, gradients, buckets, Adam, the batch's
+// activations), the data set held in memory (at most 512 MiB), the
+// sampler's permutation of it (8 B a sample), the teacher network
+// (4 x in x out x 16 B) and ~200 B of records per step.
+void check_train_memory(const Workload& w, long long steps, int epochs, double limit, const std::string& file) {
+  const KanShape shape{w.widths, w.grid_size, w.spline_order};
+  const double in = static_cast<double>(w.widths.front()), out = static_cast<double>(w.widths.back());
+  const double data_bytes = std::min(512.0 * 1048576, 4.0 * static_cast<double>(w.dataset_size) * (in + out)) +
+                            8.0 * static_cast<double>(w.dataset_size) + (w.task == "teacher" ? 64.0 * in * out : 0.0);
+  const double ipe = std::ceil(static_cast<double>(w.dataset_size) / static_cast<double>(w.batch_per_gpu));
+  const double total_steps = steps > 0 ? static_cast<double>(steps) : ipe * (epochs > 0 ? epochs : w.epochs);
+  const double need = kanscale_memory(shape, w.batch_per_gpu, w.ddp, 0, 0).peak_bytes + data_bytes + 200.0 * total_steps;
+  if (need > limit)
+    throw InputError(file + ": a rank of this run needs about " + format_bytes(need) + " (" + std::to_string(kan_parameter_count(shape)) +
+                     " parameters, batch " + std::to_string(w.batch_per_gpu) + ", " + std::to_string(w.dataset_size) + " samples, " +
+                     format_bytes(200.0 * total_steps) + " of records), above the limit of " + format_bytes(limit) +
+                     " (raise it with --memory-limit)");
+}
+
+// The training loop on every rank (CPU, or CUDA through the plugin). An error
+// on one rank must not leave the others waiting in a collective: say it
+// here, with the rank, then end them all.
+int train_on_ranks(const TrainOptions& o, const std::string& backend) {
+  auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
+  try {
+    if (backend == "cuda") {
+      std::string why;
+      const CudaPlugin* cuda = cuda_plugin(&why);
+      if (!cuda) throw InputError("--backend cuda: " + why);
+      return cuda->train(o, *comm).exit_code;
+    }
+    return run_train(o, *comm).exit_code;
+  } catch (const InputError& e) {
+    std::cerr << "kanscale: " << e.what() << (comm->size() > 1 ? " (rank " + std::to_string(comm->rank()) + ")" : "") << "\n";
+    comm->abort(2);
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "kanscale train: error: " << e.what() << (comm->size() > 1 ? " (rank " + std::to_string(comm->rank()) + ")" : "") << "\n";
+    comm->abort(1);
+    return 1;
+  }
+}
+
+// Before a long run: an output that cannot be written fails now, not at the
+// end; and a resumed run writes its checkpoint under another name, so the
+// one it started from stays as it was.
+void check_train_outputs(const CommonOptions& c, const std::string& checkpoint, const std::string& resume) {
+  const std::string state = checkpoint.empty() ? "" : optimizer_state_path(checkpoint);
+  check_output_paths({{c.json, "--json"}, {c.csv, "--csv"}, {c.trace, "--trace"}, {checkpoint, "--checkpoint"},
+                      {state, "--checkpoint (its optimizer state)"}});
+  check_outputs_spare_inputs({c.workload, resume, resume.empty() ? "" : optimizer_state_path(resume)},
+                             {{c.json, "--json"}, {c.csv, "--csv"}, {c.trace, "--trace"}, {checkpoint, "--checkpoint"},
+                              {state, "--checkpoint (its optimizer state)"}});
+}
+
+}  // namespace
 
 int train(const std::vector<std::string>& args, const std::string& cmdline) {
   CommonOptions c;
@@ -71,75 +132,26 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
   if (c.workload.empty()) throw InputError("missing required option --workload");
   if (backend != "cpu" && backend != "cuda") throw InputError("--backend: expected cpu or cuda, got \"" + backend + "\"");
   check_threads(threads, "--threads");
-  if (vm.count("steps") && steps < 1) throw InputError("--steps: must be at least 1");
-  if (vm.count("epochs") && epochs < 1) throw InputError("--epochs: must be at least 1");
+  if ((vm.count("steps") && steps < 1) || (vm.count("epochs") && epochs < 1))
+    throw InputError(std::string(steps < 1 && vm.count("steps") ? "--steps" : "--epochs") + ": must be at least 1");
   if (!(delay_us >= 0 && delay_us <= 1e9)) throw InputError("--inject-delay-us: expected 0 to 1e9 microseconds");
   const double memory_limit_bytes = parse_size_option(memory_limit, "--memory-limit");
   if (backend == "cuda" && delay_us > 0) throw InputError("--inject-delay-us: only the cpu backend injects delays");
   if (checkpoint_every < 0) throw InputError("--checkpoint-every: must not be negative");
-  // Before a long run: an output that cannot be written fails now, not at the end.
-  check_output_paths({{c.json, "--json"}, {c.csv, "--csv"}, {c.trace, "--trace"}, {checkpoint, "--checkpoint"},
-                      {checkpoint.empty() ? "" : optimizer_state_path(checkpoint), "--checkpoint (its optimizer state)"}});
-  // a resumed run writes its checkpoint under another name: the one it started from stays as it was
-  check_outputs_spare_inputs({c.workload, resume, resume.empty() ? "" : optimizer_state_path(resume)},
-                             {{c.json, "--json"}, {c.csv, "--csv"}, {c.trace, "--trace"}, {checkpoint, "--checkpoint"},
-                              {checkpoint.empty() ? "" : optimizer_state_path(checkpoint), "--checkpoint (its optimizer state)"}});
+  check_train_outputs(c, checkpoint, resume);
   TrainOptions o;
   o.workload = load_workload(c.workload);
-  {
-    // Before anything is allocated: the memory a rank will need, from the
-    // model's own accounting (parameters, gradients, buckets, Adam, the
-    // batch's activations), the data set held in memory (at most 512 MiB),
-    // the sampler's permutation of it (8 B a sample), the teacher network
-    // (4 x in x out x 16 B) and ~200 B of records per step.
-    const Workload& w = o.workload;
-    const KanShape shape{w.widths, w.grid_size, w.spline_order};
-    const double in = static_cast<double>(w.widths.front()), out = static_cast<double>(w.widths.back());
-    const double data_bytes = std::min(512.0 * 1048576, 4.0 * static_cast<double>(w.dataset_size) * (in + out)) +
-                              8.0 * static_cast<double>(w.dataset_size) + (w.task == "teacher" ? 64.0 * in * out : 0.0);
-    const double ipe = std::ceil(static_cast<double>(w.dataset_size) / static_cast<double>(w.batch_per_gpu));
-    const double total_steps = steps > 0 ? static_cast<double>(steps) : ipe * (epochs > 0 ? epochs : w.epochs);
-    const double need = kanscale_memory(shape, w.batch_per_gpu, w.ddp, 0, 0).peak_bytes + data_bytes + 200.0 * total_steps;
-    if (need > memory_limit_bytes)
-      throw InputError(c.workload + ": a rank of this run needs about " + format_bytes(need) + " (" +
-                       std::to_string(kan_parameter_count(shape)) + " parameters, batch " + std::to_string(w.batch_per_gpu) +
-                       ", " + std::to_string(w.dataset_size) + " samples, " + format_bytes(200.0 * total_steps) + " of records), above the limit of " + format_bytes(memory_limit_bytes) +
-                       " (raise it with --memory-limit)");
-  }
+  check_train_memory(o.workload, steps, epochs, memory_limit_bytes, c.workload);
   o.steps = steps;
   o.epochs = epochs;
   o.threads = threads;
   o.seed = vm.count("seed") ? parse_seed(c.seed) : o.workload.seed;
-  o.json = c.json;
-  o.csv = c.csv;
-  o.trace = c.trace;
-  o.checkpoint = checkpoint;
+  std::tie(o.json, o.csv, o.trace, o.checkpoint, o.resume) = std::tie(c.json, c.csv, c.trace, checkpoint, resume);
   o.checkpoint_every = checkpoint_every;
-  o.resume = resume;
   o.inject_delay_s = delay_us * 1e-6;
   o.quiet = quiet;
   o.command_line = cmdline;
-  auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
-  // An error on one rank must not leave the others waiting in a collective:
-  // say it here, with the rank, then end them all.
-  try {
-    if (backend == "cuda") {
-      std::string why;
-      const CudaPlugin* cuda = cuda_plugin(&why);
-      if (!cuda) throw InputError("--backend cuda: " + why);
-      return cuda->train(o, *comm).exit_code;
-    }
-    return run_train(o, *comm).exit_code;
-  } catch (const InputError& e) {
-    std::cerr << "kanscale: " << e.what() << (comm->size() > 1 ? " (rank " + std::to_string(comm->rank()) + ")" : "") << "\n";
-    comm->abort(2);
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "kanscale train: error: " << e.what()
-              << (comm->size() > 1 ? " (rank " + std::to_string(comm->rank()) + ")" : "") << "\n";
-    comm->abort(1);
-    return 1;
-  }
+  return train_on_ranks(o, backend);
 }
 
 // kanscale bench interference: under mpirun, the compute slowdown while
