@@ -156,6 +156,47 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
 
 // kanscale bench interference: under mpirun, the compute slowdown while
 // all-reduces run on the same rank (the calibration's `interference`).
+namespace {
+
+// bench interference's all-reduce size: the same bound as bench progress, and
+// its send and receive buffers on every rank of this machine within half its memory.
+double interference_bytes(const std::string& bytes) {
+  double nbytes = 0;
+  try {
+    nbytes = parse_size_bytes(bytes);
+  } catch (const UnitError& e) {
+    throw InputError(std::string("--bytes: ") + e.what());
+  }
+  if (!(nbytes >= kProgressMinBytes && nbytes <= kProgressMaxBytes)) throw InputError("--bytes " + bytes + ": expected a size from 4B to 4GiB");
+  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  const double ranks = static_cast<double>(launched_by_mpirun() ? std::max(1, local_ranks()) : 1);
+  if (memory > 0 && 2 * nbytes * ranks > memory / 2)
+    throw InputError("--bytes " + bytes + ": " + std::to_string(static_cast<int>(ranks)) + " rank(s) x 2 buffers would need " +
+                     format_bytes(2 * nbytes * ranks) + ", above half this machine's " + format_bytes(memory));
+  return nbytes;
+}
+
+// Rank 0's report of bench interference, and its file for kanscale fit.
+void report_interference(const InterferenceResult& r, const InterferenceFile& f, const Workload& w, const Comm& comm, int repeats,
+                         const std::string& json) {
+  std::cout << "kanscale bench interference: " << w.name << " forward+backward (batch " << w.batch_per_gpu << ") on " << comm.size()
+            << " rank(s) (" << comm.backend() << "), " << f.threads_per_rank << " thread(s) each; all-reduce of " << format_bytes(f.allreduce_bytes)
+            << " per round, progressed between layers; median of " << repeats << " interleaved rounds\n"
+            << "  rank 0: alone " << format_time(r.alone_s) << " (IQR " << format_time(r.alone_iqr_s) << "), with communication "
+            << format_time(r.with_comm_s) << " (IQR " << format_time(r.with_comm_iqr_s) << "), " << r.allreduces << " of " << repeats
+            << " all-reduces finished within the compute\n"
+            << "  interference (slowdown while communicating): rank 0 " << std::fixed << std::setprecision(3) << r.interference()
+            << ", mean over ranks " << f.interference_mean << ", worst " << f.interference_max << "\n"
+            << "  the all-reduce alone takes " << format_time(r.allreduce_alone_s) << ": compute lost per second of collective in flight "
+            << f.per_collective_second << " (the simulator's interference)\n"
+            << "  memory while the all-reduce is in flight: +" << format_bytes(f.inflight_memory_bytes_max.value_or(0)) << " (largest rank), "
+            << std::setprecision(2) << f.inflight_memory_bytes_max.value_or(0) / f.allreduce_bytes << " x the message\n";
+  if (comm.size() == 1) std::cout << "  (one rank: the all-reduce is a no-op; run under mpirun for a measurement)\n";
+  if (!json.empty()) write_files_atomic({{json, to_json(f).dump(2) + "\n"}});
+}
+
+}  // namespace
+
 int bench_interference(const std::vector<std::string>& args, const std::string& cmdline) {
   std::string wl = "configs/workloads/default.yaml", bytes = "64MiB", json;
   int repeats = 20, threads = 1;
@@ -171,64 +212,29 @@ int bench_interference(const std::vector<std::string>& args, const std::string& 
   if (!parse_args(args, desc, "usage: mpirun -np P kanscale bench interference [--workload W] [--bytes 64MiB]", vm)) return 0;
   if (repeats < 3 || repeats > 1000) throw InputError("--repeat: expected 3 to 1000, got " + std::to_string(repeats));
   check_threads(threads, "--threads");
-  double nbytes = 0;
-  try {
-    nbytes = parse_size_bytes(bytes);
-  } catch (const UnitError& e) {
-    throw InputError(std::string("--bytes: ") + e.what());
-  }
-  // the all-reduce's send and receive buffers, on every rank of this machine:
-  // the same bound as bench progress, and within half this machine's memory
   check_outputs_spare_inputs({wl}, {{json, "--json"}});
-  if (!(nbytes >= kProgressMinBytes && nbytes <= kProgressMaxBytes))
-    throw InputError("--bytes " + bytes + ": expected a size from 4B to 4GiB");
-  {
-    const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-    const double ranks = static_cast<double>(launched_by_mpirun() ? std::max(1, local_ranks()) : 1);
-    if (memory > 0 && 2 * nbytes * ranks > memory / 2)
-      throw InputError("--bytes " + bytes + ": " + std::to_string(static_cast<int>(ranks)) + " rank(s) x 2 buffers would need " +
-                       format_bytes(2 * nbytes * ranks) + ", above half this machine's " + format_bytes(memory));
-  }
+  const double nbytes = interference_bytes(bytes);
   check_output_paths({{json, "--json"}});
   const Workload w = load_workload(wl);
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
   set_cpu_threads(threads);
   KanNet net = init_kan(w.widths, w.grid_size, w.spline_order, w.seed);
   const InterferenceResult r = measure_interference(*comm, net, static_cast<int>(w.batch_per_gpu), nbytes, repeats);
-  const double worst = comm->allreduce_max(r.interference());
-  const double mean = comm->allreduce_sum(r.interference()) / comm->size();
-  const double window_mean = comm->allreduce_sum(r.interference_per_collective_second()) / comm->size();
-  const double inflight = comm->allreduce_max(r.inflight_bytes);
+  InterferenceFile f;
+  f.interference_max = comm->allreduce_max(r.interference());
+  f.interference_mean = comm->allreduce_sum(r.interference()) / comm->size();
+  f.per_collective_second = comm->allreduce_sum(r.interference_per_collective_second()) / comm->size();
+  f.inflight_memory_bytes_max = comm->allreduce_max(r.inflight_bytes);
   if (comm->rank() != 0) return 0;
-  std::cout << "kanscale bench interference: " << w.name << " forward+backward (batch " << w.batch_per_gpu << ") on "
-            << comm->size() << " rank(s) (" << comm->backend() << "), " << threads << " thread(s) each; all-reduce of "
-            << format_bytes(nbytes) << " per round, progressed between layers; median of " << repeats << " interleaved rounds\n"
-            << "  rank 0: alone " << format_time(r.alone_s) << " (IQR " << format_time(r.alone_iqr_s) << "), with communication "
-            << format_time(r.with_comm_s) << " (IQR " << format_time(r.with_comm_iqr_s) << "), " << r.allreduces
-            << " of " << repeats << " all-reduces finished within the compute\n"
-            << "  interference (slowdown while communicating): rank 0 " << std::fixed << std::setprecision(3)
-            << r.interference() << ", mean over ranks " << mean << ", worst " << worst << "\n"
-            << "  the all-reduce alone takes " << format_time(r.allreduce_alone_s) << ": compute lost per second of collective in flight "
-            << window_mean << " (the simulator's interference)\n"
-            << "  memory while the all-reduce is in flight: +" << format_bytes(inflight) << " (largest rank), "
-            << std::setprecision(2) << inflight / nbytes << " x the message\n";
-  if (comm->size() == 1) std::cout << "  (one rank: the all-reduce is a no-op; run under mpirun for a measurement)\n";
-  if (!json.empty()) {
-    InterferenceFile f;
-    f.command_line = cmdline;
-    f.ranks = comm->size();
-    f.threads_per_rank = threads;
-    f.allreduce_bytes = nbytes;
-    f.alone_s = r.alone_s;
-    f.with_communication_s = r.with_comm_s;
-    f.interference_rank0 = r.interference();
-    f.interference_mean = mean;
-    f.interference_max = worst;
-    f.allreduce_alone_s = r.allreduce_alone_s;
-    f.per_collective_second = window_mean;
-    f.inflight_memory_bytes_max = inflight;
-    write_files_atomic({{json, to_json(f).dump(2) + "\n"}});
-  }
+  f.command_line = cmdline;
+  f.ranks = comm->size();
+  f.threads_per_rank = threads;
+  f.allreduce_bytes = nbytes;
+  f.alone_s = r.alone_s;
+  f.with_communication_s = r.with_comm_s;
+  f.interference_rank0 = r.interference();
+  f.allreduce_alone_s = r.allreduce_alone_s;
+  report_interference(r, f, w, *comm, repeats, json);
   return 0;
 }
 
