@@ -240,6 +240,41 @@ int bench_interference(const std::vector<std::string>& args, const std::string& 
 
 // kanscale bench progress: under mpirun, how far a non-blocking all-reduce
 // gets while its ranks compute and poll (the calibration's mpi_progress).
+namespace {
+
+// Rank 0's table of bench progress, and its file for kanscale fit.
+void report_progress(const std::vector<ProgressPoint>& points, const Comm& comm, double compute, int repeats, const std::string& json,
+                     const std::string& cmdline) {
+  std::cout << "kanscale bench progress: a non-blocking all-reduce launched before " << compute
+            << " x its own time of compute, MPI_Test every poll interval, then waited for; " << comm.size() << " rank(s) ("
+            << comm.backend() << "), medians of " << repeats << ", the largest rank's\n"
+            << "  (done during compute = 1 - wait / alone: 1 moves on its own, 0 only inside the wait)\n";
+  std::cout << std::left << std::setw(12) << "  bytes" << std::right << std::setw(12) << "alone" << std::setw(14) << "poll every"
+            << std::setw(12) << "compute" << std::setw(12) << "wait" << std::setw(16) << "done in compute" << "\n";
+  for (const auto& p : points) {
+    std::cout << "  " << std::left << std::setw(10) << format_bytes(p.bytes) << std::right << std::setw(12) << format_time(p.alone_s)
+              << std::setw(14) << (p.poll_interval_s > 0 ? format_time(p.poll_interval_s) : std::string("never")) << std::setw(12)
+              << format_time(p.compute_s) << std::setw(12) << format_time(p.wait_s) << std::setw(15) << std::fixed
+              << std::setprecision(2) << (p.alone_s > 0 ? 1 - p.wait_s / p.alone_s : 0.0) << "\n";
+    std::cout.unsetf(std::ios::floatfield);
+  }
+  if (comm.size() == 1) std::cout << "  (one rank: the all-reduce is a no-op; run under mpirun for a measurement)\n";
+  if (json.empty()) return;
+  ProgressFile f;
+  f.command_line = cmdline;
+  f.ranks = comm.size();
+  f.mpi_library = comm.library_version();
+  f.cpu_model = this_machine("", f.mpi_library).cpu_model;
+  char date[32];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  f.date_utc = date;
+  f.points = points;
+  write_files_atomic({{json, to_json(f).dump(2) + "\n"}});
+}
+
+}  // namespace
+
 int bench_progress(const std::vector<std::string>& args, const std::string& cmdline) {
   std::string sizes_text = "64KiB,256KiB,1MiB,4MiB", polls_text = "0,0.5,0.2,0.05", json;
   double compute = 1.5;
@@ -281,33 +316,7 @@ int bench_progress(const std::vector<std::string>& args, const std::string& cmdl
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
   const auto points = measure_progress(*comm, sizes, polls, compute, repeats);
   if (comm->rank() != 0) return 0;
-  std::cout << "kanscale bench progress: a non-blocking all-reduce launched before " << compute
-            << " x its own time of compute, MPI_Test every poll interval, then waited for; " << comm->size() << " rank(s) ("
-            << comm->backend() << "), medians of " << repeats << ", the largest rank's\n"
-            << "  (done during compute = 1 - wait / alone: 1 moves on its own, 0 only inside the wait)\n";
-  std::cout << std::left << std::setw(12) << "  bytes" << std::right << std::setw(12) << "alone" << std::setw(14) << "poll every"
-            << std::setw(12) << "compute" << std::setw(12) << "wait" << std::setw(16) << "done in compute" << "\n";
-  for (const auto& p : points) {
-    std::cout << "  " << std::left << std::setw(10) << format_bytes(p.bytes) << std::right << std::setw(12) << format_time(p.alone_s)
-              << std::setw(14) << (p.poll_interval_s > 0 ? format_time(p.poll_interval_s) : std::string("never")) << std::setw(12)
-              << format_time(p.compute_s) << std::setw(12) << format_time(p.wait_s) << std::setw(15) << std::fixed
-              << std::setprecision(2) << (p.alone_s > 0 ? 1 - p.wait_s / p.alone_s : 0.0) << "\n";
-    std::cout.unsetf(std::ios::floatfield);
-  }
-  if (comm->size() == 1) std::cout << "  (one rank: the all-reduce is a no-op; run under mpirun for a measurement)\n";
-  if (!json.empty()) {
-    ProgressFile f;
-    f.command_line = cmdline;
-    f.ranks = comm->size();
-    f.mpi_library = comm->library_version();
-    f.cpu_model = this_machine("", f.mpi_library).cpu_model;
-    char date[32];
-    const std::time_t t = std::time(nullptr);
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-    f.date_utc = date;
-    f.points = points;
-    write_files_atomic({{json, to_json(f).dump(2) + "\n"}});
-  }
+  report_progress(points, *comm, compute, repeats, json, cmdline);
   return 0;
 }
 
