@@ -20,6 +20,7 @@
 #include "measure/kan.hpp"
 #include "measure/kan_cpu.hpp"
 #include "measure/kan_ref.hpp"
+#include "measure/machine_info.hpp"
 #include "measure/safetensors.hpp"
 #include "measure/trainer.hpp"
 #include "model/cost.hpp"
@@ -203,7 +204,7 @@ void check_outputs(const std::string& json, const std::string& export_dir) {
 void check_memory(const std::vector<Case>& cases, int batch) {
   double need = 0;
   for (const auto& c : cases) need = std::max(need, kanscale_memory(KanShape{c.widths, c.G, 3}, batch, DdpSettings{}, 0, 0).peak_bytes);
-  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  const double memory = physical_memory_bytes();
   if (memory > 0 && need > memory / 2)
     throw InputError("--batch " + std::to_string(batch) + ": the largest case needs about " + format_bytes(need) + ", above half this machine's " +
                      format_bytes(memory));

@@ -168,7 +168,7 @@ double interference_bytes(const std::string& bytes) {
     throw InputError(std::string("--bytes: ") + e.what());
   }
   if (!(nbytes >= kProgressMinBytes && nbytes <= kProgressMaxBytes)) throw InputError("--bytes " + bytes + ": expected a size from 4B to 4GiB");
-  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  const double memory = physical_memory_bytes();
   const double ranks = static_cast<double>(launched_by_mpirun() ? std::max(1, local_ranks()) : 1);
   if (memory > 0 && 2 * nbytes * ranks > memory / 2)
     throw InputError("--bytes " + bytes + ": " + std::to_string(static_cast<int>(ranks)) + " rank(s) x 2 buffers would need " +

@@ -36,6 +36,11 @@ int own_running_threads() {
 }
 }  // namespace
 
+double physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+}
+
 Machine this_machine(const std::string& gpu, const std::string& collective_library) {
   Machine m;
   std::ifstream in("/proc/cpuinfo");
@@ -49,7 +54,7 @@ Machine this_machine(const std::string& gpu, const std::string& collective_libra
   for (const char* f : {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_tile", "asimd", "sve"})
     if (flags.find(std::string(" ") + f + " ") != std::string::npos) m.isa += (m.isa.empty() ? "" : " ") + std::string(f);
   m.cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  m.memory_bytes = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  m.memory_bytes = physical_memory_bytes();
   m.cpu_model = one_line(m.cpu_model);
   m.gpu = one_line(gpu);
   m.collective_library = one_line(collective_library);

@@ -11,6 +11,8 @@ namespace ks {
 // that the kernels can use, memory; `gpu` and `collective_library` as the
 // caller knows them. Control characters become spaces (one line each).
 Machine this_machine(const std::string& gpu, const std::string& collective_library);
+// This machine's physical memory in bytes (0 when the system does not say).
+double physical_memory_bytes();
 
 // Runnable threads on the machine besides this process's own, from
 // /proc/loadavg's running count (-1: unknown). Timings taken while other

@@ -9,7 +9,6 @@
 
 #include "kan_model.hpp"
 #include "limits.hpp"
-#include <string>
 #include "yaml_reader.hpp"
 
 namespace ks {

@@ -450,8 +450,7 @@ void check_outputs_spare_inputs(const std::vector<std::string>& inputs, const st
 }
 
 std::string make_staging_dir(const std::string& target) {
-  std::string trimmed = target;
-  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  const std::string trimmed = trim_slashes(target);
   std::string templ = dir_of(trimmed) + "/." + base_of(trimmed).substr(0, 160) + ".tmp-XXXXXX";
   std::vector<char> buf(templ.begin(), templ.end());
   buf.push_back('\0');
@@ -460,8 +459,7 @@ std::string make_staging_dir(const std::string& target) {
 }
 
 void commit_staging_dir(const std::string& staging, const std::string& target) {
-  std::string trimmed = target;
-  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  const std::string trimmed = trim_slashes(target);
   struct stat st {};
   if (lstat(trimmed.c_str(), &st) == 0) {
     // swap the two names in one step; the old directory is then the staging one
