@@ -26,7 +26,7 @@
 #include "model/cost.hpp"
 #include "model/limits.hpp"
 #include "model/units.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 #include "options.hpp"
 #include "sim/report.hpp"
 #include "sim/study.hpp"

@@ -13,7 +13,7 @@
 #include "sim/report.hpp"
 #include "measure/machine_info.hpp"
 #include "model/statistics.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 #include "options.hpp"
 #include "sim/scenario.hpp"
 

@@ -4,8 +4,8 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "model/output_files.hpp"
-#include "model/yaml_reader.hpp"
+#include "base/output_files.hpp"
+#include "formats/yaml_reader.hpp"
 #include "options.hpp"
 #include "validation/calibrate.hpp"
 

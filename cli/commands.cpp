@@ -1,5 +1,6 @@
 #include "commands.hpp"
 #include "model/limits.hpp"
+#include "formats/config_files.hpp"
 
 #include <sys/resource.h>
 
@@ -10,7 +11,7 @@
 #include <sstream>
 
 #include "model/units.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 #include "options.hpp"
 #include "sim/report.hpp"
 #include "sim/study.hpp"

@@ -8,8 +8,10 @@
 
 #include "commands.hpp"
 #include "model/calibration_fit.hpp"
-#include "model/output_files.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/calibration_file.hpp"
+#include "formats/measurement_records.hpp"
+#include "base/output_files.hpp"
+#include "formats/yaml_reader.hpp"
 #include "options.hpp"
 
 namespace po = boost::program_options;

@@ -9,8 +9,9 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "formats/provenance.hpp"
 #include "kanscale/build_info.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 
 namespace po = boost::program_options;
 
@@ -55,7 +56,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cmd == "--version") {
-      std::cout << "kanscale " << ks::build::version << " (" << ks::build::git_hash << "); MPI "
+      std::cout << ks::describe(ks::provenance()) << "; MPI "
                 << (ks::build::have_mpi ? "yes" : "no") << ", CUDA " << (ks::build::have_cuda ? "yes" : "no")
                 << ", NCCL " << (ks::build::have_nccl ? "yes" : "no") << "\n";
       return 0;

@@ -15,12 +15,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
-#include "model/output_files.hpp"
+#include "base/output_files.hpp"
 #include "model/cost.hpp"
 #include "model/kan_model.hpp"
 #include "model/limits.hpp"
 #include "model/units.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 #include "options.hpp"
 
 namespace po = boost::program_options;

@@ -10,10 +10,11 @@
 #include "model/cost.hpp"
 #include "model/kan_model.hpp"
 #include "model/units.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 #include "options.hpp"
 #include "model/limits.hpp"
 #include "sim/study.hpp"
+#include "formats/config_files.hpp"
 
 namespace po = boost::program_options;
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "commands.hpp"
-#include "model/measurement_records.hpp"
+#include "formats/measurement_records.hpp"
 #include "measure/comm.hpp"
 #include "measure/interference.hpp"
 #include "measure/progress.hpp"
@@ -21,13 +21,14 @@
 #include "model/kan_model.hpp"
 #include "model/units.hpp"
 #include "sim/report.hpp"
+#include "formats/config_files.hpp"
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include "measure/cuda_plugin.hpp"
 #include "measure/checkpoint.hpp"
 #include "measure/eval.hpp"
 #include "measure/trainer.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 #include "options.hpp"
 
 namespace po = boost::program_options;

@@ -8,8 +8,8 @@
 
 #include "commands.hpp"
 #include "model/limits.hpp"
-#include "model/output_files.hpp"
-#include "model/yaml_reader.hpp"
+#include "base/output_files.hpp"
+#include "formats/yaml_reader.hpp"
 #include "options.hpp"
 #include "validation/repeatability.hpp"
 #include "validation/validate.hpp"

@@ -9,11 +9,12 @@
 #include "commands.hpp"
 #include "sim/report.hpp"
 #include "model/limits.hpp"
-#include "model/output_files.hpp"
+#include "base/output_files.hpp"
 #include "model/units.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 #include "options.hpp"
 #include "sim/whatif.hpp"
+#include "formats/config_files.hpp"
 
 namespace po = boost::program_options;
 

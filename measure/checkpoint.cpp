@@ -3,10 +3,10 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "kanscale/build_info.hpp"
+#include "formats/provenance.hpp"
 #include "model/kan_model.hpp"
-#include "model/output_files.hpp"
-#include "model/yaml_reader.hpp"
+#include "base/output_files.hpp"
+#include "formats/yaml_reader.hpp"
 #include "safetensors.hpp"
 
 namespace ks {
@@ -45,7 +45,7 @@ void save_checkpoint(const std::string& path, KanNet& net, const Adam& adam, con
   StFile model;
   for (auto& t : kan_state_refs(net)) model.tensors[t.name] = StTensor{t.shape, std::vector<float>(t.data, t.data + t.size())};
   model.metadata = {{"format", "pt"},
-                    {"producer", std::string("kanscale ") + build::version + " (" + build::git_hash + ")"},
+                    {kProvenanceKey, describe(provenance())},
                     {"kan_widths", model_metadata_key(net)},
                     {"kan_grid_size", std::to_string(net.layers[0].G)},
                     {"kan_spline_order", std::to_string(net.layers[0].k)},

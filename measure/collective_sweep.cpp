@@ -12,12 +12,13 @@
 #include <set>
 #include <sstream>
 
+#include "formats/provenance.hpp"
 #include "kanscale/build_info.hpp"
 #include "machine_info.hpp"
-#include "model/measurement_records.hpp"
+#include "formats/measurement_records.hpp"
 #include "model/units.hpp"
-#include "model/yaml_reader.hpp"
-#include "model/output_files.hpp"
+#include "formats/yaml_reader.hpp"
+#include "base/output_files.hpp"
 #include "model/statistics.hpp"
 #include "model/units.hpp"
 
@@ -29,13 +30,6 @@ namespace {
 inline float pattern(int rank, std::size_t i) { return static_cast<float>((rank + 1) * static_cast<int>(i % 7 + 1)); }
 inline float expected_sum(int ranks, std::size_t i) {
   return static_cast<float>(static_cast<double>(i % 7 + 1) * ranks * (ranks + 1) / 2);
-}
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
 }
 
 CollectivePoint record_of(const SweepPoint& p, const std::string& redop, int root) {
@@ -110,9 +104,7 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
   const std::vector<std::string> host_list = comm.hosts();
   std::set<std::string> unique_hosts(host_list.begin(), host_list.end());
 
-  nlohmann::json meta = {{"kanscale_version", build::version},
-                         {"git_hash", build::git_hash},
-                         {"command_line", o.command_line},
+  nlohmann::json meta = {{kProvenanceKey, to_json(provenance(o.command_line))},
                          {"op", o.op},
                          {"backend", comm.backend()},
                          {"library", comm.library_version()},
@@ -128,7 +120,6 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
                          {"warmup_iters", o.warmup},
                          {"check", o.check},
                          {"nonblocking", o.nonblocking && allreduce && !comm.device_buffers()},
-                         {"date_utc", utc_now()},
                          {"timing", "per rank: mean of the timed iterations after a barrier; reported: the maximum over ranks"}};
 
   // --resume: rank 0 reads and checks the file; every rank learns how many
@@ -143,8 +134,9 @@ std::int64_t run_sweep(Comm& comm, const SweepOptions& o, std::ostream& out) {
       status[0] = static_cast<float>(done.size());
       // the file keeps when it was started and records each resume
       nlohmann::json resumed = original.contains("resumed") && original["resumed"].is_array() ? original["resumed"] : nlohmann::json::array();
-      resumed.push_back({{"date_utc", meta["date_utc"]}, {"points_done_before", done.size()}, {"command_line", o.command_line}});
-      if (original.contains("date_utc")) meta["date_utc"] = original["date_utc"];
+      resumed.push_back({{"date_utc", meta[kProvenanceKey]["date_utc"]}, {"points_done_before", done.size()}, {"command_line", o.command_line}});
+      const nlohmann::json& started = provenance_of(original);
+      if (started.contains("date_utc")) meta[kProvenanceKey]["date_utc"] = started["date_utc"];
       meta["resumed"] = resumed;
     } catch (const InputError& e) {
       resume_error = e.what();

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "model/measurement_records.hpp"
+#include "formats/measurement_records.hpp"
 
 #include "comm.hpp"
 

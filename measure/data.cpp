@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "model/rng.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 
 namespace ks {
 

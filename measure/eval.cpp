@@ -11,7 +11,7 @@
 #include "checkpoint.hpp"
 #include "kan.hpp"
 #include "kan_cpu.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 
 namespace ks {
 

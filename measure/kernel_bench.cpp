@@ -25,12 +25,13 @@
 #include "kan_cpu.hpp"
 #include "kernel_bench_detail.hpp"
 #include "machine_info.hpp"
-#include "model/measurement_records.hpp"
+#include "formats/measurement_records.hpp"
+#include "formats/provenance.hpp"
 #include "kanscale/build_info.hpp"
 #include "model/kan_model.hpp"
 #include "model/units.hpp"
-#include "model/yaml_reader.hpp"
-#include "model/output_files.hpp"
+#include "formats/yaml_reader.hpp"
+#include "base/output_files.hpp"
 #include "model/statistics.hpp"
 #include "model/units.hpp"
 
@@ -335,11 +336,7 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan, co
   const double runtime_mine = KS_GPU_OR(gpu->device_used_bytes(), rss_bytes());
   const auto hosts = comm.hosts();
   std::set<std::string> nodes(hosts.begin(), hosts.end());
-  const std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  nlohmann::json meta = {{"kanscale_version", build::version}, {"git_hash", build::git_hash}, {"command_line", command_line},
-                         {"date_utc", date}, {"plan", plan.name}, {"backend", plan.backend}, {"cpu_model", cpu_model()},
+  nlohmann::json meta = {{kProvenanceKey, to_json(provenance(command_line))}, {"plan", plan.name}, {"backend", plan.backend}, {"cpu_model", cpu_model()},
                          {"gpu", KS_GPU_OR(gpu->description(), std::string("none"))},
                          {"machine", machine_json(this_machine(KS_GPU_OR(gpu->description(), std::string("none")), comm.library_version()))},
                          {"busy_runnable_threads", other_runnable_threads(comm.size() - 1)},
@@ -378,7 +375,7 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan, co
   const std::size_t start = static_cast<std::size_t>(status[0]);
   // The machine's ceilings belong to the measurement: a resumed file keeps
   // the ones (and the date) it was started with, and records the resume.
-  static const char* const kKept[] = {"date_utc", "gemm_flops_per_s", "memcpy_bytes_per_s", "runtime_memory_bytes",
+  static const char* const kKept[] = {"gemm_flops_per_s", "memcpy_bytes_per_s", "runtime_memory_bytes",
                                       "effective_cache_bytes", "cache_probe_bytes_GBps", "cpu_model", "gpu", "machine", "host", "hosts"};
   if (resume.empty()) {
     const double gemm = KS_GPU_OR(gpu->sgemm_flops(), measure_gemm_flops(plan.threads));
@@ -392,9 +389,12 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan, co
   } else if (rank == 0) {
     nlohmann::json resumed = done.metadata.contains("resumed") && done.metadata["resumed"].is_array() ? done.metadata["resumed"]
                                                                                                    : nlohmann::json::array();
-    resumed.push_back({{"date_utc", date}, {"host", host()}, {"shapes_done_before", done.shapes_done}, {"command_line", command_line}});
+    resumed.push_back({{"date_utc", meta[kProvenanceKey]["date_utc"]}, {"host", host()}, {"shapes_done_before", done.shapes_done},
+                       {"command_line", command_line}});
     for (const char* k : kKept)
       if (done.metadata.contains(k)) meta[k] = done.metadata[k];
+    const nlohmann::json& started = provenance_of(done.metadata);
+    if (started.contains("date_utc")) meta[kProvenanceKey]["date_utc"] = started["date_utc"];
     meta["resumed"] = resumed;
   }
 

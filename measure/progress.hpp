@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "comm.hpp"
-#include "model/measurement_records.hpp"
+#include "formats/measurement_records.hpp"
 
 namespace ks {
 

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "model/measurement_records.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/measurement_records.hpp"
+#include "formats/yaml_reader.hpp"
 
 namespace ks {
 

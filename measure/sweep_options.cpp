@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "model/units.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 
 namespace po = boost::program_options;
 

@@ -10,10 +10,11 @@
 #include <set>
 #include <sstream>
 
-#include "kanscale/build_info.hpp"
-#include "model/output_files.hpp"
+#include "formats/provenance.hpp"
+#include "formats/measurement_records.hpp"
+#include "base/output_files.hpp"
 #include "model/statistics.hpp"
-#include "model/trace.hpp"
+#include "formats/trace.hpp"
 #include "model/units.hpp"
 #include "trainer_detail.hpp"
 
@@ -99,7 +100,7 @@ TrainResult report(const TrainOptions& o, Comm& comm, const KanNet& net, const s
   nlohmann::json per_iter = nlohmann::json::array();
   std::ostringstream csv;
   csv << std::setprecision(9);
-  csv << "# kanscale train " << build::version << " (" << build::git_hash << "); " << o.command_line << "\n";
+  csv << "# " << describe(provenance()) << "; " << o.command_line << "\n";
   csv << "step,rank,batch,first_iteration,iteration_time_s,compute_time_s,communication_time_s,exposed_communication_s,loss\n";
   ChromeTrace trace;
   std::vector<std::string> op_order;
@@ -194,9 +195,9 @@ TrainResult report(const TrainOptions& o, Comm& comm, const KanNet& net, const s
   std::vector<std::pair<std::string, std::string>> files;
   if (!o.json.empty()) {
     nlohmann::json j;
-    j["provenance"] = {{"kanscale_version", build::version}, {"git_hash", build::git_hash}, {"command_line", o.command_line},
-                       {"seed", o.seed}, {"workload", {{"name", w.name}, {"file", w.file}}}, {"ranks", world},
-                       {"backend", c.backend}, {"threads_per_rank", o.threads}, {"hosts", hosts}};
+    j[kProvenanceKey] = to_json(provenance(o.command_line));
+    j[kProvenanceKey].update({{"seed", o.seed}, {"workload", {{"name", w.name}, {"file", w.file}}}, {"ranks", world},
+                       {"backend", c.backend}, {"threads_per_rank", o.threads}, {"hosts", hosts}});
     j["summary"] = to_json(summary);
     j["iterations"] = per_iter;
     files.emplace_back(o.json, j.dump(2) + "\n");

@@ -21,7 +21,7 @@
 #include "model/buckets.hpp"
 #include "model/kan_model.hpp"
 #include "model/sampler.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 #include "reducer.hpp"
 #include "trainer_detail.hpp"
 

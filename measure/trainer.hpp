@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "model/measurement_records.hpp"
+#include "formats/measurement_records.hpp"
 #include "comm.hpp"
 #include "model/config.hpp"
 

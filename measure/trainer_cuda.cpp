@@ -15,7 +15,7 @@
 #include "gpu.hpp"
 #include "kan_cpu.hpp"
 #include "checkpoint.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 #include "reducer.hpp"
 #include "trainer.hpp"
 #include "trainer_detail.hpp"

@@ -18,7 +18,7 @@
 #include "data.hpp"
 #include "kan.hpp"
 #include "model/buckets.hpp"
-#include "model/trace.hpp"
+#include "formats/trace.hpp"
 #include "trainer.hpp"
 
 namespace ks::train_detail {

@@ -13,7 +13,7 @@
 #include "kan_model.hpp"
 #include "statistics.hpp"
 #include "units.hpp"
-#include "yaml_reader.hpp"
+#include "common/error.hpp"
 
 namespace ks {
 
@@ -230,18 +230,6 @@ void fit_nccl_sweeps(const std::vector<NcclSweep>& sweeps, CalibrationFile& out,
 
 }  // namespace
 
-FitInputs read_fit_inputs(const std::vector<std::string>& kernels, const std::vector<std::string>& collectives,
-                          const std::vector<std::string>& interference, const std::vector<std::string>& nccl_tests,
-                          const std::vector<std::string>& runtime_memory, const std::vector<std::string>& progress) {
-  FitInputs in;
-  for (const auto& p : progress) in.progress.push_back(read_progress_file(p));
-  for (const auto& p : kernels) in.kernels.push_back(read_kernels_file(p));
-  for (const auto& p : interference) in.interference.push_back(read_interference_file(p));
-  for (const auto& p : collectives) in.collectives.push_back(read_collective_sweep_file(p));
-  for (const auto& p : nccl_tests) in.nccl_tests.push_back(read_nccl_tests_log(p));
-  for (const auto& p : runtime_memory) in.runtime_memory.push_back(read_runtime_memory_file(p));
-  return in;
-}
 
 namespace {
 // The model's outcome for a bench progress point (a point that did not time

@@ -5,9 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "calibration_file.hpp"
-#include "measurement_records.hpp"
-#include "nccl_tests_log.hpp"
+#include "fitted_calibration.hpp"
+#include "records.hpp"
 
 namespace ks {
 
@@ -28,11 +27,6 @@ struct CalibrationFit {
 // Throws InputError for measurements that cannot be fitted (one rank,
 // wrong results, non-positive times), naming the file and point.
 CalibrationFit fit_calibration(const FitInputs& in, const std::string& name);
-
-// The files a FitInputs needs, read (each reader checks its own file).
-FitInputs read_fit_inputs(const std::vector<std::string>& kernels, const std::vector<std::string>& collectives,
-                          const std::vector<std::string>& interference, const std::vector<std::string>& nccl_tests,
-                          const std::vector<std::string>& runtime_memory, const std::vector<std::string>& progress = {});
 
 // The progress model (MpiProgress) that best predicts the waits of `kanscale
 // bench progress` points: a grid over min_steps 1..64 and a chunk of none or

@@ -1,6 +1,7 @@
 #pragma once
-// Typed configuration: clusters, workloads and calibrations, parsed once
-// from YAML at the edge (config.cpp). All values in SI units.
+// Typed configuration: clusters, workloads and calibrations, as plain
+// structs in SI units, and the pure functions on them. The files are read
+// into them once, at the edge (formats/config_files).
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -246,10 +247,6 @@ struct Calibration {
   std::optional<double> memory_activation_factor;
 };
 
-Cluster load_cluster(const std::string& path);
-Cluster parse_cluster(const std::string& yaml_text, const std::string& name);
-Workload load_workload(const std::string& path);
-Workload parse_workload(const std::string& yaml_text, const std::string& name);
 
 // How far from cache-warm toward cache-cold a working set runs: the drop of
 // the measured read bandwidth at that size, from the best (in cache) to the
@@ -261,13 +258,9 @@ const Calibration::LiveTerm* live_term_for(const Calibration& cal, int ranks_per
 
 // The calibration a cluster file implies from datasheet numbers alone.
 Calibration datasheet_calibration(const Cluster& c, Precision precision);
-// A calibration file, applied on top of the datasheet calibration.
 // Empty, or a warning that the calibration's collective terms are of the
 // other family than the cluster's (so they are not used).
 std::string collective_family_mismatch(const Cluster& c, const Calibration& cal);
-Calibration load_calibration(const std::string& path, const Cluster& c, Precision precision);
-Calibration parse_calibration(const std::string& yaml_text, const std::string& name, const Cluster& c,
-                              Precision precision);
 
 // NCCL's tuning constants for a version string ("2.14.3"); throws
 // InputError naming `where` for versions kanscale carries no table for.

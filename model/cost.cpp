@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "yaml_reader.hpp"
+#include "common/error.hpp"
 
 namespace ks {
 

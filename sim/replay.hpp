@@ -8,7 +8,7 @@
 #include "model/buckets.hpp"
 #include "model/collectives.hpp"
 #include "model/kan_model.hpp"
-#include "model/trace.hpp"
+#include "formats/trace.hpp"
 
 namespace ks {
 

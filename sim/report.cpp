@@ -8,8 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "kanscale/build_info.hpp"
-#include "model/trace.hpp"
+#include "formats/provenance.hpp"
+#include "formats/trace.hpp"
 #include "model/units.hpp"
 
 namespace ks {
@@ -45,11 +45,8 @@ std::string bucket_choices(const std::vector<BucketRow>& rows) {
   return s;
 }
 
-nlohmann::json provenance(const RunInfo& info) {
-  nlohmann::json j;
-  j["kanscale_version"] = build::version;
-  j["git_hash"] = build::git_hash;
-  j["command_line"] = info.command_line;
+nlohmann::json run_provenance(const RunInfo& info) {
+  nlohmann::json j = to_json(provenance(info.command_line, Dated::no));
   j["seed"] = info.options.seed;
   j["cluster"] = {{"name", info.cluster->name}, {"file", info.cluster->file}};
   j["workload"] = {{"name", info.workload->name}, {"file", info.workload->file}};
@@ -133,7 +130,7 @@ nlohmann::json point_json(const ScalingPoint& p) {
 }
 
 std::string csv_header_comment(const RunInfo& info) {
-  return "# kanscale " + std::string(build::version) + " (" + build::git_hash + "); cluster " + info.cluster->name +
+  return "# " + describe(provenance()) + "; cluster " + info.cluster->name +
          " (" + info.cluster->file + "); workload " + info.workload->name + " (" + info.workload->file +
          "); calibration " + info.calibration->name + " (" + info.calibration->source +
          (info.calibration_file.empty() ? "" : ", " + info.calibration_file) + "); scaling " +
@@ -196,7 +193,7 @@ void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info) {
 
 nlohmann::json study_json(const StudyResult& r, const RunInfo& info) {
   nlohmann::json j;
-  j["provenance"] = provenance(info);
+  j[kProvenanceKey] = run_provenance(info);
   const auto& w = *info.workload;
   j["model"] = {{"widths", w.widths},
                 {"grid_size", w.grid_size},
@@ -267,7 +264,7 @@ nlohmann::json trace_json(const StudyResult& r, const RunInfo& info) {
     for (const auto& s : p.trace) trace.add(pid_base + s.rank, s);
     pid_base += p.gpus;
   }
-  return trace.json(provenance(info));
+  return trace.json(run_provenance(info));
 }
 
 }  // namespace ks

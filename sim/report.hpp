@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/output_files.hpp"
+#include "base/output_files.hpp"
 #include "study.hpp"
 
 namespace ks {

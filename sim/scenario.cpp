@@ -1,5 +1,6 @@
 #include "scenario.hpp"
 #include "model/limits.hpp"
+#include "formats/config_files.hpp"
 
 #include <cmath>
 #include <cstdlib>
@@ -8,14 +9,14 @@
 #include <stdexcept>
 
 #include "model/kan_model.hpp"
-#include "model/plot.hpp"
+#include "base/plot.hpp"
 #include "model/rng.hpp"
 #include "report.hpp"
 #include "model/collectives.hpp"
 #include "model/units.hpp"
 #include <algorithm>
 #include <sstream>
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 
 namespace ks {
 

@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "model/units.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 
 namespace ks {
 

@@ -6,7 +6,7 @@
 #include <functional>
 #include <sstream>
 
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 #include "report.hpp"
 
 namespace ks {

@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "kanscale/build_info.hpp"
+#include "formats/provenance.hpp"
 #include "report.hpp"
 #include "model/units.hpp"
 
@@ -92,17 +92,16 @@ json provenance_json(const StudySpec& s, const std::string& command_line) {
     if (!c.calibration.machine.empty()) cal["machine"] = describe(c.calibration.machine);
     clusters.push_back({{"label", c.label}, {"name", c.cluster.name}, {"file", c.cluster.file}, {"nodes", c.cluster.nodes}, {"calibration", cal}});
   }
-  return {{"kanscale_version", build::version},
-          {"git_hash", build::git_hash},
-          {"command_line", command_line},
-          {"study", {{"name", s.name}, {"file", s.file}}},
+  nlohmann::json j = to_json(provenance(command_line, Dated::no));
+  j.update({{"study", {{"name", s.name}, {"file", s.file}}},
           {"seed", s.seed},
           {"iterations_simulated", s.iterations},
           {"intervals", {{"samples", s.interval_samples}, {"level", s.interval_level}}},
           {"workload", {{"name", s.workload.name}, {"file", s.workload.file}}},
           {"clusters", clusters},
           {"gpus", s.gpus},
-          {"swept", s.swept}};
+          {"swept", s.swept}});
+  return j;
 }
 
 }  // namespace
@@ -442,7 +441,7 @@ std::string study_markdown(const StudySpec& s, const StudyOutputs& o) {
   if (!s.description.empty()) md << s.description << "\n\n";
   md << "- Study file: `" << s.file << "`\n"
      << "- Command: `" << prov["command_line"].get<std::string>() << "`\n"
-     << "- kanscale " << build::version << " (" << build::git_hash << ")\n"
+     << "- " << describe(provenance()) << "\n"
      << "- Seed: " << s.seed << "; " << s.iterations << " iterations replayed per point (the first and steady ones)\n"
      << "- " << intervals_line(s) << "\n"
      << "- " << unknowns_line(s) << "\n"
@@ -505,7 +504,7 @@ std::string study_markdown(const StudySpec& s, const StudyOutputs& o) {
 std::vector<std::pair<std::string, std::string>> study_files(const StudySpec& s, const StudyOutputs& o) {
   std::vector<std::pair<std::string, std::string>> files;
   const json& prov = o.study["provenance"];
-  const std::string comment = "# kanscale " + std::string(build::version) + " (" + build::git_hash + "); study " + s.name + " (" + s.file +
+  const std::string comment = "# " + describe(provenance()) + "; study " + s.name + " (" + s.file +
                               "); seed " + std::to_string(s.seed) + "\n# " + prov["command_line"].get<std::string>() + "\n";
   for (const auto& t : o.tables) {
     files.emplace_back(t.name + ".csv", table_csv(t, comment));

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/plot.hpp"
+#include "base/plot.hpp"
 #include "scenario.hpp"
 #include "study_published.hpp"
 

@@ -9,7 +9,7 @@
 
 #include "model/limits.hpp"
 #include "model/units.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 #include "report.hpp"
 #include "scenario.hpp"
 

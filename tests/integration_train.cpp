@@ -21,6 +21,7 @@
 #include "measure/safetensors.hpp"
 #include "model/buckets.hpp"
 #include "model/config.hpp"
+#include "formats/config_files.hpp"
 #include "model/kan_model.hpp"
 #include "temp_dir.hpp"
 #include "sim/replay.hpp"
@@ -516,11 +517,11 @@ TEST_CASE("measure allreduce under mpirun: every result verified, nccl-tests' bu
   REQUIRE(sh(base + " --json " + (d / "b.json") + " --max-points 4", &err, &d) == 0);
   auto interrupted = nlohmann::json::parse(slurp(d / "b.json"));
   CHECK(interrupted["points"].size() == 4);
-  interrupted["metadata"]["date_utc"] = "2000-01-01T00:00:00Z";  // marked: a new date cannot pass for the kept one
+  interrupted["metadata"]["provenance"]["date_utc"] = "2000-01-01T00:00:00Z";  // marked: a new date cannot pass for the kept one
   std::ofstream(d / "b.json") << interrupted.dump(2);
   REQUIRE(sh(base + " --resume " + (d / "b.json"), &err, &d) == 0);
   const auto c = nlohmann::json::parse(slurp(d / "b.json"));
-  CHECK(c["metadata"]["date_utc"] == "2000-01-01T00:00:00Z");  // when the sweep started
+  CHECK(c["metadata"]["provenance"]["date_utc"] == "2000-01-01T00:00:00Z");  // when the sweep started
   REQUIRE(c["metadata"]["resumed"].size() == 1);
   CHECK(c["metadata"]["resumed"][0]["points_done_before"] == 4);
   REQUIRE(c["points"].size() == a["points"].size());
@@ -554,7 +555,7 @@ TEST_CASE("measure kernels under mpirun -np 2: interrupted and resumed equals an
   // the first run's date and machine ceilings, marked so that a re-measured
   // value cannot pass for a kept one
   auto marked = half;
-  marked["metadata"]["date_utc"] = "2000-01-01T00:00:00Z";
+  marked["metadata"]["provenance"]["date_utc"] = "2000-01-01T00:00:00Z";
   marked["metadata"]["gemm_flops_per_s"] = 12345.0;
   marked["metadata"]["memcpy_bytes_per_s"] = 678.0;
   marked["metadata"]["runtime_memory_bytes"] = 91011.0;
@@ -564,7 +565,7 @@ TEST_CASE("measure kernels under mpirun -np 2: interrupted and resumed equals an
   const auto a = nlohmann::json::parse(slurp(d / "a.json")), b = nlohmann::json::parse(slurp(d / "b.json"));
   CHECK(b["metadata"]["shapes_done"] == 4);
   // a resumed file keeps its first measurements and records the resume
-  CHECK(b["metadata"]["date_utc"] == "2000-01-01T00:00:00Z");
+  CHECK(b["metadata"]["provenance"]["date_utc"] == "2000-01-01T00:00:00Z");
   CHECK(b["metadata"]["gemm_flops_per_s"] == 12345.0);
   CHECK(b["metadata"]["memcpy_bytes_per_s"] == 678.0);
   CHECK(b["metadata"]["runtime_memory_bytes"] == 91011.0);

@@ -6,10 +6,13 @@
 #include <initializer_list>
 
 #include "model/calibration_fit.hpp"
+#include "formats/calibration_file.hpp"
+#include "formats/measurement_records.hpp"
 #include "model/collectives.hpp"
 #include "model/config.hpp"
+#include "formats/config_files.hpp"
 #include "model/kan_model.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 
 using namespace ks;
 

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "model/collectives.hpp"
+#include "formats/config_files.hpp"
 
 using namespace ks;
 

@@ -1,7 +1,8 @@
 #include <doctest/doctest.h>
 
 #include "model/config.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/config_files.hpp"
+#include "formats/yaml_reader.hpp"
 
 using namespace ks;
 

@@ -5,13 +5,14 @@
 
 #include <cmath>
 
-#include "model/calibration_file.hpp"
+#include "formats/calibration_file.hpp"
 #include "model/fit.hpp"
 #include "model/rng.hpp"
 #include "model/uncertainty.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 #include "sim/study.hpp"
 #include "validation/compare.hpp"
+#include "formats/config_files.hpp"
 
 using namespace ks;
 

@@ -13,7 +13,7 @@
 #include "measure/kan_ref.hpp"
 #include "measure/safetensors.hpp"
 #include "model/kan_model.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 
 using namespace ks;
 

@@ -4,8 +4,8 @@
 // prints them).
 #include <doctest/doctest.h>
 
-#include "model/nccl_tests_log.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/nccl_tests_log.hpp"
+#include "formats/yaml_reader.hpp"
 
 using namespace ks;
 

@@ -9,8 +9,8 @@
 #include <limits>
 #include <stdexcept>
 
-#include "model/plot.hpp"
-#include "model/yaml_reader.hpp"
+#include "base/plot.hpp"
+#include "formats/yaml_reader.hpp"
 #include "sim/scenario.hpp"
 #include "temp_dir.hpp"
 

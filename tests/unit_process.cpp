@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "temp_dir.hpp"
-#include "model/process.hpp"
+#include "base/process.hpp"
 
 TEST_CASE("run_process: exit status, the signal that ended it, the log, the working directory, the environment") {
   TempDir d;

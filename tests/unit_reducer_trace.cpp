@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "measure/reducer.hpp"
-#include "model/trace.hpp"
+#include "formats/trace.hpp"
 
 using namespace ks;
 

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 #include "temp_dir.hpp"
 #include "validation/repeatability.hpp"
 

@@ -1,11 +1,12 @@
 #include <doctest/doctest.h>
 
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 #include "report.hpp"
 #include "result_codec.hpp"
 #include "scenario.hpp"
 #include "study_published.hpp"
 #include "study.hpp"
+#include "formats/config_files.hpp"
 
 using namespace ks;
 

@@ -8,7 +8,7 @@
 #include <set>
 #include <tuple>
 
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 #include "measure/kernel_bench.hpp"
 #include "validation/calibration_live.hpp"
 #include "validation/report.hpp"

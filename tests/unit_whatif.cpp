@@ -17,8 +17,9 @@
 
 #include <limits>
 
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 #include "whatif.hpp"
+#include "formats/config_files.hpp"
 
 using namespace ks;
 

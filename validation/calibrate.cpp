@@ -6,8 +6,9 @@
 #include "measure/cuda_plugin.hpp"
 #include "measure/machine_info.hpp"
 #include "model/config.hpp"
+#include "formats/config_files.hpp"
 #include "model/machine.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 #include "schedule.hpp"
 
 namespace ks {

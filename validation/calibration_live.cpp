@@ -1,4 +1,6 @@
 #include "calibration_live.hpp"
+#include "formats/config_files.hpp"
+#include "formats/calibration_file.hpp"
 
 #include <cmath>
 #include <iomanip>

@@ -14,7 +14,7 @@
 #include <ostream>
 #include <string>
 
-#include "model/calibration_file.hpp"
+#include "formats/calibration_file.hpp"
 #include "plan.hpp"
 
 namespace ks {

@@ -16,9 +16,9 @@
 #include <set>
 #include <sstream>
 
-#include "model/measurement_records.hpp"
+#include "formats/measurement_records.hpp"
 #include "model/statistics.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 
 namespace ks {
 

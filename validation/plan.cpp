@@ -6,9 +6,9 @@
 #include "measure/kernel_bench.hpp"
 #include "model/kan_model.hpp"
 #include "model/limits.hpp"
-#include "model/measurement_records.hpp"
+#include "formats/measurement_records.hpp"
 #include "model/units.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 
 namespace ks {
 

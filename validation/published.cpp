@@ -1,4 +1,5 @@
 #include "validate.hpp"
+#include "formats/config_files.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,10 +17,10 @@
 #include <set>
 #include <sstream>
 
-#include "kanscale/build_info.hpp"
-#include "model/output_files.hpp"
+#include "formats/provenance.hpp"
+#include "base/output_files.hpp"
 #include "model/units.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 #include "sim/report.hpp"
 #include "sim/study.hpp"
 
@@ -135,7 +136,7 @@ int published_comparison(const ValidationPlan& plan, const std::string& out_dir,
      << "Published: " << pub.source << ". Predicted: `kanscale` with the datasheet calibration of `" << plan.cluster_file
      << "` (nothing fitted, nothing tuned to these figures), workload `" << pub.workload << "` (" << strong.parameters
      << " parameters, batch " << w.batch_per_gpu << " per GPU, implementation " << (w.implementation == Implementation::kanscale ? "kanscale" : "efficient-kan")
-     << "). kanscale " << build::version << " (" << build::git_hash << ").\n\n"
+     << "). " << describe(provenance()) << ".\n\n"
      << "| figure | published | predicted | deviation |\n|---|---|---|---|\n" << rows.str() << "\n"
      << "Overhead is stated both ways: exposed (compute idle waiting for communication, per iteration) and total "
      << "(communication busy time, per iteration); the study does not say which it reports.\n\n";

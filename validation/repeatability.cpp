@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "model/measurement_records.hpp"
+#include "formats/measurement_records.hpp"
 #include "model/limits.hpp"
-#include "model/output_files.hpp"
-#include "model/plot.hpp"
+#include "base/output_files.hpp"
+#include "base/plot.hpp"
 #include "model/statistics.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 #include "validation/compare.hpp"
 
 namespace ks {

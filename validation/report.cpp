@@ -16,9 +16,9 @@
 #include <set>
 #include <sstream>
 
-#include "kanscale/build_info.hpp"
-#include "model/output_files.hpp"
-#include "model/plot.hpp"
+#include "formats/provenance.hpp"
+#include "base/output_files.hpp"
+#include "base/plot.hpp"
 #include "model/units.hpp"
 #include "validation/schedule.hpp"
 
@@ -212,8 +212,7 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
   md << "# kanscale validate: " << plan.name << "\n\n"
      << "Plan `" << plan.file << "`; cluster `" << plan.cluster_file << "`; backend " << plan.backend << "; calibration " << cal_text
      << "; " << plan.rounds << " rounds of " << plan.steps << " steps per case, cases interleaved within each round"
-     << (plan.measure.enabled ? " after that round's microbenchmarks" : "") << ". kanscale " << build::version << " ("
-     << build::git_hash << ").\n\n"
+     << (plan.measure.enabled ? " after that round's microbenchmarks" : "") << ". " << describe(provenance()) << ".\n\n"
      << (o.machine.empty() ? std::string("The calibration records no machine.")
                            : "Machine: " + o.machine + (plan.measure.enabled ? " (the fingerprint the rounds' kernel measurements recorded; the live runs ran beside them)"
                                                                                : " (where the calibration was measured)"))

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "compare.hpp"
-#include "model/plot.hpp"
+#include "base/plot.hpp"
 #include "sim/study.hpp"
 
 namespace ks {

@@ -1,4 +1,5 @@
 #include "schedule.hpp"
+#include "formats/config_files.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,15 +17,18 @@
 #include <set>
 #include <sstream>
 
+#include "formats/provenance.hpp"
 #include "kanscale/build_info.hpp"
 #include "measure/sweep_options.hpp"
 #include "model/calibration_fit.hpp"
+#include "formats/calibration_file.hpp"
+#include "formats/measurement_records.hpp"
 #include "model/limits.hpp"
-#include "model/output_files.hpp"
-#include "model/yaml_reader.hpp"
+#include "base/output_files.hpp"
+#include "formats/yaml_reader.hpp"
 #include "validation/calibration_live.hpp"
-#include "model/process.hpp"
-#include "model/progress.hpp"
+#include "base/process.hpp"
+#include "base/progress.hpp"
 
 namespace ks {
 
@@ -338,7 +342,7 @@ void emit_validation(const ValidationPlan& p, const std::string& dir, const std:
     for (const auto& j : r) max_ranks = std::max(max_ranks, j.ranks);
   std::ostringstream sh, sb;
   const std::string about =
-      "# Written by kanscale validate --emit from " + p.file + " (kanscale " + build::version + ", " + build::git_hash + ").\n"
+      "# Written by kanscale validate --emit from " + p.file + " (" + describe(provenance()) + ").\n"
       "# Rounds of microbenchmarks and live runs, interleaved; every job leaves a file in results/.\n"
       "# Afterwards: kanscale validate " + p.file + " --collect <this directory> --out <report directory>\n"
       "set -euo pipefail\n";

@@ -1,5 +1,6 @@
 #include "validate.hpp"
-#include "model/output_files.hpp"
+#include "base/output_files.hpp"
+#include "formats/config_files.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,7 +20,7 @@
 
 #include "kanscale/build_info.hpp"
 #include "model/units.hpp"
-#include "model/yaml_reader.hpp"
+#include "formats/yaml_reader.hpp"
 #include "sim/report.hpp"
 #include "sim/study.hpp"
 #include "measure/machine_info.hpp"

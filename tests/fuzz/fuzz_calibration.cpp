@@ -2,6 +2,7 @@
 // local-cpu cluster (an MPI cluster) and a GPU cluster (NCCL terms).
 #include "fuzz_target.hpp"
 #include "model/config.hpp"
+#include "formats/config_files.hpp"
 
 KS_FUZZ_TARGET(calibration) {
   ks::fuzz::enter_source_dir();

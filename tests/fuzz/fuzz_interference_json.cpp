@@ -3,6 +3,8 @@
 // --interference), fitted beside a shipped nccl-tests log and written.
 #include "fuzz_target.hpp"
 #include "model/calibration_fit.hpp"
+#include "formats/calibration_file.hpp"
+#include "formats/measurement_records.hpp"
 
 KS_FUZZ_TARGET(interference_json) {
   ks::fuzz::enter_source_dir();

@@ -4,6 +4,8 @@
 #include "fuzz_target.hpp"
 #include "measure/kernel_bench.hpp"
 #include "model/calibration_fit.hpp"
+#include "formats/calibration_file.hpp"
+#include "formats/measurement_records.hpp"
 
 KS_FUZZ_TARGET(kernels_json) {
   const std::string path = ks::fuzz::write_temp("kernels.json", data, size);

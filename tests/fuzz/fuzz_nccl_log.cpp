@@ -1,7 +1,7 @@
 // nccl-tests logs (all_reduce_perf output, kanscale measure allreduce's
 // table): ks::parse_nccl_tests_log.
 #include "fuzz_target.hpp"
-#include "model/nccl_tests_log.hpp"
+#include "formats/nccl_tests_log.hpp"
 
 KS_FUZZ_TARGET(nccl_log) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -4,6 +4,8 @@
 #include "fuzz_target.hpp"
 #include "measure/collective_sweep.hpp"
 #include "model/calibration_fit.hpp"
+#include "formats/calibration_file.hpp"
+#include "formats/measurement_records.hpp"
 
 KS_FUZZ_TARGET(sweep_json) {
   const std::string path = ks::fuzz::write_temp("sweep.json", data, size);

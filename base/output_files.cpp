@@ -15,7 +15,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "yaml_reader.hpp"
+#include "common/error.hpp"
 
 namespace ks {
 

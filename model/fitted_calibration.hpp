@@ -1,9 +1,7 @@
 #pragma once
 // A fitted calibration as its file holds it: the terms kanscale fit
-// measured, each with the quality of its fit, and where they came from.
-// write_calibration turns it into the YAML that parse_calibration
-// (config.hpp) reads back; a term the file leaves out keeps the cluster's
-// datasheet value there.
+// measured, each with the quality of its fit, and where they came from
+// (formats/calibration_file writes it).
 #include <optional>
 #include <string>
 #include <utility>
@@ -72,16 +70,5 @@ struct CalibrationFile {
     return runtime_bytes || runtime_per_local_peer_bytes || collective_in_flight || memory_fit;
   }
 };
-
-// The YAML text; `header` (comment lines, each starting with '#') comes
-// first: the version and command that made it (fit_header).
-std::string write_calibration(const CalibrationFile& f, const std::string& header);
-// "# Fitted by kanscale fit VERSION (GIT) on DATE" and "# COMMAND_LINE".
-std::string fit_header(const std::string& command_line);
-
-// A fit's quality as the calibration records it: R^2, residuals, held-out
-// errors and standard errors, and (with_cov) the coefficients' covariance,
-// which parse_calibration reads for prediction intervals.
-std::string fit_quality(const LinearFit& f, bool with_cov = true);
 
 }  // namespace ks

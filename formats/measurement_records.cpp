@@ -7,8 +7,10 @@
 #include <limits>
 #include <type_traits>
 
-#include "kan_model.hpp"
-#include "limits.hpp"
+#include "model/kan_model.hpp"
+#include "model/limits.hpp"
+#include "nccl_tests_log.hpp"
+#include "provenance.hpp"
 #include "yaml_reader.hpp"
 
 namespace ks {
@@ -265,8 +267,10 @@ KernelsFile read_kernels_file(const std::string& path) {
   f.ranks_per_node = value_or<double>(m, "concurrency_ranks_per_node", 1.0, path);
   f.host = value_or<std::string>(m, "host", "?", path);
   f.cpu_model = value_or<std::string>(m, "cpu_model", "?", path);
-  f.date_utc = value_or<std::string>(m, "date_utc", "?", path);
-  f.git_hash = value_or<std::string>(m, "git_hash", "?", path);
+  const auto& pv = provenance_of(m);
+  const std::string pv_at = &pv == &m ? "metadata." : "metadata.provenance.";
+  f.date_utc = value_or<std::string>(pv, "date_utc", "?", path, pv_at);
+  f.git_hash = value_or<std::string>(pv, "git_hash", "?", path, pv_at);
   f.ranks = value_or<int>(m, "ranks", 1, path);
   if (m.contains("machine")) {
     const auto& mm = m["machine"];
@@ -390,7 +394,8 @@ CollectiveSweepFile read_collective_sweep_file(const std::string& path) {
   f.backend = value_or<std::string>(m, "backend", "mpi", path);
   f.op = value_or<std::string>(m, "op", "", path);
   f.library = value_or<std::string>(m, "library", "?", path);
-  f.date_utc = value_or<std::string>(m, "date_utc", "?", path);
+  const auto& pv = provenance_of(m);
+  f.date_utc = value_or<std::string>(pv, "date_utc", "?", path, &pv == &m ? "metadata." : "metadata.provenance.");
   if (m.contains("ranks")) f.ranks = value_or<int>(m, "ranks", 0, path);
   f.nonblocking = value_or<bool>(m, "nonblocking", false, path);
   if (m.contains("hosts")) {
@@ -554,6 +559,19 @@ ProgressFile read_progress_file(const std::string& path) {
     f.points.push_back(p);
   }
   return f;
+}
+
+FitInputs read_fit_inputs(const std::vector<std::string>& kernels, const std::vector<std::string>& collectives,
+                          const std::vector<std::string>& interference, const std::vector<std::string>& nccl_tests,
+                          const std::vector<std::string>& runtime_memory, const std::vector<std::string>& progress) {
+  FitInputs in;
+  for (const auto& p : progress) in.progress.push_back(read_progress_file(p));
+  for (const auto& p : kernels) in.kernels.push_back(read_kernels_file(p));
+  for (const auto& p : interference) in.interference.push_back(read_interference_file(p));
+  for (const auto& p : collectives) in.collectives.push_back(read_collective_sweep_file(p));
+  for (const auto& p : nccl_tests) in.nccl_tests.push_back(read_nccl_tests_log(p));
+  for (const auto& p : runtime_memory) in.runtime_memory.push_back(read_runtime_memory_file(p));
+  return in;
 }
 
 }  // namespace ks

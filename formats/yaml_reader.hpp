@@ -14,24 +14,14 @@
 #include <utility>
 #include <vector>
 
-#include "units.hpp"
+#include "formats/input_file.hpp"
+#include "common/error.hpp"
+#include "model/units.hpp"
 
 namespace ks {
 
-// Bad input: configs, data files, usage. The CLI prints what() and exits 2.
-struct InputError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 enum class Bound { any, non_negative, positive };
 
-// The whole of an input file; InputError "PATH: cannot open file" or "PATH:
-// is a directory; expected WHAT" otherwise. Devices and pipes are refused
-// (/dev/zero never ends), and so is a file above kMaxInputFileBytes: the
-// largest input kanscale reads (a checkpoint of a wide model, a long
-// measurement file) is tens of MB.
-inline constexpr double kMaxInputFileBytes = 1024.0 * 1048576;  // 1 GiB
-std::string read_input_file(const std::string& path, const std::string& what);
 
 // Edit distance, for "did you mean".
 std::size_t edit_distance(const std::string& a, const std::string& b);

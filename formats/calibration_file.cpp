@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "kanscale/build_info.hpp"
+#include "provenance.hpp"
 
 namespace ks {
 
@@ -64,10 +64,8 @@ std::string fit_quality(const LinearFit& f, bool with_cov) {
 }
 
 std::string fit_header(const std::string& command_line) {
-  std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return std::string("# Fitted by kanscale fit ") + build::version + " (" + build::git_hash + ") on " + date + "\n# " + command_line + "\n";
+  const Provenance p = provenance(command_line);
+  return "# Fitted by " + describe(p) + " on " + p.date_utc + "\n# " + p.command_line + "\n";
 }
 
 std::string write_calibration(const CalibrationFile& f, const std::string& header) {

@@ -1,12 +1,10 @@
 #pragma once
-// The measurement files kanscale writes (measure kernels, measure allreduce
-// and broadcast, bench interference) as typed records, read in one place:
-// every field's type and range is checked here, and an InputError names the
-// file, the row and the key. What a field means for a fit (a time must be
-// positive, a point must have no wrong results) is the fit's business
-// (calibration_fit).
+// What kanscale's measurements hold, as plain records: the rows of measure
+// kernels, the points of measure allreduce/broadcast, a train run's summary,
+// bench interference and bench progress, and a nccl-tests log's table. The
+// fits (calibration_fit) take them; formats/measurement_records and
+// formats/nccl_tests_log read and write their files.
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
@@ -15,13 +13,6 @@
 #include "machine.hpp"
 
 namespace ks {
-
-// A JSON file, parsed; InputError for a directory, a file that cannot be
-// opened or text that is not JSON (`what`: the kind of file expected).
-// A JSON library error as a reader shows it: the message without nlohmann's
-// "[json.exception.KIND.N]" tag.
-std::string json_message(const std::exception& e);
-nlohmann::json read_json_file(const std::string& path, const char* what);
 
 // ---------------------------------------------------------------- measure kernels
 // One row of measure kernels: one op timed at one shape on one rank.
@@ -39,12 +30,6 @@ struct KernelRecord {
   int rank = 0;
   bool layer() const { return op == "kan_forward" || op == "kan_backward"; }
 };
-nlohmann::json to_json(const KernelRecord& r);
-// Row `index` of `path` (an InputError names rows[index].<key>). With
-// `complete` every field the writer writes is required (a resume writes them
-// back); otherwise what a fit reads: op, time, FLOPs and bytes, a layer's
-// shape, and for a warm layer whether it was stable and its CV.
-KernelRecord kernel_record_from_json(const nlohmann::json& r, const std::string& path, std::size_t index, bool complete);
 
 // The peak memory of a one-layer training step at one shape, on one rank.
 struct KernelMemoryRecord {
@@ -53,10 +38,6 @@ struct KernelMemoryRecord {
   double peak_bytes = 0;
   int rank = 0;
 };
-nlohmann::json to_json(const KernelMemoryRecord& r);
-// memory[index]: the shape and peak required (rank too with `complete`);
-// a shape kanscale could not have measured is refused.
-KernelMemoryRecord kernel_memory_from_json(const nlohmann::json& r, const std::string& path, std::size_t index, bool complete);
 
 struct KernelsFile {
   std::string path;
@@ -70,12 +51,7 @@ struct KernelsFile {
   std::vector<KernelMemoryRecord> memory;
   std::vector<KernelRecord> rows;
 };
-KernelsFile read_kernels_file(const std::string& path);
-// metadata.machine as measure kernels writes it (read back by read_kernels_file).
-nlohmann::json machine_json(const Machine& m);
 
-// A kernels file read only for its runtime memory (fit --runtime-memory).
-KernelsFile read_runtime_memory_file(const std::string& path);
 
 // ---------------------------------------------------------------- measure allreduce / broadcast
 // One point of a sweep, as measure allreduce/broadcast writes it (nccl-tests'
@@ -94,11 +70,6 @@ struct CollectivePoint {
   int root = -1;  // broadcast's root; -1 for all-reduce
   std::optional<CollectiveTiming> out_of_place, in_place;
 };
-nlohmann::json to_json(const CollectivePoint& p);
-// Point `index` of `path`: types checked (an InputError names
-// points[index].<key>); with `complete`, every field that the sweep writes
-// must be there (count, and time, bandwidths and #wrong on both sides).
-CollectivePoint collective_point_from_json(const nlohmann::json& p, const std::string& path, std::size_t index, bool complete);
 
 struct CollectiveSweepFile {
   std::string path;
@@ -110,7 +81,6 @@ struct CollectiveSweepFile {
   bool has_points = false;
   std::vector<CollectivePoint> points;
 };
-CollectiveSweepFile read_collective_sweep_file(const std::string& path);
 
 // ---------------------------------------------------------------- train --json: its summary
 // Steady state, per metric: the median over ranks of each rank's median over
@@ -134,10 +104,6 @@ struct TrainSummary {
   // median over ranks of each rank's median, in the order the ops first ran.
   std::vector<std::pair<std::string, double>> op_s;
 };
-nlohmann::json to_json(const TrainSummary& s);
-// The "summary" object of a train --json file, every field checked
-// (InputError naming `path` and the key).
-TrainSummary train_summary_from_json(const nlohmann::json& summary, const std::string& path);
 
 // ---------------------------------------------------------------- bench interference
 struct InterferenceFile {
@@ -153,8 +119,6 @@ struct InterferenceFile {
   double per_collective_second = 0;  // compute lost per second of collective in flight (mean over ranks): the fit's input
   std::optional<double> inflight_memory_bytes_max;
 };
-nlohmann::json to_json(const InterferenceFile& f);
-InterferenceFile read_interference_file(const std::string& path);
 
 // ---------------------------------------------------------------- bench progress
 // How far a non-blocking all-reduce gets while its ranks compute (the
@@ -181,7 +145,24 @@ struct ProgressFile {
   std::string mpi_library, cpu_model, date_utc;  // where and when it was measured
   std::vector<ProgressPoint> points;
 };
-nlohmann::json to_json(const ProgressFile& f);
-ProgressFile read_progress_file(const std::string& path);
+
+// ---------------------------------------------------------------- nccl-tests logs
+// One row of a nccl-tests table (formats/nccl_tests_log reads any version's layout).
+struct NcclTestsRow {
+  double bytes = 0;
+  std::int64_t count = 0;
+  std::string type, redop;
+  double time_us[2] = {0, 0}, algbw_GBps[2] = {0, 0}, busbw_GBps[2] = {0, 0};  // out-of-place, in-place
+  int line = 0;
+};
+
+struct NcclTestsLog {
+  std::string file;
+  int ranks = 0;  // from the Rank lines
+  int nodes = 0;  // distinct hosts
+  std::vector<std::string> hosts;
+  std::string nccl_version;  // "NCCL version 2.14.3+cuda11.7" when logged
+  std::vector<NcclTestsRow> rows;
+};
 
 }  // namespace ks
