@@ -15,7 +15,7 @@
 #include "model/statistics.hpp"
 #include "formats/yaml_reader.hpp"
 #include "options.hpp"
-#include "sim/scenario.hpp"
+#include "study/scenario.hpp"
 
 namespace po = boost::program_options;
 

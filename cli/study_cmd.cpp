@@ -1,6 +1,6 @@
 // kanscale study STUDY.yaml: a YAML topology study, its four dimensions
 // written as tables, plots and a report into one directory that lands
-// whole (sim/scenario.hpp, sim/study_report.hpp).
+// whole (study/scenario.hpp, study/study_report.hpp).
 #include <boost/program_options.hpp>
 
 #include <iostream>
@@ -14,9 +14,9 @@
 #include "base/progress.hpp"
 #include "formats/yaml_reader.hpp"
 #include "measure/comm.hpp"
-#include "sim/result_codec.hpp"
-#include "sim/scenario.hpp"
-#include "sim/study_report.hpp"
+#include "study/result_codec.hpp"
+#include "study/scenario.hpp"
+#include "study/study_report.hpp"
 
 namespace po = boost::program_options;
 
@@ -76,7 +76,7 @@ int ranks_verdict(Comm& comm, const std::exception_ptr& error) {
 }
 
 // This rank's contiguous block of scenarios, run; on rank 0 every rank's
-// results gathered as their exact bytes (sim/result_codec), so the output
+// results gathered as their exact bytes (study/result_codec), so the output
 // equals one process's. Other ranks get nothing back.
 std::optional<std::vector<StudyResult>> run_block(const StudySpec& spec, Comm& comm) {
   const int rank = comm.rank(), ranks = comm.size();

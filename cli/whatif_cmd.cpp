@@ -1,5 +1,5 @@
 // kanscale whatif gpus|model|bucket-cap|cluster|change: capacity-planning
-// answers (sim/whatif.hpp), printed as an answer line, the reasoning and
+// answers (study/whatif.hpp), printed as an answer line, the reasoning and
 // the table searched; --json FILE writes the same as JSON.
 #include <boost/program_options.hpp>
 
@@ -13,7 +13,7 @@
 #include "model/units.hpp"
 #include "formats/yaml_reader.hpp"
 #include "options.hpp"
-#include "sim/whatif.hpp"
+#include "study/whatif.hpp"
 #include "formats/config_files.hpp"
 
 namespace po = boost::program_options;

@@ -97,7 +97,7 @@ struct ScalingPoint {
   // from the interval samples (unset: none): the median iteration time over
   // ranks, and the speedup (each sample's baseline from the same draw)
   std::optional<Band> iteration_band, speedup_band;
-  // A study's scenario band (sim/scenario: its unknowns' ranges): the
+  // A study's scenario band (study/scenario: its unknowns' ranges): the
   // envelope of the prediction, its interval included, over the unknowns'
   // samples. Unset: the study gives no unknowns.
   struct ScenarioBands {

@@ -1009,7 +1009,7 @@ TEST_CASE("every bad input: exit 2, one line naming the file and key (or the fla
   }
 }
 
-// The directory marker (model/output_files: .kanscale-output lists what
+// The directory marker (base/output_files: .kanscale-output lists what
 // kanscale wrote) against links: an output that reaches an input through a
 // symbolic link or a hard link is refused as the input itself would be,
 // and an earlier output that kanscale wrote is replaced.

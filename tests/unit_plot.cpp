@@ -1,4 +1,4 @@
-// Plots (model/plot) and study files (sim/scenario): what reaches a gnuplot
+// Plots (base/plot) and study files (study/scenario): what reaches a gnuplot
 // script, scripts that gnuplot renders or refuses, and how a study file
 // expands into scenarios.
 #include <doctest/doctest.h>
@@ -11,7 +11,7 @@
 
 #include "base/plot.hpp"
 #include "formats/yaml_reader.hpp"
-#include "sim/scenario.hpp"
+#include "study/scenario.hpp"
 #include "temp_dir.hpp"
 
 using namespace ks;

@@ -1,5 +1,5 @@
 // Running programs from argument vectors and quoting words for scripts
-// (model/process.hpp): the shell hands every quoted word back
+// (base/process.hpp): the shell hands every quoted word back
 // unchanged, and nothing in a word runs.
 #include <doctest/doctest.h>
 #include <sys/stat.h>

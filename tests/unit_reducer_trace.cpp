@@ -1,5 +1,5 @@
 // The reducer both trainer loops share (measure/reducer) and the one trace
-// type and writer of the simulator and the trainer (model/trace).
+// type and writer of the simulator and the trainer (formats/trace).
 #include <doctest/doctest.h>
 
 #include <vector>

@@ -2,9 +2,9 @@
 
 #include "formats/yaml_reader.hpp"
 #include "report.hpp"
-#include "result_codec.hpp"
-#include "scenario.hpp"
-#include "study_published.hpp"
+#include "study/result_codec.hpp"
+#include "study/scenario.hpp"
+#include "study/study_published.hpp"
 #include "study.hpp"
 #include "formats/config_files.hpp"
 
@@ -329,4 +329,47 @@ TEST_CASE("the replay takes the progress benchmark's interference for MPI collec
   CHECK(t.interference == doctest::Approx(0.2));
   cal.mpi_progress->interference.reset();  // measured without the work alone: the calibration's own
   CHECK(make_replay_input(local, w, cal, two, 32, 1).interference == doctest::Approx(0.2));
+}
+
+TEST_CASE("one settings table: its keys, aliases, factors and ranges, and the same refusal at every front door") {
+  // --set's names for the network keys resolve to the table's own
+  REQUIRE(find_setting("network.latency", kSet) != nullptr);
+  CHECK(find_setting("network.latency", kSet) == find_setting("network.inter_latency", kSet));
+  CHECK(find_setting("intra_node.bandwidth", kSet) == find_setting("network.intra_bandwidth", kSet));
+  CHECK(find_setting("network.latency", kSweep) == nullptr);  // an alias of --set only
+  CHECK(find_setting("scaling", kSet) == nullptr);            // a sweep's axis only
+  CHECK(find_setting("gpus", kSweep) == nullptr);             // a study sweeps GPU counts itself
+  // every key a door accepts is one entry, in the order the scenarios expand
+  const std::string sweep = setting_keys(kSweep);
+  CHECK(sweep.find("widths") < sweep.find("bucket_cap"));
+  CHECK(sweep.find("network.inter_latency") < sweep.find("scaling"));
+  // a factor on the case's current value: 25 MiB x 2 = 50 MiB; grid 5 x 3 = 15
+  Cluster cl = load_cluster(std::string(KANSCALE_SOURCE_DIR) + "/configs/clusters/local-cpu.yaml");
+  Calibration cal = datasheet_calibration(cl, Precision::fp32);
+  Workload w = load_workload(std::string(KANSCALE_SOURCE_DIR) + "/configs/workloads/default.yaml");
+  StudyOptions o;
+  int gpus = 2;
+  const CaseRef c{cl, cal, w, o, &gpus};
+  const Setting& cap = *find_setting("bucket_cap", kSet);
+  const SettingValue doubled = parse_setting(cap, "2x", &c);
+  CHECK(doubled.number == w.ddp.bucket_cap_bytes * 2);
+  CHECK(setting_label(cap, doubled) == "50.00 MiB");
+  CHECK(parse_setting(*find_setting("grid_size", kSet), "3x", &c).number == w.grid_size * 3);
+  // ranges are the table's: kMaxGridSize = 1000, kMaxGpusPerNode = 1024
+  CHECK_THROWS_WITH_AS(parse_setting(*find_setting("grid_size", kSweep), "1001"), doctest::Contains("kanscale's limit"), InputError);
+  CHECK_THROWS_WITH_AS(parse_setting(*find_setting("gpus_per_node", kSweep), "1025"), doctest::Contains("to 1024"), InputError);
+  CHECK_THROWS_WITH_AS(parse_setting(*find_setting("nccl_algo", kSweep), "rings"), doctest::Contains("all, ring or tree"), InputError);
+  // --set wants a factor written as one; a sweep takes a plain number too
+  CHECK_THROWS_AS(parse_setting(*find_setting("compute_time", kSet), "2", &c, true), InputError);
+  CHECK(parse_setting(*find_setting("network.inter_bandwidth", kSweep), "2").number == 2);
+  // NCCL's restrictions on an MPI cluster move nothing: the table says so,
+  // and a study sweeping them on MPI clusters alone is refused with that
+  const Setting& algo = *find_setting("nccl_algo", kSweep);
+  CHECK(algo.idle(c, parse_setting(algo, "ring"), Layout{}).find("uses MPI collectives") != std::string::npos);
+  CHECK(algo.idle(c, parse_setting(algo, "ring"), Layout{}) == algo.idle(c, parse_setting(algo, "tree"), Layout{}));
+  const std::string src = KANSCALE_SOURCE_DIR;
+  CHECK_THROWS_WITH_AS(parse_study("name: u\nworkload: " + src + "/configs/workloads/default.yaml\nclusters:\n  - file: " + src +
+                                       "/configs/clusters/local-cpu.yaml\nsweep:\n  gpus: [1, 2]\n  nccl_algo: [all, ring]\n",
+                                   "u.yaml", 1e9),
+                       doctest::Contains("uses MPI collectives"), InputError);
 }

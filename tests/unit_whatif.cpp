@@ -18,7 +18,7 @@
 #include <limits>
 
 #include "formats/yaml_reader.hpp"
-#include "whatif.hpp"
+#include "study/whatif.hpp"
 #include "formats/config_files.hpp"
 
 using namespace ks;

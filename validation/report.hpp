@@ -1,5 +1,5 @@
 #pragma once
-// The validation report's plots, all gnuplot's (model/plot): predicted
+// The validation report's plots, all gnuplot's (base/plot): predicted
 // against measured iteration times, the error per case, and one iteration's
 // timeline live and simulated side by side.
 #include <nlohmann/json.hpp>

@@ -11,7 +11,7 @@
 #include "model/kan_model.hpp"
 #include "base/plot.hpp"
 #include "model/rng.hpp"
-#include "report.hpp"
+#include "sim/report.hpp"
 #include "model/collectives.hpp"
 #include "model/units.hpp"
 #include <algorithm>
@@ -19,65 +19,6 @@
 #include "formats/yaml_reader.hpp"
 
 namespace ks {
-
-std::string widths_text(const std::vector<std::int64_t>& w) {
-  std::string s;
-  for (auto v : w) s += (s.empty() ? "" : "-") + std::to_string(v);
-  return s;
-}
-
-void apply_network_factor(Cluster& c, Calibration& cal, const std::string& what, double f) {
-  auto scale_hw = [&](int level) {
-    for (auto& algo : cal.nccl.hw_latency_us[level])
-      for (double& v : algo) v *= f;
-  };
-  if (what == "intra_bandwidth") {
-    c.intra.bandwidth_Bps *= f;
-    if (cal.nccl_bus_bw_intra_Bps) *cal.nccl_bus_bw_intra_Bps *= f;
-    for (auto& r : cal.mpi_regimes)
-      if (r.bandwidth_Bps) *r.bandwidth_Bps *= f;
-    if (cal.mpi_broadcast && cal.mpi_broadcast->bandwidth_Bps) *cal.mpi_broadcast->bandwidth_Bps *= f;
-  } else if (what == "inter_bandwidth") {
-    c.net.nic_bandwidth_Bps *= f;
-    if (cal.nccl_bus_bw_inter_Bps) *cal.nccl_bus_bw_inter_Bps *= f;
-  } else if (what == "intra_latency") {
-    c.intra.latency_s *= f;
-    scale_hw(0);  // NVLink
-    scale_hw(1);  // PCI
-    for (auto& r : cal.mpi_regimes)
-      if (r.latency_s) *r.latency_s *= f;
-    if (cal.mpi_broadcast) cal.mpi_broadcast->latency_s *= f;
-  } else if (what == "inter_latency") {
-    c.net.latency_s *= f;
-    scale_hw(2);  // network
-  } else {
-    throw std::invalid_argument("apply_network_factor: unknown network value " + what);
-  }
-}
-
-bool network_factor_moves(const Cluster& c, const Calibration& cal, const Layout& layout, const std::string& what, double factor) {
-  Cluster c2 = c;
-  Calibration cal2 = cal;
-  apply_network_factor(c2, cal2, what, factor);
-  const auto a = make_collective_model(c, cal), b = make_collective_model(c2, cal2);
-  for (double bytes = 4096; bytes <= 268435456; bytes *= 4)
-    if (a->allreduce(bytes, layout).time_s != b->allreduce(bytes, layout).time_s ||
-        a->broadcast(bytes, layout).time_s != b->broadcast(bytes, layout).time_s)
-      return true;
-  return false;
-}
-
-// "2x", "0.5x" or a plain number: a positive finite factor, 1e-6 to 1e6
-// (a millionth of a cost already turns a microsecond into a picosecond).
-double parse_factor(const std::string& text) {
-  std::string t = text;
-  if (!t.empty() && (t.back() == 'x' || t.back() == 'X')) t.pop_back();
-  char* end = nullptr;
-  const double v = std::strtod(t.c_str(), &end);
-  if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v) || v < 1e-6 || v > 1e6) return -1;
-  return v;
-}
-
 
 // ---------------------------------------------------------------- unknowns
 namespace {
@@ -122,28 +63,15 @@ std::vector<double> Unknown::grid(int n) const {
   return g;
 }
 
+namespace {
+CaseRef case_of(Scenario& sc) { return CaseRef{sc.cluster_config, sc.calibration, sc.workload, sc.options}; }
+}  // namespace
+
 void apply_unknown(Scenario& sc, const Unknown& u, double v) {
-  const std::string& k = u.key;
-  if (k == "batch_per_gpu") {
-    sc.workload.batch_per_gpu = static_cast<std::int64_t>(v);
-  } else if (k == "global_batch") {
-    sc.workload.global_batch = static_cast<std::int64_t>(v);
-  } else if (k == "batch_mode") {
-    // the batch was per GPU (strong) or global (strong-global-batch); weak
-    // scaling keeps its per-GPU batch either way
-    if (sc.options.scaling != Scaling::weak)
-      sc.options.scaling = u.choices.at(static_cast<std::size_t>(v)) == "global" ? Scaling::strong_global_batch : Scaling::strong;
-  } else if (k.rfind("network.", 0) == 0) {
-    if (v != 1) apply_network_factor(sc.cluster_config, sc.calibration, k.substr(8), v);
-  } else if (k == "compute_time") {
-    sc.calibration.compute_scale *= v;
-  } else if (k == "host_overhead") {
-    sc.calibration.host_overhead_s += v;
-  } else if (k == "epoch_overhead") {
-    sc.workload.epoch_overhead_s = v;
-  } else {
-    throw std::invalid_argument("apply_unknown: unknown key " + k);
-  }
+  CaseRef c = case_of(sc);
+  SettingValue value;
+  value.number = v;
+  u.setting->apply(c, value);
 }
 
 Scenario scenario_at(const StudySpec& s, std::size_t i, const std::vector<double>& values) {
@@ -154,103 +82,87 @@ Scenario scenario_at(const StudySpec& s, std::size_t i, const std::vector<double
 
 namespace {
 
-const std::vector<std::string> kUnknownKeys = {"batch_per_gpu",           "global_batch",           "batch_mode",
-                                               "network.intra_bandwidth", "network.inter_bandwidth", "network.intra_latency",
-                                               "network.inter_latency",   "compute_time",           "host_overhead",
-                                               "epoch_overhead"};
-
 // unknowns: {samples: N, KEY: [lo, hi] | {range: [lo, hi], nominal: v}, batch_mode: [per_gpu, global]}
+// (the keys: settings() with kUnknown)
+Unknown read_unknown(YamlMap& um, const Setting& st, const StudySpec& s) {
+  const std::string key = st.key;
+  Unknown u;
+  u.setting = &st;
+  u.key = key;
+  std::vector<std::string> range;
+  std::optional<std::string> nominal;
+  if (um.has_map(key)) {
+    YamlMap long_form = um.map(key);
+    range = long_form.string_list("range");
+    nominal = long_form.string_opt("nominal");
+    long_form.finish();
+  } else {
+    range = um.string_list(key);
+  }
+  auto bad = [&](const std::string& what) { um.fail(key, what); };
+  auto value = [&](const std::string& t) -> double {
+    try {
+      return parse_setting(st, t).number;
+    } catch (const InputError& e) {
+      um.fail(key, "\"" + t + "\": " + e.what());
+    }
+  };
+  if (st.kind == SettingKind::choice) {
+    u.kind = Unknown::Kind::choice;
+    for (const auto& c : range) {
+      value(c);
+      if (std::find(u.choices.begin(), u.choices.end(), c) != u.choices.end()) bad("\"" + c + "\" is given twice");
+      u.choices.push_back(c);
+    }
+    u.lo = 0;
+    u.hi = static_cast<double>(u.choices.size() - 1);
+    u.nominal = 0;
+    if (nominal) {
+      const auto it = std::find(u.choices.begin(), u.choices.end(), *nominal);
+      if (it == u.choices.end()) bad("nominal \"" + *nominal + "\" is not one of the choices");
+      u.nominal = static_cast<double>(it - u.choices.begin());
+    }
+    // a choice's value is its index in the setting's own choices
+    return u;
+  }
+  if (range.size() != 2) bad("expected a range [lo, hi]");
+  // batch sizes are taken as powers of two; factors spread on a log scale
+  u.kind = st.kind == SettingKind::whole ? Unknown::Kind::pow2 : st.kind == SettingKind::time ? Unknown::Kind::time : Unknown::Kind::factor;
+  u.lo = value(range[0]);
+  u.hi = value(range[1]);
+  if (u.lo > u.hi) bad("the range's low end " + range[0] + " is above its high end " + range[1]);
+  if (u.kind == Unknown::Kind::pow2 && pow2_at_least(u.lo) > u.hi) bad("the range holds no power of two (batch sizes are taken as powers of two)");
+  // the point prediction's value: given, or the study workload's (a
+  // factor's is 1; a calibration term's is its value in no calibration: a
+  // host overhead of 0), kept in the range
+  double base = u.kind == Unknown::Kind::factor ? 1 : 0;
+  if (st.current) {
+    Workload w = s.workload;
+    Cluster c;
+    Calibration cal;
+    StudyOptions o;
+    base = st.current(CaseRef{c, cal, w, o});
+  }
+  u.nominal = nominal ? value(*nominal) : std::clamp(base, u.lo, u.hi);
+  if (u.nominal < u.lo || u.nominal > u.hi) bad("nominal " + *nominal + " lies outside the range");
+  if (u.kind == Unknown::Kind::pow2) {
+    // the point prediction takes one of the values the band samples
+    const double p2lo = pow2_at_least(u.lo), p2hi = pow2_at_most(u.hi);
+    if (nominal && std::exp2(std::round(std::log2(u.nominal))) != u.nominal)
+      bad("nominal " + *nominal + " is not a power of two (batch sizes are taken as powers of two)");
+    u.nominal = std::clamp(std::exp2(std::round(std::log2(u.nominal))), p2lo, p2hi);
+  }
+  return u;
+}
+
 void read_unknowns(YamlMap& m, StudySpec& s) {
   auto um = m.map_opt("unknowns");
   if (!um) return;
   s.unknown_samples = static_cast<int>(um->integer_opt("samples", 0, 10000).value_or(32));
-  for (const std::string& key : kUnknownKeys) {
-    if (!um->has(key)) continue;
-    Unknown u;
-    u.key = key;
-    std::vector<std::string> range;
-    std::optional<std::string> nominal;
-    std::optional<YamlMap> long_form;
-    if (um->has_map(key)) {
-      long_form = um->map(key);
-      range = long_form->string_list("range");
-      nominal = long_form->string_opt("nominal");
-      long_form->finish();
-    } else {
-      range = um->string_list(key);
-    }
-    auto bad = [&](const std::string& what) { um->fail(key, what); };
-    if (key == "batch_mode") {
-      u.kind = Unknown::Kind::choice;
-      for (const auto& c : range) {
-        if (c != "per_gpu" && c != "global") bad("\"" + c + "\": expected per_gpu or global");
-        if (std::find(u.choices.begin(), u.choices.end(), c) != u.choices.end()) bad("\"" + c + "\" is given twice");
-        u.choices.push_back(c);
-      }
-      u.lo = 0;
-      u.hi = static_cast<double>(u.choices.size() - 1);
-      u.nominal = 0;
-      if (nominal) {
-        const auto it = std::find(u.choices.begin(), u.choices.end(), *nominal);
-        if (it == u.choices.end()) bad("nominal \"" + *nominal + "\" is not one of the choices");
-        u.nominal = static_cast<double>(it - u.choices.begin());
-      }
-      s.unknowns.push_back(u);
-      continue;
-    }
-    if (range.size() != 2) bad("expected a range [lo, hi]");
-    auto value = [&](const std::string& t) -> double {
-      if (key == "batch_per_gpu" || key == "global_batch") {
-        char* end = nullptr;
-        const double v = std::strtod(t.c_str(), &end);
-        if (t.empty() || end != t.c_str() + t.size() || !(v >= 1) || v > 1e15 || v != std::floor(v))
-          bad("\"" + t + "\": expected a whole number of samples, at least 1");
-        return v;
-      }
-      if (key == "host_overhead" || key == "epoch_overhead") {
-        double v = 0;
-        try {
-          v = parse_quantity(t, Quantity::time);
-        } catch (const std::exception& e) {
-          bad("\"" + t + "\": " + e.what());
-        }
-        if (!(v >= 0) || v > 1e9) bad("\"" + t + "\": expected a time from 0 to 1e9 s");
-        return v;
-      }
-      const double f = parse_factor(t);
-      if (f < 0) bad("\"" + t + "\": expected a positive factor such as 2x or 0.5x");
-      return f;
-    };
-    u.kind = (key == "batch_per_gpu" || key == "global_batch")   ? Unknown::Kind::pow2
-             : (key == "host_overhead" || key == "epoch_overhead") ? Unknown::Kind::time
-                                                                   : Unknown::Kind::factor;
-    u.lo = value(range[0]);
-    u.hi = value(range[1]);
-    if (u.lo > u.hi) bad("the range's low end " + range[0] + " is above its high end " + range[1]);
-    if (u.kind == Unknown::Kind::pow2 && pow2_at_least(u.lo) > u.hi) bad("the range holds no power of two (batch sizes are taken as powers of two)");
-    // the point prediction's value: given, or the base setting's, kept in the range
-    double base = 0;
-    if (key == "batch_per_gpu") base = static_cast<double>(s.workload.batch_per_gpu);
-    else if (key == "global_batch") base = static_cast<double>(s.workload.global_batch.value_or(s.workload.batch_per_gpu));
-    else if (key == "epoch_overhead") base = s.workload.epoch_overhead_s;
-    else if (u.kind == Unknown::Kind::factor) base = 1;
-    u.nominal = nominal ? value(*nominal) : std::clamp(base, u.lo, u.hi);
-    if (u.nominal < u.lo || u.nominal > u.hi) bad("nominal " + *nominal + " lies outside the range");
-    if (u.kind == Unknown::Kind::pow2) {
-      // the point prediction takes one of the values the band samples
-      const double p2lo = pow2_at_least(u.lo), p2hi = pow2_at_most(u.hi);
-      if (nominal && std::exp2(std::round(std::log2(u.nominal))) != u.nominal)
-        bad("nominal " + *nominal + " is not a power of two (batch sizes are taken as powers of two)");
-      u.nominal = std::clamp(std::exp2(std::round(std::log2(u.nominal))), p2lo, p2hi);
-    }
-    s.unknowns.push_back(u);
-  }
+  for (const Setting& st : settings())
+    if ((st.uses & kUnknown) && um->has(st.key)) s.unknowns.push_back(read_unknown(*um, st, s));
   um->finish();
-  if (s.unknowns.empty()) m.fail("unknowns", "expected at least one unknown: " + [] {
-    std::string k;
-    for (const auto& x : kUnknownKeys) k += (k.empty() ? "" : ", ") + x;
-    return k;
-  }());
+  if (s.unknowns.empty()) m.fail("unknowns", "expected at least one unknown: " + setting_keys(kUnknown));
   if (s.unknowns.size() > 8) m.fail("unknowns", "at most 8 unknowns (their corners alone are 2^n samples)");
   // every corner of the ranges (every choice), then random points inside
   std::vector<std::vector<double>> corners{{}};
@@ -284,6 +196,33 @@ struct Axis {
   std::vector<std::string> values;
   std::function<void(Scenario&, std::size_t)> apply;
 };
+
+// A swept value that moves nothing in the model in use (at the study's
+// largest GPU count) is refused, not ignored; one that acts on some
+// clusters only is noted for the others.
+void check_sweep_value(StudySpec& s, const Setting& st, const SettingValue& v, const YamlMap& from, const std::string& name, std::size_t i) {
+  const int n = *std::max_element(s.gpus.begin(), s.gpus.end());
+  std::vector<std::string> idle;
+  for (const auto& c : s.clusters) {
+    Layout l;
+    try {
+      l = layout_for(c.cluster, n, std::nullopt);
+    } catch (const InputError&) {
+      continue;  // reported with the GPU counts below
+    }
+    Cluster cluster = c.cluster;
+    Calibration cal = c.calibration;
+    Workload w = s.workload;
+    StudyOptions o;
+    if (const std::string why = st.idle(CaseRef{cluster, cal, w, o}, v, l); !why.empty())
+      idle.push_back("cluster '" + c.label + "' (" + std::to_string(l.nodes) + " node(s) at " + std::to_string(n) + " GPUs: " + why + ")");
+  }
+  if (idle.size() == s.clusters.size())
+    from.fail_item(name, i, v.text + " moves nothing in the model in use for " + idle.front() + "; drop it or sweep GPU counts where it acts");
+  for (const auto& c : idle)
+    s.notes.push_back(std::string(st.key) + " " + v.text + " moves nothing for " + c + ": its scenarios equal the " +
+                      (st.kind == SettingKind::factor ? "1x" : "all") + " ones");
+}
 
 StudySpec read_study(YamlMap m, double max_events, const std::string& calibration_override = "") {
   StudySpec s;
@@ -350,114 +289,46 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
     s.gpus.push_back(static_cast<int>(g));
   }
   std::vector<Axis> axes;
-  if (sw.has("widths")) {
-    const auto ws = sw.integer_lists("widths", 1, 2);
-    Axis a{"widths", {}, nullptr};
-    for (std::size_t i = 0; i < ws.size(); ++i) {
-      if (const std::string why = kan_size_problem(KanShape{ws[i], s.workload.grid_size, s.workload.spline_order}); !why.empty())
-        sw.fail_item("widths", i, why);
-      a.values.push_back(widths_text(ws[i]));
-    }
-    a.apply = [ws](Scenario& sc, std::size_t i) { sc.workload.widths = ws[i]; };
-    axes.push_back(std::move(a));
-  }
-  if (sw.has("grid_size")) {
-    const auto gs = sw.integer_list("grid_size", 1, 1, 1 << 16);
-    Axis a{"grid_size", {}, [gs](Scenario& sc, std::size_t i) { sc.workload.grid_size = static_cast<int>(gs[i]); }};
-    for (auto g : gs) a.values.push_back(std::to_string(g));
-    axes.push_back(std::move(a));
-  }
-  if (sw.has("batch_per_gpu")) {
-    const auto bs = sw.integer_list("batch_per_gpu", 1, 1, kMaxBatch);
-    Axis a{"batch_per_gpu", {}, [bs](Scenario& sc, std::size_t i) { sc.workload.batch_per_gpu = bs[i]; }};
-    for (auto b : bs) a.values.push_back(std::to_string(b));
-    axes.push_back(std::move(a));
-  }
-  if (sw.has("bucket_cap")) {
-    const auto caps = sw.quantity_list("bucket_cap", Quantity::size, Bound::positive);
-    Axis a{"bucket_cap", {}, [caps](Scenario& sc, std::size_t i) { sc.workload.ddp.bucket_cap_bytes = caps[i]; }};
-    for (double c : caps) a.values.push_back(format_bytes(c));
-    axes.push_back(std::move(a));
-  }
-  if (sw.has("gradient_as_bucket_view")) {
-    const auto v = sw.choice_list("gradient_as_bucket_view", {"false", "true"});
-    Axis a{"gradient_as_bucket_view", v, [v](Scenario& sc, std::size_t i) { sc.workload.ddp.gradient_as_bucket_view = v[i] == "true"; }};
-    axes.push_back(std::move(a));
-  }
-  if (sw.has("gpus_per_node")) {
-    const auto g = sw.integer_list("gpus_per_node", 1, 1, kMaxGpusPerNode);
-    Axis a{"gpus_per_node", {}, [g](Scenario& sc, std::size_t i) { sc.options.gpus_per_node = static_cast<int>(g[i]); }};
-    for (auto v : g) a.values.push_back(std::to_string(v));
-    axes.push_back(std::move(a));
-  }
-  // NCCL_ALGO / NCCL_PROTO restrictions ("all": the cluster's own list)
-  if (sw.has("nccl_algo")) {
-    const auto v = sw.choice_list("nccl_algo", {"all", "ring", "tree"});
-    axes.push_back(Axis{"nccl_algo", v, [v](Scenario& sc, std::size_t i) {
-                          if (v[i] != "all") sc.cluster_config.collectives.algorithms = {v[i] == "ring" ? Algo::ring : Algo::tree};
-                        }});
-  }
-  if (sw.has("nccl_proto")) {
-    const auto v = sw.choice_list("nccl_proto", {"all", "LL", "LL128", "Simple"});
-    axes.push_back(Axis{"nccl_proto", v, [v](Scenario& sc, std::size_t i) {
-                          if (v[i] == "all") return;
-                          sc.cluster_config.collectives.protocols = {v[i] == "LL" ? Proto::ll : v[i] == "LL128" ? Proto::ll128 : Proto::simple};
-                        }});
-  }
-  if (auto net = sw.map_opt("network")) {
-    for (const std::string what : {"intra_bandwidth", "inter_bandwidth", "intra_latency", "inter_latency"}) {
-      if (!net->has(what)) continue;
-      const auto texts = net->string_list(what);
-      std::vector<double> f;
-      for (std::size_t i = 0; i < texts.size(); ++i) {
-        f.push_back(parse_factor(texts[i]));
-        if (f.back() < 0) net->fail_item(what, i, "\"" + texts[i] + "\": expected a positive factor such as 2x or 0.5x");
-        if (f.back() == 1) continue;
-        // a what-if that moves nothing in the model in use is refused, not
-        // ignored; one that acts on some clusters only is noted for the others
-        const int n = *std::max_element(s.gpus.begin(), s.gpus.end());
-        std::vector<std::string> idle;
-        for (const auto& c : s.clusters) {
-          Layout l;
-          try {
-            l = layout_for(c.cluster, n, std::nullopt);
-          } catch (const InputError&) {
-            continue;  // reported with the GPU counts below
-          }
-          if (!network_factor_moves(c.cluster, c.calibration, l, what, f.back()))
-            idle.push_back("cluster '" + c.label + "' (" + std::to_string(l.nodes) + " node(s) at " + std::to_string(n) + " GPUs, " +
-                           (c.cluster.collectives.family == CollFamily::nccl
-                                ? "NCCL: another link bounds the bandwidth, or the level is not used"
-                                : "MPI: its fitted regimes hold the latency and bandwidth") +
-                           ")");
-        }
-        if (idle.size() == s.clusters.size())
-          net->fail_item(what, i, texts[i] + " moves nothing in the collective model in use for " + idle.front() +
-                                      "; drop it or sweep GPU counts where it acts");
-        for (const auto& c : idle)
-          s.notes.push_back("network." + what + " " + texts[i] + " moves nothing for " + c + ": its scenarios equal the 1x ones");
+  auto net = sw.map_opt("network");  // sweep.network.KEY: the settings network.KEY
+  for (const Setting& st : settings()) {
+    if (!(st.uses & kSweep)) continue;
+    const std::string key = st.key;
+    const bool in_net = key.rfind("network.", 0) == 0;
+    YamlMap* from = in_net ? (net ? &*net : nullptr) : &sw;
+    const std::string name = in_net ? key.substr(8) : key;
+    std::vector<std::string> texts;
+    if (from && from->has(name)) {
+      if (st.kind == SettingKind::widths) {
+        for (const auto& w : from->integer_lists(name, 1, 2)) texts.push_back(widths_text(w));
+      } else {
+        texts = from->string_list(name);
       }
-      std::vector<std::string> labels;
-      for (double v : f) {
-        std::ostringstream os;
-        os << v << "x";
-        labels.push_back(os.str());
-      }
-      axes.push_back(Axis{"network." + what, labels, [f, what](Scenario& sc, std::size_t i) {
-                            if (f[i] != 1) apply_network_factor(sc.cluster_config, sc.calibration, what, f[i]);
-                          }});
+    } else if (key == "scaling") {
+      texts = {"strong", "weak"};  // both, unless the study says
+    } else {
+      continue;
     }
-    net->finish();
+    std::vector<SettingValue> values;
+    Axis axis{key, {}, nullptr};
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+      try {
+        values.push_back(parse_setting(st, texts[i]));
+      } catch (const InputError& e) {
+        from->fail_item(name, i, "\"" + texts[i] + "\": " + e.what());
+      }
+      if (st.kind == SettingKind::widths)
+        if (const std::string why = kan_size_problem(KanShape{values.back().widths, s.workload.grid_size, s.workload.spline_order}); !why.empty())
+          from->fail_item(name, i, why);
+      axis.values.push_back(setting_label(st, values.back()));
+      if (st.idle && !setting_is_neutral(st, values.back())) check_sweep_value(s, st, values.back(), *from, name, i);
+    }
+    axis.apply = [&st, values](Scenario& sc, std::size_t i) {
+      CaseRef c = case_of(sc);
+      st.apply(c, values[i]);
+    };
+    axes.push_back(std::move(axis));
   }
-  {
-    const std::vector<std::string> v = sw.has("scaling") ? sw.choice_list("scaling", {"strong", "strong-global-batch", "weak"})
-                                                         : std::vector<std::string>{"strong", "weak"};
-    axes.push_back(Axis{"scaling", v, [v](Scenario& sc, std::size_t i) {
-                          sc.options.scaling = v[i] == "strong" ? Scaling::strong
-                                               : v[i] == "weak" ? Scaling::weak
-                                                                : Scaling::strong_global_batch;
-                        }});
-  }
+  if (net) net->finish();
   sw.finish();
   read_unknowns(m, s);
   if (auto pub = m.map_opt("published")) {

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/config.hpp"
-#include "study.hpp"
+#include "sim/study.hpp"
 
 namespace ks {
 

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "formats/yaml_reader.hpp"
-#include "report.hpp"
+#include "sim/report.hpp"
 
 namespace ks {
 

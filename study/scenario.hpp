@@ -2,7 +2,7 @@
 // A study file (kanscale study STUDY.yaml): clusters, a base workload and
 // the sweeps over them, expanded into scenarios. A scenario is one scaling
 // study (run_study) over the study's GPU counts: one cluster, one value of
-// every swept key. The outputs (sim/study_report) group its points by the
+// every swept key. The outputs (study/study_report) group its points by the
 // four dimensions of the KAN scaling study.
 #include <cstddef>
 #include <cstdint>
@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "model/config.hpp"
-#include "study.hpp"
+#include "settings.hpp"
+#include "sim/study.hpp"
 
 namespace ks {
 
@@ -36,11 +37,12 @@ struct Scenario {
   std::string curve;        // the label without the scaling mode (one line per curve in a plot)
 };
 
-// A value of the setup nobody recorded, given as a range (sim/scenario's
+// A value of the setup nobody recorded, given as a range (study/scenario's
 // unknowns): the scenario band is the prediction's envelope over it.
 struct Unknown {
   enum class Kind { pow2, factor, time, choice };
-  std::string key;  // batch_per_gpu, global_batch, batch_mode, network.*, compute_time, host_overhead, epoch_overhead
+  const Setting* setting = nullptr;  // settings(): batch_per_gpu, global_batch, batch_mode, network.*, compute_time, host_overhead, epoch_overhead
+  std::string key;
   Kind kind = Kind::time;
   double lo = 0, hi = 0;      // choice: 0 .. choices - 1
   double nominal = 0;         // the value of the point prediction
@@ -105,24 +107,6 @@ Scenario scenario_at(const StudySpec& s, std::size_t i, const std::vector<double
 // replaces every cluster's calibration (kanscale bench study).
 StudySpec load_study(const std::string& path, double max_events, const std::string& calibration_override = "");
 StudySpec parse_study(const std::string& yaml_text, const std::string& name, double max_events);
-
-// KAN widths as a label: "64-256-256-1".
-std::string widths_text(const std::vector<std::int64_t>& widths);
-
-// A network what-if: `factor` times the intra- or inter-node bandwidth or
-// latency (`what`: intra_bandwidth, inter_bandwidth, intra_latency,
-// inter_latency), on the values the collective model in use reads: for
-// NCCL the bus bandwidths and NCCL's per-hop latencies (hw_latency_us of
-// the NVLink/PCI or network level), for MPI the link values and, within a
-// node, the fitted regimes (measured there).
-void apply_network_factor(Cluster& c, Calibration& cal, const std::string& what, double factor);
-
-// Whether `factor` on `what` changes any all-reduce or the broadcast the
-// collective model prices on `layout` (sizes from 4 KiB to 256 MiB).
-bool network_factor_moves(const Cluster& c, const Calibration& cal, const Layout& layout, const std::string& what, double factor);
-// "2x", "0.5x" or a plain number: a positive finite factor up to 1e6; -1
-// for anything else.
-double parse_factor(const std::string& text);
 
 // Scenarios [begin, end) of the study, each run_study's result, in order.
 std::vector<StudyResult> run_scenarios(const StudySpec& s, std::size_t begin, std::size_t end);

@@ -10,7 +10,7 @@
 #include "model/limits.hpp"
 #include "model/units.hpp"
 #include "formats/yaml_reader.hpp"
-#include "report.hpp"
+#include "sim/report.hpp"
 #include "scenario.hpp"
 
 namespace ks {
@@ -670,133 +670,40 @@ struct Case {
   Cluster cluster;
   Calibration cal;
   Workload w;
+  StudyOptions options;  // the query's, with the case's GPUs per node
   int gpus = 1;
-  std::optional<int> gpn;
+  CaseRef ref() { return CaseRef{cluster, cal, w, options, &gpus}; }
 };
 
-bool parse_bool(const std::string& v, const std::string& key) {
-  if (v == "true") return true;
-  if (v == "false") return false;
-  throw InputError("--set " + key + "=" + v + ": expected true or false");
-}
+// A change as the settings table reads it (study/settings).
+struct Parsed {
+  const Setting* setting = nullptr;
+  SettingValue value;
+};
 
-// A value or a factor ("2x") on `current`.
-double value_or_factor(const std::string& v, const std::string& key, double current, const std::function<double(const std::string&)>& parse) {
-  if (!v.empty() && (v.back() == 'x' || v.back() == 'X')) {
-    const double f = parse_factor(v);
-    if (f < 0) throw InputError("--set " + key + "=" + v + ": expected a positive factor such as 2x or 0.5x");
-    return current * f;
+// Parses --set KEY=VALUE against the case it changes and applies it;
+// refused when the key moves nothing in the model in use on that case.
+Parsed apply_change(Case& k, const Change& ch) {
+  const std::string where = "--set " + ch.key + "=" + ch.value;
+  Parsed p;
+  p.setting = find_setting(ch.key, kSet);
+  if (!p.setting) throw InputError(where + ": unknown key; expected one of: " + kWhatifChangeKeys);
+  CaseRef c = k.ref();
+  try {
+    p.value = parse_setting(*p.setting, ch.value, &c, true);
+  } catch (const InputError& e) {
+    throw InputError(where + ": " + e.what());
   }
-  return parse(v);
-}
-
-std::int64_t whole(double v, const std::string& key, const std::string& text, std::int64_t hi) {
-  if (!(v >= 1 && v <= static_cast<double>(hi) && v == std::floor(v)))
-    throw InputError("--set " + key + "=" + text + ": expected a whole number from 1 to " + std::to_string(hi) +
-                     (v == std::floor(v) && v > static_cast<double>(hi) ? " (kanscale's limit)" : ""));
-  return static_cast<std::int64_t>(v);
-}
-
-// What the network keys are called in apply_network_factor.
-std::string network_what(const std::string& key) {
-  if (key == "network.latency" || key == "network.inter_latency") return "inter_latency";
-  if (key == "network.nic_bandwidth" || key == "network.inter_bandwidth") return "inter_bandwidth";
-  if (key == "intra_node.latency" || key == "network.intra_latency") return "intra_latency";
-  if (key == "intra_node.bandwidth" || key == "network.intra_bandwidth") return "intra_bandwidth";
-  return "";
-}
-
-void apply_change(Case& k, const Change& ch) {
-  const std::string& key = ch.key;
-  const std::string& v = ch.value;
-  auto number = [&](const std::string& t) {
-    char* end = nullptr;
-    const double x = std::strtod(t.c_str(), &end);
-    if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(x)) throw InputError("--set " + key + "=" + v + ": expected a number or a factor such as 2x");
-    return x;
-  };
-  auto quantity = [&](Quantity q) {
-    return [&, q](const std::string& t) {
-      try {
-        return parse_quantity(t, q);
-      } catch (const std::exception& e) {
-        throw InputError("--set " + key + "=" + v + ": " + e.what());
-      }
-    };
-  };
-  if (const std::string what = network_what(key); !what.empty()) {
-    const double f = parse_factor(v);
-    if (f < 0 || v.empty() || (v.back() != 'x' && v.back() != 'X'))
-      throw InputError("--set " + key + "=" + v + ": expected a factor such as 2x or 0.5x (it acts on the collective model in use)");
-    const Layout l = layout_for(k.cluster, k.gpus, k.gpn);
-    if (!network_factor_moves(k.cluster, k.cal, l, what, f))
-      throw InputError(
-          "--set " + key + "=" + v + " moves nothing in the collective model in use at " + std::to_string(k.gpus) + " GPU(s) on " +
-          std::to_string(l.nodes) + " node(s): " +
-          (k.cluster.collectives.family == CollFamily::nccl
-               ? (what.rfind("inter", 0) == 0 && l.nodes == 1 ? "NCCL stays within one node"
-                                                               : "NCCL's bus bandwidth is bounded by another link, or the level is not used")
-               : (what.rfind("inter", 0) == 0 && l.nodes == 1 ? "MPI stays within one node"
-                                                               : "the calibration's fitted MPI regimes hold the latency and bandwidth")));
-    apply_network_factor(k.cluster, k.cal, what, f);
-  } else if (key == "compute_time") {
-    const double f = parse_factor(v);
-    if (f < 0 || v.back() != 'x') throw InputError("--set compute_time=" + v + ": expected a factor such as 0.5x (every op's time)");
-    k.cal.compute_scale *= f;
-  } else if (key == "host_overhead") {
-    k.cal.host_overhead_s = value_or_factor(v, key, k.cal.host_overhead_s, quantity(Quantity::time));
-    if (k.cal.host_overhead_s < 0) throw InputError("--set host_overhead=" + v + ": expected a time of at least 0");
-  } else if (key == "batch_per_gpu") {
-    k.w.batch_per_gpu = whole(value_or_factor(v, key, static_cast<double>(k.w.batch_per_gpu), number), key, v, kMaxBatch);
-  } else if (key == "grid_size") {
-    k.w.grid_size = static_cast<int>(whole(value_or_factor(v, key, k.w.grid_size, number), key, v, kMaxGridSize));
-  } else if (key == "gpus") {
-    k.gpus = static_cast<int>(whole(value_or_factor(v, key, k.gpus, number), key, v, kMaxGpus));
-  } else if (key == "gpus_per_node") {
-    k.gpn = static_cast<int>(whole(number(v), key, v, kMaxGpusPerNode));
-  } else if (key == "widths") {
-    // 64-512-512-1 (or with commas, in brackets): whole numbers in decimal digits, one separator between each
-    std::vector<std::int64_t> ws;
-    std::string t = v;
-    if (t.size() >= 2 && t.front() == '[' && t.back() == ']') t = t.substr(1, t.size() - 2);
-    std::size_t from = 0;
-    for (;;) {
-      const std::size_t sep = t.find_first_of("-,", from);
-      const std::string item = t.substr(from, sep == std::string::npos ? std::string::npos : sep - from);
-      if (item.empty() || item.size() > 10 || item.find_first_not_of("0123456789") != std::string::npos)
-        throw InputError("--set widths=" + v + ": \"" + item + "\" is not a width; expected whole numbers such as 64-512-512-1");
-      ws.push_back(whole(number(item), key, v, 2147483647));
-      if (sep == std::string::npos) break;
-      from = sep + 1;
-    }
-    if (ws.size() < 2) throw InputError("--set widths=" + v + ": expected at least two widths, e.g. 64-512-512-1");
-    k.w.widths = ws;
-  } else if (key == "bucket_cap") {
-    k.w.ddp.bucket_cap_bytes = value_or_factor(v, key, k.w.ddp.bucket_cap_bytes, quantity(Quantity::size));
-    if (!(k.w.ddp.bucket_cap_bytes > 0)) throw InputError("--set bucket_cap=" + v + ": expected a positive size");
-  } else if (key == "gpu.memory") {
-    k.cluster.gpu.memory_bytes = value_or_factor(v, key, k.cluster.gpu.memory_bytes, quantity(Quantity::size));
-    if (!(k.cluster.gpu.memory_bytes > 0)) throw InputError("--set gpu.memory=" + v + ": expected a positive size");
-  } else if (key == "gradient_as_bucket_view") {
-    k.w.ddp.gradient_as_bucket_view = parse_bool(v, key);
-  } else if (key == "broadcast_buffers") {
-    k.w.ddp.broadcast_buffers = parse_bool(v, key);
-  } else if (key == "nccl_algo" || key == "nccl_proto") {
-    if (k.cluster.collectives.family != CollFamily::nccl)
-      throw InputError("--set " + key + "=" + v + ": cluster " + k.cluster.file + " uses MPI collectives; " + key +
-                       " restricts NCCL's choice only, so it moves nothing here");
-    if (key == "nccl_algo") {
-      if (v != "all" && v != "ring" && v != "tree") throw InputError("--set nccl_algo=" + v + ": expected all, ring or tree");
-      if (v != "all") k.cluster.collectives.algorithms = {v == "ring" ? Algo::ring : Algo::tree};
-    } else {
-      if (v != "all" && v != "LL" && v != "LL128" && v != "Simple") throw InputError("--set nccl_proto=" + v + ": expected all, LL, LL128 or Simple");
-      if (v != "all") k.cluster.collectives.protocols = {v == "LL" ? Proto::ll : v == "LL128" ? Proto::ll128 : Proto::simple};
-    }
-  } else {
-    throw InputError("--set " + key + "=" + v + ": unknown key; expected one of: " + kWhatifChangeKeys);
+  if (p.setting->idle) {
+    const Layout l = layout_for(k.cluster, k.gpus, k.options.gpus_per_node);
+    if (const std::string why = p.setting->idle(c, p.value, l); !why.empty())
+      throw InputError(where + " moves nothing in the collective model in use at " + std::to_string(k.gpus) + " GPU(s) on " +
+                       std::to_string(l.nodes) + " node(s): " + why);
   }
+  p.setting->apply(c, p.value);
   if (const std::string why = kan_size_problem(KanShape{k.w.widths, k.w.grid_size, k.w.spline_order}); !why.empty())
-    throw InputError("--set " + key + "=" + v + ": " + why);
+    throw InputError(where + ": " + why);
+  return p;
 }
 
 bool same_prediction(const ScalingPoint& a, const ScalingPoint& b) {
@@ -807,14 +714,14 @@ bool same_prediction(const ScalingPoint& a, const ScalingPoint& b) {
          a.gpus == b.gpus && a.nodes == b.nodes;
 }
 
-ScalingPoint predict_case(const Case& k, const StudyOptions& o) { return predict(k.cluster, k.w, k.cal, o, k.gpus, k.gpn); }
+ScalingPoint predict_case(const Case& k) { return predict(k.cluster, k.w, k.cal, k.options, k.gpus, k.options.gpus_per_node); }
 
 }  // namespace
 
 WhatifAnswer whatif_change(const WhatifBase& b, int gpus, const std::vector<Change>& changes) {
   if (changes.empty()) throw InputError("whatif change: give at least one --set KEY=VALUE (or KEY=FACTORx)");
   const WhatifCluster& wc = b.clusters.front();
-  Case before{wc.cluster, wc.calibration, b.workload, gpus, b.options.gpus_per_node};
+  Case before{wc.cluster, wc.calibration, b.workload, b.options, gpus};
   for (std::size_t i = 0; i < changes.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
       if (changes[i].key == changes[j].key)
@@ -832,35 +739,32 @@ WhatifAnswer whatif_change(const WhatifBase& b, int gpus, const std::vector<Chan
     counts.push_back(all.gpus);
     check_candidates(b, all.w, counts, 1, "whatif change: its cases (--gpus, --set and --iterations)");
   }
-  const ScalingPoint p0 = predict_case(before, b.options);
+  const ScalingPoint p0 = predict_case(before);
   Case after = before;
   for (const Change& ch : changes) {
     // alone, every change must move the prediction
     Case alone = before;
-    apply_change(alone, ch);
+    const Parsed parsed = apply_change(alone, ch);
     ScalingPoint pa;
     try {
-      pa = predict_case(alone, b.options);
+      pa = predict_case(alone);
     } catch (const InputError& e) {
       throw InputError("--set " + ch.key + "=" + ch.value + ": " + e.what());
     }
     if (same_prediction(pa, p0)) {
       // why, where the key says
       std::string why = "the prediction (iteration, memory, time to train) is identical";
-      const bool factor = !ch.value.empty() && (ch.value.back() == 'x' || ch.value.back() == 'X');
-      if (ch.key == "host_overhead" && factor && before.cal.host_overhead_s == 0)
-        why = "the calibration's host overhead is 0 s, and a factor leaves it at 0; give a time, e.g. host_overhead=50us";
-      else if (ch.key == "bucket_cap" && pa.steady_plan.size() == p0.steady_plan.size())
+      if (const std::string w = parsed.setting->why_same ? parsed.setting->why_same(before.ref(), parsed.value) : ""; !w.empty())
+        why = w;
+      else if (std::string(parsed.setting->key) == "bucket_cap" && pa.steady_plan.size() == p0.steady_plan.size())  // from the predictions
         why = "the bucket plan is the same (" + std::to_string(p0.steady_plan.size()) +
               " bucket(s)): the model's gradients are split alike with either cap";
-      else if (ch.key == "gradient_as_bucket_view" || ch.key == "broadcast_buffers")
-        why = "the workload already has " + ch.key + " " + ch.value;
       throw InputError("--set " + ch.key + "=" + ch.value + " moves nothing in the model in use at " + std::to_string(gpus) +
                        " GPU(s): " + why + "; drop it or change what it acts on");
     }
     apply_change(after, ch);
   }
-  const ScalingPoint p1 = predict_case(after, b.options);
+  const ScalingPoint p1 = predict_case(after);
   WhatifAnswer a;
   a.query = "change";
   json ch = json::array();

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "formats/provenance.hpp"
-#include "report.hpp"
+#include "sim/report.hpp"
 #include "model/units.hpp"
 
 namespace ks {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "study.hpp"
+#include "sim/study.hpp"
 
 namespace ks {
 
