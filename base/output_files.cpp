@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <random>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -116,7 +117,7 @@ void check_parent(const std::string& path, const std::string& resolved, const st
 // file, never through a link). Returns its descriptor; `name` gets its path.
 int create_temporary(const std::string& target, mode_t mode, std::string* name) {
   static unsigned counter = 0;
-  const auto now = static_cast<unsigned long long>(std::chrono::steady_clock::now().time_since_epoch().count());
+  static const unsigned long long now = std::random_device{}();  // another process's names differ (with the pid)
   for (int attempt = 0; attempt < 100; ++attempt) {
     char suffix[64];
     std::snprintf(suffix, sizeof suffix, ".%d.%llx.tmp", static_cast<int>(getpid()), now + 7919ULL * ++counter);

@@ -16,6 +16,7 @@
 #include "formats/yaml_reader.hpp"
 #include "options.hpp"
 #include "study/scenario.hpp"
+#include "measure/workbench.hpp"
 
 namespace po = boost::program_options;
 
@@ -31,9 +32,9 @@ struct StudyRun {
 
 StudyRun run_all(const StudySpec& spec) {
   StudyRun r;
-  const auto t0 = std::chrono::steady_clock::now();
+  const Stopwatch watch;
   r.results = run_scenarios(spec, 0, spec.scenarios.size());
-  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.wall_s = watch.seconds();
   for (const auto& sr : r.results) {
     r.reduced += sr.interval_replays_reduced;
     r.full += sr.interval_replays_full;

@@ -15,6 +15,7 @@
 #include "options.hpp"
 #include "sim/report.hpp"
 #include "sim/study.hpp"
+#include "measure/workbench.hpp"
 
 namespace po = boost::program_options;
 
@@ -165,9 +166,9 @@ void bench_sim_row(const Cluster& cluster, const Workload& workload, const Calib
   std::vector<double> walls;
   ReplayResult last;
   for (int rep = 0; rep < repeat; ++rep) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const Stopwatch watch;
     last = replay(in);
-    walls.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    walls.push_back(watch.seconds());
   }
   const double wall = median(walls);
   struct rusage ru {};

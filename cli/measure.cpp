@@ -164,9 +164,9 @@ int run_nccl_sweep(Comm& host, const SweepOptions& o) {
 
 int measure(const std::vector<std::string>& args, const std::string& cmdline) {
   if (!args.empty() && args[0] == "kernels") return measure_kernels({args.begin() + 1, args.end()}, cmdline);
-  if (args.empty() || (args[0] != "allreduce" && args[0] != "broadcast")) {
+  if (args.empty() || !find_collective(args[0])) {
     throw InputError(std::string("measure: ") + (args.empty() ? "expected what to measure" : "unknown measurement '" + args[0] + "'") +
-                     ": kanscale measure kernels|allreduce|broadcast [options]");
+                     ": kanscale measure kernels|" + collective_names() + " [options]");
   }
   ParsedSweep parsed = parse_sweep_options(args[0], {args.begin() + 1, args.end()});
   if (parsed.help) {

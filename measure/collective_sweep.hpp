@@ -42,8 +42,33 @@ struct SweepPoint {
 
 // The sizes of a sweep (bytes, multiples of 4, as nccl-tests rounds them).
 std::vector<double> sweep_sizes(const SweepOptions& o);
-// Bus-bandwidth factor: all-reduce 2(n-1)/n, broadcast 1 (nccl-tests' PERFORMANCE.md).
-double bus_factor(const std::string& op, int ranks);
+// One call of a collective, as the sweep makes it (src == dst: in place).
+struct CollectiveCall {
+  Comm& comm;
+  float* dst;
+  const float* src;
+  std::size_t count;
+  int root;          // a rooted collective's root; -1 otherwise
+  bool nonblocking;  // MPI_Iallreduce completed by MPI_Test polling (where the collective allows it)
+  double* launch_s;  // time inside the non-blocking call itself, summed
+};
+
+// A collective the sweep measures, in the manner of nccl-tests' testColl:
+// adding one is one entry of the table in collective_sweep.cpp.
+struct CollectiveSpec {
+  const char* name;   // the measure subcommand and the file's "op"
+  const char* redop;  // nccl-tests' redop column
+  bool rooted;        // has a root rank (--root)
+  bool nonblocking;   // --nonblocking applies
+  double (*bus_factor)(int ranks);  // busbw = algbw x this (nccl-tests' PERFORMANCE.md)
+  void (*run)(const CollectiveCall& call);
+  float (*expected)(int ranks, int root, std::size_t i);                // element i of every rank's result
+  float (*initial)(int rank, int root, bool in_place, std::size_t i);  // the receive buffer before a call
+};
+// The table entry named `name`, or null.
+const CollectiveSpec* find_collective(const std::string& name);
+// "allreduce|broadcast": the names in the table, for messages.
+std::string collective_names();
 
 // --resume: the points of an earlier run of the same sweep (`meta`: this
 // run's metadata, `sizes`: its sizes), every field of every point checked;

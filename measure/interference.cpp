@@ -7,6 +7,7 @@
 #include "kan_cpu.hpp"
 #include "model/statistics.hpp"
 #include "trainer.hpp"
+#include "workbench.hpp"
 
 namespace ks {
 
@@ -33,10 +34,10 @@ InterferenceResult measure_interference(Comm& comm, KanNet& net, int batch, doub
     auto progress = [&] {
       if (!done && comm.test(handle)) done = true;
     };
-    const auto t0 = std::chrono::steady_clock::now();
+    const Stopwatch watch;
     cpu.forward(X.data(), T.data(), batch, [&](int) { progress(); });
     cpu.backward([](int) {}, [&](int) { progress(); });
-    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double t = watch.seconds();
     if (comm_on) {
       if (done) ++res.allreduces;  // finished within the compute
       comm.wait(handle);
@@ -49,11 +50,11 @@ InterferenceResult measure_interference(Comm& comm, KanNet& net, int batch, doub
   // the all-reduce alone, blocking, no compute
   for (int r = 0; r < repeats; ++r) {
     comm.barrier();
-    const auto t0 = std::chrono::steady_clock::now();
+    const Stopwatch watch;
     const int h = comm.iallreduce_sum(buf.data(), buf.size());
     comm.wait(h);
     comm.release();
-    ar.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    ar.push_back(watch.seconds());
     // after the first: the library's copy of one message in flight (later
     // repetitions add what the allocator keeps of freed copies, measured
     // here: 1.06x the message after one or five, 2.07x after twenty)

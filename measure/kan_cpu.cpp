@@ -11,6 +11,7 @@
 
 #include "model/kan_model.hpp"
 #include "model/statistics.hpp"
+#include "workbench.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -65,14 +66,8 @@ double measure_gemm_flops(int threads) {
   set_cpu_threads(threads);
   const int n = 1024;
   Eigen::MatrixXf a = Eigen::MatrixXf::Random(n, n), b = Eigen::MatrixXf::Random(n, n), c(n, n);
-  for (int i = 0; i < 2; ++i) c.noalias() = a * b;
-  std::vector<double> t;
-  for (int i = 0; i < 7; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    c.noalias() = a * b;
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return 2.0 * n * n * n / median(t);
+  const Stat t = time_calls(Repeats{2, 7}, [&] { c.noalias() = a * b; });
+  return 2.0 * n * n * n / t.median;
 }
 
 namespace {

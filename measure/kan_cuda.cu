@@ -15,6 +15,7 @@
 
 #include "gpu.hpp"
 #include "kan_cuda.hpp"
+#include "workbench_gpu.hpp"
 
 namespace ks {
 
@@ -347,22 +348,12 @@ double Gpu::seconds(int a, int b) {
 void Gpu::clear_marks() { impl_->next_event = 0; }
 
 namespace {
-// The median (model/statistics, the project's one definition) of `reps`
-// timings of f on the compute stream, after one warm-up.
+// The median of `reps` timings of f on the compute stream, after one
+// warm-up (the workbench's timer on the device's clock).
 template <typename F>
 double median_seconds(Gpu& g, F&& f, int reps) {
-  std::vector<double> t;
-  f();  // warm-up
-  for (int r = 0; r < reps; ++r) {
-    g.clear_marks();
-    const int a = g.mark(GpuStream::compute);
-    f();
-    const int b = g.mark(GpuStream::compute);
-    g.synchronize();
-    t.push_back(g.seconds(a, b));
-  }
-  g.clear_marks();
-  return median(std::move(t));
+  GpuEventClock clock(g);
+  return time_calls(Repeats{1, reps}, std::forward<F>(f), clock).median;
 }
 }  // namespace
 

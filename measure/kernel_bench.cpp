@@ -24,6 +24,7 @@
 #include "gpu.hpp"
 #include "kan_cpu.hpp"
 #include "kernel_bench_detail.hpp"
+#include "workbench.hpp"
 #include "machine_info.hpp"
 #include "formats/measurement_records.hpp"
 #include "formats/provenance.hpp"
@@ -32,6 +33,7 @@
 #include "model/units.hpp"
 #include "formats/yaml_reader.hpp"
 #include "base/output_files.hpp"
+#include "base/progress.hpp"
 #include "model/statistics.hpp"
 #include "model/units.hpp"
 
@@ -66,7 +68,6 @@ KernelPlan load_kernel_plan(const std::string& path) {
 namespace {
 
 using namespace kernel_bench_detail;
-using Clock = std::chrono::steady_clock;
 
 // Evicts the caches between repetitions when the plan asks (flush_bytes):
 // in training an op finds its weights and workspaces evicted by the other
@@ -94,22 +95,20 @@ double probe_effective_cache(Comm& comm) {
   for (std::size_t bytes = 64u << 10; bytes <= (128u << 20); bytes *= 2) {
     std::vector<float> buf(bytes / sizeof(float), 1.0f);
     const int passes = static_cast<int>(std::max<std::size_t>(2, (256u << 20) / bytes));
-    comm.barrier();
-    std::vector<double> t;
     volatile float sink = 0;
-    for (int r = 0; r < 3; ++r) {
-      const auto t0 = Clock::now();
-      float acc = 0;
-      for (int p = 0; p < passes; ++p) {
+    const Stat t = time_calls(
+        Repeats{0, 3},
+        [&] {
+          float acc = 0;
+          for (int p = 0; p < passes; ++p) {
 #pragma omp simd reduction(+ : acc)
-        for (std::size_t i = 0; i < buf.size(); ++i) acc += buf[i];
-      }
-      sink = acc;
-      t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-    }
+            for (std::size_t i = 0; i < buf.size(); ++i) acc += buf[i];
+          }
+          sink = acc;
+        },
+        TimerHooks{[&] { comm.barrier(); }, {}, {}});
     (void)sink;
-    std::sort(t.begin(), t.end());
-    bw.emplace_back(static_cast<double>(bytes), static_cast<double>(bytes) * passes / t[1]);
+    bw.emplace_back(static_cast<double>(bytes), static_cast<double>(bytes) * passes / t.median);
     g_probe.push_back({bw.back().first, bw.back().second / 1e9});
   }
   double hi = 0, lo = 1e300;
@@ -124,18 +123,14 @@ double probe_effective_cache(Comm& comm) {
   return cache;
 }
 
+// The plan's warm-up and repeats, every rank at once (neighbours time
+// together); caches evicted before each sample when the plan asks, else the
+// calls per sample scaled to kMinSampleS.
 template <typename F>
 Stat time_op(Comm& comm, F&& f, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) f();
-  comm.barrier();  // neighbours time at once
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    flush_caches();
-    const auto t0 = Clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  return summarize(t);
+  const bool cold = !g_flush.empty();
+  return time_calls(Repeats{warmup, reps, 1, cold ? 0.0 : kMinSampleS}, std::forward<F>(f),
+                    TimerHooks{[&] { comm.barrier(); }, {}, cold ? std::function<void()>(flush_caches) : nullptr});
 }
 
 // Bytes the allocator holds for the program (glibc's accounting: the main
@@ -169,14 +164,13 @@ std::string host() {
 double memcpy_bandwidth(int reps) {
   const std::size_t n = 64u << 20;  // 64 MiB
   std::vector<char> a(n, 1), b(n, 2);
-  std::vector<double> t;
-  for (int i = 0; i < reps + 1; ++i) {
-    const auto t0 = Clock::now();
+  std::size_t i = 0;
+  const Stat t = time_calls(Repeats{1, reps}, [&] {  // the first copy warms up
     std::memcpy(b.data(), a.data(), n);
-    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-    a[static_cast<std::size_t>(i)] = b[static_cast<std::size_t>(i) + 1];
-  }
-  return 2.0 * n / median(std::vector<double>(t.begin() + 1, t.end()));  // read + write; the first copy warms up
+    a[i] = b[i + 1];
+    ++i;
+  });
+  return 2.0 * n / t.median;  // read + write
 }
 
 // Times shape `si` on the CPU path and adds its rows; returns the heap bytes
@@ -278,13 +272,7 @@ nlohmann::json shapes_json(const KernelPlan& plan) {
 }  // namespace
 
 KernelsResume read_kernels_resume(const std::string& path, const nlohmann::json& meta, std::size_t plan_shapes) {
-  const std::string text = read_input_file(path, "a kanscale measure kernels file");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const std::exception& e) {
-    throw InputError(path + ": not a kanscale measure kernels file: " + json_message(e));
-  }
+  const nlohmann::json j = read_json_file(path, "a kanscale measure kernels file");
   if (!j.is_object() || !j.contains("metadata") || !j["metadata"].is_object() || !j.contains("rows") || !j.contains("memory") ||
       !j["metadata"].contains("shapes_done"))
     throw InputError(path + ": not a kanscale measure kernels file (no metadata/rows/memory/shapes_done)");
@@ -320,7 +308,6 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan, co
                                        const std::string& command_line, const std::string& resume) {
   set_cpu_threads(plan.threads);
   const int rank = comm.rank();
-  const bool tty = isatty(STDERR_FILENO);
 #if KANSCALE_HAVE_CUDA
   std::unique_ptr<Gpu> gpu;
   if (plan.backend == "cuda") {
@@ -422,6 +409,7 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan, co
     write_files_atomic(files);
   };
 
+  Progress progress(plan.shapes.size() - std::min(start, plan.shapes.size()), "shapes");
   for (std::size_t si = start; si < plan.shapes.size(); ++si) {
     if (plan.max_shapes > 0 && si - start >= static_cast<std::size_t>(plan.max_shapes)) break;
     const KernelShape& s = plan.shapes[si];
@@ -467,14 +455,13 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan, co
       done.memory.push_back(kernel_memory_from_json(part["memory"], from, 0, true));
     }
     write(si + 1);
-    if (tty) std::cerr << "\r";
-    std::cerr << "shape " << si + 1 << "/" << plan.shapes.size() << " [" << s.batch << ", " << s.in << ", " << s.out << ", G=" << s.G
-              << ", k=" << s.k << "] done" << (tty ? "   " : "\n") << std::flush;
+    progress.finished("[" + std::to_string(s.batch) + ", " + std::to_string(s.in) + ", " + std::to_string(s.out) + ", G=" +
+                      std::to_string(s.G) + ", k=" + std::to_string(s.k) + "]");
   }
   g_flush.clear();
   g_flush.shrink_to_fit();
   if (rank != 0) return {};
-  if (tty) std::cerr << "\n";
+  progress.close();
   if (start >= plan.shapes.size()) write(plan.shapes.size());
   return done.rows;
 #undef KS_GPU_OR

@@ -2,7 +2,6 @@
 // with CUDA events on the compute stream (launch included, as in training),
 // each repetition synchronised, all ranks of a node at once.
 #include <algorithm>
-#include <chrono>
 #include <random>
 
 #include "adam.hpp"
@@ -10,28 +9,20 @@
 #include "gpu.hpp"
 #include "kan.hpp"
 #include "kernel_bench_detail.hpp"
+#include "workbench_gpu.hpp"
 #include "model/kan_model.hpp"
 
 namespace ks::kernel_bench_detail {
 
 namespace {
 
+// The plan's warm-up and repeats on the device's clock, calls scaled to a
+// sample of at least kMinSampleS (kernel_bench_detail.hpp).
 template <typename F>
 Stat time_gpu(Comm& comm, Gpu& gpu, F&& f, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) f();
-  gpu.synchronize();
-  comm.barrier();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    gpu.clear_marks();
-    const int a = gpu.mark(GpuStream::compute);
-    f();
-    const int b = gpu.mark(GpuStream::compute);
-    gpu.synchronize();
-    t.push_back(gpu.seconds(a, b));
-  }
-  gpu.clear_marks();
-  return summarize(t);
+  GpuEventClock clock(gpu);
+  return time_calls(Repeats{warmup, reps, 1, kMinSampleS}, std::forward<F>(f), clock,
+                    TimerHooks{[&] { comm.barrier(); }, [&] { gpu.synchronize(); }, {}});
 }
 
 }  // namespace
@@ -99,18 +90,19 @@ double measure_shape_cuda(Comm& comm, Gpu& gpu, const KernelPlan& plan, std::siz
       const auto idx = shard_indices(4 * s.batch, 1, 0, plan.seed, 0);
       float* X = gpu.alloc_host(x.size());
       float* T = gpu.alloc_host(t.size());
-      std::vector<double> times;
-      for (int r = 0; r < plan.warmup + plan.repeats; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < B; ++i)
-          data.sample(idx[static_cast<std::size_t>(i)], X + static_cast<std::size_t>(i) * s.in, T + static_cast<std::size_t>(i) * s.out);
-        gpu.copy(dnet.input(), X, x.size(), GpuStream::compute);
-        gpu.synchronize();
-        if (r >= plan.warmup) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      }
+      // gathered on the host and copied in: the host's clock, settled on the device
+      HostClock clock([&] { gpu.synchronize(); });
+      const Stat times = time_calls(
+          Repeats{plan.warmup, plan.repeats},
+          [&] {
+            for (int i = 0; i < B; ++i)
+              data.sample(idx[static_cast<std::size_t>(i)], X + static_cast<std::size_t>(i) * s.in, T + static_cast<std::size_t>(i) * s.out);
+            gpu.copy(dnet.input(), X, x.size(), GpuStream::compute);
+          },
+          clock);
       gpu.free_host(X);
       gpu.free_host(T);
-      add("load_batch", "", 0, 8.0 * s.batch * static_cast<double>(s.in + s.out), summarize(times), 0);
+      add("load_batch", "", 0, 8.0 * s.batch * static_cast<double>(s.in + s.out), times, 0);
     }
     gpu.synchronize();
     peak = gpu.peak_bytes() - base;

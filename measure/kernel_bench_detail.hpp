@@ -16,6 +16,10 @@ class Gpu;
 
 namespace kernel_bench_detail {
 
+// A timed sample of a warm op lasts at least this long (the workbench scales
+// the calls in it): a 2 us kernel is read over 50 calls, not one. Ops timed
+// with evicted caches keep one call per sample (the eviction is per sample).
+inline constexpr double kMinSampleS = 1e-4;
 
 using AddRow = std::function<void(const std::string& op, const std::string& detail, double flops, double bytes,
                                   const Stat& t, double workspace_bytes)>;

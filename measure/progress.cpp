@@ -5,11 +5,16 @@
 #include <cmath>
 
 #include "model/statistics.hpp"
+#include "workbench.hpp"
 
 namespace ks {
 namespace {
 
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+// seconds on one Stopwatch started with the program's first reading
+double now_s() {
+  static const Stopwatch epoch;
+  return epoch.seconds();
+}
 
 // Arithmetic over a 256 KiB buffer in units of 4096 updates: the compute,
 // given as work so that a collective's interference shows as time.

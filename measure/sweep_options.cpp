@@ -128,7 +128,9 @@ ParsedSweep parse_sweep_options(const std::string& op, const std::vector<std::st
   if (o.max_points < 0) throw InputError("--max-points: must not be negative");
   if (!o.resume.empty() && o.json.empty()) o.json = o.resume;  // continue writing the same file
   if (r.backend != "mpi" && r.backend != "nccl") throw InputError("--backend: expected mpi or nccl, got \"" + r.backend + "\"");
-  if (o.nonblocking && op != "allreduce") throw InputError("--nonblocking: all-reduce sweeps only");
+  const CollectiveSpec* spec = find_collective(op);
+  if (!spec) throw InputError("measure " + op + ": expected one of " + collective_names());
+  if (o.nonblocking && !spec->nonblocking) throw InputError("--nonblocking: all-reduce sweeps only");
   double limit = kDefaultMemoryLimitBytes;
   if (vm.count("memory-limit")) {
     try {

@@ -20,6 +20,7 @@
 #include "model/buckets.hpp"
 #include "formats/trace.hpp"
 #include "trainer.hpp"
+#include "workbench.hpp"
 
 namespace ks::train_detail {
 
@@ -63,10 +64,10 @@ class StepBatches {
     if (epoch != epoch_) {
       // the epoch's fixed cost outside every iteration: the sampler's
       // permutation of the whole dataset, then this rank's shard of it
-      const auto t0 = std::chrono::steady_clock::now();
+      const Stopwatch watch;
       shard_ = shard_indices(size_, world_, rank_, seed_, epoch);
       epoch_ = epoch;
-      epoch_start_s_.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      epoch_start_s_.push_back(watch.seconds());
     }
     const std::int64_t lo = (step % ipe_) * batch_;
     const std::int64_t hi = std::min<std::int64_t>(lo + batch_, static_cast<std::int64_t>(shard_.size()));

@@ -936,7 +936,7 @@ std::vector<Case> catalogue() {
       {"probe: calibrate with a transport twice", "probe", {{P, sub(kCalibratePlan, "transports: [shm]\n    live", "transports: [shm, shm]\n    live")}},
        calibrate_plan(), {"plan.yaml:", "transports[1]", "twice"}},
       {"probe: measure allreduce --resume a YAML file", "probe", {{"m.json", kCalibratePlan}},
-       {"measure", "allreduce", "-b", "8", "-e", "64", "-f", "2", "--resume", "{d}/m.json"}, {"m.json", "not a kanscale sweep file"}},
+       {"measure", "allreduce", "-b", "8", "-e", "64", "-f", "2", "--resume", "{d}/m.json"}, {"m.json", "not JSON", "expected a kanscale sweep file"}},
       {"probe: measure allreduce -e 1e300", "probe", {}, {"measure", "allreduce", "-b", "8", "-e", "1e300"}, {"-e", "1 EiB"}},
       {"probe: --min-efficiency 0", "probe", {}, with(whatif_q("gpus"), {"--budget", "2h", "--min-efficiency", "0"}), {"--min-efficiency", "got 0"}},
       {"range: calibrate --max-ranks 0", "range", {{P, kCalibratePlan}}, with(calibrate_plan(), {"--max-ranks", "0"}), {"--max-ranks"}},

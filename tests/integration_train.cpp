@@ -538,7 +538,8 @@ TEST_CASE("measure allreduce under mpirun: every result verified, nccl-tests' bu
   CHECK(err.find("was measured with another max_bytes") != std::string::npos);
   std::ofstream(d / "junk.json") << "{not json";
   CHECK(sh(kExe + " measure allreduce --resume " + (d / "junk.json"), &err, &d) == 2);
-  CHECK(err.find("junk.json: not a kanscale sweep file") != std::string::npos);
+  CHECK(err.find("junk.json: not JSON") != std::string::npos);
+  CHECK(err.find("expected a kanscale sweep file") != std::string::npos);
   CHECK(sh(kExe + " measure allreduce -b 8x", &err, &d) == 2);
 }
 

@@ -10,6 +10,7 @@
 #include "model/machine.hpp"
 #include "formats/yaml_reader.hpp"
 #include "schedule.hpp"
+#include "measure/workbench.hpp"
 
 namespace ks {
 
@@ -28,13 +29,13 @@ int run_calibration(const ValidationPlan& plan_in, const std::string& out_dir, c
   const auto rounds = make_schedule(plan);
   check_local_ranks(plan, rounds);
   if (const std::string w = busy_warning("calibration starts"); !w.empty()) std::cerr << w << "\n";
-  const auto t0 = std::chrono::steady_clock::now();
+  const Stopwatch watch;
   prepare_dir(plan, out_dir);
   std::size_t jobs = 0;
   for (const auto& r : rounds) jobs += r.size();
   run_schedule(rounds, out_dir, exe);
   fit_measured(plan, out_dir);
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double took = watch.seconds();
   const Cluster cluster = load_cluster(plan.cluster_file);
   std::cout << "kanscale calibrate: " << plan.name << " (" << plan.file << "), " << jobs << " measurement jobs in " << plan.rounds
             << " round(s), " << static_cast<long long>(took + 0.5) << " s\n";
