@@ -300,13 +300,13 @@ ProgressFit fit_mpi_progress(const std::vector<ProgressPoint>& points) {
   return out;
 }
 
-CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
-  CalibrationFit result;
-  CalibrationFile& out = result.file;
-  out.name = name;
-  std::ostringstream report, from;
+namespace {
+
+// What fit_calibration gathers from its inputs and its parts share.
+struct FitData {
+  std::ostringstream report, from, progress_report;
   int concurrency = 1;
-  // ---- compute: one fit per cost class over [1, flops, bytes]
+  // compute: one fit per cost class over [1, flops, bytes]
   std::map<std::string, std::vector<std::vector<double>>> X;
   std::map<std::string, std::vector<double>> Y, key;
   std::vector<double> cvs;
@@ -316,6 +316,13 @@ CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
   double runtime_bytes = -1;
   std::string runtime_what;
   std::map<int, double> runtime_at;  // ranks per node -> the largest rank's runtime memory
+  double interf = 0, inflight = -1;
+};
+
+// The kernels files: every op's rows, the memory peaks, the runtime memory,
+// the machine and the cache probe.
+void gather_kernels(const FitInputs& in, CalibrationFile& out, FitData& d) {
+  auto& [report, from, progress_report, concurrency, X, Y, key, cvs, mem_x, mem_y, runtime_bytes, runtime_what, runtime_at, interf, inflight] = d;
   for (const KernelsFile& kf : in.kernels) {
     concurrency = std::max(concurrency, static_cast<int>(std::lround(kf.ranks_per_node)));
     append(from, kf.path + " (" + kf.host + ", " + kf.cpu_model + ", " + kf.date_utc + ", kanscale " + kf.git_hash + ", " +
@@ -357,7 +364,10 @@ CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
     const double cv = median(cvs);
     out.jitter_sigma = std::sqrt(std::log(1 + cv * cv));  // lognormal sigma with that CV
   }
-  double interf = 0, inflight = -1;
+}
+
+void fit_interference(const FitInputs& in, CalibrationFile& out, FitData& d) {
+  auto& [report, from, progress_report, concurrency, X, Y, key, cvs, mem_x, mem_y, runtime_bytes, runtime_what, runtime_at, interf, inflight] = d;
   if (!in.interference.empty()) {
     // the simulator slows compute only while a collective is in flight:
     // use the compute lost per second of collective (median over files);
@@ -373,7 +383,10 @@ CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
     out.interference = interf;
     if (!mem.empty()) inflight = median(mem);
   }
-  std::ostringstream progress_report;
+}
+
+void fit_progress_files(const FitInputs& in, CalibrationFile& out, FitData& d) {
+  auto& [report, from, progress_report, concurrency, X, Y, key, cvs, mem_x, mem_y, runtime_bytes, runtime_what, runtime_at, interf, inflight] = d;
   if (!in.progress.empty()) {
     // how a non-blocking collective progresses while its ranks compute
     std::vector<ProgressPoint> pts;
@@ -407,7 +420,11 @@ CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
                       << (format_time(p.wait_s) + " / " + format_time(r.wait_s)) << k << std::right << "\n";
     }
   }
-  report << "kanscale fit: " << name << "\n";
+}
+
+// compute (time = fixed + flops/flop_rate + bytes/byte_rate), warm and cold
+void fit_compute(CalibrationFile& out, FitData& d) {
+  auto& [report, from, progress_report, concurrency, X, Y, key, cvs, mem_x, mem_y, runtime_bytes, runtime_what, runtime_at, interf, inflight] = d;
   if (!X.empty()) {
     report << "compute (time = fixed + flops/flop_rate + bytes/byte_rate; relative least squares, non-negative;\n"
               "largest 20% of each op's points held out):\n";
@@ -443,6 +460,10 @@ CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
       (cold ? out.ops_cold : out.ops).push_back(std::move(o));
     }
   }
+}
+
+void fit_collectives(const FitInputs& in, CalibrationFile& out, FitData& d) {
+  auto& [report, from, progress_report, concurrency, X, Y, key, cvs, mem_x, mem_y, runtime_bytes, runtime_what, runtime_at, interf, inflight] = d;
   // kanscale's own sweeps: MPI ones fit the mpi family, NCCL ones (--backend
   // nccl) the nccl family's bus bandwidth, as nccl-tests' logs do
   std::vector<const CollectiveSweepFile*> mpi_sweeps;
@@ -478,6 +499,10 @@ CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
   }
   if (!mpi_sweeps.empty()) fit_mpi_collectives(mpi_sweeps, from, out, report);
   if (!nccl.empty()) fit_nccl_sweeps(nccl, out, report);
+}
+
+void fit_memory(const FitInputs& in, CalibrationFile& out, FitData& d) {
+  auto& [report, from, progress_report, concurrency, X, Y, key, cvs, mem_x, mem_y, runtime_bytes, runtime_what, runtime_at, interf, inflight] = d;
   // ---- runtime memory at other ranks per node (their op timings are not used)
   for (const KernelsFile& kf : in.runtime_memory) {
     const int rpn = static_cast<int>(std::lround(kf.ranks_per_node));
@@ -532,11 +557,27 @@ CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
   } else if (!mem_y.empty() || runtime_bytes >= 0 || per_peer >= 0 || inflight >= 0) {
     report << "memory: " << mem_y.size() << " shape(s) with a peak: too few to fit; the model's own accounting stays\n";
   }
-  out.fitted_from = from.str();
-  out.concurrency = concurrency;
-  report << progress_report.str();
-  report << "jitter_sigma " << out.jitter_sigma << ", interference " << interf << ", concurrency " << concurrency << " rank(s) per node\n";
-  result.report = report.str();
+}
+
+}  // namespace
+
+CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
+  CalibrationFit result;
+  CalibrationFile& out = result.file;
+  out.name = name;
+  FitData d;
+  gather_kernels(in, out, d);
+  fit_interference(in, out, d);
+  fit_progress_files(in, out, d);
+  d.report << "kanscale fit: " << name << "\n";
+  fit_compute(out, d);
+  fit_collectives(in, out, d);
+  fit_memory(in, out, d);
+  out.fitted_from = d.from.str();
+  out.concurrency = d.concurrency;
+  d.report << d.progress_report.str();
+  d.report << "jitter_sigma " << out.jitter_sigma << ", interference " << d.interf << ", concurrency " << d.concurrency << " rank(s) per node\n";
+  result.report = d.report.str();
   return result;
 }
 

@@ -224,8 +224,8 @@ void check_sweep_value(StudySpec& s, const Setting& st, const SettingValue& v, c
                       (st.kind == SettingKind::factor ? "1x" : "all") + " ones");
 }
 
-StudySpec read_study(YamlMap m, double max_events, const std::string& calibration_override = "") {
-  StudySpec s;
+// name, description, seed, iterations, intervals and the workload
+void read_study_header(YamlMap& m, StudySpec& s) {
   s.file = m.file();
   s.name = m.string("name");
   if (!plot_safe_name(s.name)) m.fail("name", "\"" + s.name + "\" holds characters plots cannot show safely; expected " + std::string(kPlotSafeCharacters));
@@ -246,6 +246,10 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
     m.fail("workload", e.what());
   }
 
+}
+
+// clusters: [{file, nodes, label, calibration}]
+void read_study_clusters(YamlMap& m, StudySpec& s, const std::string& calibration_override) {
   const std::vector<YamlMap> cl = m.map_list_opt("clusters");
   if (cl.empty()) m.fail("clusters", "expected a list of clusters, each {file: CLUSTER.yaml, calibration: FILE|datasheet}");
   for (std::size_t i = 0; i < cl.size(); ++i) {
@@ -282,7 +286,10 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
     s.clusters.push_back(std::move(sc));
   }
 
-  YamlMap sw = m.map("sweep");
+}
+
+// sweep.gpus and every swept setting (settings(), in the table's order)
+std::vector<Axis> read_sweep(YamlMap& sw, StudySpec& s) {
   for (auto g : sw.integer_list("gpus", 1, 1, kMaxGpus)) {
     if (std::find(s.gpus.begin(), s.gpus.end(), static_cast<int>(g)) != s.gpus.end())
       sw.fail_item("gpus", s.gpus.size(), std::to_string(g) + " is given twice");
@@ -329,8 +336,11 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
     axes.push_back(std::move(axis));
   }
   if (net) net->finish();
-  sw.finish();
-  read_unknowns(m, s);
+  return axes;
+}
+
+// published: figures to check the bands against
+void read_published(YamlMap& m, StudySpec& s) {
   if (auto pub = m.map_opt("published")) {
     s.published.given = true;
     s.published.source = pub->string("source");
@@ -362,7 +372,10 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
                      std::find(s.gpus.begin(), s.gpus.end(), g) != s.gpus.end();
     if (!have_gpus) m.fail("published", "the study's GPU counts must include 1 and " + std::to_string(g) + " to compare with the figures");
   }
-  m.finish();
+}
+
+// clusters x every axis, counted before any scenario is made; the swept keys
+void count_scenarios(YamlMap& m, YamlMap& sw, StudySpec& s, const std::vector<Axis>& axes) {
   {  // the scenarios are counted before any is made: clusters x every axis, checked
     std::int64_t n = static_cast<std::int64_t>(s.clusters.size());
     std::string product = std::to_string(s.clusters.size()) + " cluster(s)";
@@ -382,6 +395,9 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
   }
   if (s.clusters.size() > 1) s.swept.insert(s.swept.begin(), "cluster");
 
+}
+
+void expand_scenarios(StudySpec& s, const std::vector<Axis>& axes) {
   // clusters x axes, the last axis fastest
   for (std::size_t c = 0; c < s.clusters.size(); ++c) {
     std::vector<std::size_t> idx(axes.size(), 0);
@@ -418,6 +434,9 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
     }
   }
 
+}
+
+void check_published_modes(YamlMap& m, const StudySpec& s) {
   if (s.published.given) {
     bool strong = false, weak = false;
     for (const auto& sc : s.scenarios) (sc.options.scaling == Scaling::weak ? weak : strong) = true;
@@ -427,17 +446,15 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
       m.fail("published", "weak_drop_then_plateau needs a weak-scaling scenario (sweep.scaling: weak)");
   }
 
+}
+
+void check_scenarios(YamlMap& sw, const StudySpec& s, double max_events) {
   // Everything a run needs is checked before it starts: the workload each
   // scenario makes, every layout, the family of each restriction, the work.
   WorkEstimate total;
   for (const auto& sc : s.scenarios) {
     const std::string where = "scenario '" + sc.label + "'";
     const Cluster& cc = sc.cluster_config;
-    if (cc.collectives.family != CollFamily::nccl)
-      for (const auto& [key, value] : sc.settings)
-        if ((key == "nccl_algo" || key == "nccl_proto") && value != "all")
-          sw.fail(key, "cluster '" + s.clusters[sc.cluster].label + "' (" + cc.file + ") uses MPI collectives; " + key +
-                           " restricts NCCL's choice only");
     if (const std::string why = kan_size_problem(KanShape{sc.workload.widths, sc.workload.grid_size, sc.workload.spline_order});
         !why.empty())
       sw.fail("grid_size", where + ": " + why);
@@ -469,6 +486,22 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
   } catch (const InputError& e) {
     sw.fail("gpus", e.what());
   }
+}
+
+StudySpec read_study(YamlMap m, double max_events, const std::string& calibration_override = "") {
+  StudySpec s;
+  read_study_header(m, s);
+  read_study_clusters(m, s, calibration_override);
+  YamlMap sw = m.map("sweep");
+  const std::vector<Axis> axes = read_sweep(sw, s);
+  sw.finish();
+  read_unknowns(m, s);
+  read_published(m, s);
+  m.finish();
+  count_scenarios(m, sw, s, axes);
+  expand_scenarios(s, axes);
+  check_published_modes(m, s);
+  check_scenarios(sw, s, max_events);
   return s;
 }
 
