@@ -42,7 +42,9 @@ namespace {
 // What a measurement file's numbers may be, by the key that holds them (one
 // place for every reader below): a time (a key ending in _s or _us, seconds
 // or microseconds) is finite, not negative, below a year (model/limits.hpp)
-// and, unless 0, at least a picosecond; a byte count (a key ending in
+// and, unless 0, at least a picosecond, except a spread (a key ending in
+// _iqr_s: the repetitions' interquartile range of a time per call, which
+// the workbench averages over many calls); a byte count (a key ending in
 // _bytes or _bytes_max, or "bytes") is 0 to 2^60; a shape's batch, in, out,
 // grid_size and spline_order are within the workload's ranges. Above those
 // a value is a unit slip or a corrupted file, and it would carry into every
@@ -72,7 +74,8 @@ void check_measured_value(double x, const std::string& where) {
   char buf[64];
   const double unit = ends_with(key, "_us") ? 1e-6 : ends_with(key, "_s") && !ends_with(key, "per_s") ? 1.0 : 0.0;
   if (unit > 0) {
-    if (!std::isfinite(x) || x < 0 || x * unit > kMaxMeasuredS || (x != 0 && x * unit < 1e-12)) {
+    const bool spread = ends_with(key, "_iqr_s");
+    if (!std::isfinite(x) || x < 0 || x * unit > kMaxMeasuredS || (x != 0 && x * unit < 1e-12 && !spread)) {
       std::snprintf(buf, sizeof buf, "%g%s", x, unit == 1 ? " s" : " us");
       throw InputError(where + ": a measured time of " + buf + "; expected a time of 0 or from a picosecond to a year");
     }

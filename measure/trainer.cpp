@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <functional>
 #include <iostream>
 #include <thread>
 
@@ -24,6 +25,7 @@
 #include "formats/yaml_reader.hpp"
 #include "reducer.hpp"
 #include "trainer_detail.hpp"
+#include "workbench.hpp"
 
 namespace ks {
 namespace train_detail {
@@ -103,7 +105,6 @@ void end_step(const TrainOptions& o, int rank, std::int64_t step, std::int64_t t
 }  // namespace train_detail
 
 namespace {
-using Clock = std::chrono::steady_clock;
 
 // A bucket's host buffer and its timing in the current iteration.
 struct BucketRun {
@@ -112,6 +113,128 @@ struct BucketRun {
   bool launched = false, done = false, mpi_done = false;
   double launch_s = 0, start_s = 0, end_s = 0;
 };
+
+using Record = std::function<void(int track, std::string name, const char* cat, double t0, double t1, double bytes)>;
+
+// The iteration's buckets on the MPI process group: launched when the
+// reducer says, progressed by MPI_Test between layers. A collective is over
+// when MPI says so and every earlier one is (they complete in order, FIFO);
+// it started when it was launched or the previous one ended, whichever is
+// later.
+struct BucketTracker {
+  std::vector<BucketRun>& runs;
+  Comm& comm;
+  double inject_delay_s;
+  const std::function<double()>& now;
+
+  void reset() {
+    for (BucketRun& r : runs) {
+      r.handle = -1;
+      r.launched = r.done = r.mpi_done = false;
+      r.launch_s = r.start_s = r.end_s = 0;
+    }
+  }
+  void finish_if_done(std::size_t b) {
+    BucketRun& r = runs[b];
+    if (r.done || !r.launched) return;
+    if (!r.mpi_done && comm.test(r.handle)) r.mpi_done = true;
+    if (!r.mpi_done) return;
+    if (b > 0 && !runs[b - 1].done) return;
+    const double start = std::max(r.launch_s, b > 0 ? runs[b - 1].end_s : 0.0);
+    const double t = now();
+    if (inject_delay_s > 0 && t < start + inject_delay_s) return;
+    r.start_s = start;
+    // with an injected delay the collective lasts exactly that long (if MPI finished sooner)
+    r.end_s = inject_delay_s > 0 ? start + inject_delay_s : t;
+    r.done = true;
+  }
+  void progress() {
+    for (std::size_t b = 0; b < runs.size(); ++b) finish_if_done(b);
+  }
+  void launch(std::size_t b) {
+    BucketRun& r = runs[b];
+    r.launch_s = now();
+    r.handle = comm.iallreduce_sum(r.buf.data(), r.buf.size());
+    r.launched = true;
+  }
+  // Waits for every bucket; records the wait and each collective, adds the
+  // communication and the exposed wait to the iteration's record.
+  void wait_all(const Record& record, train_detail::IterRecord& rec, double& comm_busy, double& exposed) {
+    const double wait0 = now();
+    for (;;) {
+      progress();
+      if (std::all_of(runs.begin(), runs.end(), [](const BucketRun& r) { return r.done; })) break;
+      if (inject_delay_s > 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    for (const auto& r : runs) comm.wait(r.handle);
+    comm.release();
+    const double wait1 = std::max(now(), runs.back().end_s);
+    record(0, "wait for all-reduce", "wait", wait0, wait1, 0);
+    exposed += wait1 - wait0;
+    for (std::size_t b = 0; b < runs.size(); ++b) {
+      const BucketRun& r = runs[b];
+      record(1, "allreduce bucket " + std::to_string(b) + " (" + comm.backend() + ")", "comm", r.start_s, r.end_s,
+             4.0 * static_cast<double>(r.buf.size()));
+      comm_busy += r.end_s - std::max(r.launch_s, b > 0 ? runs[b - 1].end_s : 0.0);
+      rec.bucket_s.push_back(r.end_s - r.start_s);
+    }
+  }
+};
+
+// DDP's broadcast of the module's buffers (the grids, coalesced): copy in,
+// broadcast, copy back. Returns its start and end.
+std::pair<double, double> broadcast_grids(Comm& comm, KanNet& net, std::vector<float>& flat, const std::function<double()>& now) {
+  const double t0 = now();
+  std::size_t off = 0;
+  for (const auto& L : net.layers) {
+    std::copy(L.grid.begin(), L.grid.end(), flat.begin() + static_cast<std::ptrdiff_t>(off));
+    off += L.grid.size();
+  }
+  comm.broadcast(flat.data(), flat.size(), 0);
+  off = 0;
+  for (auto& L : net.layers) {
+    std::copy(flat.begin() + static_cast<std::ptrdiff_t>(off), flat.begin() + static_cast<std::ptrdiff_t>(off + L.grid.size()), L.grid.begin());
+    off += L.grid.size();
+  }
+  return {t0, now()};
+}
+
+// Backward with DDP's hooks: each gradient, as it is ready, scaled into its
+// bucket (launched when full), MPI progressed between layers. The slices do
+// not overlap: a layer's backward ends where its first gradient copy
+// starts; a copy ends before its bucket's launch (its own slice); the MPI
+// progress after a layer is a slice of its own.
+void backward_with_hooks(KanCpuNet& cpu, int layers, Reducer& reducer, BucketTracker& buckets, const std::vector<TensorRef>& prefs,
+                         float inv_world, const Record& record, const std::function<double()>& now) {
+  std::vector<BucketRun>& runs = buckets.runs;
+  auto launch = [&](std::size_t b) { buckets.launch(b); };
+  double t0 = now();
+  int layer = layers - 1;
+  bool layer_open = true;
+  cpu.backward(
+      [&](int p) {
+        if (layer_open) record(0, "backward layer " + std::to_string(layer), "backward", t0, now(), 0);
+        layer_open = false;
+        const double c0 = now();  // after the record, which is no copy's cost
+        const Reducer::Slot& s = reducer.slot(p);
+        const auto& g = cpu.grads()[static_cast<std::size_t>(p)];
+        float* dst = runs[static_cast<std::size_t>(s.bucket)].buf.data() + s.offset;
+        for (std::size_t i = 0; i < g.size(); ++i) dst[i] = g[i] * inv_world;
+        const double c1 = now();
+        record(0, "bucket_copy " + prefs[static_cast<std::size_t>(p)].name, "grad_copy", c0, c1, 0);
+        if (reducer.mark_ready(p, launch)) record(0, "launch", "launch", c1, now(), 0);
+      },
+      [&](int l) {
+        if (layer_open) record(0, "backward layer " + std::to_string(l), "backward", t0, now(), 0);
+        const double p0 = now();
+        buckets.progress();
+        record(0, "progress", "launch", p0, now(), 0);
+        layer = l - 1;
+        layer_open = true;
+        t0 = now();  // after the record, which is no layer's cost
+      });
+}
+
 }  // namespace
 
 TrainResult run_train(const TrainOptions& o, Comm& comm) {
@@ -141,13 +264,16 @@ TrainResult run_train(const TrainOptions& o, Comm& comm) {
   // Every op is timed whether or not a trace is asked for: the summary
   // reports each op's median per steady iteration (summary.ops). Without
   // --trace only a recent window is kept, so a long run stays bounded.
-  auto record = [&](int track, std::string name, const char* cat, double t0, double t1, double bytes = 0) {
+  const Record record_slice = [&](int track, std::string name, const char* cat, double t0, double t1, double bytes) {
     slices.push_back({rank, track, step, std::move(name), cat, t0, t1, bytes});
     if (o.trace.empty() && slices.size() > 400000) slices.erase(slices.begin(), slices.begin() + 200000);
   };
+  auto record = [&](int track, std::string name, const char* cat, double t0, double t1, double bytes = 0) {
+    record_slice(track, std::move(name), cat, t0, t1, bytes);
+  };
   std::vector<IterRecord> records;
-  const auto t_origin = Clock::now();
-  auto now = [&] { return std::chrono::duration<double>(Clock::now() - t_origin).count(); };
+  const Stopwatch origin;  // the trainer's per-op instrumentation reads this one clock
+  const std::function<double()> now = [&] { return origin.seconds(); };
   StepBatches batches(w.dataset_size, world, rank, o.seed, batch, ipe);
   std::vector<float> X, T;
   double last_loss = 0;
@@ -176,20 +302,7 @@ TrainResult run_train(const TrainOptions& o, Comm& comm) {
 
     // grids broadcast before forward (broadcast_buffers)
     if (w.ddp.broadcast_buffers && world > 1) {
-      const double t0 = now();
-      // DDP broadcasts the module's buffers (coalesced): copy in, broadcast, copy back
-      std::size_t off = 0;
-      for (const auto& L : net.layers) {
-        std::copy(L.grid.begin(), L.grid.end(), grids_flat.begin() + static_cast<std::ptrdiff_t>(off));
-        off += L.grid.size();
-      }
-      comm.broadcast(grids_flat.data(), grids_flat.size(), 0);
-      off = 0;
-      for (auto& L : net.layers) {
-        std::copy(grids_flat.begin() + static_cast<std::ptrdiff_t>(off), grids_flat.begin() + static_cast<std::ptrdiff_t>(off + L.grid.size()), L.grid.begin());
-        off += L.grid.size();
-      }
-      const double t1 = now();
+      const auto [t0, t1] = broadcast_grids(comm, net, grids_flat, now);
       record(1, "broadcast buffers (" + comm.backend() + ")", "comm", t0, t1, 4.0 * static_cast<double>(grids_flat.size()));
       record(0, "wait for broadcast", "wait", t0, t1);
       comm_busy += t1 - t0;
@@ -214,85 +327,11 @@ TrainResult run_train(const TrainOptions& o, Comm& comm) {
     const Reducer::Plan plan = first_iteration ? Reducer::kFirst : Reducer::kSteady;
     reducer.begin(plan);
     std::vector<BucketRun>& runs = runs_of[plan];
-    for (BucketRun& r : runs) {
-      r.handle = -1;
-      r.launched = r.done = r.mpi_done = false;
-      r.launch_s = r.start_s = r.end_s = 0;
-    }
-    // A collective is over when MPI says so and every earlier one is (they
-    // complete in order, FIFO); it started when it was launched or the
-    // previous one ended, whichever is later.
-    auto finish_if_done = [&](std::size_t b) {
-      BucketRun& r = runs[b];
-      if (r.done || !r.launched) return;
-      if (!r.mpi_done && comm.test(r.handle)) r.mpi_done = true;
-      if (!r.mpi_done) return;
-      if (b > 0 && !runs[b - 1].done) return;
-      const double start = std::max(r.launch_s, b > 0 ? runs[b - 1].end_s : 0.0);
-      const double t = now();
-      if (o.inject_delay_s > 0 && t < start + o.inject_delay_s) return;
-      r.start_s = start;
-      // with an injected delay the collective lasts exactly that long (if MPI finished sooner)
-      r.end_s = o.inject_delay_s > 0 ? start + o.inject_delay_s : t;
-      r.done = true;
-    };
-    auto progress = [&] {
-      for (std::size_t b = 0; b < runs.size(); ++b) finish_if_done(b);
-    };
-    auto launch = [&](std::size_t b) {
-      BucketRun& r = runs[b];
-      r.launch_s = now();
-      r.handle = comm.iallreduce_sum(r.buf.data(), r.buf.size());
-      r.launched = true;
-    };
-    // The slices do not overlap: a layer's backward ends where its first
-    // gradient copy starts; a copy ends before its bucket's launch (its own
-    // slice); the MPI progress after a layer is a slice of its own.
-    t0 = now();
-    int layer = static_cast<int>(net.layers.size()) - 1;
-    bool layer_open = true;
-    cpu.backward(
-        [&](int p) {
-          if (layer_open) record(0, "backward layer " + std::to_string(layer), "backward", t0, now());
-          layer_open = false;
-          const double c0 = now();  // after the record, which is no copy's cost
-          const Reducer::Slot& s = reducer.slot(p);
-          const auto& g = cpu.grads()[static_cast<std::size_t>(p)];
-          float* dst = runs[static_cast<std::size_t>(s.bucket)].buf.data() + s.offset;
-          for (std::size_t i = 0; i < g.size(); ++i) dst[i] = g[i] * inv_world;
-          const double c1 = now();
-          record(0, "bucket_copy " + prefs[static_cast<std::size_t>(p)].name, "grad_copy", c0, c1);
-          if (reducer.mark_ready(p, launch)) record(0, "launch", "launch", c1, now());
-        },
-        [&](int l) {
-          if (layer_open) record(0, "backward layer " + std::to_string(l), "backward", t0, now());
-          const double p0 = now();
-          progress();
-          record(0, "progress", "launch", p0, now());
-          layer = l - 1;
-          layer_open = true;
-          t0 = now();  // after the record, which is no layer's cost
-        });
+    BucketTracker buckets{runs, comm, o.inject_delay_s, now};
+    buckets.reset();
+    backward_with_hooks(cpu, static_cast<int>(net.layers.size()), reducer, buckets, prefs, inv_world, record_slice, now);
     if (!reducer.all_launched()) throw std::logic_error("CPU trainer: a bucket never became ready");
-    // wait for every bucket
-    const double wait0 = now();
-    for (;;) {
-      progress();
-      if (std::all_of(runs.begin(), runs.end(), [](const BucketRun& r) { return r.done; })) break;
-      if (o.inject_delay_s > 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
-    for (const auto& r : runs) comm.wait(r.handle);
-    comm.release();
-    const double wait1 = std::max(now(), runs.back().end_s);
-    record(0, "wait for all-reduce", "wait", wait0, wait1);
-    exposed += wait1 - wait0;
-    for (std::size_t b = 0; b < runs.size(); ++b) {
-      const BucketRun& r = runs[b];
-      record(1, "allreduce bucket " + std::to_string(b) + " (" + comm.backend() + ")", "comm", r.start_s, r.end_s,
-             4.0 * static_cast<double>(r.buf.size()));
-      comm_busy += r.end_s - std::max(r.launch_s, b > 0 ? runs[b - 1].end_s : 0.0);
-      rec.bucket_s.push_back(r.end_s - r.start_s);
-    }
+    buckets.wait_all(record_slice, rec, comm_busy, exposed);
     // copy back, Adam
     t0 = now();
     std::vector<float*> bufs;

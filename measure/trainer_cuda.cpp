@@ -6,7 +6,6 @@
 // loop's mean (trainer.cpp): same events, same tracks, same metrics. The
 // bucket map, readiness and in-order launch are the shared Reducer's.
 #include <algorithm>
-#include <chrono>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -19,12 +18,11 @@
 #include "reducer.hpp"
 #include "trainer.hpp"
 #include "trainer_detail.hpp"
+#include "workbench.hpp"
 
 namespace ks {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // A bucket's device buffer and its timing marks in the current iteration.
 struct DeviceBucket {
@@ -33,6 +31,97 @@ struct DeviceBucket {
   int handle = -1;
   int ready_mark = -1, start_mark = -1, end_mark = -1;
 };
+
+std::vector<DeviceBucket> device_buckets(Gpu& gpu, const Reducer& reducer, Reducer::Plan plan) {
+  std::vector<DeviceBucket> v;
+  for (std::size_t b = 0; b < reducer.buckets(plan); ++b) {
+    DeviceBucket d;
+    d.n = reducer.elements(plan, b);
+    d.buf = gpu.alloc(d.n);
+    v.push_back(d);
+  }
+  return v;
+}
+
+// A slice of the trace between two event marks of the iteration.
+struct Span {
+  std::string name, cat;
+  int track, a, b;
+  double bytes = 0;
+};
+
+// The marks of the grids' broadcast before forward (-1: none).
+struct BroadcastMarks {
+  int bc0 = -1, bc1 = -1, bcw0 = -1, bcw1 = -1;
+};
+
+// DDP broadcasts the module's buffers (the grids, coalesced) before forward:
+// on the communication stream, the compute stream waiting for it.
+BroadcastMarks broadcast_grids(Gpu& gpu, Comm& nccl, KanGpuNet& dnet, std::vector<Span>& spans) {
+  const GpuStream CS = GpuStream::compute, NS = GpuStream::comm;
+  BroadcastMarks m;
+  m.bcw0 = gpu.mark(CS);
+  gpu.wait(NS, m.bcw0);
+  m.bc0 = gpu.mark(NS);
+  nccl.broadcast(dnet.grids(), dnet.grids_size(), 0);
+  m.bc1 = gpu.mark(NS);
+  gpu.wait(CS, m.bc1);
+  m.bcw1 = gpu.mark(CS);
+  spans.push_back({"broadcast buffers (nccl)", "comm", 1, m.bc0, m.bc1, 4.0 * static_cast<double>(dnet.grids_size())});
+  spans.push_back({"wait for broadcast", "wait", 0, m.bcw0, m.bcw1});
+  return m;
+}
+
+// After the iteration has synchronised: its communication (every bucket's
+// all-reduce, the broadcast) and the compute stream's waits for it.
+void account_iteration(Gpu& gpu, const std::vector<DeviceBucket>& buckets, int wait0, int wait1, const BroadcastMarks& bc,
+                       train_detail::IterRecord& rec) {
+  double comm_busy = 0, exposed = 0;
+  for (const auto& d : buckets) {
+    comm_busy += gpu.seconds(d.start_mark, d.end_mark);
+    rec.bucket_s.push_back(gpu.seconds(d.start_mark, d.end_mark));
+  }
+  exposed += gpu.seconds(wait0, wait1);
+  if (bc.bc0 >= 0) {
+    comm_busy += gpu.seconds(bc.bc0, bc.bc1);
+    exposed += gpu.seconds(bc.bcw0, bc.bcw1);
+  }
+  rec.comm_s = comm_busy;
+  rec.exposed_s = exposed;
+  rec.compute_s = (rec.end_s - rec.start_s) - exposed;
+}
+
+// Backward with DDP's hooks: each gradient scaled into its bucket on the
+// compute stream; a full bucket's all-reduce on the communication stream,
+// after the compute stream's mark (NCCL's stream waits for the copies).
+void backward_with_hooks(Gpu& gpu, Comm& nccl, KanGpuNet& dnet, Reducer& reducer, std::vector<DeviceBucket>& buckets,
+                         const std::vector<TensorRef>& prefs, float inv_world, std::vector<Span>& spans) {
+  const GpuStream CS = GpuStream::compute, NS = GpuStream::comm;
+  auto launch = [&](std::size_t b) {
+    DeviceBucket& d = buckets[b];
+    d.ready_mark = gpu.mark(CS);
+    gpu.wait(NS, d.ready_mark);
+    d.start_mark = gpu.mark(NS);
+    d.handle = nccl.iallreduce_sum(d.buf, d.n);
+    d.end_mark = gpu.mark(NS);
+    spans.push_back({"allreduce bucket " + std::to_string(b) + " (nccl)", "comm", 1, d.start_mark, d.end_mark, 4.0 * static_cast<double>(d.n)});
+  };
+  int layer_start = gpu.mark(CS);
+  dnet.backward(
+      [&](int p) {
+        const Reducer::Slot& slot = reducer.slot(p);
+        const int c0 = gpu.mark(CS);
+        gpu.scale_copy(dnet.grad(p), buckets[static_cast<std::size_t>(slot.bucket)].buf + slot.offset, prefs[static_cast<std::size_t>(p)].size(),
+                       inv_world, CS);
+        spans.push_back({"bucket_copy " + prefs[static_cast<std::size_t>(p)].name, "grad_copy", 0, c0, gpu.mark(CS)});
+        reducer.mark_ready(p, launch);
+      },
+      [&](int l) {
+        const int m = gpu.mark(CS);
+        spans.push_back({"backward layer " + std::to_string(l), "backward", 0, layer_start, m});
+        layer_start = m;
+      });
+}
 
 }  // namespace
 
@@ -61,14 +150,7 @@ TrainResult run_train_cuda(const TrainOptions& o, Comm& host) {
 
   // One set of device buckets per plan (DDP's first iteration has its own).
   Reducer reducer(setup.plans, setup.param_elements);
-  std::vector<DeviceBucket> buckets_of[2];
-  for (Reducer::Plan plan : {Reducer::kFirst, Reducer::kSteady})
-    for (std::size_t b = 0; b < reducer.buckets(plan); ++b) {
-      DeviceBucket d;
-      d.n = reducer.elements(plan, b);
-      d.buf = gpu.alloc(d.n);
-      buckets_of[plan].push_back(d);
-    }
+  std::vector<DeviceBucket> buckets_of[2] = {device_buckets(gpu, reducer, Reducer::kFirst), device_buckets(gpu, reducer, Reducer::kSteady)};
   std::vector<float*> grads;
   for (std::size_t p = 0; p < prefs.size(); ++p) grads.push_back(dnet.grad(static_cast<int>(p)));
   // pinned batch buffers, freed on every path out
@@ -86,13 +168,13 @@ TrainResult run_train_cuda(const TrainOptions& o, Comm& host) {
 
   std::vector<TraceSlice> slices;
   std::vector<IterRecord> records;
-  const auto t_origin = Clock::now();
-  auto now = [&] { return std::chrono::duration<double>(Clock::now() - t_origin).count(); };
+  const Stopwatch origin;  // the host side of the trainer's instrumentation (the batch); the rest is the device's events
+  auto now = [&] { return origin.seconds(); };
   StepBatches batches(w.dataset_size, world, rank, o.seed, batch, ipe);
   double last_loss = 0;
   std::int64_t step = start_step;
   bool first_iteration = true;
-  const GpuStream CS = GpuStream::compute, NS = GpuStream::comm;
+  const GpuStream CS = GpuStream::compute;
   for (; step < total_steps; ++step) {
     if (!o.checkpoint.empty() && host.allreduce_max(stop_requested() ? 1.0 : 0.0) > 0) break;
     const StepBatches::Slice slice = batches.at(step);
@@ -110,24 +192,8 @@ TrainResult run_train_cuda(const TrainOptions& o, Comm& host) {
     nccl->release();
     rec.start_s = now();
     const int m0 = gpu.mark(CS);
-    struct Span {
-      std::string name, cat;
-      int track, a, b;
-      double bytes = 0;
-    };
     std::vector<Span> spans;
-    int bc0 = -1, bc1 = -1, bcw0 = -1, bcw1 = -1;
-    if (w.ddp.broadcast_buffers && world > 1) {  // the grids, coalesced, before forward
-      bcw0 = gpu.mark(CS);
-      gpu.wait(NS, bcw0);
-      bc0 = gpu.mark(NS);
-      nccl->broadcast(dnet.grids(), dnet.grids_size(), 0);
-      bc1 = gpu.mark(NS);
-      gpu.wait(CS, bc1);
-      bcw1 = gpu.mark(CS);
-      spans.push_back({"broadcast buffers (nccl)", "comm", 1, bc0, bc1, 4.0 * static_cast<double>(dnet.grids_size())});
-      spans.push_back({"wait for broadcast", "wait", 0, bcw0, bcw1});
-    }
+    const BroadcastMarks bc = w.ddp.broadcast_buffers && world > 1 ? broadcast_grids(gpu, *nccl, dnet, spans) : BroadcastMarks{};
     const double load0 = now();
     for (int s = 0; s < B; ++s)
       data.sample(slice.index[s], X + static_cast<std::size_t>(s) * data.in(),
@@ -139,31 +205,7 @@ TrainResult run_train_cuda(const TrainOptions& o, Comm& host) {
       spans.push_back({"forward layer " + std::to_string(l), "forward", 0, prev, m});
       prev = m;
     });
-    auto launch = [&](std::size_t b) {
-      DeviceBucket& d = buckets[b];
-      d.ready_mark = gpu.mark(CS);
-      gpu.wait(NS, d.ready_mark);
-      d.start_mark = gpu.mark(NS);
-      d.handle = nccl->iallreduce_sum(d.buf, d.n);
-      d.end_mark = gpu.mark(NS);
-      spans.push_back({"allreduce bucket " + std::to_string(b) + " (nccl)", "comm", 1, d.start_mark, d.end_mark, 4.0 * static_cast<double>(d.n)});
-    };
-    prev = gpu.mark(CS);
-    int layer_start = prev;
-    dnet.backward(
-        [&](int p) {
-          const Reducer::Slot& slot = reducer.slot(p);
-          const int c0 = gpu.mark(CS);
-          gpu.scale_copy(dnet.grad(p), buckets[static_cast<std::size_t>(slot.bucket)].buf + slot.offset,
-                         prefs[static_cast<std::size_t>(p)].size(), inv_world, CS);
-          spans.push_back({"bucket_copy " + prefs[static_cast<std::size_t>(p)].name, "grad_copy", 0, c0, gpu.mark(CS)});
-          reducer.mark_ready(p, launch);
-        },
-        [&](int l) {
-          const int m = gpu.mark(CS);
-          spans.push_back({"backward layer " + std::to_string(l), "backward", 0, layer_start, m});
-          layer_start = m;
-        });
+    backward_with_hooks(gpu, *nccl, dnet, reducer, buckets, prefs, inv_world, spans);
     if (!reducer.all_launched()) throw std::logic_error("CUDA trainer: a bucket never became ready");
     const int wait0 = gpu.mark(CS);
     for (const auto& d : buckets) nccl->wait(d.handle);  // the compute stream waits for every bucket
@@ -186,19 +228,7 @@ TrainResult run_train_cuda(const TrainOptions& o, Comm& host) {
     rec.end_s = now();
     rec.loss = last_loss;
     auto at = [&](int m) { return rec.start_s + gpu.seconds(m0, m); };
-    double comm_busy = 0, exposed = 0;
-    for (const auto& d : buckets) {
-      comm_busy += gpu.seconds(d.start_mark, d.end_mark);
-      rec.bucket_s.push_back(gpu.seconds(d.start_mark, d.end_mark));
-    }
-    exposed += gpu.seconds(wait0, wait1);
-    if (bc0 >= 0) {
-      comm_busy += gpu.seconds(bc0, bc1);
-      exposed += gpu.seconds(bcw0, bcw1);
-    }
-    rec.comm_s = comm_busy;
-    rec.exposed_s = exposed;
-    rec.compute_s = (rec.end_s - rec.start_s) - exposed;
+    account_iteration(gpu, buckets, wait0, wait1, bc, rec);
     if (!o.trace.empty()) {
       slices.push_back({rank, 0, step, "load batch", "host", load0, load1, 0});
       for (const auto& sp : spans) slices.push_back({rank, sp.track, step, sp.name, sp.cat, at(sp.a), at(sp.b), sp.bytes});

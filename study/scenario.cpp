@@ -198,18 +198,25 @@ struct Axis {
 };
 
 // A swept value that moves nothing in the model in use (at the study's
-// largest GPU count) is refused, not ignored; one that acts on some
+// largest GPU count on each cluster) is refused, not ignored; one that acts on some
 // clusters only is noted for the others.
 void check_sweep_value(StudySpec& s, const Setting& st, const SettingValue& v, const YamlMap& from, const std::string& name, std::size_t i) {
-  const int n = *std::max_element(s.gpus.begin(), s.gpus.end());
+  std::vector<int> counts = s.gpus;
+  std::sort(counts.rbegin(), counts.rend());
   std::vector<std::string> idle;
   for (const auto& c : s.clusters) {
-    Layout l;
-    try {
-      l = layout_for(c.cluster, n, std::nullopt);
-    } catch (const InputError&) {
-      continue;  // reported with the GPU counts below
+    Layout l;  // at the largest of the study's GPU counts the cluster holds
+    int n = 0;
+    for (int g : counts) {
+      try {
+        l = layout_for(c.cluster, g, std::nullopt);
+        n = g;
+        break;
+      } catch (const InputError&) {
+        // more GPUs than the cluster has: reported with the GPU counts below
+      }
     }
+    if (n == 0) continue;
     Cluster cluster = c.cluster;
     Calibration cal = c.calibration;
     Workload w = s.workload;

@@ -106,8 +106,22 @@ json provenance_json(const StudySpec& s, const std::string& command_line) {
 
 }  // namespace
 
-StudyOutputs study_outputs(const StudySpec& s, const std::vector<StudyResult>& results, const std::string& command_line) {
-  StudyOutputs o;
+namespace {
+
+// The four tables and six plots a study fills, scenario by scenario.
+struct Panels {
+  DimensionTable strong, weak, comm, size;
+  PlotSpec sp, se, wt, co, me, mm;
+  std::map<std::string, std::size_t> size_series;  // group -> index in me/mm
+  int max_gpus;
+};
+
+// One scenario's lines in the plots.
+struct ScenarioSeries {
+  PlotSeries s_sp, s_se, s_wt, s_ce, s_ct;
+};
+
+Panels make_panels(const StudySpec& s) {
   DimensionTable strong{"strong_scaling", "Strong scaling: speedup and parallel efficiency", kCommonColumns, {}};
   for (const char* c : {"iteration_time_s", "iteration_time_lo_s", "iteration_time_hi_s", "epoch_time_s", "speedup", "speedup_lo",
                         "speedup_hi", "efficiency", "efficiency_lo", "efficiency_hi", "time_to_train_s", "gpu_hours",
@@ -151,9 +165,93 @@ StudyOutputs study_outputs(const StudySpec& s, const std::vector<StudyResult>& r
                                                     : "; hatched: the scenario band, the envelope over the unknowns' ranges.");
   for (PlotSpec* p : {&sp, &se, &wt, &me, &co}) p->note = band_note;
 
+  return Panels{strong, weak, comm, size, sp, se, wt, co, me, mm, {}, max_gpus};
+}
+
+// Point p of scenario i: its rows in the tables, its points in the plots.
+void add_point(Panels& pn, ScenarioSeries& ss, const StudySpec& s, std::size_t i, const StudyResult& r, const ScalingPoint& p) {
+  auto& [strong, weak, comm, size, sp, se, wt, co, me, mm, size_series, max_gpus] = pn;
+  auto& [s_sp, s_se, s_wt, s_ce, s_ct] = ss;
+  const Scenario& sc = s.scenarios[i];
+  const bool is_strong = strong_mode(sc.options.scaling);
+  const auto common = common_cells(s, i, r, p);
+  auto row = [&](std::vector<json> extra) {
+    std::vector<json> v = common;
+    v.insert(v.end(), extra.begin(), extra.end());
+    return v;
+  };
+  const double n = p.gpus;
+  std::optional<Band> eff;
+  if (p.speedup_band) eff = Band{p.speedup_band->lo / n, p.speedup_band->hi / n};
+  // the scenario band (unknowns), when the study has one
+  const auto& sb = p.scenario;
+  auto sband = [&](const Band ScalingPoint::ScenarioBands::*m, double scale = 1) -> std::optional<Band> {
+    if (!sb) return std::nullopt;
+    return Band{((*sb).*m).lo * scale, ((*sb).*m).hi * scale};
+  };
+  const auto s_it = sband(&ScalingPoint::ScenarioBands::iteration_s), s_sp_b = sband(&ScalingPoint::ScenarioBands::speedup),
+             s_eff = sband(&ScalingPoint::ScenarioBands::speedup, 1 / n), s_ttt = sband(&ScalingPoint::ScenarioBands::time_to_train_s),
+             s_thr = sband(&ScalingPoint::ScenarioBands::samples_per_s, 1 / n),
+             s_ex = sband(&ScalingPoint::ScenarioBands::overhead_exposed), s_tot = sband(&ScalingPoint::ScenarioBands::overhead_total),
+             s_ep = sband(&ScalingPoint::ScenarioBands::epoch_s);
+  auto outer = [](const std::optional<Band>& b, double scale = 1) {
+    return b ? std::array<double, 2>{b->lo * scale, b->hi * scale} : std::array<double, 2>{kNaN, kNaN};
+  };
+  if (is_strong) {
+    strong.rows.push_back(row({p.iteration_s.median, band_lo(p.iteration_band), band_hi(p.iteration_band), p.epoch_s, p.speedup,
+                               band_lo(p.speedup_band), band_hi(p.speedup_band), p.efficiency, band_lo(eff), band_hi(eff),
+                               p.time_to_train_s, p.gpu_hours, band_lo(s_it), band_hi(s_it), band_lo(s_sp_b), band_hi(s_sp_b),
+                               band_lo(s_eff), band_hi(s_eff), band_lo(s_ttt), band_hi(s_ttt)}));
+    s_sp.points.push_back({n, p.speedup, p.speedup_band ? p.speedup_band->lo : kNaN, p.speedup_band ? p.speedup_band->hi : kNaN});
+    s_sp.outer.push_back(outer(s_sp_b));
+    s_se.points.push_back({n, 100 * p.efficiency, eff ? 100 * eff->lo : kNaN, eff ? 100 * eff->hi : kNaN});
+    s_se.outer.push_back(outer(s_eff, 100));
+    const double per_iter = static_cast<double>(p.iterations_per_epoch);
+    size.rows.push_back(row({p.epoch_s, band_lo(p.iteration_band, per_iter), band_hi(p.iteration_band, per_iter), p.time_to_train_s,
+                             p.memory.peak_bytes, p.memory.capacity_bytes,
+                             p.memory.peak_bytes > 0 ? static_cast<double>(r.parameters) / p.memory.peak_bytes : 0.0,
+                             p.memory.parameter_to_memory_ratio(), p.memory.exceeds_capacity(), band_lo(s_ep), band_hi(s_ep)}));
+    if (p.gpus == max_gpus && sc.options.scaling == Scaling::strong) {
+      const std::string g = size_group(s, sc);
+      if (!size_series.count(g)) {
+        size_series[g] = me.series.size();
+        me.series.push_back({g, {}, false, 0});
+        mm.series.push_back({g, {}, false, 0});
+      }
+      const std::size_t k = size_series[g];
+      me.series[k].points.push_back({static_cast<double>(r.parameters), p.epoch_s,
+                                     p.iteration_band ? p.iteration_band->lo * per_iter : kNaN,
+                                     p.iteration_band ? p.iteration_band->hi * per_iter : kNaN});
+      me.series[k].outer.push_back(outer(s_ep));
+      mm.series[k].points.push_back({static_cast<double>(r.parameters), p.memory.peak_bytes / 1073741824.0, kNaN, kNaN});
+    }
+  } else {
+    const double b = static_cast<double>(p.batch_per_gpu);
+    std::optional<Band> per_gpu;
+    if (p.iteration_band) per_gpu = Band{b / p.iteration_band->hi, b / p.iteration_band->lo};
+    weak.rows.push_back(row({p.iteration_s.median, band_lo(p.iteration_band), band_hi(p.iteration_band), p.samples_per_s,
+                             p.samples_per_s / n, band_lo(per_gpu), band_hi(per_gpu), p.efficiency, band_lo(eff), band_hi(eff),
+                             p.epoch_s, band_lo(s_thr), band_hi(s_thr), band_lo(s_eff), band_hi(s_eff)}));
+    s_wt.points.push_back({n, p.samples_per_s / n, per_gpu ? per_gpu->lo : kNaN, per_gpu ? per_gpu->hi : kNaN});
+    s_wt.outer.push_back(outer(s_thr));
+  }
+  comm.rows.push_back(row({p.iteration_s.median, p.compute_s.median, p.comm_s.median, p.exposed_s.median, p.overhead_exposed,
+                           p.overhead_total, p.broadcast_label, bucket_choices(p.steady_plan), band_lo(s_ex), band_hi(s_ex),
+                           band_lo(s_tot), band_hi(s_tot)}));
+  s_ce.points.push_back({n, 100 * p.overhead_exposed, kNaN, kNaN});
+  s_ce.outer.push_back(outer(s_ex, 100));
+  s_ct.outer.push_back(outer(s_tot, 100));
+  s_ct.points.push_back({n, 100 * p.overhead_total, kNaN, kNaN});
+}
+
+}  // namespace
+
+StudyOutputs study_outputs(const StudySpec& s, const std::vector<StudyResult>& results, const std::string& command_line) {
+  StudyOutputs o;
+  Panels pn = make_panels(s);
+  auto& [strong, weak, comm, size, sp, se, wt, co, me, mm, size_series, max_gpus] = pn;
   bool any_strong = false;
   for (const auto& sc : s.scenarios) any_strong |= strong_mode(sc.options.scaling);
-  std::map<std::string, std::size_t> size_series;  // group -> index in me/mm
   json scenarios = json::array();
   for (std::size_t i = 0; i < results.size(); ++i) {
     const Scenario& sc = s.scenarios[i];
@@ -162,87 +260,18 @@ StudyOutputs study_outputs(const StudySpec& s, const std::vector<StudyResult>& r
     PlotSeries s_sp{series_title(sc, Scaling::strong), {}, false, 0}, s_se = s_sp;
     PlotSeries s_wt{series_title(sc, Scaling::weak), {}, false, 0};
     const int color = static_cast<int>(co.series.size() / 2) + 1;  // exposed and total of one scenario alike
-    PlotSeries s_ce{series_title(sc, Scaling::strong) + " exposed", {}, false, color};
-    PlotSeries s_ct{series_title(sc, Scaling::strong) + " total", {}, true, color};
-    for (const ScalingPoint& p : r.points) {
-      const auto common = common_cells(s, i, r, p);
-      auto row = [&](std::vector<json> extra) {
-        std::vector<json> v = common;
-        v.insert(v.end(), extra.begin(), extra.end());
-        return v;
-      };
-      const double n = p.gpus;
-      std::optional<Band> eff;
-      if (p.speedup_band) eff = Band{p.speedup_band->lo / n, p.speedup_band->hi / n};
-      // the scenario band (unknowns), when the study has one
-      const auto& sb = p.scenario;
-      auto sband = [&](const Band ScalingPoint::ScenarioBands::*m, double scale = 1) -> std::optional<Band> {
-        if (!sb) return std::nullopt;
-        return Band{((*sb).*m).lo * scale, ((*sb).*m).hi * scale};
-      };
-      const auto s_it = sband(&ScalingPoint::ScenarioBands::iteration_s), s_sp_b = sband(&ScalingPoint::ScenarioBands::speedup),
-                 s_eff = sband(&ScalingPoint::ScenarioBands::speedup, 1 / n), s_ttt = sband(&ScalingPoint::ScenarioBands::time_to_train_s),
-                 s_thr = sband(&ScalingPoint::ScenarioBands::samples_per_s, 1 / n),
-                 s_ex = sband(&ScalingPoint::ScenarioBands::overhead_exposed), s_tot = sband(&ScalingPoint::ScenarioBands::overhead_total),
-                 s_ep = sband(&ScalingPoint::ScenarioBands::epoch_s);
-      auto outer = [](const std::optional<Band>& b, double scale = 1) {
-        return b ? std::array<double, 2>{b->lo * scale, b->hi * scale} : std::array<double, 2>{kNaN, kNaN};
-      };
-      if (is_strong) {
-        strong.rows.push_back(row({p.iteration_s.median, band_lo(p.iteration_band), band_hi(p.iteration_band), p.epoch_s, p.speedup,
-                                   band_lo(p.speedup_band), band_hi(p.speedup_band), p.efficiency, band_lo(eff), band_hi(eff),
-                                   p.time_to_train_s, p.gpu_hours, band_lo(s_it), band_hi(s_it), band_lo(s_sp_b), band_hi(s_sp_b),
-                                   band_lo(s_eff), band_hi(s_eff), band_lo(s_ttt), band_hi(s_ttt)}));
-        s_sp.points.push_back({n, p.speedup, p.speedup_band ? p.speedup_band->lo : kNaN, p.speedup_band ? p.speedup_band->hi : kNaN});
-        s_sp.outer.push_back(outer(s_sp_b));
-        s_se.points.push_back({n, 100 * p.efficiency, eff ? 100 * eff->lo : kNaN, eff ? 100 * eff->hi : kNaN});
-        s_se.outer.push_back(outer(s_eff, 100));
-        const double per_iter = static_cast<double>(p.iterations_per_epoch);
-        size.rows.push_back(row({p.epoch_s, band_lo(p.iteration_band, per_iter), band_hi(p.iteration_band, per_iter), p.time_to_train_s,
-                                 p.memory.peak_bytes, p.memory.capacity_bytes,
-                                 p.memory.peak_bytes > 0 ? static_cast<double>(r.parameters) / p.memory.peak_bytes : 0.0,
-                                 p.memory.parameter_to_memory_ratio(), p.memory.exceeds_capacity(), band_lo(s_ep), band_hi(s_ep)}));
-        if (p.gpus == max_gpus && sc.options.scaling == Scaling::strong) {
-          const std::string g = size_group(s, sc);
-          if (!size_series.count(g)) {
-            size_series[g] = me.series.size();
-            me.series.push_back({g, {}, false, 0});
-            mm.series.push_back({g, {}, false, 0});
-          }
-          const std::size_t k = size_series[g];
-          me.series[k].points.push_back({static_cast<double>(r.parameters), p.epoch_s,
-                                         p.iteration_band ? p.iteration_band->lo * per_iter : kNaN,
-                                         p.iteration_band ? p.iteration_band->hi * per_iter : kNaN});
-          me.series[k].outer.push_back(outer(s_ep));
-          mm.series[k].points.push_back({static_cast<double>(r.parameters), p.memory.peak_bytes / 1073741824.0, kNaN, kNaN});
-        }
-      } else {
-        const double b = static_cast<double>(p.batch_per_gpu);
-        std::optional<Band> per_gpu;
-        if (p.iteration_band) per_gpu = Band{b / p.iteration_band->hi, b / p.iteration_band->lo};
-        weak.rows.push_back(row({p.iteration_s.median, band_lo(p.iteration_band), band_hi(p.iteration_band), p.samples_per_s,
-                                 p.samples_per_s / n, band_lo(per_gpu), band_hi(per_gpu), p.efficiency, band_lo(eff), band_hi(eff),
-                                 p.epoch_s, band_lo(s_thr), band_hi(s_thr), band_lo(s_eff), band_hi(s_eff)}));
-        s_wt.points.push_back({n, p.samples_per_s / n, per_gpu ? per_gpu->lo : kNaN, per_gpu ? per_gpu->hi : kNaN});
-        s_wt.outer.push_back(outer(s_thr));
-      }
-      comm.rows.push_back(row({p.iteration_s.median, p.compute_s.median, p.comm_s.median, p.exposed_s.median, p.overhead_exposed,
-                               p.overhead_total, p.broadcast_label, bucket_choices(p.steady_plan), band_lo(s_ex), band_hi(s_ex),
-                               band_lo(s_tot), band_hi(s_tot)}));
-      s_ce.points.push_back({n, 100 * p.overhead_exposed, kNaN, kNaN});
-      s_ce.outer.push_back(outer(s_ex, 100));
-      s_ct.outer.push_back(outer(s_tot, 100));
-      s_ct.points.push_back({n, 100 * p.overhead_total, kNaN, kNaN});
-    }
+    ScenarioSeries ss{s_sp, s_se, s_wt, {series_title(sc, Scaling::strong) + " exposed", {}, false, color},
+                      {series_title(sc, Scaling::strong) + " total", {}, true, color}};
+    for (const ScalingPoint& p : r.points) add_point(pn, ss, s, i, r, p);
     if (is_strong) {
-      sp.series.push_back(std::move(s_sp));
-      se.series.push_back(std::move(s_se));
+      sp.series.push_back(std::move(ss.s_sp));
+      se.series.push_back(std::move(ss.s_se));
     } else {
-      wt.series.push_back(std::move(s_wt));
+      wt.series.push_back(std::move(ss.s_wt));
     }
     if (is_strong || !any_strong) {  // weak runs repeat the strong ones' communication at larger datasets
-      co.series.push_back(std::move(s_ce));
-      co.series.push_back(std::move(s_ct));
+      co.series.push_back(std::move(ss.s_ce));
+      co.series.push_back(std::move(ss.s_ct));
     }
     RunInfo info{command_line, &sc.cluster_config, &sc.workload, &sc.calibration, sc.options,
                  s.clusters[sc.cluster].calibration_file};
