@@ -162,21 +162,8 @@ static void read_table(YamlMap& m, const std::string& key, double* out) {
   t->finish();
 }
 
-static Calibration read_calibration(YamlMap m, const Cluster& c, Precision precision) {
-  Calibration cal = datasheet_calibration(c, precision);
-  cal.name = m.string("name");
-  cal.source = m.choice("source", {"datasheet", "fitted"});
-  cal.derived_from = m.string("fitted_from");
-  cal.concurrency = static_cast<int>(m.integer("concurrency", 1));
-  if (auto mm = m.map_opt("machine")) {
-    cal.machine.cpu_model = mm->string("cpu_model");
-    cal.machine.cores = static_cast<int>(mm->integer("cores", 0));
-    cal.machine.isa = mm->string_opt("isa").value_or("");
-    cal.machine.memory_bytes = mm->quantity_opt("memory", Quantity::size, Bound::non_negative).value_or(0.0);
-    cal.machine.gpu = mm->string_opt("gpu").value_or("");
-    cal.machine.collective_library = mm->string_opt("collective_library").value_or("");
-    mm->finish();
-  }
+// compute: per-class op costs (warm and cold), jitter, interference, the cache probe
+static void read_calibration_compute(YamlMap& m, Calibration& cal) {
   if (auto comp = m.map_opt("compute")) {
     read_op_cost(*comp, "gemm", &cal.gemm);
     read_op_cost(*comp, "elementwise", &cal.elementwise);
@@ -206,6 +193,10 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
     cal.interference = comp->number_opt("interference", Bound::non_negative).value_or(0.0);
     comp->finish();
   }
+}
+
+// collectives: NCCL's bus bandwidths and constants, MPI's regimes, broadcast and progress
+static void read_calibration_collectives(YamlMap& m, Calibration& cal) {
   if (auto col = m.map_opt("collectives")) {
     if (auto n = col->map_opt("nccl")) {
       cal.has_nccl_terms = true;
@@ -265,6 +256,9 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
     }
     col->finish();
   }
+}
+
+static void read_calibration_live(YamlMap& m, Calibration& cal) {
   if (auto live = m.map_opt("live")) {
     cal.model_error_sigma = live->number_opt("model_error_sigma", Bound::non_negative).value_or(0.0);
     if (cal.model_error_sigma > 1.0) live->fail("model_error_sigma", "must be at most 1 (a lognormal sigma), got " + std::to_string(cal.model_error_sigma));
@@ -279,6 +273,9 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
     }
     live->finish();
   }
+}
+
+static void read_calibration_memory(YamlMap& m, Calibration& cal) {
   if (auto mem = m.map_opt("memory")) {
     cal.runtime_memory_bytes = mem->quantity_opt("runtime", Quantity::size, Bound::non_negative).value_or(cal.runtime_memory_bytes);
     cal.runtime_memory_per_local_peer_bytes =
@@ -304,6 +301,27 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
     mem->ignore("fit");
     mem->finish();
   }
+}
+
+static Calibration read_calibration(YamlMap m, const Cluster& c, Precision precision) {
+  Calibration cal = datasheet_calibration(c, precision);
+  cal.name = m.string("name");
+  cal.source = m.choice("source", {"datasheet", "fitted"});
+  cal.derived_from = m.string("fitted_from");
+  cal.concurrency = static_cast<int>(m.integer("concurrency", 1));
+  if (auto mm = m.map_opt("machine")) {
+    cal.machine.cpu_model = mm->string("cpu_model");
+    cal.machine.cores = static_cast<int>(mm->integer("cores", 0));
+    cal.machine.isa = mm->string_opt("isa").value_or("");
+    cal.machine.memory_bytes = mm->quantity_opt("memory", Quantity::size, Bound::non_negative).value_or(0.0);
+    cal.machine.gpu = mm->string_opt("gpu").value_or("");
+    cal.machine.collective_library = mm->string_opt("collective_library").value_or("");
+    mm->finish();
+  }
+  read_calibration_compute(m, cal);
+  read_calibration_collectives(m, cal);
+  read_calibration_live(m, cal);
+  read_calibration_memory(m, cal);
   m.finish();
   return cal;
 }

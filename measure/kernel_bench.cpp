@@ -304,6 +304,77 @@ KernelsResume read_kernels_resume(const std::string& path, const nlohmann::json&
   return r;
 }
 
+namespace {
+
+// --resume: rank 0 reads and checks; every rank learns where to start
+// (shapes_done) or that the file is unusable.
+KernelsResume resume_kernels(Comm& comm, const std::string& resume, const nlohmann::json& meta, std::size_t plan_shapes) {
+  KernelsResume done;
+  float status[2] = {0, 0};  // shapes done, error
+  std::string resume_error;
+  if (comm.rank() == 0 && !resume.empty()) {
+    try {
+      done = read_kernels_resume(resume, meta, plan_shapes);
+      status[0] = static_cast<float>(done.shapes_done);
+    } catch (const InputError& e) {
+      resume_error = e.what();
+      status[1] = 1;
+    }
+  }
+  comm.broadcast(status, 2, 0);
+  if (status[1] > 0) throw InputError(comm.rank() == 0 ? resume_error : resume + ": unusable (see rank 0)");
+  done.shapes_done = static_cast<std::size_t>(status[0]);
+  return done;
+}
+
+KernelRecord kernel_row(const KernelShape& s, const std::string& op, const std::string& detail, const std::string& cache, double flops,
+                        double bytes, const Stat& t, double ws, int rank) {
+  KernelRecord r;
+  r.op = op;
+  r.detail = detail;
+  r.cache = cache;
+  r.batch = s.batch;
+  r.in = s.in;
+  r.out = s.out;
+  r.grid_size = s.G;
+  r.spline_order = s.k;
+  r.flops = flops;
+  r.bytes = bytes;
+  r.time_median_s = t.median;
+  r.time_iqr_s = t.iqr;
+  r.time_cv = t.cv;
+  r.unstable = t.cv > 0.05;
+  r.workspace_bytes = ws;
+  r.rank = rank;
+  return r;
+}
+
+// The JSON and CSV of every finished shape (all ranks' rows), atomically.
+void write_kernels_files(const std::string& json, const std::string& csv, const nlohmann::json& meta, const KernelsResume& done) {
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!json.empty()) {
+    nlohmann::json rows = nlohmann::json::array(), memory = nlohmann::json::array();
+    for (const auto& r : done.rows) rows.push_back(to_json(r));
+    for (const auto& m : done.memory) memory.push_back(to_json(m));
+    files.emplace_back(json, nlohmann::json{{"metadata", meta}, {"rows", rows}, {"memory", memory}}.dump(2) + "\n");
+  }
+  if (!csv.empty()) {
+    std::ostringstream c;
+    c << std::setprecision(9);
+    for (auto it = meta.begin(); it != meta.end(); ++it) c << "# " << it.key() << ": " << it.value().dump() << "\n";
+    c << "op,batch,in,out,grid_size,spline_order,detail,flops,bytes,time_median_s,time_iqr_s,time_cv,unstable,workspace_bytes,rank\n";
+    for (const KernelRecord& r : done.rows) {
+      c << r.op << "," << r.batch << "," << r.in << "," << r.out << "," << r.grid_size << "," << r.spline_order << "," << r.detail << ","
+        << r.flops << "," << r.bytes << "," << r.time_median_s << "," << r.time_iqr_s << "," << r.time_cv << "," << (r.unstable ? 1 : 0)
+        << "," << r.workspace_bytes << "," << r.rank << "\n";
+    }
+    files.emplace_back(csv, c.str());
+  }
+  write_files_atomic(files);
+}
+
+}  // namespace
+
 std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan, const std::string& json, const std::string& csv,
                                        const std::string& command_line, const std::string& resume) {
   set_cpu_threads(plan.threads);
@@ -340,26 +411,12 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan, co
                          {"peak_memory_what", KS_GPU_OR("device allocation high-water mark of a training step (kanscale's allocations)",
                                                         "heap bytes held at the peak of a training step (glibc's accounting)")},
                          {"unstable_threshold_cv", 0.05}};
-  // --resume: rank 0 reads and checks; every rank learns where to start
-  KernelsResume done;
-  float status[2] = {0, 0};  // shapes done, error
-  std::string resume_error;
-  if (rank == 0 && !resume.empty()) {
-    try {
-      done = read_kernels_resume(resume, meta, plan.shapes.size());
-      status[0] = static_cast<float>(done.shapes_done);
-    } catch (const InputError& e) {
-      resume_error = e.what();
-      status[1] = 1;
-    }
-  }
-  comm.broadcast(status, 2, 0);
-  if (status[1] > 0) throw InputError(rank == 0 ? resume_error : resume + ": unusable (see rank 0)");
+  KernelsResume done = resume_kernels(comm, resume, meta, plan.shapes.size());
   // the inputs are good: now say whether the machine is busy
   if (comm.rank() == 0 && meta["busy_runnable_threads"].get<int>() > 0)
     std::cerr << "kanscale: warning: " << meta["busy_runnable_threads"].get<int>()
               << " other runnable thread(s) on this machine as the measurement starts: every timing means less\n";
-  const std::size_t start = static_cast<std::size_t>(status[0]);
+  const std::size_t start = done.shapes_done;
   // The machine's ceilings belong to the measurement: a resumed file keeps
   // the ones (and the date) it was started with, and records the resume.
   static const char* const kKept[] = {"gemm_flops_per_s", "memcpy_bytes_per_s", "runtime_memory_bytes",
@@ -387,26 +444,7 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan, co
 
   auto write = [&](std::size_t shapes_done) {
     meta["shapes_done"] = shapes_done;
-    std::vector<std::pair<std::string, std::string>> files;
-    if (!json.empty()) {
-      nlohmann::json rows = nlohmann::json::array(), memory = nlohmann::json::array();
-      for (const auto& r : done.rows) rows.push_back(to_json(r));
-      for (const auto& m : done.memory) memory.push_back(to_json(m));
-      files.emplace_back(json, nlohmann::json{{"metadata", meta}, {"rows", rows}, {"memory", memory}}.dump(2) + "\n");
-    }
-    if (!csv.empty()) {
-      std::ostringstream c;
-      c << std::setprecision(9);
-      for (auto it = meta.begin(); it != meta.end(); ++it) c << "# " << it.key() << ": " << it.value().dump() << "\n";
-      c << "op,batch,in,out,grid_size,spline_order,detail,flops,bytes,time_median_s,time_iqr_s,time_cv,unstable,workspace_bytes,rank\n";
-      for (const KernelRecord& r : done.rows) {
-        c << r.op << "," << r.batch << "," << r.in << "," << r.out << "," << r.grid_size << "," << r.spline_order << ","
-          << r.detail << "," << r.flops << "," << r.bytes << "," << r.time_median_s << "," << r.time_iqr_s << "," << r.time_cv << ","
-          << (r.unstable ? 1 : 0) << "," << r.workspace_bytes << "," << r.rank << "\n";
-      }
-      files.emplace_back(csv, c.str());
-    }
-    write_files_atomic(files);
+    write_kernels_files(json, csv, meta, done);
   };
 
   Progress progress(plan.shapes.size() - std::min(start, plan.shapes.size()), "shapes");
@@ -416,24 +454,7 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan, co
     nlohmann::json mine = nlohmann::json::array();
     std::string cache = "warm";
     auto add_row = [&](const std::string& op, const std::string& detail, double flops, double bytes, const Stat& t, double ws) {
-      KernelRecord r;
-      r.op = op;
-      r.detail = detail;
-      r.cache = cache;
-      r.batch = s.batch;
-      r.in = s.in;
-      r.out = s.out;
-      r.grid_size = s.G;
-      r.spline_order = s.k;
-      r.flops = flops;
-      r.bytes = bytes;
-      r.time_median_s = t.median;
-      r.time_iqr_s = t.iqr;
-      r.time_cv = t.cv;
-      r.unstable = t.cv > 0.05;
-      r.workspace_bytes = ws;
-      r.rank = rank;
-      mine.push_back(to_json(r));
+      mine.push_back(to_json(kernel_row(s, op, detail, cache, flops, bytes, t, ws, rank)));
     };
     // warm: repetitions back to back; cold: caches evicted before each one
     g_flush.clear();

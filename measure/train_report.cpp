@@ -49,20 +49,11 @@ IterRecord iter_record_from_json(const nlohmann::json& j) {
 
 // Gathers every rank's records at rank 0, which prints the summary and
 // writes the JSON, CSV and trace files.
-TrainResult report(const TrainOptions& o, Comm& comm, const KanNet& net, const std::vector<IterRecord>& records,
-                   const std::vector<TraceSlice>& slices, const ReportContext& c) {
-  const Workload& w = o.workload;
-  const int rank = comm.rank(), world = comm.size();
-  const std::int64_t start_step = c.start_step, step = c.step, batch = c.batch;
-  const double last_loss = c.last_loss;
-  const bool interrupted = step < c.total_steps;
-  nlohmann::json mine = nlohmann::json::array();
-  for (const auto& r : records) mine.push_back(to_json(r));
-  nlohmann::json evs = nlohmann::json::array();
-  if (!o.trace.empty())
-    for (const auto& e : slices) evs.push_back(to_json(e));
-  // Each compute op's time per steady iteration (summed over its slices in
-  // the iteration), this rank's median: in the order the ops first ran.
+namespace {
+
+// Each compute op's time per steady iteration (summed over its slices in
+// the iteration), this rank's median: in the order the ops first ran.
+nlohmann::json op_medians(const std::vector<IterRecord>& records, const std::vector<TraceSlice>& slices) {
   nlohmann::json my_ops = nlohmann::json::array();
   {
     std::set<std::int64_t> timed, steady;  // steps with slices (a long run without --trace keeps a recent window)
@@ -86,6 +77,58 @@ TrainResult report(const TrainOptions& o, Comm& comm, const KanNet& net, const s
       my_ops.push_back({name, summarize(v).median});
     }
   }
+  return my_ops;
+}
+
+struct SteadyFigures {
+  Stat iter, compute, comm, exposed;
+  double samples_per_s, epoch_fixed;
+  std::size_t epoch_starts;
+  double max_rss, max_device;
+  bool steady;
+};
+
+void print_summary(std::ostream& out, const TrainOptions& o, const KanNet& net, const ReportContext& c, int world, std::int64_t batch,
+                   bool interrupted, const SteadyFigures& st) {
+  const Workload& w = o.workload;
+  out << "kanscale train: " << w.name << ", KAN [";
+  for (std::size_t i = 0; i < w.widths.size(); ++i) out << (i ? ", " : "") << w.widths[i];
+  out << "] G=" << w.grid_size << " k=" << w.spline_order << ", " << net.parameter_count() << " parameters; "
+            << world << " rank(s) (" << c.backend << "), " << o.threads << " thread(s) each, batch " << batch
+            << " per rank; steps " << c.start_step << ".." << c.step << (interrupted ? " (interrupted)" : "") << "\n";
+  out << "  final loss " << c.last_loss << "\n";
+  if (st.steady) {
+    out << "  steady state (median over ranks of each rank's median; p95 over ranks):\n"
+              << "    iteration   " << format_time(st.iter.median) << " (p95 " << format_time(st.iter.p95) << ")\n"
+              << "    samples/s   " << std::fixed << std::setprecision(0) << st.samples_per_s << std::defaultfloat << "\n"
+              << "    compute     " << format_time(st.compute.median) << "\n"
+              << "    comm        " << format_time(st.comm.median) << "\n"
+              << "    exposed     " << format_time(st.exposed.median) << "\n";
+  }
+  if (st.epoch_fixed >= 0)
+    out << "    per epoch   " << format_time(st.epoch_fixed) << " fixed, outside the iterations (the sampler's shuffle; slowest rank's median of "
+        << st.epoch_starts << " epoch start(s)): a workload's epoch_overhead\n";
+  out << "    peak memory " << format_bytes(st.max_rss) << " (largest rank RSS)\n";
+  if (st.max_device >= 0) out << "    peak device " << format_bytes(st.max_device) << " (largest rank's device allocations)\n";
+}
+
+}  // namespace
+
+TrainResult report(const TrainOptions& o, Comm& comm, const KanNet& net, const std::vector<IterRecord>& records,
+                   const std::vector<TraceSlice>& slices, const ReportContext& c) {
+  const Workload& w = o.workload;
+  const int rank = comm.rank(), world = comm.size();
+  const std::int64_t start_step = c.start_step, step = c.step, batch = c.batch;
+  const double last_loss = c.last_loss;
+  const bool interrupted = step < c.total_steps;
+  nlohmann::json mine = nlohmann::json::array();
+  for (const auto& r : records) mine.push_back(to_json(r));
+  nlohmann::json evs = nlohmann::json::array();
+  if (!o.trace.empty())
+    for (const auto& e : slices) evs.push_back(to_json(e));
+  // Each compute op's time per steady iteration (summed over its slices in
+  // the iteration), this rank's median: in the order the ops first ran.
+  const nlohmann::json my_ops = op_medians(records, slices);
   const double rss = peak_rss_bytes();
   const auto all = comm.gather(nlohmann::json{{"records", mine}, {"events", evs}, {"ops", my_ops}, {"rss", rss}, {"device", c.device_peak_bytes},
                                               {"epoch_start_s", c.epoch_start_s}}.dump());
@@ -156,27 +199,8 @@ TrainResult report(const TrainOptions& o, Comm& comm, const KanNet& net, const s
   const Stat iter = summarize(it_med), compute = summarize(cp_med), comm_t = summarize(cm_med), exp_t = summarize(ex_med);
   const double samples_per_s = iter.median > 0 ? static_cast<double>(world * batch) / iter.median : 0;
   std::ostringstream summary_sink;
-  std::ostream& out = o.print_summary ? std::cout : summary_sink;
-  out << "kanscale train: " << w.name << ", KAN [";
-  for (std::size_t i = 0; i < w.widths.size(); ++i) out << (i ? ", " : "") << w.widths[i];
-  out << "] G=" << w.grid_size << " k=" << w.spline_order << ", " << net.parameter_count() << " parameters; "
-            << world << " rank(s) (" << c.backend << "), " << o.threads << " thread(s) each, batch " << batch
-            << " per rank; steps " << start_step << ".." << step << (interrupted ? " (interrupted)" : "") << "\n";
-  out << "  final loss " << last_loss << "\n";
-  if (!it_med.empty()) {
-    out << "  steady state (median over ranks of each rank's median; p95 over ranks):\n"
-              << "    iteration   " << format_time(iter.median) << " (p95 " << format_time(iter.p95) << ")\n"
-              << "    samples/s   " << std::fixed << std::setprecision(0) << samples_per_s << std::defaultfloat << "\n"
-              << "    compute     " << format_time(compute.median) << "\n"
-              << "    comm        " << format_time(comm_t.median) << "\n"
-              << "    exposed     " << format_time(exp_t.median) << "\n";
-  }
-  if (epoch_fixed >= 0)
-    out << "    per epoch   " << format_time(epoch_fixed) << " fixed, outside the iterations (the sampler's shuffle; slowest rank's median of "
-        << epoch_starts << " epoch start(s)): a workload's epoch_overhead\n";
-  out << "    peak memory " << format_bytes(max_rss) << " (largest rank RSS)\n";
-  if (max_device >= 0) out << "    peak device " << format_bytes(max_device) << " (largest rank's device allocations)\n";
-
+  print_summary(o.print_summary ? std::cout : summary_sink, o, net, c, world, batch, interrupted,
+                {iter, compute, comm_t, exp_t, samples_per_s, epoch_fixed, epoch_starts, max_rss, max_device, !it_med.empty()});
   TrainSummary summary;
   summary.iteration_s = {iter.median, iter.p95};
   summary.compute_s = {compute.median, compute.p95};

@@ -210,6 +210,77 @@ std::string WhatifAnswer::text() const {
 }
 
 // ---------------------------------------------------------------- gpus
+namespace {
+
+// whatif gpus' answer when a GPU count meets the budget: why the next count
+// down does not do.
+void explain_met(WhatifAnswer& a, const std::vector<ScalingPoint>& pts, const GpusQuery& q, const std::string& budget) {
+  const ScalingPoint& p = pts[a.chosen];
+  a.answer = layout_text(p.gpus, p.nodes) + " train " + printf_number("%.0f", q.epochs) + " epoch(s) in " + format_time(p.time_to_train_s) +
+             ", within " + budget + " (parallel efficiency " + printf_number("%.3f", p.efficiency) + ", " + printf_number("%.4g", p.gpu_hours) +
+             " GPU-hours)";
+  a.reasoning.push_back(breakdown(p));
+  if (const std::string f = few_iterations(p); !f.empty()) a.reasoning.push_back(f);
+  if (p.gpus > 1) {
+    // the next count down (its fastest layout): why it does not do
+    int below = -1;
+    for (std::size_t k = 0; k < pts.size(); ++k) {
+      if (pts[k].gpus >= p.gpus || pts[k].memory.exceeds_capacity()) continue;
+      if (below < 0 || pts[k].gpus > pts[below].gpus ||
+          (pts[k].gpus == pts[below].gpus && pts[k].time_to_train_s < pts[below].time_to_train_s))
+        below = static_cast<int>(k);
+    }
+    if (below >= 0) {
+      const ScalingPoint& o = pts[static_cast<std::size_t>(below)];
+      a.reasoning.push_back(std::to_string(o.gpus) + " GPU(s) would take " + format_time(o.time_to_train_s) + " at efficiency " +
+                            printf_number("%.3f", o.efficiency) + ": " +
+                            (o.time_to_train_s > q.budget_s ? "over the time budget" : "below the efficiency asked"));
+    }
+  }
+}
+
+// ... and when none does: the closest, and which constraint excludes what.
+void explain_missed(WhatifAnswer& a, const std::vector<ScalingPoint>& pts, const GpusQuery& q, const std::string& budget) {
+  a.met = false;
+  double best = 1e300;
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    if (pts[i].memory.exceeds_capacity()) continue;
+    const double m = miss(pts[i].time_to_train_s, pts[i].efficiency, q.budget_s, q.min_efficiency);
+    if (m < best) {
+      best = m;
+      a.chosen = static_cast<int>(i);
+    }
+  }
+  const ScalingPoint& p = pts[a.chosen];
+  a.answer = "no GPU count searched trains " + printf_number("%.0f", q.epochs) + " epoch(s) within " + budget + "; closest: " +
+             layout_text(p.gpus, p.nodes) + " in " + format_time(p.time_to_train_s) + " (" + printf_number("%.3g", p.time_to_train_s / q.budget_s) +
+             "x the budget) at efficiency " + printf_number("%.3f", p.efficiency);
+  a.reasoning.push_back(breakdown(p));
+  // which constraint excludes what: the GPU counts that meet each alone
+  int most_efficient = 0, fewest_fast = 0;  // the largest count meeting the efficiency, the smallest meeting the time
+  double fastest = 1e300;
+  for (const auto& o : pts) {
+    if (o.memory.exceeds_capacity()) continue;  // ruled out: said in its own line
+    fastest = std::min(fastest, o.time_to_train_s);
+    if (q.min_efficiency && o.efficiency >= *q.min_efficiency) most_efficient = std::max(most_efficient, o.gpus);
+    if (o.time_to_train_s <= q.budget_s && (fewest_fast == 0 || o.gpus < fewest_fast)) fewest_fast = o.gpus;
+  }
+  if (fewest_fast == 0) {
+    a.reasoning.push_back("no candidate meets the time budget: the fastest takes " + format_time(fastest) + " (" +
+                          printf_number("%.3g", fastest / q.budget_s) + "x the budget)" +
+                          (q.min_efficiency && most_efficient == 0 ? "" : "; more GPUs than searched, or a faster cluster, are needed") +
+                          (q.min_efficiency ? std::string(", and more GPUs lower the efficiency further") : std::string()));
+  } else if (q.min_efficiency) {
+    a.reasoning.push_back(
+        most_efficient == 0
+            ? "no candidate reaches efficiency " + printf_number("%.2f", *q.min_efficiency) + ", not even the smallest searched"
+            : "efficiency >= " + printf_number("%.2f", *q.min_efficiency) + " holds up to " + std::to_string(most_efficient) +
+                  " GPU(s), but the budget needs " + std::to_string(fewest_fast) + " or more: no GPU count gives both");
+  }
+}
+
+}  // namespace
+
 WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
   require_epochs(q.epochs);
   if (!(q.budget_s > 0)) throw InputError("--budget: expected a positive time, e.g. 2h");
@@ -277,65 +348,9 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
   }
   const std::string budget = format_time(q.budget_s) + (q.min_efficiency ? " at efficiency >= " + printf_number("%.2f", *q.min_efficiency) : "");
   if (a.chosen >= 0) {
-    const ScalingPoint& p = pts[a.chosen];
-    a.answer = layout_text(p.gpus, p.nodes) + " train " + printf_number("%.0f", q.epochs) + " epoch(s) in " + format_time(p.time_to_train_s) +
-               ", within " + budget + " (parallel efficiency " + printf_number("%.3f", p.efficiency) + ", " + printf_number("%.4g", p.gpu_hours) +
-               " GPU-hours)";
-    a.reasoning.push_back(breakdown(p));
-    if (const std::string f = few_iterations(p); !f.empty()) a.reasoning.push_back(f);
-    if (p.gpus > 1) {
-      // the next count down (its fastest layout): why it does not do
-      int below = -1;
-      for (std::size_t k = 0; k < pts.size(); ++k) {
-        if (pts[k].gpus >= p.gpus || pts[k].memory.exceeds_capacity()) continue;
-        if (below < 0 || pts[k].gpus > pts[below].gpus ||
-            (pts[k].gpus == pts[below].gpus && pts[k].time_to_train_s < pts[below].time_to_train_s))
-          below = static_cast<int>(k);
-      }
-      if (below >= 0) {
-        const ScalingPoint& o = pts[static_cast<std::size_t>(below)];
-        a.reasoning.push_back(std::to_string(o.gpus) + " GPU(s) would take " + format_time(o.time_to_train_s) + " at efficiency " +
-                              printf_number("%.3f", o.efficiency) + ": " +
-                              (o.time_to_train_s > q.budget_s ? "over the time budget" : "below the efficiency asked"));
-      }
-    }
+    explain_met(a, pts, q, budget);
   } else {
-    a.met = false;
-    double best = 1e300;
-    for (std::size_t i = 0; i < pts.size(); ++i) {
-      if (pts[i].memory.exceeds_capacity()) continue;
-      const double m = miss(pts[i].time_to_train_s, pts[i].efficiency, q.budget_s, q.min_efficiency);
-      if (m < best) {
-        best = m;
-        a.chosen = static_cast<int>(i);
-      }
-    }
-    const ScalingPoint& p = pts[a.chosen];
-    a.answer = "no GPU count searched trains " + printf_number("%.0f", q.epochs) + " epoch(s) within " + budget + "; closest: " +
-               layout_text(p.gpus, p.nodes) + " in " + format_time(p.time_to_train_s) + " (" + printf_number("%.3g", p.time_to_train_s / q.budget_s) +
-               "x the budget) at efficiency " + printf_number("%.3f", p.efficiency);
-    a.reasoning.push_back(breakdown(p));
-    // which constraint excludes what: the GPU counts that meet each alone
-    int most_efficient = 0, fewest_fast = 0;  // the largest count meeting the efficiency, the smallest meeting the time
-    double fastest = 1e300;
-    for (const auto& o : pts) {
-      if (o.memory.exceeds_capacity()) continue;  // ruled out: said in its own line
-      fastest = std::min(fastest, o.time_to_train_s);
-      if (q.min_efficiency && o.efficiency >= *q.min_efficiency) most_efficient = std::max(most_efficient, o.gpus);
-      if (o.time_to_train_s <= q.budget_s && (fewest_fast == 0 || o.gpus < fewest_fast)) fewest_fast = o.gpus;
-    }
-    if (fewest_fast == 0) {
-      a.reasoning.push_back("no candidate meets the time budget: the fastest takes " + format_time(fastest) + " (" +
-                            printf_number("%.3g", fastest / q.budget_s) + "x the budget)" +
-                            (q.min_efficiency && most_efficient == 0 ? "" : "; more GPUs than searched, or a faster cluster, are needed") +
-                            (q.min_efficiency ? std::string(", and more GPUs lower the efficiency further") : std::string()));
-    } else if (q.min_efficiency) {
-      a.reasoning.push_back(
-          most_efficient == 0
-              ? "no candidate reaches efficiency " + printf_number("%.2f", *q.min_efficiency) + ", not even the smallest searched"
-              : "efficiency >= " + printf_number("%.2f", *q.min_efficiency) + " holds up to " + std::to_string(most_efficient) +
-                    " GPU(s), but the budget needs " + std::to_string(fewest_fast) + " or more: no GPU count gives both");
-    }
+    explain_missed(a, pts, q, budget);
   }
   if (const std::string m = memory.line(); !m.empty()) a.reasoning.push_back(m);
   for (const auto& s : skipped) a.reasoning.push_back("skipped " + s);

@@ -115,6 +115,63 @@ std::vector<std::string> plan_inputs(const ValidationPlan& p) {
   return {p.file, p.cluster_file, p.calibration_file, p.measure.enabled ? p.measure.kernels_plan : std::string()};
 }
 
+// calibration.measure: what every round measures to fit its calibration
+// (kernels, collectives, interference, progress, transports, live runs)
+static void read_measure_section(YamlMap& ms, ValidationPlan& p) {
+  p.measure.enabled = true;
+  p.measure.ranks = static_cast<int>(ms.integer("ranks", 1, kMaxGpus));
+  p.measure.kernels_plan = ms.string("kernels");
+  must_exist(ms, "kernels", p.measure.kernels_plan);
+  try {  // read as what it claims to be before the run directory gets a copy
+    load_kernel_plan(p.measure.kernels_plan);
+  } catch (const InputError& e) {
+    ms.fail("kernels", "\"" + p.measure.kernels_plan + "\" is not a kernel measurement plan (configs/measure/): " + e.what());
+  }
+  p.measure.allreduce = ms.string_opt("allreduce").value_or(p.measure.allreduce);
+  if (ms.has("broadcast")) {
+    p.measure.broadcast = ms.string("broadcast");
+    if (p.measure.broadcast.find_first_not_of(" \t") == std::string::npos)
+      ms.fail("broadcast", "expected sweep options such as \"-b 8 -e 1M -f 2 -n 50 -w 10\"");
+    if (p.measure.ranks < 2) ms.fail("broadcast", "a broadcast sweep needs ranks of 2 or more");
+  }
+  p.measure.interference_bytes = ms.string_opt("interference").value_or("");
+  if (!p.measure.interference_bytes.empty()) {
+    try {
+      const double b = parse_size_bytes(p.measure.interference_bytes);
+      if (!(b >= kProgressMinBytes && b <= kProgressMaxBytes)) throw UnitError("expected a size from 4B to 4GiB (bench interference --bytes)");
+    } catch (const UnitError& e) {
+      ms.fail("interference", e.what());
+    }
+  }
+  p.measure.progress_sizes = ms.string_opt("progress").value_or("");
+  if (!p.measure.progress_sizes.empty()) {
+    try {
+      (void)parse_size_list(p.measure.progress_sizes, kProgressMinBytes, kProgressMaxBytes);
+    } catch (const UnitError& e) {
+      ms.fail("progress", std::string("expected comma-separated sizes such as \"64KiB,1MiB\": ") + e.what());
+    }
+    if (p.measure.ranks < 2) ms.fail("progress", "the progress benchmark needs ranks of 2 or more");
+    if (p.backend != "cpu") ms.fail("progress", "the progress benchmark measures MPI's progress: backend cpu only");
+  }
+  if (ms.has("transports")) {
+    const auto ts = ms.string_list("transports");
+    for (std::size_t i = 0; i < ts.size(); ++i) {
+      if (!known_transport(ts[i])) ms.fail_item("transports", i, "expected shm, tcp or tcp-slow, got \"" + ts[i] + "\"");
+      for (std::size_t j = 0; j < i; ++j)  // each transport's files would overwrite the other's
+        if (ts[j] == ts[i]) ms.fail_item("transports", i, "\"" + ts[i] + "\" is given twice");
+      p.measure.transports.push_back(ts[i]);
+    }
+  }
+  if (p.measure.transports.empty()) p.measure.transports.push_back("");
+  if (ms.has_map("live")) {
+    YamlMap l = ms.map("live");
+    p.measure.live = case_matrix(l);
+    for (const auto& vc : p.measure.live)
+      if (vc.ranks > 1 && std::find(p.measure.transports.begin(), p.measure.transports.end(), vc.transport) == p.measure.transports.end())
+        ms.fail("live", "its runs use transport \"" + vc.transport + "\", which calibration.measure.transports does not measure");
+  }
+}
+
 ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
   YamlMap m = YamlMap::load_file(path);
   ValidationPlan p;
@@ -135,58 +192,7 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
   if (m.has_map("calibration")) {
     YamlMap c = m.map("calibration");
     YamlMap ms = c.map("measure");
-    p.measure.enabled = true;
-    p.measure.ranks = static_cast<int>(ms.integer("ranks", 1, kMaxGpus));
-    p.measure.kernels_plan = ms.string("kernels");
-    must_exist(ms, "kernels", p.measure.kernels_plan);
-    try {  // read as what it claims to be before the run directory gets a copy
-      load_kernel_plan(p.measure.kernels_plan);
-    } catch (const InputError& e) {
-      ms.fail("kernels", "\"" + p.measure.kernels_plan + "\" is not a kernel measurement plan (configs/measure/): " + e.what());
-    }
-    p.measure.allreduce = ms.string_opt("allreduce").value_or(p.measure.allreduce);
-    if (ms.has("broadcast")) {
-      p.measure.broadcast = ms.string("broadcast");
-      if (p.measure.broadcast.find_first_not_of(" \t") == std::string::npos)
-        ms.fail("broadcast", "expected sweep options such as \"-b 8 -e 1M -f 2 -n 50 -w 10\"");
-      if (p.measure.ranks < 2) ms.fail("broadcast", "a broadcast sweep needs ranks of 2 or more");
-    }
-    p.measure.interference_bytes = ms.string_opt("interference").value_or("");
-    if (!p.measure.interference_bytes.empty()) {
-      try {
-        const double b = parse_size_bytes(p.measure.interference_bytes);
-        if (!(b >= kProgressMinBytes && b <= kProgressMaxBytes)) throw UnitError("expected a size from 4B to 4GiB (bench interference --bytes)");
-      } catch (const UnitError& e) {
-        ms.fail("interference", e.what());
-      }
-    }
-    p.measure.progress_sizes = ms.string_opt("progress").value_or("");
-    if (!p.measure.progress_sizes.empty()) {
-      try {
-        (void)parse_size_list(p.measure.progress_sizes, kProgressMinBytes, kProgressMaxBytes);
-      } catch (const UnitError& e) {
-        ms.fail("progress", std::string("expected comma-separated sizes such as \"64KiB,1MiB\": ") + e.what());
-      }
-      if (p.measure.ranks < 2) ms.fail("progress", "the progress benchmark needs ranks of 2 or more");
-      if (p.backend != "cpu") ms.fail("progress", "the progress benchmark measures MPI's progress: backend cpu only");
-    }
-    if (ms.has("transports")) {
-      const auto ts = ms.string_list("transports");
-      for (std::size_t i = 0; i < ts.size(); ++i) {
-        if (!known_transport(ts[i])) ms.fail_item("transports", i, "expected shm, tcp or tcp-slow, got \"" + ts[i] + "\"");
-        for (std::size_t j = 0; j < i; ++j)  // each transport's files would overwrite the other's
-          if (ts[j] == ts[i]) ms.fail_item("transports", i, "\"" + ts[i] + "\" is given twice");
-        p.measure.transports.push_back(ts[i]);
-      }
-    }
-    if (p.measure.transports.empty()) p.measure.transports.push_back("");
-    if (ms.has_map("live")) {
-      YamlMap l = ms.map("live");
-      p.measure.live = case_matrix(l);
-      for (const auto& vc : p.measure.live)
-        if (vc.ranks > 1 && std::find(p.measure.transports.begin(), p.measure.transports.end(), vc.transport) == p.measure.transports.end())
-          ms.fail("live", "its runs use transport \"" + vc.transport + "\", which calibration.measure.transports does not measure");
-    }
+    read_measure_section(ms, p);
     ms.finish();
     c.finish();
   } else {

@@ -26,6 +26,87 @@
 
 namespace ks {
 
+struct WeakRow {
+  std::string row;
+  bool same_shape;
+};
+
+// weak scaling: per-GPU throughput against one GPU, as a row
+WeakRow weak_row(const StudyResult& weak, int top_gpus) {
+  std::ostringstream rows;
+  rows << std::fixed << std::setprecision(2);
+  std::ostringstream wk;
+  wk << std::fixed << std::setprecision(1);
+  double base = 0, drop = 0, lo = 1e300, hi = 0;
+  for (const auto& pt : weak.points) {
+    const double per_gpu = pt.samples_per_s / pt.gpus;
+    if (pt.gpus == 1) base = per_gpu;
+  }
+  for (const auto& pt : weak.points) {
+    const double rel = base > 0 ? pt.samples_per_s / pt.gpus / base : 0;
+    wk << (pt.gpus == weak.points.front().gpus ? "" : ", ") << pt.gpus << ": " << 100 * rel << "%";
+    if (pt.gpus >= 2) {
+      lo = std::min(lo, rel);
+      hi = std::max(hi, rel);
+      if (drop == 0) drop = 1 - rel;
+    }
+  }
+  const bool weak_same = drop > 0 && (hi - lo) < drop;
+  rows << "| weak scaling: per-GPU throughput against 1 GPU | drops from 1 to several GPUs, then stable | " << wk.str() << " | "
+       << (weak_same ? "same shape" : "different shape") << " (drop 1->2: " << 100 * drop << "%, spread over 2.." << top_gpus
+       << ": " << 100 * (hi - lo) << " points) |\n";
+  return {rows.str(), weak_same};
+}
+
+struct ModelSizeRows {
+  std::string table, rows;
+  bool ratio_up;
+};
+
+// model size: each published width's memory, ratio and epoch time at the top GPU count
+ModelSizeRows model_size_rows(const Cluster& c, const Workload& w, const Calibration& cal, const PublishedSpec& pub, int top_gpus) {
+  std::ostringstream rows;
+  rows << std::fixed << std::setprecision(2);
+  std::ostringstream ms;
+  ms << std::fixed << std::setprecision(3);
+  bool ratio_up = true, time_up = true;
+  double prev_ratio = -1, prev_time = -1, prev_params = -1;
+  std::vector<double> exps;
+  ms << "| widths | parameters | peak memory per GPU | parameter-to-memory ratio | epoch time at " << top_gpus << " GPUs |\n|---|---|---|---|---|\n";
+  for (const auto& widths : pub.model_widths) {
+    Workload wm = w;
+    wm.widths = widths;
+    StudyOptions om;
+    om.gpus = {top_gpus};
+    const StudyResult r = run_study(c, wm, cal, om);
+    const ScalingPoint& pt = r.points.back();
+    const double ratio = pt.memory.parameter_to_memory_ratio();
+    std::string ws;
+    for (auto x : widths) ws += (ws.empty() ? "" : ", ") + std::to_string(x);
+    ms << "| [" << ws << "] | " << r.parameters << " | " << format_bytes(pt.memory.peak_bytes) << " | " << 100 * ratio << "% | "
+       << format_time(pt.epoch_s) << " |\n";
+    if (prev_ratio >= 0) {
+      ratio_up = ratio_up && ratio > prev_ratio;
+      time_up = time_up && pt.epoch_s > prev_time;
+      exps.push_back(std::log(pt.epoch_s / prev_time) / std::log(static_cast<double>(r.parameters) / prev_params));
+    }
+    prev_ratio = ratio;
+    prev_time = pt.epoch_s;
+    prev_params = static_cast<double>(r.parameters);
+  }
+  if (!pub.model_widths.empty()) {
+    std::ostringstream e;
+    e << std::fixed << std::setprecision(2);
+    for (std::size_t i = 0; i < exps.size(); ++i) e << (i ? ", " : "") << exps[i];
+    rows << "| model size: parameter-to-memory ratio as models grow | improves | " << (ratio_up ? "improves" : "does not always improve")
+         << " | " << (ratio_up ? "same trend" : "different trend") << " |\n";
+    rows << "| model size: training time as models grow | grows unfavourably | " << (time_up ? "grows" : "does not always grow")
+         << " (epoch time ~ parameters^" << e.str() << " between sizes) | " << (time_up ? "grows; see the exponents" : "different trend")
+         << " |\n";
+  }
+  return {ms.str(), rows.str(), ratio_up};
+}
+
 int published_comparison(const ValidationPlan& plan, const std::string& out_dir, const std::string& cmdline) {
   if (!plan.published.enabled) throw InputError(plan.file + ": the plan has no published: section");
   const PublishedSpec& pub = plan.published;
@@ -73,65 +154,12 @@ int published_comparison(const ValidationPlan& plan, const std::string& out_dir,
        << tot_hi - pub.overhead_max_pct << std::noshowpos << " points |\n";
   rows << "| overhead across GPU counts | not monotonic | " << (monotonic ? "monotonic (rises with GPU count)" : "not monotonic")
        << " | " << (monotonic ? "different shape" : "same shape") << " |\n";
-  // weak scaling: per-GPU throughput against one GPU
-  std::ostringstream wk;
-  wk << std::fixed << std::setprecision(1);
-  double base = 0, drop = 0, lo = 1e300, hi = 0;
-  for (const auto& pt : weak.points) {
-    const double per_gpu = pt.samples_per_s / pt.gpus;
-    if (pt.gpus == 1) base = per_gpu;
-  }
-  for (const auto& pt : weak.points) {
-    const double rel = base > 0 ? pt.samples_per_s / pt.gpus / base : 0;
-    wk << (pt.gpus == weak.points.front().gpus ? "" : ", ") << pt.gpus << ": " << 100 * rel << "%";
-    if (pt.gpus >= 2) {
-      lo = std::min(lo, rel);
-      hi = std::max(hi, rel);
-      if (drop == 0) drop = 1 - rel;
-    }
-  }
-  const bool weak_same = drop > 0 && (hi - lo) < drop;
-  rows << "| weak scaling: per-GPU throughput against 1 GPU | drops from 1 to several GPUs, then stable | " << wk.str() << " | "
-       << (weak_same ? "same shape" : "different shape") << " (drop 1->2: " << 100 * drop << "%, spread over 2.." << top.gpus
-       << ": " << 100 * (hi - lo) << " points) |\n";
-  // model size
-  std::ostringstream ms;
-  ms << std::fixed << std::setprecision(3);
-  bool ratio_up = true, time_up = true;
-  double prev_ratio = -1, prev_time = -1, prev_params = -1;
-  std::vector<double> exps;
-  ms << "| widths | parameters | peak memory per GPU | parameter-to-memory ratio | epoch time at " << top.gpus << " GPUs |\n|---|---|---|---|---|\n";
-  for (const auto& widths : pub.model_widths) {
-    Workload wm = w;
-    wm.widths = widths;
-    StudyOptions om;
-    om.gpus = {top.gpus};
-    const StudyResult r = run_study(c, wm, cal, om);
-    const ScalingPoint& pt = r.points.back();
-    const double ratio = pt.memory.parameter_to_memory_ratio();
-    std::string ws;
-    for (auto x : widths) ws += (ws.empty() ? "" : ", ") + std::to_string(x);
-    ms << "| [" << ws << "] | " << r.parameters << " | " << format_bytes(pt.memory.peak_bytes) << " | " << 100 * ratio << "% | "
-       << format_time(pt.epoch_s) << " |\n";
-    if (prev_ratio >= 0) {
-      ratio_up = ratio_up && ratio > prev_ratio;
-      time_up = time_up && pt.epoch_s > prev_time;
-      exps.push_back(std::log(pt.epoch_s / prev_time) / std::log(static_cast<double>(r.parameters) / prev_params));
-    }
-    prev_ratio = ratio;
-    prev_time = pt.epoch_s;
-    prev_params = static_cast<double>(r.parameters);
-  }
-  if (!pub.model_widths.empty()) {
-    std::ostringstream e;
-    e << std::fixed << std::setprecision(2);
-    for (std::size_t i = 0; i < exps.size(); ++i) e << (i ? ", " : "") << exps[i];
-    rows << "| model size: parameter-to-memory ratio as models grow | improves | " << (ratio_up ? "improves" : "does not always improve")
-         << " | " << (ratio_up ? "same trend" : "different trend") << " |\n";
-    rows << "| model size: training time as models grow | grows unfavourably | " << (time_up ? "grows" : "does not always grow")
-         << " (epoch time ~ parameters^" << e.str() << " between sizes) | " << (time_up ? "grows; see the exponents" : "different trend")
-         << " |\n";
-  }
+  const WeakRow wr = weak_row(weak, top.gpus);
+  rows << wr.row;
+  const bool weak_same = wr.same_shape;
+  const ModelSizeRows sizes = model_size_rows(c, w, cal, pub, top.gpus);
+  const bool ratio_up = sizes.ratio_up;
+  rows << sizes.rows;
   md << "# kanscale against the published figures: " << plan.name << "\n\n"
      << "Published: " << pub.source << ". Predicted: `kanscale` with the datasheet calibration of `" << plan.cluster_file
      << "` (nothing fitted, nothing tuned to these figures), workload `" << pub.workload << "` (" << strong.parameters
@@ -140,7 +168,7 @@ int published_comparison(const ValidationPlan& plan, const std::string& out_dir,
      << "| figure | published | predicted | deviation |\n|---|---|---|---|\n" << rows.str() << "\n"
      << "Overhead is stated both ways: exposed (compute idle waiting for communication, per iteration) and total "
      << "(communication busy time, per iteration); the study does not say which it reports.\n\n";
-  if (!pub.model_widths.empty()) md << "## Model size\n\n" << ms.str() << "\n";
+  if (!pub.model_widths.empty()) md << "## Model size\n\n" << sizes.table << "\n";
   md << "## What is unknown about the published setup\n\n"
      << "Only the abstract is public: the widths, grid size, batch size, dataset size, number of epochs, what \"overhead\" "
         "measures, the software versions beyond NCCL 2.14.3 seen in other jobs on the machine, and the InfiniBand rate "

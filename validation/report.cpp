@@ -158,15 +158,16 @@ std::string coverage_text(const Coverage& c, const ValidationPlan& plan) {
 }
 }  // namespace
 
-bool write_validation_report(const ValidationPlan& plan, const std::string& dir, const std::string& out_dir, const std::string& cmdline,
-                             const ValidationOutcome& o) {
+namespace {
+
+// The report's table of cases: predicted against measured, metric by metric.
+std::string cases_table(const std::vector<CaseResult>& results) {
   std::ostringstream table;
   table << std::fixed << std::setprecision(3);
   table << "| case | predicted iter (ms) | measured iter (ms) | error | noise | compute err | comm pred/meas (ms) | comm share "
            "| exposed pred/meas (ms) | buckets pred/meas (ms) | speedup pred/meas | peak memory pred/meas |\n"
            "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-  int heavy = 0, judged = 0;
-  for (const auto& r : o.results) {
+  for (const auto& r : results) {
     std::ostringstream bk;
     bk << std::fixed << std::setprecision(3);
     for (std::size_t b = 0; b < std::max(r.predicted.bucket_s.size(), r.live.bucket_s.size()) && r.c.ranks > 1; ++b)
@@ -183,6 +184,34 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
                                  : std::string("-"))
           << " | " << format_bytes(r.predicted.peak_memory_bytes) << " / " << format_bytes(r.live.peak_memory_bytes) << " |\n";
   }
+  return table.str();
+}
+
+nlohmann::json cases_json(const std::vector<CaseResult>& results) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& r : results) {
+    auto mj = [](const Metrics& m) {
+      return nlohmann::json{{"iteration_time_s", m.iteration_s}, {"compute_time_s", m.compute_s}, {"communication_time_s", m.comm_s},
+                            {"exposed_communication_s", m.exposed_s}, {"samples_per_s", m.samples_per_s},
+                            {"peak_memory_bytes", m.peak_memory_bytes}, {"bucket_communication_s", m.bucket_s}};
+    };
+    nlohmann::json rounds = nlohmann::json::array();
+    for (const auto& m : r.rounds) rounds.push_back(mj(m));
+    j.push_back({{"case", r.c.label()}, {"ranks", r.c.ranks}, {"transport", r.c.transport}, {"oversubscribed", r.c.oversubscribed},
+                 {"predicted", mj(r.predicted)}, {"measured_median", mj(r.live)}, {"rounds", rounds}, {"noise_pct", r.noise_pct},
+                 {"iteration_error_pct", pct_error(r.predicted.iteration_s, r.live.iteration_s)},
+                 {"speedup_predicted", r.speedup_predicted}, {"speedup_measured", r.speedup_live},
+                 {"iteration_interval_s", r.interval ? nlohmann::json{{"lo", r.interval->lo}, {"hi", r.interval->hi}} : nlohmann::json(nullptr)}});
+  }
+  return j;
+}
+
+}  // namespace
+
+bool write_validation_report(const ValidationPlan& plan, const std::string& dir, const std::string& out_dir, const std::string& cmdline,
+                             const ValidationOutcome& o) {
+  const std::string table = cases_table(o.results);
+  int heavy = 0, judged = 0;
   for (const auto& r : o.results) {
     if (r.c.oversubscribed) continue;
     ++judged;
@@ -226,7 +255,7 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
      << "## Summary\n\n" << sum.str() << "\nCommunication-heavy cases (measured communication at least 30% of the iteration): "
      << heavy << " of " << judged << " judged.\n\nBound on the iteration time: " << bound.str() << ": **"
      << (o.ok ? "met" : "exceeded: " + o.why) << "**\n\n" << coverage_text(o.coverage, plan) << "\n\n"
-     << "## Cases\n\n" << table.str() << "\n![predicted vs measured](predicted_vs_measured.svg)\n\n"
+     << "## Cases\n\n" << table << "\n![predicted vs measured](predicted_vs_measured.svg)\n\n"
      << "Predicted against measured iteration time, log axes (dotted: equal; error bars: the prediction's interval). "
      << "gnuplot renders it from predicted_vs_measured.gp and .dat beside it.\n\n"
      << "![error per case, with each case's noise floor](error_per_case.svg)\n\n"
@@ -268,21 +297,7 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
     }
   }
   md << "`" << cmdline << "`\n";
-  nlohmann::json j = nlohmann::json::array();
-  for (const auto& r : o.results) {
-    auto mj = [](const Metrics& m) {
-      return nlohmann::json{{"iteration_time_s", m.iteration_s}, {"compute_time_s", m.compute_s}, {"communication_time_s", m.comm_s},
-                            {"exposed_communication_s", m.exposed_s}, {"samples_per_s", m.samples_per_s},
-                            {"peak_memory_bytes", m.peak_memory_bytes}, {"bucket_communication_s", m.bucket_s}};
-    };
-    nlohmann::json rounds = nlohmann::json::array();
-    for (const auto& m : r.rounds) rounds.push_back(mj(m));
-    j.push_back({{"case", r.c.label()}, {"ranks", r.c.ranks}, {"transport", r.c.transport}, {"oversubscribed", r.c.oversubscribed},
-                 {"predicted", mj(r.predicted)}, {"measured_median", mj(r.live)}, {"rounds", rounds}, {"noise_pct", r.noise_pct},
-                 {"iteration_error_pct", pct_error(r.predicted.iteration_s, r.live.iteration_s)},
-                 {"speedup_predicted", r.speedup_predicted}, {"speedup_measured", r.speedup_live},
-                 {"iteration_interval_s", r.interval ? nlohmann::json{{"lo", r.interval->lo}, {"hi", r.interval->hi}} : nlohmann::json(nullptr)}});
-  }
+  const nlohmann::json j = cases_json(o.results);
   nlohmann::json sj = nlohmann::json::array();
   for (const auto& s : o.summary)
     sj.push_back({{"metric", s.metric}, {"cases", s.cases}, {"mean_abs_pct", s.mean_abs_pct}, {"max_abs_pct", s.max_abs_pct},
@@ -305,7 +320,7 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
   // the plots are rendered last: a failure costs the pictures, never the run's results
   render_plots_or_warn("validate", out_dir, plots);
   std::cout << "kanscale validate: " << plan.name << " (" << o.results.size() << " cases x " << plan.rounds << " rounds)\n\n"
-            << sum.str() << "\n" << table.str() << "\nbound " << (o.ok ? "met" : "EXCEEDED: " + o.why) << "; "
+            << sum.str() << "\n" << table << "\nbound " << (o.ok ? "met" : "EXCEEDED: " + o.why) << "; "
             << coverage_text(o.coverage, plan) << "; report: " << out_dir << "/report.md\n";
   return o.ok;
 }
