@@ -396,6 +396,11 @@ CollectiveSweepFile read_collective_sweep_file(const std::string& path) {
   const auto& m = metadata_of(j);
   f.backend = value_or<std::string>(m, "backend", "mpi", path);
   f.op = value_or<std::string>(m, "op", "", path);
+  // the names measure allreduce|broadcast writes (measure/collective_sweep's table)
+  static const std::pair<const char*, SweptCollective> kOps[] = {{"allreduce", SweptCollective::allreduce},
+                                                                 {"broadcast", SweptCollective::broadcast}};
+  for (const auto& [name, kind] : kOps)
+    if (f.op == name) f.collective = kind;
   f.library = value_or<std::string>(m, "library", "?", path);
   const auto& pv = provenance_of(m);
   f.date_utc = value_or<std::string>(pv, "date_utc", "?", path, &pv == &m ? "metadata." : "metadata.provenance.");

@@ -85,12 +85,11 @@ void fit_mpi_collectives(const std::vector<const CollectiveSweepFile*>& sweeps, 
   for (const CollectiveSweepFile* sp : sweeps) {
     const CollectiveSweepFile& s = *sp;
     const std::string& path = s.path;
-    const std::string op = s.has_metadata ? s.op : "";
-    if (!s.has_points || (op != "allreduce" && op != "broadcast"))
-      throw InputError(path + ": not a kanscale measure allreduce or broadcast file");
+    const SweptCollective op = s.has_metadata ? s.collective : SweptCollective::none;
+    if (!s.has_points || op == SweptCollective::none) throw InputError(path + ": not a kanscale measure allreduce or broadcast file");
     const int n = s.ranks.value_or(1);
     if (n < 2) throw InputError(path + ": measured on one rank: no communication to fit");
-    if (op == "broadcast") {
+    if (op == SweptCollective::broadcast) {
       append(from, path + " (broadcast, " + std::to_string(n) + " ranks)");
       for (std::size_t i = 0; i < s.points.size(); ++i) {
         const CollectivePoint& p = s.points[i];
@@ -474,7 +473,7 @@ void fit_collectives(const FitInputs& in, CalibrationFile& out, FitData& d) {
       mpi_sweeps.push_back(&s);
       continue;
     }
-    if (s.op != "allreduce")
+    if (s.collective != SweptCollective::allreduce)
       throw InputError(path + ": an NCCL " + (s.op.empty() ? std::string("?") : s.op) +
                        " sweep: only NCCL all-reduce sweeps are fitted (the NCCL model derives its broadcast from the ring)");
     NcclSweep sw;

@@ -71,10 +71,15 @@ struct CollectivePoint {
   std::optional<CollectiveTiming> out_of_place, in_place;
 };
 
+// The collective a sweep file measured, as its reader recognised metadata.op
+// (none: absent or another collective).
+enum class SweptCollective { none, allreduce, broadcast };
+
 struct CollectiveSweepFile {
   std::string path;
   bool has_metadata = false;
   std::string op, backend = "mpi", library = "?", date_utc = "?";
+  SweptCollective collective = SweptCollective::none;
   std::optional<int> ranks;
   bool nonblocking = false;
   std::vector<std::string> hosts;

@@ -281,9 +281,12 @@ void run_schedule(const std::vector<std::vector<Job>>& rounds, const std::string
 
 void check_sweep_options(const ValidationPlan& p) {
   if (!p.measure.enabled || p.measure.ranks < 2) return;
-  for (const std::string op : {"allreduce", "broadcast"}) {
-    const std::string& text = op == "allreduce" ? p.measure.allreduce : p.measure.broadcast;
-    if (op == "broadcast" && text.empty()) continue;
+  // each sweep the rounds run, with its options: the all-reduce always, the
+  // broadcast when the plan asks for it
+  const std::pair<std::string, std::string> sweeps[] = {{"allreduce", p.measure.allreduce}, {"broadcast", p.measure.broadcast}};
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto& [op, text] = sweeps[i];
+    if (i > 0 && text.empty()) continue;
     // the job's own arguments, through measure's own parser
     const auto args = sweep_args(op, text, p.backend, "x.json");
     try {
