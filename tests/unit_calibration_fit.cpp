@@ -44,6 +44,7 @@ CollectiveSweepFile allreduce_sweep(int ranks, double a_small, double bw_small, 
   s.path = "ar.json";
   s.has_metadata = s.has_points = true;
   s.op = "allreduce";
+  s.collective = SweptCollective::allreduce;
   s.ranks = ranks;
   for (double b = 8; b <= 4.0 * 1048576 / 2; b *= 2) {
     const bool rd = b < 10000;
@@ -121,6 +122,7 @@ TEST_CASE("fit: a broadcast sweep gives the binomial tree's latency and bandwidt
   s.path = "b.json";
   s.has_metadata = s.has_points = true;
   s.op = "broadcast";
+  s.collective = SweptCollective::broadcast;
   s.ranks = 4;
   for (double b = 8; b <= 1048576; b *= 2) s.points.push_back(point(b, 2 * (5e-6 + b / 2e9) * 1e6));
   FitInputs in;
@@ -145,6 +147,7 @@ TEST_CASE("fit: kanscale's own NCCL all-reduce sweeps give the nccl family's bus
   s.path = "n.json";
   s.has_metadata = s.has_points = true;
   s.op = "allreduce";
+  s.collective = SweptCollective::allreduce;
   s.backend = "nccl";
   s.ranks = 2;
   s.hosts = {"n1", "n1"};
@@ -162,6 +165,7 @@ TEST_CASE("fit: kanscale's own NCCL all-reduce sweeps give the nccl family's bus
   CHECK_FALSE(k.has_mpi_terms);
   // an NCCL broadcast sweep is refused
   in.collectives[0].op = "broadcast";
+  in.collectives[0].collective = SweptCollective::broadcast;
   CHECK_THROWS_WITH_AS(fit_calibration(in, "t"),
                        "n.json: an NCCL broadcast sweep: only NCCL all-reduce sweeps are fitted (the NCCL model derives its "
                        "broadcast from the ring)",
