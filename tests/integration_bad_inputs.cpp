@@ -1000,7 +1000,8 @@ TEST_CASE("every bad input: exit 2, one line naming the file and key (or the fla
       CHECK(r.err.find(want) != std::string::npos);
     }
     for (const auto& [path, hash] : before) {
-      CAPTURE(path);
+      const std::string& input = path;  // CAPTURE's lambda cannot take a structured binding before C++20 (clang)
+      CAPTURE(input);
       CHECK(std::filesystem::is_regular_file(path));
       if (std::filesystem::is_regular_file(path)) CHECK(std::hash<std::string>{}(read_file(path)) == hash);
     }

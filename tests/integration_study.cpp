@@ -89,7 +89,8 @@ TEST_CASE("study: a tiny sweep writes every file with its columns, and its value
                                   "epoch_time_scenario_lo_s", "epoch_time_scenario_hi_s"})}};
   std::map<std::string, nlohmann::json> json;
   for (const auto& [name, cols] : tables) {
-    CAPTURE(name);
+    const std::string& table = name;  // CAPTURE's lambda cannot take a structured binding before C++20 (clang)
+    CAPTURE(table);
     CHECK(csv_header(slurp(out + "/" + name + ".csv")) == cols);
     json[name] = nlohmann::json::parse(slurp(out + "/" + name + ".json"));
     CHECK(json[name]["columns"].get<std::vector<std::string>>() == cols);
