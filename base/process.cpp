@@ -1,20 +1,24 @@
 #include "process.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <stdexcept>
 
 extern char** environ;
 
 namespace ks {
 
-int run_process(const ProcessSpec& spec) {
-  if (spec.argv.empty()) throw std::runtime_error("run_process: no program");
+int run_process(const ProcessSpec& spec) { return wait_process(start_process(spec)); }
+
+int start_process(const ProcessSpec& spec) {
+  if (spec.argv.empty()) throw std::runtime_error("start_process: no program");
   // Everything the child needs is built before fork: between fork and exec
   // only async-signal-safe calls are made.
   std::vector<char*> argv;
@@ -65,14 +69,77 @@ int run_process(const ProcessSpec& spec) {
   const ssize_t got = read(report[0], &child_err, sizeof child_err);
   if (got == static_cast<ssize_t>(sizeof child_err)) (void)!read(report[0], step, sizeof step - 1);
   close(report[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (got == static_cast<ssize_t>(sizeof child_err))
+  if (got == static_cast<ssize_t>(sizeof child_err)) {
+    wait_process(pid);
     throw std::runtime_error("cannot start " + spec.argv[0] + " (" + step + "): " + std::strerror(child_err));
+  }
+  return pid;
+}
+
+namespace {
+int exit_code(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 255;
+}
+}  // namespace
+
+int wait_process(int pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return 255;
+  }
+  return exit_code(status);
+}
+
+std::vector<int> run_processes(const std::vector<ProcessSpec>& specs, double grace_s) {
+  std::vector<int> pids, codes(specs.size(), -1);
+  try {
+    for (const auto& s : specs) pids.push_back(start_process(s));
+  } catch (...) {
+    for (int pid : pids) kill(pid, SIGTERM);
+    for (int pid : pids) wait_process(pid);
+    throw;
+  }
+  std::size_t left = pids.size();
+  bool stopping = false;
+  timespec first_done{};  // when the first one ended with status 0
+  bool any_done = false;
+  while (left > 0) {
+    if (any_done && !stopping && grace_s > 0) {
+      timespec now{};
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if (static_cast<double>(now.tv_sec - first_done.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec - first_done.tv_nsec) > grace_s) {
+        stopping = true;
+        for (std::size_t j = 0; j < pids.size(); ++j)
+          if (codes[j] < 0) kill(pids[j], SIGTERM);
+      }
+    }
+    // only our own children are reaped (waitpid(-1) would take any child's status)
+    for (std::size_t i = 0; i < pids.size(); ++i) {
+      if (codes[i] >= 0) continue;
+      int status = 0;
+      const pid_t got = waitpid(pids[i], &status, WNOHANG);
+      if (got == 0 || (got < 0 && errno == EINTR)) continue;
+      codes[i] = got < 0 ? 255 : exit_code(status);
+      --left;
+      if (codes[i] == 0 && !any_done) {
+        any_done = true;
+        clock_gettime(CLOCK_MONOTONIC, &first_done);
+      }
+      // one rank failed: the others would wait for it in a collective forever
+      if (codes[i] != 0 && !stopping) {
+        stopping = true;
+        for (std::size_t j = 0; j < pids.size(); ++j)
+          if (codes[j] < 0) kill(pids[j], SIGTERM);
+      }
+    }
+    if (left > 0) {
+      const timespec pause{0, 5000000};  // 5 ms between polls
+      nanosleep(&pause, nullptr);
+    }
+  }
+  return codes;
 }
 
 std::string shell_quote(const std::string& word) {

@@ -17,6 +17,16 @@ struct ProcessSpec {
 // Runs the program and waits. Returns its exit status, or 128 + the signal
 // that ended it. Throws std::runtime_error when it cannot be started.
 int run_process(const ProcessSpec& spec);
+// The same in two steps: start it (its process id; throws std::runtime_error
+// when it cannot be started) and wait for it (exit status, or 128 + signal).
+int start_process(const ProcessSpec& spec);
+int wait_process(int pid);
+// Starts every spec at once and waits for all; when one ends with a non-zero
+// status the others are sent SIGTERM (ranks of one job would otherwise wait
+// for it in a collective forever), and likewise those still running
+// `grace_s` seconds after the first ended with status 0 (0: wait for ever).
+// Each one's exit status, in order.
+std::vector<int> run_processes(const std::vector<ProcessSpec>& specs, double grace_s = 0);
 
 // A word as the shell reads it back unchanged: left bare when it holds only
 // characters that no shell interprets, single-quoted otherwise.

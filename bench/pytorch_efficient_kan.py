@@ -1,10 +1,9 @@
 #!/usr/bin/python3
 """PyTorch baseline for `kanscale bench kernels`.
 
-A KAN layer that follows efficient-kan's op sequence (its b_splines
-recursion on (B, in, G+2k) tensors, the scaled spline weight, the two
-F.linear calls), written here from the formulas in shared/reference/kan.md,
-not copied. It is first checked against kanscale's fp64 reference (the
+efficient-kan's KAN from the project's one module of it
+(measure/python/kanscale_torch/efficient_kan.py: its b_splines recursion on
+(B, in, G+2k) tensors, the scaled spline weight, the two F.linear calls). It is first checked against kanscale's fp64 reference (the
 gradients `kanscale bench kernels --export DIR` writes), then timed for
 forward + backward + MSE loss on the same shapes, batch and threads.
 
@@ -24,6 +23,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "measure", "python"))
+from kanscale_torch.efficient_kan import KAN  # noqa: E402  (the project's one efficient-kan module)
+
 
 def read_safetensors(path):
     with open(path, "rb") as f:
@@ -39,40 +41,18 @@ def read_safetensors(path):
     return out, meta
 
 
-def b_splines(x, grid, k):
-    # x: (B, in), grid: (in, G+2k+1) -> (B, in, G+k), Cox-de Boor as efficient-kan does it
-    x = x.unsqueeze(-1)
-    bases = ((x >= grid[:, :-1]) & (x < grid[:, 1:])).to(x.dtype)
-    for p in range(1, k + 1):
-        bases = ((x - grid[:, :-(p + 1)]) / (grid[:, p:-1] - grid[:, :-(p + 1)]) * bases[:, :, :-1]) + (
-            (grid[:, p + 1:] - x) / (grid[:, p + 1:] - grid[:, 1:(-p)]) * bases[:, :, 1:])
-    return bases.contiguous()
-
-
-def layer(x, p, k):
-    base = F.linear(F.silu(x), p["base_weight"])
-    scaled = p["spline_weight"] * p["spline_scaler"].unsqueeze(-1)
-    spline = F.linear(b_splines(x, p["grid"], k).view(x.size(0), -1), scaled.view(scaled.size(0), -1))
-    return base + spline
-
-
-def net_loss(x, t, layers, k):
-    for p in layers:
-        x = layer(x, p, k)
-    return F.mse_loss(x, t)
-
-
 def load_case(path, dtype):
+    """The case's KAN as efficient-kan's module (measure/python/kanscale_torch), its weights and grid from the file."""
     tensors, meta = read_safetensors(path)
     nl = len([n for n in tensors if n.endswith(".base_weight") and n.startswith("layers.")])
-    layers = []
-    for l in range(nl):
-        p = {}
-        for n in ("base_weight", "spline_weight", "spline_scaler"):
-            p[n] = torch.tensor(tensors[f"layers.{l}.{n}"], dtype=dtype, requires_grad=True)
-        p["grid"] = torch.tensor(tensors[f"layers.{l}.grid"], dtype=dtype)
-        layers.append(p)
-    return tensors, meta, layers
+    widths = [tensors["layers.0.base_weight"].shape[1]] + [tensors[f"layers.{l}.base_weight"].shape[0] for l in range(nl)]
+    G = int(meta["grid_size"])
+    model = KAN(widths, G, 3).to(dtype)
+    with torch.no_grad():
+        for l, layer in enumerate(model.layers):
+            for n in ("base_weight", "spline_weight", "spline_scaler", "grid"):
+                getattr(layer, n).copy_(torch.tensor(tensors[f"layers.{l}.{n}"], dtype=dtype))
+    return tensors, meta, model, widths, G
 
 
 def main():
@@ -87,38 +67,31 @@ def main():
           (torch.__version__, torch.__config__.parallel_info().splitlines()[0], reps))
     print("%-20s %-3s %-8s %-12s %-12s %-12s %s" % ("shape", "G", "threads", "check", "torch", "kanscale", "speedup"))
     for path in sorted(glob.glob(os.path.join(d, "case_*.safetensors"))):
-        k = 3
-        tensors, meta, layers = load_case(path, torch.float64)
+        tensors, meta, model, widths, G = load_case(path, torch.float64)
         rows = int(meta["ref_rows"])
-        widths = [tensors["layers.0.base_weight"].shape[1]] + [
-            tensors[f"layers.{l}.base_weight"].shape[0] for l in range(len(layers))]
-        G = int(meta["grid_size"])
         x = torch.tensor(tensors["x"][:rows], dtype=torch.float64)
         t = torch.tensor(tensors["t"][:rows], dtype=torch.float64)
-        loss = net_loss(x, t, layers, k)
-        loss.backward()
+        F.mse_loss(model(x), t).backward()
         err = 0.0
-        for l, p in enumerate(layers):
+        for l, layer in enumerate(model.layers):
             for n in ("base_weight", "spline_weight", "spline_scaler"):
                 ref = torch.tensor(tensors[f"ref_grad.layers.{l}.{n}"], dtype=torch.float64)
                 scale = ref.abs().max().item() or 1.0
-                err = max(err, (p[n].grad - ref).abs().max().item() / scale)
+                err = max(err, (getattr(layer, n).grad - ref).abs().max().item() / scale)
         check = "%.1e" % err
         if err > 1e-5:
             print("MISMATCH against the fp64 reference: %s" % check)
             sys.exit(1)
-        tensors, meta, layers = load_case(path, torch.float32)
+        tensors, meta, model, widths, G = load_case(path, torch.float32)
         x = torch.tensor(tensors["x"])
         t = torch.tensor(tensors["t"])
         for threads in (1, 2):
             torch.set_num_threads(threads)
             times = []
             for i in range(reps + 2):
-                for p in layers:
-                    for n in ("base_weight", "spline_weight", "spline_scaler"):
-                        p[n].grad = None
+                model.zero_grad(set_to_none=True)
                 t0 = time.perf_counter()
-                net_loss(x, t, layers, k).backward()
+                F.mse_loss(model(x), t).backward()
                 if i >= 2:
                     times.append(time.perf_counter() - t0)
             tt = statistics.median(times)

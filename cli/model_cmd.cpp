@@ -43,7 +43,7 @@ po::options_description model_options(const std::string& what, ModelArgs& a) {
       ("out", po::value(&a.out)->default_value(a.out), "layer: output width")
       ("grid", po::value(&a.grid)->default_value(a.grid), "layer: grid size G")
       ("order", po::value(&a.order)->default_value(a.order), "layer: spline order k")
-      ("implementation", po::value(&a.impl)->default_value(a.impl), "layer: kanscale (needs a fitted --calibration) | efficient-kan");
+      ("implementation", po::value(&a.impl)->default_value(a.impl), "layer: kanscale (needs a fitted --calibration) | pytorch (efficient-kan, its former name)");
   return desc;
 }
 
@@ -83,8 +83,9 @@ int model_layer(const ModelArgs& a, const Calibration& cal) {
   if (a.batch > kMaxBatch) throw InputError("--batch: at most " + std::to_string(kMaxBatch) + ", got " + std::to_string(a.batch));
   const KanShape s{{a.in, a.out}, a.grid, a.order};
   if (const std::string why = kan_size_problem(s); !why.empty()) throw InputError("--in, --out, --grid: " + why);
-  if (a.impl != "kanscale" && a.impl != "efficient-kan") throw InputError("--implementation: kanscale or efficient-kan");
-  const auto ops = a.impl == "kanscale" ? kanscale_iteration(s, a.batch, false) : efficient_kan_iteration(s, a.batch, false);
+  const std::string impl = a.impl == "efficient-kan" ? "pytorch" : a.impl;  // its former name
+  if (impl != "kanscale" && impl != "pytorch") throw InputError("--implementation: kanscale or pytorch");
+  const auto ops = impl == "kanscale" ? kanscale_iteration(s, a.batch, false) : efficient_kan_iteration(s, a.batch, false);
   double fwd = 0, bwd = 0, fl = 0;
   for (const auto& o : ops) {
     if (o.phase == Phase::forward) {
@@ -93,7 +94,7 @@ int model_layer(const ModelArgs& a, const Calibration& cal) {
     }
     if (o.phase == Phase::backward) bwd += op_time_s(o, cal, 0.0);
   }
-  std::cout << a.impl << " layer " << a.in << " -> " << a.out << ", G=" << a.grid << ", k=" << a.order << ", batch " << a.batch
+  std::cout << impl << " layer " << a.in << " -> " << a.out << ", G=" << a.grid << ", k=" << a.order << ", batch " << a.batch
             << ", calibration " << cal.name << " (" << cal.source << (cal.machine.empty() ? "" : ", measured on " + describe(cal.machine))
             << "):\n  forward " << std::setprecision(2) << fwd * 1e6 << " us (" << fl / fwd / 1e9
             << " GFLOP/s), backward (no input gradient: first layer) " << bwd * 1e6 << " us\n";

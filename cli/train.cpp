@@ -28,6 +28,7 @@
 #include "measure/checkpoint.hpp"
 #include "measure/eval.hpp"
 #include "measure/trainer.hpp"
+#include "measure/torch_run.hpp"
 #include "formats/yaml_reader.hpp"
 #include "options.hpp"
 
@@ -93,6 +94,86 @@ void check_train_outputs(const CommonOptions& c, const std::string& checkpoint, 
                               {state, "--checkpoint (its optimizer state)"}});
 }
 
+// The options only a PyTorch run reads (workloads with implementation: pytorch).
+struct TorchCli {
+  int ranks = 1, warmup = 2, threads = 1, epochs = -1;
+  long long steps = -1;
+  std::uint64_t seed = 0;
+  std::string python, port_range = "29500-29999", profile;
+};
+
+void add_torch_options(po::options_description& desc, TorchCli& t) {
+  desc.add_options()
+      ("ranks", po::value(&t.ranks)->default_value(t.ranks), "pytorch: ranks kanscale starts (one process each)")
+      ("warmup", po::value(&t.warmup)->default_value(t.warmup), "pytorch: first steps left out of the summary")
+      ("python", po::value(&t.python)->value_name("PATH"), "pytorch: the interpreter (default $KANSCALE_PYTHON, else /usr/bin/python3)")
+      ("port-range", po::value(&t.port_range)->default_value(t.port_range), "pytorch: where to look for a free rendezvous port")
+      ("profile", po::value(&t.profile)->value_name("FILE"), "pytorch: torch.profiler Chrome trace of one more step (rank 0)");
+}
+
+// A PyTorch-only option on a kanscale workload is a mistake, not a no-op.
+void check_kanscale_only(const po::variables_map& vm) {
+  for (const char* key : {"ranks", "warmup", "python", "port-range", "profile"})
+    if (vm.count(key) && !vm[key].defaulted())
+      throw InputError(std::string("--") + key + ": only for a workload with implementation: pytorch");
+}
+
+// The iteration of a PyTorch run, from the summary its rank 0 wrote.
+void print_torch_summary(const std::string& json, const Workload& w, int ranks, const TorchEnv& env) {
+  const auto j = read_json_file(json, "the PyTorch run's summary");
+  const TrainSummary s = train_summary_from_json(j.at("summary"), json);
+  std::cout << "kanscale train: " << w.name << " under PyTorch DDP (" << env.fingerprint() << "), " << ranks << " rank(s), batch "
+            << w.batch_per_gpu << " per rank: iteration " << format_time(s.iteration_s.median) << " (median; p95 over ranks "
+            << format_time(s.iteration_s.p95) << "), " << std::fixed << std::setprecision(0) << s.samples_per_s << " samples/s\n";
+  std::cout.unsetf(std::ios::floatfield);
+  for (const auto& [name, t] : s.op_s) std::cout << "  " << std::left << std::setw(16) << name << std::right << format_time(t) << "\n";
+}
+
+int train_pytorch(const Workload& w, const CommonOptions& c, const std::string& backend, const TorchCli& t, const po::variables_map& vm,
+                  bool quiet, const std::string& cmdline) {
+  for (const char* key : {"csv", "trace", "checkpoint", "checkpoint-every", "resume", "inject-delay-us"})
+    if (vm.count(key)) throw InputError(std::string("--") + key + ": not for implementation: pytorch (kanscale's own trainer only)");
+  if (launched_by_mpirun())
+    throw InputError(c.workload + ": implementation pytorch: kanscale starts the ranks itself (--ranks P), not under mpirun");
+  if (t.ranks < 1 || t.ranks > 4096) throw InputError("--ranks: expected 1 to 4096, got " + std::to_string(t.ranks));
+  if (t.warmup < 0) throw InputError("--warmup: must not be negative");
+  check_output_paths({{t.profile, "--profile"}});
+  check_outputs_spare_inputs({c.workload}, {{c.json, "--json"}, {t.profile, "--profile"}});
+  TorchTrainOptions o;
+  o.workload = w;
+  o.ranks = t.ranks;
+  o.warmup = t.warmup;
+  o.steps = t.steps > 0 ? t.steps : 30;
+  if (t.epochs > 0) throw InputError("--epochs: a PyTorch run counts --steps (its batch is one tensor, no data set)");
+  if (o.steps <= o.warmup)
+    throw InputError("--steps " + std::to_string(o.steps) + ": must be more than --warmup " + std::to_string(o.warmup));
+  o.threads = t.threads;
+  o.seed = t.seed;
+  o.dist_backend = backend == "cuda" ? "nccl" : "gloo";
+  o.profile = t.profile;
+  o.command_line = cmdline;
+  o.port_range = t.port_range;
+  free_port(o.port_range);  // a range with no free port fails before the interpreter starts
+  o.python = resolve_python(t.python);
+  const TorchEnv env = probe_torch(o.python);
+  // the summary is printed from rank 0's file: a temporary one without --json
+  char tmp[] = "/tmp/kanscale-torch-XXXXXX";
+  const bool own_json = c.json.empty();
+  if (own_json) {
+    if (!mkdtemp(tmp)) throw std::runtime_error("cannot create a temporary directory");
+    o.json = std::string(tmp) + "/summary.json";
+  } else {
+    o.json = c.json;
+  }
+  const int code = run_torch_train(o, env);
+  if (code == 0 && !quiet) print_torch_summary(o.json, w, o.ranks, env);
+  if (own_json) {
+    std::remove(o.json.c_str());
+    rmdir(tmp);
+  }
+  return code;
+}
+
 }  // namespace
 
 int train(const std::vector<std::string>& args, const std::string& cmdline) {
@@ -103,6 +184,7 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
   double delay_us = 0;
   std::string memory_limit = "64GiB";
   bool quiet = false;
+  TorchCli torch;
   po::options_description desc("train options");
   desc.add_options()
       ("help,h", "show this help")
@@ -123,11 +205,14 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
       ("quiet", po::bool_switch(&quiet), "no progress lines")
       ("memory-limit", po::value(&memory_limit)->default_value(memory_limit),
        "refuse a run whose estimated memory per rank (model, Adam, buckets, batch, data, records) is above this");
+  add_torch_options(desc, torch);
   po::variables_map vm;
   if (!parse_args(args, desc,
                   "usage: kanscale train --workload W [--backend cpu|cuda] [--steps N | --epochs E] [--seed S]\n"
                   "                      [--json F] [--csv F] [--trace F] [--checkpoint F] [--resume F]\n"
-                  "Data-parallel under mpirun -np P (MPI for the CPU backend, NCCL for CUDA).",
+                  "Data-parallel under mpirun -np P (MPI for the CPU backend, NCCL for CUDA).\n"
+                  "A workload with implementation: pytorch runs PyTorch DDP instead, --ranks P\n"
+                  "processes started by kanscale (gloo on CPU, nccl with --backend cuda).",
                   vm))
     return 0;
   if (c.workload.empty()) throw InputError("missing required option --workload");
@@ -142,6 +227,14 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
   check_train_outputs(c, checkpoint, resume);
   TrainOptions o;
   o.workload = load_workload(c.workload);
+  if (o.workload.implementation == Implementation::pytorch) {
+    torch.steps = steps;
+    torch.epochs = epochs;
+    torch.threads = threads;
+    torch.seed = vm.count("seed") ? parse_seed(c.seed) : o.workload.seed;
+    return train_pytorch(o.workload, c, backend, torch, vm, quiet, cmdline);
+  }
+  check_kanscale_only(vm);
   check_train_memory(o.workload, steps, epochs, memory_limit_bytes, c.workload);
   o.steps = steps;
   o.epochs = epochs;

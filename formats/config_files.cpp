@@ -112,8 +112,9 @@ static Workload read_workload(YamlMap m) {
   w.learning_rate = m.number_opt("learning_rate", Bound::positive).value_or(1e-3);
   w.seed = static_cast<std::uint64_t>(m.integer_opt("seed", 0, std::numeric_limits<std::int64_t>::max()).value_or(0));
   w.precision = m.choice_opt("precision", {"fp32", "tf32"}).value_or("fp32") == "fp32" ? Precision::fp32 : Precision::tf32;
-  const auto impl = m.choice_opt("implementation", {"efficient-kan", "kanscale"}).value_or("efficient-kan");
-  w.implementation = impl == "efficient-kan" ? Implementation::efficient_kan : Implementation::kanscale;
+  // "efficient-kan" is the former name of pytorch (the same model), still accepted
+  const auto impl = m.choice_opt("implementation", {"pytorch", "kanscale", "efficient-kan"}).value_or("pytorch");
+  w.implementation = impl == "kanscale" ? Implementation::kanscale : Implementation::pytorch;
   if (auto d = m.map_opt("ddp")) {
     w.ddp.bucket_cap_bytes = d->quantity_opt("bucket_cap", Quantity::size, Bound::positive).value_or(w.ddp.bucket_cap_bytes);
     w.ddp.first_bucket_bytes = d->quantity_opt("first_bucket", Quantity::size, Bound::positive).value_or(w.ddp.first_bucket_bytes);

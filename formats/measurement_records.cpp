@@ -445,10 +445,17 @@ TrainSummary train_summary_from_json(const nlohmann::json& j, const std::string&
     if (!j.contains(key)) throw InputError(path + ": key 'summary." + std::string(key) + "': missing");
     return j[key];
   };
+  // nulls (a PyTorch run's compute/communication split, which torch does not
+  // expose) read as NaN: not measured
   auto mp = [&](const char* key) {
     const auto& m = need(key);
     const std::string at = std::string("summary.") + key + ".";
-    return TrainSummary::MedianP95{value_or<double>(m, "median", 0.0, path, at), value_or<double>(m, "p95", 0.0, path, at)};
+    if (!m.is_object()) throw InputError(path + ": key '" + at.substr(0, at.size() - 1) + "': expected {median, p95}");
+    auto one = [&](const char* k) {
+      if (m.contains(k) && m[k].is_null()) return std::numeric_limits<double>::quiet_NaN();
+      return value_or<double>(m, k, 0.0, path, at);
+    };
+    return TrainSummary::MedianP95{one("median"), one("p95")};
   };
   TrainSummary s;
   s.iteration_s = mp("iteration_time_s");

@@ -36,7 +36,7 @@ const char* to_string(Proto p) {
   return "?";
 }
 const char* to_string(Precision p) { return p == Precision::fp32 ? "fp32" : "tf32"; }
-const char* to_string(Implementation i) { return i == Implementation::efficient_kan ? "efficient-kan" : "kanscale"; }
+const char* to_string(Implementation i) { return i == Implementation::pytorch ? "pytorch" : "kanscale"; }
 
 double OpCost::time_s(double flops, double bytes, double elements, double weights) const {
   // (a rate below 0 comes only from a drawn calibration: see set_op_coefficients)

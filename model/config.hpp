@@ -17,7 +17,9 @@ enum class CollFamily { nccl, mpi };
 enum class Algo { ring, tree };
 enum class Proto { ll, ll128, simple };
 enum class Precision { fp32, tf32 };
-enum class Implementation { efficient_kan, kanscale };
+// pytorch: efficient-kan's KAN under PyTorch DDP (what users run; "efficient-kan" is its
+// former name); kanscale: kanscale's own trainer (measure/trainer).
+enum class Implementation { pytorch, kanscale };
 enum class CpuVendor { intel, amd, other };
 
 const char* to_string(LinkKind k);
@@ -104,7 +106,7 @@ struct Workload {
   double learning_rate = 1e-3;
   std::uint64_t seed = 0;
   Precision precision = Precision::fp32;
-  Implementation implementation = Implementation::efficient_kan;
+  Implementation implementation = Implementation::pytorch;
   DdpSettings ddp;
 };
 

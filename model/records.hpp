@@ -94,6 +94,8 @@ struct TrainSummary {
   struct MedianP95 {
     double median = 0, p95 = 0;
   };
+  // compute, communication and exposed are NaN where not measured (a PyTorch
+  // run: torch runs the reducer inside backward)
   MedianP95 iteration_s, compute_s, communication_s, exposed_communication_s;
   double samples_per_s = 0;
   double peak_rss_bytes = 0;                 // the largest rank's

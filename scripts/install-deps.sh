@@ -11,6 +11,8 @@ PKGS=(
   doctest-dev                          # unit tests
   libopenmpi-dev openmpi-bin           # MPI collectives and the CPU data-parallel trainer
   gnuplot-nox                          # plots of kanscale study (run as a process from the .gp scripts it writes)
+  python3-torch python3-numpy          # real PyTorch DDP jobs of efficient-kan (kanscale train, implementation: pytorch)
+  libopenblas0-pthread                 # the BLAS torch runs on (the reference libblas3 is 2-3x slower)
 )
 missing=()
 for p in "${PKGS[@]}"; do

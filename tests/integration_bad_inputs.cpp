@@ -76,6 +76,9 @@ const std::string kWorkload = read_file(kSrc + "/configs/workloads/default.yaml"
 const std::string kSmallWorkload = read_file(kSrc + "/configs/workloads/pykan-exp-sin.yaml");
 const std::string kCalibration = read_file(kSrc + "/configs/calibrations/local-cpu.yaml");
 const std::string kPlan = read_file(kSrc + "/configs/measure/cpu-ci.yaml");
+// a workload that kanscale train runs under PyTorch DDP
+const std::string kTorchWorkload =
+    "name: torch-small\nkan: {widths: [4, 8, 1], grid_size: 5}\nbatch_per_gpu: 4\ndataset_size: 64\nimplementation: pytorch\n";
 // a calibration as kanscale calibrate writes it: fit covariances and live terms
 const std::string kLiveCalibration = read_file(kSrc + "/tests/fixtures/calibration-ci-live.yaml");
 const std::string kCalibratePlan = read_file(kSrc + "/configs/calibrate/ci.yaml");
@@ -563,6 +566,33 @@ std::vector<Case> catalogue() {
        {"--trace-ranks"}},
       {"simulate: --json a directory", "flags-simulate", {}, {"simulate", "--cluster", "{src}/configs/clusters/finisterrae3.yaml",
        "--workload", "{src}/configs/workloads/default.yaml", "--json", "{d}"}, {"--json", "directory"}},
+
+      // ------------------------------------------------------------ train: PyTorch DDP runs (implementation: pytorch)
+      {"pytorch: --python missing", "train-pytorch", {{"w.yaml", kTorchWorkload}},
+       {"train", "--workload", "{d}/w.yaml", "--python", "{d}/no-python"}, {"--python {d}/no-python: no such file", "python3-torch"}},
+      {"pytorch: --python a directory", "train-pytorch", {{"w.yaml", kTorchWorkload}},
+       {"train", "--workload", "{d}/w.yaml", "--python", "{d}"}, {"--python {d}: a directory"}},
+      {"pytorch: --python not executable", "train-pytorch", {{"w.yaml", kTorchWorkload}, {"py", "print(1)\n"}},
+       {"train", "--workload", "{d}/w.yaml", "--python", "{d}/py"}, {"--python {d}/py: not executable"}},
+      {"pytorch: --port-range backwards", "train-pytorch", {{"w.yaml", kTorchWorkload}},
+       {"train", "--workload", "{d}/w.yaml", "--port-range", "30000-29000"}, {"--port-range 30000-29000", "FIRST-LAST"}},
+      {"pytorch: --port-range privileged", "train-pytorch", {{"w.yaml", kTorchWorkload}},
+       {"train", "--workload", "{d}/w.yaml", "--port-range", "80-90"}, {"--port-range 80-90", "1024 to 65535"}},
+      {"pytorch: --ranks zero", "train-pytorch", {{"w.yaml", kTorchWorkload}}, {"train", "--workload", "{d}/w.yaml", "--ranks", "0"},
+       {"--ranks", "1 to 4096"}},
+      {"pytorch: --steps within the warm-up", "train-pytorch", {{"w.yaml", kTorchWorkload}},
+       {"train", "--workload", "{d}/w.yaml", "--steps", "5", "--warmup", "10"}, {"--steps 5: must be more than --warmup 10"}},
+      {"pytorch: --csv is the kanscale trainer's", "train-pytorch", {{"w.yaml", kTorchWorkload}},
+       {"train", "--workload", "{d}/w.yaml", "--csv", "{d}/o.csv"}, {"--csv", "not for implementation: pytorch"}},
+      {"pytorch: --epochs (no data set)", "train-pytorch", {{"w.yaml", kTorchWorkload}},
+       {"train", "--workload", "{d}/w.yaml", "--epochs", "3"}, {"--epochs", "--steps"}},
+      {"pytorch: --profile a directory", "train-pytorch", {{"w.yaml", kTorchWorkload}},
+       {"train", "--workload", "{d}/w.yaml", "--profile", "{d}"}, {"--profile"}},
+      {"pytorch: nccl without a GPU", "train-pytorch", {{"w.yaml", kTorchWorkload}},
+       {"train", "--workload", "{d}/w.yaml", "--backend", "cuda", "--json", "{d}/o.json"}, {"nccl", "sees no CUDA device"}},
+      {"pytorch: --ranks on kanscale's trainer", "train-pytorch", {},
+       {"train", "--workload", "{src}/configs/workloads/pykan-exp-sin.yaml", "--ranks", "2"},
+       {"--ranks: only for a workload with implementation: pytorch"}},
 
       // ------------------------------------------------------------ flags: train
       {"train: --steps zero", "flags-train", {}, {"train", "--workload", "{src}/configs/workloads/pykan-exp-sin.yaml", "--steps", "0"},

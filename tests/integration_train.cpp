@@ -73,6 +73,7 @@ dataset_size: 512
 epochs: 1
 learning_rate: 1e-3
 seed: 4
+implementation: kanscale
 ddp: {bucket_cap: "1KiB", first_bucket: "512B"}
 )";
 
@@ -284,6 +285,7 @@ task: teacher
 batch_per_gpu: 256
 dataset_size: 4096
 seed: 2
+implementation: kanscale
 ddp: {bucket_cap: "32KiB", first_bucket: "16KiB", broadcast_buffers: false}
 )");
   const double D = 2e-3;
@@ -488,6 +490,7 @@ task: pykan-bessel
 batch_per_gpu: 64
 dataset_size: 256
 seed: 1
+implementation: kanscale
 )");
   std::string err;
   CHECK(sh(kExe + " train --quiet --workload " + w + " --steps 3", &err, &d) == 0);

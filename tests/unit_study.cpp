@@ -322,7 +322,7 @@ TEST_CASE("the replay takes the progress benchmark's interference for MPI collec
   CHECK(make_replay_input(local, w, cal, two, 32, 1).steady.allreduce.front().steps >= 4);
   // PyTorch's process group runs MPI on a thread of its own: no steps, the calibration's interference
   Workload torch = w;
-  torch.implementation = Implementation::efficient_kan;
+  torch.implementation = Implementation::pytorch;
   const ReplayInput t = make_replay_input(local, torch, cal, two, 32, 1);
   CHECK(t.steady.allreduce.front().steps == 1);
   CHECK(t.broadcast.steps == 1);

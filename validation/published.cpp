@@ -163,7 +163,7 @@ int published_comparison(const ValidationPlan& plan, const std::string& out_dir,
   md << "# kanscale against the published figures: " << plan.name << "\n\n"
      << "Published: " << pub.source << ". Predicted: `kanscale` with the datasheet calibration of `" << plan.cluster_file
      << "` (nothing fitted, nothing tuned to these figures), workload `" << pub.workload << "` (" << strong.parameters
-     << " parameters, batch " << w.batch_per_gpu << " per GPU, implementation " << (w.implementation == Implementation::kanscale ? "kanscale" : "efficient-kan")
+     << " parameters, batch " << w.batch_per_gpu << " per GPU, implementation " << to_string(w.implementation)
      << "). " << describe(provenance()) << ".\n\n"
      << "| figure | published | predicted | deviation |\n|---|---|---|---|\n" << rows.str() << "\n"
      << "Overhead is stated both ways: exposed (compute idle waiting for communication, per iteration) and total "

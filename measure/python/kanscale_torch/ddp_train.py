@@ -1,0 +1,218 @@
+"""Data-parallel training of efficient-kan's KAN under real PyTorch DDP: the
+job kanscale's users run, launched and timed by `kanscale train` for a
+workload with `implementation: pytorch`.
+
+Ranks and rendezvous: one process per rank, torch's env rendezvous
+(MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE), which kanscale sets. Debian's
+torchrun 1.13 fails under Python 3.11, so nothing here depends on it. Under
+mpirun, Open MPI's OMPI_COMM_WORLD_RANK / _SIZE / _LOCAL_RANK stand in for
+RANK / WORLD_SIZE / LOCAL_RANK; MASTER_ADDR and MASTER_PORT must then be
+exported to every rank (mpirun -x).
+
+Backend: gloo on CPU; nccl when torch.cuda.is_available() (each rank on
+cuda:LOCAL_RANK). Debian's torch has no CUDA, so the nccl path is written
+but has never run.
+
+What is timed, per step, on every rank: a barrier (not timed), then
+zero_grad, the forward, the MSE loss, backward (DDP's hooks copy each
+gradient into its bucket and launch the bucket's all-reduce on the
+backend's threads; backward returns after DDP waited for every bucket and
+copied the results back) and optimizer.step() (Adam, torch 1.13's default
+single-tensor path). No DataLoader: the batch is one tensor made once
+before the loop (inputs uniform in [-1, 1], targets from a fixed random
+teacher), so the time is the training step's alone. The loss is read after
+the timed region. The first `--warmup` steps are recorded with
+first_iteration true and left out of the summary: the first builds DDP's
+single bucket and the second runs on the buckets rebuilt in ready order.
+
+Output: with --json, rank 0 writes the file kanscale train --json writes
+(provenance, summary, iterations). The summary's compute and communication
+split is null: torch runs the reducer inside backward and exposes no
+per-bucket times without changing what runs. With --profile, rank 0 writes
+a torch.profiler Chrome trace of one steady step (one more step after the
+timed ones, so the timed ones run without the profiler).
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import resource
+import sys
+import time
+
+from . import probe
+
+
+def quantile(values, q):
+    """Linear interpolation between order statistics (model/statistics.cpp's quantile_sorted)."""
+    v = sorted(values)
+    if not v:
+        return 0.0
+    pos = q * (len(v) - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def rendezvous_env():
+    """RANK, WORLD_SIZE, LOCAL_RANK from torch's variables, or from Open MPI's under mpirun."""
+    env = os.environ
+    for torch_name, ompi_name in (("RANK", "OMPI_COMM_WORLD_RANK"), ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE"),
+                                  ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK")):
+        if torch_name not in env and ompi_name in env:
+            env[torch_name] = env[ompi_name]
+    missing = [n for n in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if n not in env]
+    if missing:
+        raise SystemExit("kanscale_torch.ddp_train: %s not set (kanscale train sets them; under mpirun export "
+                         "MASTER_ADDR and MASTER_PORT with -x)" % ", ".join(missing))
+    return int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", env["RANK"]))
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python3 -m kanscale_torch.ddp_train", description=__doc__.split("\n\n")[0])
+    p.add_argument("--widths", required=True, help="comma-separated layer widths, e.g. 64,256,256,1")
+    p.add_argument("--grid-size", type=int, default=5)
+    p.add_argument("--spline-order", type=int, default=3)
+    p.add_argument("--batch", type=int, required=True, help="samples per rank per step")
+    p.add_argument("--steps", type=int, required=True, help="steps in all, warm-up included")
+    p.add_argument("--warmup", type=int, default=2, help="first steps left out of the summary")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--learning-rate", type=float, default=1e-3)
+    p.add_argument("--bucket-cap-bytes", type=float, default=25.0 * 1048576)
+    p.add_argument("--gradient-as-bucket-view", action="store_true")
+    p.add_argument("--find-unused-parameters", action="store_true")
+    p.add_argument("--no-broadcast-buffers", action="store_true")
+    p.add_argument("--threads", type=int, default=1, help="intra-op threads per rank")
+    p.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto",
+                   help="auto: nccl when torch sees CUDA, gloo otherwise")
+    p.add_argument("--json", help="rank 0 writes the summary here (via a temporary file beside it)")
+    p.add_argument("--profile", help="rank 0 writes a torch.profiler Chrome trace of one more step here")
+    p.add_argument("--workload-name", default="")
+    p.add_argument("--workload-file", default="")
+    p.add_argument("--command-line", default="", help="the kanscale command that launched this run (provenance)")
+    p.add_argument("--provenance-json", default="{}", help="kanscale's own provenance object, written as given")
+    a = p.parse_args(argv)
+    a.widths = [int(w) for w in a.widths.split(",")]
+    if len(a.widths) < 2 or min(a.widths) < 1 or a.batch < 1 or a.steps <= a.warmup or a.warmup < 0 or a.threads < 1:
+        p.error("widths need two or more positive entries; batch and threads at least 1; steps more than warmup")
+    return a
+
+
+def write_atomic(path, text):
+    tmp = "%s.tmp%d" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    a = parse_args(sys.argv[1:] if argv is None else argv)
+    rank, world, local_rank = rendezvous_env()
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from .efficient_kan import KAN
+
+    torch.set_num_threads(a.threads)
+    backend = a.backend if a.backend != "auto" else ("nccl" if torch.cuda.is_available() else "gloo")
+    if backend == "nccl" and not torch.cuda.is_available():
+        raise SystemExit("kanscale_torch.ddp_train: --backend nccl: torch sees no CUDA device")
+    device = torch.device("cuda", local_rank) if backend == "nccl" else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    dist.init_process_group(backend, rank=rank, world_size=world)
+
+    torch.manual_seed(a.seed)  # the same initial model everywhere (DDP broadcasts rank 0's anyway)
+    model = KAN(a.widths, a.grid_size, a.spline_order).to(device)
+    ddp = DDP(model, device_ids=[local_rank] if device.type == "cuda" else None,
+              bucket_cap_mb=a.bucket_cap_bytes / 1048576.0, gradient_as_bucket_view=a.gradient_as_bucket_view,
+              find_unused_parameters=a.find_unused_parameters, broadcast_buffers=not a.no_broadcast_buffers)
+    opt = torch.optim.Adam(ddp.parameters(), lr=a.learning_rate)
+    gen = torch.Generator().manual_seed(a.seed * 1000003 + rank)
+    x = (torch.rand(a.batch, a.widths[0], generator=gen) * 2 - 1).to(device)
+    teacher = torch.randn(a.widths[0], a.widths[-1], generator=torch.Generator().manual_seed(a.seed + 17))
+    t = torch.sin(x.cpu() @ teacher / math.sqrt(a.widths[0])).to(device)
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    phases = ("zero_grad", "forward", "loss", "backward", "optimizer_step")
+
+    def step():
+        marks = [time.perf_counter()]
+        opt.zero_grad()
+        marks.append(time.perf_counter())
+        out = ddp(x)
+        marks.append(time.perf_counter())
+        loss = F.mse_loss(out, t)
+        marks.append(time.perf_counter())
+        loss.backward()
+        marks.append(time.perf_counter())
+        opt.step()
+        sync()
+        marks.append(time.perf_counter())
+        return loss, marks
+
+    records = []
+    for s in range(a.steps):
+        dist.barrier()
+        loss, marks = step()
+        records.append({"step": s, "rank": rank, "batch": a.batch, "first_iteration": s < a.warmup,
+                        "iteration_time_s": marks[-1] - marks[0], "compute_time_s": None, "communication_time_s": None,
+                        "exposed_communication_s": None, "loss": float(loss.item()),
+                        "phases_s": [marks[i + 1] - marks[i] for i in range(len(phases))]})
+    if a.profile:
+        from torch.profiler import ProfilerActivity, profile
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+        dist.barrier()
+        with profile(activities=activities) as prof:
+            step()
+        if rank == 0:
+            tmp = "%s.tmp%d.json" % (a.profile, os.getpid())
+            prof.export_chrome_trace(tmp)
+            os.replace(tmp, a.profile)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024.0
+    gathered = [None] * world
+    dist.all_gather_object(gathered, {"records": records, "rss": rss})
+    # every rank is past the gather before any tears its connections down
+    # (a rank left waiting on a closed gloo pair was seen to spin)
+    dist.barrier()
+    dist.destroy_process_group()
+    if rank != 0 or not a.json:
+        return 0
+    per_rank = {}
+    iterations = []
+    for g in gathered:
+        iterations.extend(g["records"])
+        steady = [r for r in g["records"] if not r["first_iteration"]]
+        per_rank.setdefault("iter", []).append(quantile([r["iteration_time_s"] for r in steady], 0.5))
+        for i, name in enumerate(phases):
+            per_rank.setdefault(name, []).append(quantile([r["phases_s"][i] for r in steady], 0.5))
+    iterations.sort(key=lambda r: (r["step"], r["rank"]))
+    it = per_rank["iter"]
+    null_split = {"median": None, "p95": None}
+    summary = {
+        "iteration_time_s": {"median": quantile(it, 0.5), "p95": quantile(it, 0.95)},
+        "compute_time_s": null_split, "communication_time_s": null_split, "exposed_communication_s": null_split,
+        "samples_per_s": world * a.batch / quantile(it, 0.5),
+        "peak_rss_bytes": max(g["rss"] for g in gathered), "peak_device_bytes": None,
+        "final_loss": records[-1]["loss"], "steps": a.steps, "interrupted": False,
+        "bucket_communication_s": [], "epoch_fixed_s": None,
+        "ops": [{"op": name, "median_s": quantile(per_rank[name], 0.5)} for name in phases],
+    }
+    info = json.loads(a.provenance_json)
+    info.update({"date_utc": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"), "command_line": a.command_line,
+                 "seed": a.seed, "workload": {"name": a.workload_name, "file": a.workload_file}, "ranks": world,
+                 "backend": "pytorch-" + backend, "threads_per_rank": a.threads, "hosts": sorted({os.uname().nodename}),
+                 "implementation": "pytorch", "warmup_steps": a.warmup,
+                 "bucket_cap_bytes": a.bucket_cap_bytes, "gradient_as_bucket_view": a.gradient_as_bucket_view,
+                 "torch": torch.__version__, "blas": probe.blas_library(), "python": sys.version.split()[0]})
+    write_atomic(a.json, json.dumps({"provenance": info, "summary": summary, "iterations": iterations}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""What kanscale needs to know about the interpreter before it launches
+ranks, as one JSON line: torch's version, the BLAS library its process
+maps after a matrix product (torch.__config__ says "generic" whichever
+libblas.so.3 Debian's alternatives select), numpy's version, whether gloo
+and CUDA are available, and the Python version.
+
+Run as `python3 -m kanscale_torch.probe`; exits 3 with one line on stderr
+naming the Debian package when torch or numpy cannot be imported.
+"""
+import json
+import os
+import platform
+import sys
+
+
+def blas_library():
+    """The BLAS shared object this process maps (after one matmul), by file name."""
+    import torch
+    a = torch.ones(64, 64)
+    (a @ a).sum().item()
+    names = set()
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1] if len(line.split()) >= 6 else ""
+            base = os.path.basename(path)
+            if "blas" in base or "mkl" in base:
+                names.add(path)
+    for key in ("openblas", "mkl", "blis"):
+        for n in sorted(names):
+            if key in os.path.basename(n):
+                return n
+    return sorted(names)[0] if names else "none"
+
+
+def main():
+    try:
+        import torch
+    except ImportError:
+        print("torch is not installed for %s (install Debian's python3-torch)" % sys.executable, file=sys.stderr)
+        sys.exit(3)
+    try:
+        import numpy
+    except ImportError:
+        print("numpy is not installed for %s (install Debian's python3-numpy)" % sys.executable, file=sys.stderr)
+        sys.exit(3)
+    import torch.distributed as dist
+    print(json.dumps({
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "blas": blas_library(),
+        "gloo": bool(dist.is_available() and dist.is_gloo_available()),
+        "nccl": bool(dist.is_available() and dist.is_nccl_available()),
+        "cuda": bool(torch.cuda.is_available()),
+        "threads": torch.get_num_threads(),
+    }))
+
+
+if __name__ == "__main__":
+    main()

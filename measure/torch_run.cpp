@@ -1,0 +1,180 @@
+#include "torch_run.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "base/process.hpp"
+#include "common/error.hpp"
+#include "formats/provenance.hpp"
+#include "kanscale/build_info.hpp"
+
+namespace ks {
+
+namespace {
+
+constexpr const char* kDefaultPython = "/usr/bin/python3";  // where Debian installs python3-torch
+
+std::string python_path_env() {
+  const char* old = std::getenv("PYTHONPATH");
+  return std::string("PYTHONPATH=") + build::python_dir + (old && *old ? std::string(":") + old : std::string());
+}
+
+}  // namespace
+
+std::string resolve_python(const std::string& option) {
+  std::string how = "--python";
+  std::string path = option;
+  if (path.empty()) {
+    const char* env = std::getenv("KANSCALE_PYTHON");
+    if (env && *env) {
+      path = env;
+      how = "KANSCALE_PYTHON";
+    } else {
+      path = kDefaultPython;
+      how = "the default interpreter";
+    }
+  }
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0)
+    throw InputError(how + " " + path + ": no such file (install python3 and python3-torch, or name an interpreter with --python or KANSCALE_PYTHON)");
+  if (S_ISDIR(st.st_mode)) throw InputError(how + " " + path + ": a directory, expected a Python interpreter");
+  if (access(path.c_str(), X_OK) != 0) throw InputError(how + " " + path + ": not executable, expected a Python interpreter");
+  return path;
+}
+
+std::string TorchEnv::fingerprint() const {
+  return "torch " + torch + ", numpy " + numpy + ", BLAS " + std::filesystem::path(blas).filename().string() + ", Python " + python_version;
+}
+
+TorchEnv probe_torch(const std::string& python) {
+  char log_name[] = "/tmp/kanscale-probe-XXXXXX";
+  const int fd = mkstemp(log_name);
+  if (fd < 0) throw std::runtime_error("cannot create a temporary file for the torch probe");
+  close(fd);
+  ProcessSpec spec;
+  spec.argv = {python, "-m", "kanscale_torch.probe"};
+  spec.log_path = log_name;
+  spec.extra_env = {python_path_env(), "PYTHONDONTWRITEBYTECODE=1"};  // nothing written into the sources
+  int code = 0;
+  try {
+    code = run_process(spec);
+  } catch (const std::exception& e) {
+    std::remove(log_name);
+    throw InputError(python + ": cannot run it (" + std::string(e.what()) + ")");
+  }
+  std::ifstream in(log_name);
+  std::string line, last, all;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+    all += line + "\n";
+  }
+  std::remove(log_name);
+  if (code == 3) throw InputError(last);  // "torch is not installed for PATH (install Debian's python3-torch)"
+  if (code != 0) {
+    // an interpreter that is not Python, or a broken torch: its last line says why
+    throw InputError(python + " -m kanscale_torch.probe failed (exit " + std::to_string(code) + "): " +
+                     (last.empty() ? std::string("no output") : last.substr(0, 200)) + " (is it a Python 3 with python3-torch?)");
+  }
+  TorchEnv e;
+  e.python = python;
+  try {
+    const auto j = nlohmann::json::parse(last);
+    e.python_version = j.at("python").get<std::string>();
+    e.torch = j.at("torch").get<std::string>();
+    e.numpy = j.at("numpy").get<std::string>();
+    e.blas = j.at("blas").get<std::string>();
+    e.gloo = j.at("gloo").get<bool>();
+    e.nccl = j.at("nccl").get<bool>();
+    e.cuda = j.at("cuda").get<bool>();
+  } catch (const std::exception&) {
+    throw InputError(python + " -m kanscale_torch.probe: unexpected output: " + last.substr(0, 200));
+  }
+  return e;
+}
+
+int free_port(const std::string& range, const std::string& option) {
+  int first = 0, last = 0;
+  char dash = 0, extra = 0;
+  std::istringstream in(range);
+  if (!(in >> first >> dash >> last) || dash != '-' || (in >> extra) || first < 1024 || last > 65535 || first > last)
+    throw InputError(option + " " + range + ": expected FIRST-LAST, ports from 1024 to 65535");
+  for (int port = first; port <= last; ++port) {
+    const int s = socket(AF_INET, SOCK_STREAM, 0);
+    if (s < 0) break;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool ok = bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    close(s);
+    if (ok) return port;
+  }
+  throw InputError(option + " " + range + ": every port is in use (name a free range with " + option + ")");
+}
+
+std::vector<std::string> torch_train_args(const TorchTrainOptions& o) {
+  const Workload& w = o.workload;
+  std::string widths;
+  for (auto x : w.widths) widths += (widths.empty() ? "" : ",") + std::to_string(x);
+  std::ostringstream cap, lr;
+  cap.precision(17);
+  cap << w.ddp.bucket_cap_bytes;
+  lr.precision(17);
+  lr << w.learning_rate;
+  std::vector<std::string> a = {"--widths", widths, "--grid-size", std::to_string(w.grid_size), "--spline-order",
+                                std::to_string(w.spline_order), "--batch", std::to_string(w.batch_per_gpu), "--steps",
+                                std::to_string(o.steps), "--warmup", std::to_string(o.warmup), "--seed", std::to_string(o.seed),
+                                "--learning-rate", lr.str(), "--bucket-cap-bytes", cap.str(), "--threads", std::to_string(o.threads),
+                                "--backend", o.dist_backend, "--workload-name", w.name, "--workload-file", w.file};
+  if (w.ddp.gradient_as_bucket_view) a.push_back("--gradient-as-bucket-view");
+  if (w.ddp.find_unused_parameters) a.push_back("--find-unused-parameters");
+  if (!w.ddp.broadcast_buffers) a.push_back("--no-broadcast-buffers");
+  if (!o.json.empty()) a.insert(a.end(), {"--json", o.json});
+  if (!o.profile.empty()) a.insert(a.end(), {"--profile", o.profile});
+  return a;
+}
+
+int run_torch_train(const TorchTrainOptions& o, const TorchEnv& env) {
+  if (o.dist_backend == "nccl" && !env.cuda)
+    throw InputError("nccl: " + env.python + "'s torch " + env.torch + " sees no CUDA device (Debian's python3-torch is CPU-only; use gloo)");
+  if (!env.gloo && o.dist_backend != "nccl") throw InputError(env.python + ": torch " + env.torch + " has no gloo backend");
+  const int port = free_port(o.port_range);
+  std::vector<std::string> args = {o.python, "-m", "kanscale_torch.ddp_train"};
+  for (auto& a : torch_train_args(o)) args.push_back(a);
+  nlohmann::json prov = to_json(provenance(o.command_line));
+  args.insert(args.end(), {"--command-line", o.command_line, "--provenance-json", prov.dump()});
+  std::vector<ProcessSpec> specs;
+  for (int r = 0; r < o.ranks; ++r) {
+    ProcessSpec s;
+    s.argv = args;
+    s.extra_env = {python_path_env(), "PYTHONDONTWRITEBYTECODE=1", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port), "RANK=" + std::to_string(r),
+                   "WORLD_SIZE=" + std::to_string(o.ranks), "LOCAL_RANK=" + std::to_string(r),
+                   "OMP_NUM_THREADS=" + std::to_string(o.threads), "OPENBLAS_NUM_THREADS=" + std::to_string(o.threads)};
+    if (!o.log_dir.empty()) s.log_path = o.log_dir + "/rank" + std::to_string(r) + ".log";
+    specs.push_back(std::move(s));
+  }
+  // the ranks end within moments of each other (a barrier precedes the
+  // end): one still running a minute after another ended is stuck
+  constexpr double kGraceS = 60;
+  const auto codes = run_processes(specs, kGraceS);
+  for (std::size_t r = 0; r < codes.size(); ++r) {
+    if (codes[r] == 0) continue;
+    std::cerr << "kanscale train: PyTorch rank " << r << " of " << o.ranks << " exited with status " << codes[r]
+              << (o.log_dir.empty() ? std::string() : " (its log: " + o.log_dir + "/rank" + std::to_string(r) + ".log)") << "\n";
+    return codes[r] == 2 ? 2 : 1;
+  }
+  return 0;
+}
+
+}  // namespace ks

@@ -1,0 +1,59 @@
+#pragma once
+// Real PyTorch DDP jobs, launched by kanscale: the interpreter (found and
+// probed before anything starts), a free rendezvous port, and one process
+// per rank running measure/python/kanscale_torch/ddp_train.py with torch's
+// env rendezvous (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE; torchrun is
+// not used: Debian's 1.13 fails under Python 3.11).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/config.hpp"
+
+namespace ks {
+
+// The interpreter: `option` (--python) when given, else $KANSCALE_PYTHON,
+// else /usr/bin/python3 (the `python3` first on PATH may be another one,
+// without torch). InputError when it is missing, a directory or not
+// executable, naming the package to install.
+std::string resolve_python(const std::string& option);
+
+// What the interpreter offers (python -m kanscale_torch.probe).
+struct TorchEnv {
+  std::string python;         // the interpreter's path
+  std::string python_version, torch, numpy;
+  std::string blas;           // the BLAS library torch's process maps after a matmul
+  bool gloo = false, nccl = false, cuda = false;
+  std::string fingerprint() const;  // "torch 1.13.0a0, numpy ..., BLAS libopenblasp-r0.3.21.so, Python 3.11.2"
+};
+// Runs the probe; InputError (one line naming the package) when torch or
+// numpy is missing or the interpreter cannot run it.
+TorchEnv probe_torch(const std::string& python);
+
+// The first port in "FIRST-LAST" that 127.0.0.1 can bind now; InputError
+// when the range is malformed or every port in it is taken.
+int free_port(const std::string& range, const std::string& option = "--port-range");
+
+struct TorchTrainOptions {
+  Workload workload;
+  int ranks = 1;
+  long long steps = 30;
+  int warmup = 2;  // DDP's first step (one bucket) and the second (rebuilt buckets)
+  int threads = 1;
+  std::uint64_t seed = 0;
+  std::string dist_backend = "auto";  // auto | gloo | nccl
+  std::string json, profile;          // rank 0's outputs ("": none)
+  std::string python;                 // resolved interpreter
+  std::string port_range = "29500-29999";
+  std::string log_dir;                // per-rank logs rank<R>.log ("": inherit stdout/stderr)
+  std::string command_line;
+};
+
+// The entry point's arguments for these options (without interpreter and -m).
+std::vector<std::string> torch_train_args(const TorchTrainOptions& o);
+// Checks the environment (probe, nccl needs CUDA), picks a port, starts the
+// ranks and waits; when one fails the others are stopped. Returns 0, or the
+// first failing rank's exit status after naming it on stderr.
+int run_torch_train(const TorchTrainOptions& o, const TorchEnv& env);
+
+}  // namespace ks

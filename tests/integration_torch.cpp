@@ -1,0 +1,139 @@
+// kanscale's PyTorch side as users run it: the DDP entry point launched by
+// `kanscale train` at 1 and 2 ranks for a few steps, the interpreter it
+// finds (torch on OpenBLAS), and what it refuses before any rank starts.
+// Needs Debian's python3-torch, python3-numpy and libopenblas0-pthread
+// (scripts/install-deps.sh installs them).
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "process.hpp"
+#include "temp_dir.hpp"
+
+namespace {
+
+const std::string kSrc = KANSCALE_SOURCE_DIR;
+const std::string kExe = KANSCALE_EXE;
+
+// A small KAN: two layers, so that DDP has 6 gradients in 1 bucket
+const char* kWorkload = R"(name: torch-small
+kan: {widths: [8, 16, 1], grid_size: 5, spline_order: 3}
+batch_per_gpu: 8
+dataset_size: 64
+seed: 4
+implementation: pytorch
+ddp: {bucket_cap: "1MiB"}
+)";
+
+}  // namespace
+
+TEST_CASE("the interpreter kanscale runs torch with maps OpenBLAS, not the reference BLAS") {
+  // torch.__config__ says BLAS_INFO=generic whichever libblas.so.3 is
+  // selected: only the process's maps tell (shared/reference/pytorch-cpu.md)
+  const ProcessResult r = run_process({"/usr/bin/python3", "-c",
+                                       "import sys; sys.path.insert(0, '" + kSrc + "/measure/python'); "
+                                       "from kanscale_torch import probe; probe.main()"},
+                                      "", 60);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["blas"].get<std::string>().find("libopenblas") != std::string::npos);
+  CHECK(j["gloo"].get<bool>());
+  CHECK(j["torch"].get<std::string>().rfind("1.13", 0) == 0);
+}
+
+TEST_CASE("kanscale train runs efficient-kan under PyTorch DDP at 1 and 2 ranks and writes train --json's summary") {
+  TempDir d;
+  const std::string w = d.write("w.yaml", kWorkload);
+  for (int ranks : {1, 2}) {
+    CAPTURE(ranks);
+    const std::string json = d / ("run" + std::to_string(ranks) + ".json");
+    std::vector<std::string> argv = {kExe, "train", "--workload", w, "--ranks", std::to_string(ranks), "--steps", "6", "--warmup", "2",
+                                     "--json", json};
+    if (ranks == 2) argv.insert(argv.end(), {"--profile", d / "profile.json"});
+    const ProcessResult r = run_process(argv, d.path, 240);
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("under PyTorch DDP") != std::string::npos);
+    const auto j = nlohmann::json::parse(slurp(json));
+    const auto& p = j["provenance"];
+    CHECK(p["ranks"] == ranks);
+    CHECK(p["backend"] == "pytorch-gloo");
+    CHECK(p["implementation"] == "pytorch");
+    CHECK(p["threads_per_rank"] == 1);
+    CHECK(p["bucket_cap_bytes"].get<double>() == 1048576.0);
+    CHECK(p["blas"].get<std::string>().find("libopenblas") != std::string::npos);
+    const auto& s = j["summary"];
+    CHECK(s["steps"] == 6);
+    const double it = s["iteration_time_s"]["median"].get<double>();
+    CHECK(it > 0);
+    CHECK(it < 10);  // seconds: a step of this KAN takes milliseconds
+    CHECK(s["iteration_time_s"]["p95"].get<double>() >= it);
+    CHECK(s["compute_time_s"]["median"].is_null());  // torch exposes no compute/communication split
+    // samples/s = ranks x batch / the median iteration
+    CHECK(s["samples_per_s"].get<double>() == doctest::Approx(ranks * 8 / it).epsilon(1e-9));
+    CHECK(std::isfinite(s["final_loss"].get<double>()));
+    // one record per step and rank; the warm-up steps flagged
+    const auto& iters = j["iterations"];
+    REQUIRE(iters.size() == static_cast<std::size_t>(6 * ranks));
+    int first = 0;
+    for (const auto& row : iters) first += row["first_iteration"].get<bool>() ? 1 : 0;
+    CHECK(first == 2 * ranks);
+    // the phases of the timed region, zero_grad through optimizer.step()
+    std::vector<std::string> ops;
+    for (const auto& o : s["ops"]) ops.push_back(o["op"].get<std::string>());
+    CHECK(ops == std::vector<std::string>{"zero_grad", "forward", "loss", "backward", "optimizer_step"});
+    double phases = 0;
+    for (const auto& o : s["ops"]) phases += o["median_s"].get<double>();
+    CHECK(phases == doctest::Approx(it).epsilon(0.5));  // medians of parts need not add up exactly
+  }
+  // --profile: rank 0's torch.profiler trace of one step, with the reducer's all-reduce
+  const std::string trace = slurp(d / "profile.json");
+  REQUIRE(!trace.empty());
+  const auto t = nlohmann::json::parse(trace);
+  int linears = 0, allreduce = 0;
+  // torch 1.13 writes a bare list of events; later versions an object with traceEvents
+  for (const auto& e : t.is_array() ? t : t["traceEvents"]) {
+    const std::string name = e.value("name", "");
+    linears += name == "aten::linear";
+    allreduce += name.find("allreduce") != std::string::npos;
+  }
+  CHECK(linears == 4);  // two per layer (base and spline branch), two layers
+  CHECK(allreduce >= 1);
+}
+
+TEST_CASE("a PyTorch run refuses, before any rank starts, an interpreter without torch and a port range with no free port") {
+  TempDir d;
+  const std::string w = d.write("w.yaml", kWorkload);
+  SUBCASE("an interpreter without torch: exit 2, one line naming the package") {
+    // Debian's python3 without its site directories: the standard library only
+    const std::string py = d.write("python-no-site", "#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n");
+    REQUIRE(chmod(py.c_str(), 0755) == 0);
+    const ProcessResult r = run_process({kExe, "train", "--workload", w, "--python", py}, d.path, 60);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "kanscale: torch is not installed for /usr/bin/python3 (install Debian's python3-torch)\n");
+  }
+  SUBCASE("every port of the range taken") {
+    const int s = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(s >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;  // any free port, then hold it
+    REQUIRE(bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    REQUIRE(listen(s, 1) == 0);
+    const std::string port = std::to_string(ntohs(a.sin_port));
+    const ProcessResult r = run_process({kExe, "train", "--workload", w, "--port-range", port + "-" + port}, d.path, 60);
+    close(s);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "kanscale: --port-range " + port + "-" + port + ": every port is in use (name a free range with --port-range)\n");
+  }
+}
