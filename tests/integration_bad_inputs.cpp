@@ -84,6 +84,7 @@ const std::string kLiveCalibration = read_file(kSrc + "/tests/fixtures/calibrati
 const std::string kCalibratePlan = read_file(kSrc + "/configs/calibrate/ci.yaml");
 const std::string kStudy = read_file(kSrc + "/configs/studies/small.yaml");
 const std::string kVPlan = read_file(kSrc + "/validation/plans/ci-small.yaml");
+const std::string kTorchPlan = read_file(kSrc + "/validation/plans/pytorch-smoke.yaml");
 const std::string kAllreduce = read_file(kSrc + "/configs/calibrations/local-cpu/allreduce-np2.json");
 const std::string kBroadcast = read_file(kSrc + "/configs/calibrations/local-cpu/broadcast-np2.json");
 const std::string kInterference = read_file(kSrc + "/configs/calibrations/local-cpu/interference-np2.json");
@@ -460,6 +461,24 @@ std::vector<Case> catalogue() {
        validate_plan(), {"plan.yaml:", "cases.bucket_caps[0]"}},
       {"validation plan: bucket cap overflows", "validation-plan", {{VP, sub(vplan, "\"1MiB\"", "\"1e308PiB\"")}}, validate_plan(),
        {"plan.yaml:", "cases.bucket_caps[0]"}},
+      // ------------------------------------------------------------ validation plans with PyTorch cases
+      {"pytorch plan: MPI transports", "plan-pytorch", {{VP, sub(kTorchPlan, "bucket_caps: [\"1MiB\"]", "bucket_caps: [\"1MiB\"]\n  transports: [shm]")}},
+       validate_plan(), {"plan.yaml:", "cases.transports", "gloo"}},
+      {"pytorch plan: srun", "plan-pytorch", {{VP, sub(kTorchPlan, "backend: cpu", "backend: cpu\nlauncher: srun")}}, validate_plan(),
+       {"plan.yaml:", "launcher", "one node"}},
+      {"pytorch plan: MPI microbenchmarks as its calibration", "plan-pytorch",
+       {{VP, sub(kTorchPlan, "calibration: datasheet", "calibration:\n  measure: {ranks: 2, kernels: configs/measure/cpu-ci.yaml}")}},
+       validate_plan(), {"plan.yaml:", "calibration", "gloo"}},
+      {"pytorch plan: an unknown implementation", "plan-pytorch", {{VP, sub(kTorchPlan, "implementation: pytorch", "implementation: torch")}},
+       validate_plan(), {"plan.yaml:", "implementation", "pytorch"}},
+      {"pytorch plan: threads per rank zero", "plan-pytorch", {{VP, sub(kTorchPlan, "threads_per_rank: 1", "threads_per_rank: 0")}},
+       validate_plan(), {"plan.yaml:", "threads_per_rank"}},
+      {"pytorch plan: threads per rank as text", "plan-pytorch", {{VP, sub(kTorchPlan, "threads_per_rank: 1", "threads_per_rank: one")}},
+       validate_plan(), {"plan.yaml:", "threads_per_rank"}},
+      {"pytorch plan: nccl without a GPU", "plan-pytorch", {{VP, sub(kTorchPlan, "backend: cpu", "backend: cuda")}},
+       {"validate", "{d}/plan.yaml", "--out", "{d}/out"}, {"plan.yaml", "backend", "no CUDA device"}},
+      {"pytorch plan: transports as a map", "plan-pytorch", {{VP, sub(kTorchPlan, "bucket_caps: [\"1MiB\"]", "bucket_caps: [\"1MiB\"]\n  transports: {a: 1}")}},
+       validate_plan(), {"plan.yaml:", "cases.transports"}},
       {"validation plan: missing name", "validation-plan", {{VP, sub(vplan, "name: ci-small", "")}}, validate_plan(),
        {"plan.yaml:", "name", "missing"}},
       {"validation plan: duplicate steps", "validation-plan", {{VP, sub(vplan, "steps: 30", "steps: 30\nsteps: 40")}}, validate_plan(),

@@ -17,6 +17,8 @@
 #include <sstream>
 
 #include "formats/measurement_records.hpp"
+#include <limits>
+
 #include "model/statistics.hpp"
 #include "formats/yaml_reader.hpp"
 
@@ -46,7 +48,10 @@ double bucket_error_pct(const CaseResult& r) {
 Metrics median_of(const std::vector<Metrics>& rounds) {
   auto med = [&](auto get) {
     std::vector<double> v;
-    for (const auto& m : rounds) v.push_back(get(m));
+    for (const auto& m : rounds) {
+      if (std::isnan(get(m))) return std::numeric_limits<double>::quiet_NaN();  // not measured
+      v.push_back(get(m));
+    }
     return median(v);
   };
   Metrics m;
@@ -73,6 +78,8 @@ double round_spread(const std::vector<Metrics>& rounds, double Metrics::*field) 
   if (rounds.size() < 2) return 0.0;
   std::vector<double> v;
   for (const auto& m : rounds) v.push_back(m.*field);
+  for (double x : v)
+    if (std::isnan(x)) return std::numeric_limits<double>::quiet_NaN();  // not measured
   const double med = median(v);
   for (auto& x : v) x = std::fabs(x - med);
   return 1.4826 * median(v);
@@ -107,7 +114,7 @@ std::vector<MetricSummary> summarize(const std::vector<CaseResult>& results) {
       {"communication time (% of iteration)",
        [](const CaseResult& r) { return pct_of_iteration(r.predicted.comm_s, r.live.comm_s, r.live.iteration_s); }, all},
       {"communication per bucket, worst bucket (% of iteration)", [](const CaseResult& r) { return bucket_error_pct(r); },
-       [](const CaseResult& r) { return r.c.ranks > 1; }},
+       [](const CaseResult& r) { return r.c.ranks > 1 && !r.live.bucket_s.empty(); }},
       {"exposed communication (% of iteration)",
        [](const CaseResult& r) { return pct_of_iteration(r.predicted.exposed_s, r.live.exposed_s, r.live.iteration_s); }, all},
       {"samples/s", [](const CaseResult& r) { return pct_error(r.predicted.samples_per_s, r.live.samples_per_s); }, all},
@@ -122,6 +129,7 @@ std::vector<MetricSummary> summarize(const std::vector<CaseResult>& results) {
     for (const auto& r : results) {
       if (r.c.oversubscribed || !d.applies(r)) continue;
       const double e = std::fabs(d.err(r));
+      if (std::isnan(e)) continue;  // not measured (a PyTorch run's compute/communication split)
       s.mean_abs_pct += e;
       ++s.cases;
       if (e >= s.max_abs_pct) {
@@ -168,6 +176,7 @@ bool judge(const std::vector<CaseResult>& results, const ValidationPlan& plan, s
       for (const auto& r : results) {
         if (r.c.oversubscribed || r.c.ranks < 2) continue;
         const double e = std::fabs(pct_of_iteration(r.predicted.exposed_s, r.live.exposed_s, r.live.iteration_s));
+        if (std::isnan(e)) continue;  // not measured
         const double b = std::max(plan.exposed_floor_pct, plan.noise_factor * r.exposed_noise_pct);
         if (e > b) {
           o << r.c.label() << ": exposed communication off by " << e << "% of the iteration, beyond the bound " << b << "% (max("

@@ -180,6 +180,10 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
   p.cluster_file = m.string("cluster");
   must_exist(m, "cluster", p.cluster_file);
   p.backend = m.choice_opt("backend", {"cpu", "cuda"}).value_or("cpu");
+  // "efficient-kan" is the former name of pytorch
+  p.implementation = m.choice_opt("implementation", {"kanscale", "pytorch", "efficient-kan"}).value_or("kanscale");
+  if (p.implementation == "efficient-kan") p.implementation = "pytorch";
+  p.threads_per_rank = static_cast<int>(m.integer_opt("threads_per_rank", 1, 1024).value_or(1));
   p.launcher = m.choice_opt("launcher", {"mpirun", "srun"}).value_or("mpirun");
   p.gpus_per_node = static_cast<int>(m.integer_opt("gpus_per_node", 1, kMaxGpusPerNode).value_or(0));
   p.steps = static_cast<int>(m.integer_opt("steps", 3, kMaxLiveSteps).value_or(30));
@@ -233,8 +237,16 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
     p.published.source = pub->string("source");
     pub->finish();
   }
+  if (p.implementation == "pytorch") {
+    // PyTorch ranks are started by kanscale train on this node, over gloo's TCP (or nccl)
+    if (p.launcher == "srun") m.fail("launcher", "a pytorch plan's ranks are started by kanscale train on one node: use mpirun (the default)");
+    if (p.measure.enabled)
+      m.fail("calibration", "a pytorch plan takes a calibration file or datasheet (measure: runs MPI microbenchmarks, not gloo's)");
+  }
   if (m.has("cases")) {
     YamlMap c = m.map("cases");
+    if (p.implementation == "pytorch" && c.has("transports"))
+      c.fail("transports", "MPI transports do not apply to a pytorch plan (its ranks talk over gloo)");
     p.cases = case_matrix(c);
 
     if (p.measure.enabled) {

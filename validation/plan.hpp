@@ -57,6 +57,11 @@ struct ValidationPlan {
   bool datasheet = false;        // calibration: datasheet
   MeasureSpec measure;
   std::string backend = "cpu";       // cpu | cuda
+  // What the live cases run (implementation:): kanscale's own trainer under
+  // mpirun, or efficient-kan under PyTorch DDP, started by kanscale train
+  // --ranks (gloo on cpu, nccl on cuda), threads_per_rank intra-op threads.
+  std::string implementation = "kanscale";  // kanscale | pytorch
+  int threads_per_rank = 1;
   std::string launcher = "mpirun";   // how --emit's scripts start ranks: mpirun | srun
   int gpus_per_node = 0;             // for srun scripts (0: the cluster's)
   int steps = 30, rounds = 3, spline_order = 3;

@@ -168,17 +168,24 @@ std::string cases_table(const std::vector<CaseResult>& results) {
            "| exposed pred/meas (ms) | buckets pred/meas (ms) | speedup pred/meas | peak memory pred/meas |\n"
            "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : results) {
+    // "-" for what the live run does not measure (a PyTorch run's compute/communication split)
+    auto num = [](double x, int digits, const char* unit = "") {
+      if (std::isnan(x)) return std::string("-");
+      std::ostringstream o;
+      o << std::fixed << std::setprecision(digits) << x << unit;
+      return o.str();
+    };
     std::ostringstream bk;
     bk << std::fixed << std::setprecision(3);
     for (std::size_t b = 0; b < std::max(r.predicted.bucket_s.size(), r.live.bucket_s.size()) && r.c.ranks > 1; ++b)
       bk << (b ? ", " : "") << (b < r.predicted.bucket_s.size() ? r.predicted.bucket_s[b] * 1e3 : 0.0) << "/"
-         << (b < r.live.bucket_s.size() ? r.live.bucket_s[b] * 1e3 : 0.0);
+         << (r.live.bucket_s.empty() ? std::string("-") : num(b < r.live.bucket_s.size() ? r.live.bucket_s[b] * 1e3 : 0.0, 3));
     table << "| " << r.c.label() << " | " << r.predicted.iteration_s * 1e3 << " | " << r.live.iteration_s * 1e3 << " | "
           << std::setprecision(1) << pct_error(r.predicted.iteration_s, r.live.iteration_s) << "% | " << r.noise_pct << "% | "
-          << pct_error(r.predicted.compute_s, r.live.compute_s) << "% | " << std::setprecision(3) << r.predicted.comm_s * 1e3
-          << " / " << r.live.comm_s * 1e3 << " | " << std::setprecision(0)
-          << (r.live.iteration_s > 0 ? 100 * r.live.comm_s / r.live.iteration_s : 0.0) << "% | " << std::setprecision(3)
-          << r.predicted.exposed_s * 1e3 << " / " << r.live.exposed_s * 1e3 << " | "
+          << num(pct_error(r.predicted.compute_s, r.live.compute_s), 1, "%") << " | " << num(r.predicted.comm_s * 1e3, 3) << " / "
+          << num(r.live.comm_s * 1e3, 3) << " | "
+          << num(r.live.iteration_s > 0 ? 100 * r.live.comm_s / r.live.iteration_s : 0.0, 0, "%") << " | "
+          << num(r.predicted.exposed_s * 1e3, 3) << " / " << num(r.live.exposed_s * 1e3, 3) << " | " << std::setprecision(3)
           << (r.c.ranks > 1 ? bk.str() : "-") << " | " << std::setprecision(2)
           << (r.speedup_live > 0 ? std::to_string(r.speedup_predicted).substr(0, 4) + " / " + std::to_string(r.speedup_live).substr(0, 4)
                                  : std::string("-"))

@@ -135,9 +135,14 @@ std::vector<std::vector<Job>> make_schedule(const ValidationPlan& p) {
     for (std::size_t c = 0; c < p.cases.size(); ++c) {
       const auto& vc = p.cases[c];
       std::vector<std::string> args = {"train", "--quiet", "--backend", p.backend, "--workload", "cases/case" + std::to_string(c) + ".yaml",
-                                       "--steps", std::to_string(p.steps), "--json", live_file(c, r)};
-      if (r == 0 && c == shown) args.insert(args.end(), {"--trace", trace_file(c)});
-      jobs.push_back({vc.label(), vc.ranks, vc.transport, vc.oversubscribed, args, live_file(c, r)});
+                                       "--steps", std::to_string(p.steps), "--threads", std::to_string(p.threads_per_rank),
+                                       "--json", live_file(c, r)};
+      const bool torch = p.implementation == "pytorch";
+      if (torch) args.insert(args.end(), {"--ranks", std::to_string(vc.ranks)});
+      // the live timeline comes from kanscale's trainer (a PyTorch run's profile has no simulator lanes)
+      if (r == 0 && c == shown && !torch) args.insert(args.end(), {"--trace", trace_file(c)});
+      Job job{vc.label(), vc.ranks, vc.transport, vc.oversubscribed, args, live_file(c, r), torch};
+      jobs.push_back(job);
     }
   }
   return rounds;
@@ -150,7 +155,8 @@ std::string case_workload(const ValidationCase& c, const ValidationPlan& p, int 
     << "name: case" << index << "\nkan:\n  widths: [";
   for (std::size_t i = 0; i < c.widths.size(); ++i) w << (i ? ", " : "") << c.widths[i];
   w << "]\n  grid_size: " << c.grid_size << "\n  spline_order: " << p.spline_order << "\ntask: teacher\nbatch_per_gpu: " << c.batch
-    << "\ndataset_size: " << c.batch * c.ranks * (p.steps + 2) << "\nseed: 11\nimplementation: kanscale\nddp:\n  bucket_cap: \""
+    << "\ndataset_size: " << c.batch * c.ranks * (p.steps + 2) << "\nseed: 11\nimplementation: " << p.implementation
+    << "\nddp:\n  bucket_cap: \""
     << static_cast<long long>(c.bucket_cap_bytes) << "B\"\n  first_bucket: \""
     << static_cast<long long>(std::min(c.bucket_cap_bytes, 1048576.0)) << "B\"\n";
   return w.str();
@@ -192,6 +198,7 @@ const std::vector<std::string> kRootEnv = {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALL
 // mpirun too, as under srun, so that every job has MPI started (its memory
 // is the runtime's).
 std::vector<std::string> launch_local(const Job& j) {
+  if (j.self_launched) return {};
   if (j.ranks <= 1 && j.transport.empty() && !build::have_mpi) return {};  // a build without MPI runs one rank alone
   std::vector<std::string> w = {"mpirun", "-np", std::to_string(j.ranks), "--oversubscribe"};
   for (const auto& [key, value] : transport_mca(j.transport)) w.insert(w.end(), {"--mca", key, value});
@@ -208,6 +215,8 @@ std::string launch_srun(const Job& j, int per_node, bool gpus) {
   std::vector<std::string> env;
   for (const auto& [key, value] : transport_mca(j.transport)) env.push_back("OMPI_MCA_" + key + "=" + value);
   // oversubscribed: every rank on one node, more tasks than its CPUs
+  if (j.self_launched)  // kanscale train starts the PyTorch ranks itself, on one node
+    return (env.empty() ? "" : shell_words(env) + " ") + "srun --nodes=1 --ntasks=1 --cpus-per-task=" + std::to_string(j.ranks) + " ";
   const int nodes = j.oversubscribed ? 1 : (j.ranks + per_node - 1) / per_node;
   const int on_node = j.oversubscribed ? j.ranks : std::min(j.ranks, per_node);
   std::vector<std::string> w = {"srun", "--nodes=" + std::to_string(nodes), "--ntasks=" + std::to_string(j.ranks),

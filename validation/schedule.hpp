@@ -19,6 +19,7 @@ struct Job {
   bool oversubscribed = false;
   std::vector<std::string> args;  // kanscale's arguments (the executable goes before), relative to the run directory
   std::string output;   // the file it must leave
+  bool self_launched = false;  // kanscale train starts the ranks itself (PyTorch DDP): no mpirun
 };
 
 // Per round, its jobs in order.

@@ -24,6 +24,7 @@
 #include "sim/report.hpp"
 #include "sim/study.hpp"
 #include "measure/machine_info.hpp"
+#include "measure/torch_run.hpp"
 #include "validation/report.hpp"
 #include "validation/schedule.hpp"
 
@@ -100,6 +101,14 @@ int run_validation(const ValidationPlan& plan, const std::string& out_dir, const
   }
   const auto rounds = make_schedule(plan);
   check_local_ranks(plan, rounds);
+  if (plan.implementation == "pytorch") {
+    // the interpreter every case's kanscale train will find, probed once before any job starts
+    const TorchEnv env = probe_torch(resolve_python(""));
+    if (plan.backend == "cuda" && !env.cuda)
+      throw InputError(plan.file + ": key 'backend': cuda runs PyTorch over nccl, but " + env.python + "'s torch " + env.torch +
+                       " sees no CUDA device (Debian's python3-torch is CPU-only; use backend: cpu for gloo)");
+    std::cerr << "kanscale validate: PyTorch cases on " << env.python << " (" << env.fingerprint() << ")\n";
+  }
   if (const std::string w = busy_warning("validation starts"); !w.empty()) std::cerr << w << "\n";
   const std::string dir = out_dir + "/work";
   record_outputs(out_dir, {});  // before work/ exists: an interrupted run leaves a directory kanscale knows as its own
