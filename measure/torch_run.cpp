@@ -109,17 +109,30 @@ int free_port(const std::string& range, const std::string& option) {
   std::istringstream in(range);
   if (!(in >> first >> dash >> last) || dash != '-' || (in >> extra) || first < 1024 || last > 65535 || first > last)
     throw InputError(option + " " + range + ": expected FIRST-LAST, ports from 1024 to 65535");
-  for (int port = first; port <= last; ++port) {
-    const int s = socket(AF_INET, SOCK_STREAM, 0);
-    if (s < 0) break;
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const bool ok = bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  // torch's TCPStore listens on every address, IPv6 first: the port must be
+  // free on both wildcards (and so on the loopback)
+  auto free_on = [](int family, int port) {
+    const int s = socket(family, SOCK_STREAM, 0);
+    if (s < 0) return family == AF_INET6;  // no IPv6 here: nothing to collide with
+    bool ok = false;
+    if (family == AF_INET) {
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(static_cast<std::uint16_t>(port));
+      a.sin_addr.s_addr = htonl(INADDR_ANY);
+      ok = bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    } else {
+      sockaddr_in6 a{};
+      a.sin6_family = AF_INET6;
+      a.sin6_port = htons(static_cast<std::uint16_t>(port));
+      a.sin6_addr = in6addr_any;
+      ok = bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    }
     close(s);
-    if (ok) return port;
-  }
+    return ok;
+  };
+  for (int port = first; port <= last; ++port)
+    if (free_on(AF_INET6, port) && free_on(AF_INET, port)) return port;
   throw InputError(option + " " + range + ": every port is in use (name a free range with " + option + ")");
 }
 

@@ -7,6 +7,7 @@
 namespace ks {
 
 double op_time_s(const Op& op, const Calibration& cal, double cold_fraction) {
+  if (op.host_only) return 0;  // dispatch only: the device-only replay has no host track yet
   if (!op.cost_class.empty()) {
     auto it = cal.ops.find(op.cost_class);
     if (it == cal.ops.end()) {

@@ -108,7 +108,7 @@ struct Builder {
 // what autograd runs for them (PyTorch 1.13); saved tensors follow autograd's
 // rules: mul saves each operand the other's gradient needs, div by a tensor
 // that needs no gradient saves only the divisor, sub and add save nothing.
-std::vector<Op> efficient_kan_iteration(const KanShape& s, std::int64_t batch, bool gradient_as_bucket_view) {
+std::vector<Op> efficient_kan_iteration(const KanShape& s, std::int64_t batch, bool gradient_as_bucket_view, bool broadcast_buffers) {
   const auto params = kan_parameters(s);
   const int L = s.layers();
   const double B = static_cast<double>(batch);
@@ -116,22 +116,53 @@ std::vector<Op> efficient_kan_iteration(const KanShape& s, std::int64_t batch, b
   const double E = static_cast<double>(s.grid_size + 2 * s.spline_order);  // degree-0 intervals
   const double C = static_cast<double>(s.coeffs());
   Builder b;
+  // torch's class of the op just added
+  auto as = [](Op& o, const char* cls) -> Op& {
+    o.torch_class = cls;
+    return o;
+  };
+  // a dispatch with no kernel (a view, an autograd node, a scalar read), n times
+  auto host = [&](const std::string& cls, Phase phase, int layer, int n = 1) {
+    for (int i = 0; i < n; ++i) {
+      Op& o = b.add(cls, OpKind::elementwise, phase, layer, 0, 0);
+      o.torch_class = cls;
+      o.host_only = true;
+    }
+  };
 
-  // optimizer.zero_grad() (set_to_none=False in 1.13): one fill per parameter.
-  for (const auto& p : params) b.add("zero_grad " + p.name, OpKind::elementwise, Phase::zero_grad, p.layer, 0, p.bytes());
+  // optimizer.zero_grad() (set_to_none=False in 1.13): one zero_ per parameter.
+  for (const auto& p : params)
+    as(b.add("zero_grad " + p.name, OpKind::elementwise, Phase::zero_grad, p.layer, 0, p.bytes()), "zero_grad:zero_");
+
+  // DDP's forward first broadcasts the module's buffers (the grids) from rank
+  // 0: flattened into one tensor, broadcast, unflattened, copied back.
+  if (broadcast_buffers) {
+    const double grid_bytes = kan_buffer_bytes(s);
+    as(b.add("buffers flatten", OpKind::elementwise, Phase::forward, 0, 0, 2 * grid_bytes), "ddp:flatten_dense_tensors");
+    host("ddp:broadcast_", Phase::forward, 0);  // the launch; the replay times the broadcast
+    host("ddp:unflatten_dense_tensors", Phase::forward, 0);  // views of the flat tensor
+    for (int l = 0; l < L; ++l) {
+      const double g = 4.0 * static_cast<double>(s.widths[l] * s.knots());
+      as(b.add("buffer copy_", OpKind::elementwise, Phase::forward, l, 0, 2 * g), "ddp:copy_");
+    }
+  }
 
   // ---- forward
   for (int l = 0; l < L; ++l) {
     const double in = static_cast<double>(s.widths[l]), out = static_cast<double>(s.widths[l + 1]);
     const bool xg = l > 0;  // the input of layer 0 is data: no gradient
     const double Bi = B * in;
-    b.ew("silu", Phase::forward, l, Bi, Bi).saved_bytes = xg ? F * Bi : 0;  // SiLU saves its input
-    b.gemm("base_linear", Phase::forward, l, B, out, in).saved_bytes = F * Bi;  // linear saves silu(x)
-    // degree 0: two comparisons to bool, an and, a cast to float
-    b.add("basis_ge", OpKind::elementwise, Phase::forward, l, Bi * E, F * Bi + Bi * E).temp_bytes = Bi * E;
-    b.add("basis_lt", OpKind::elementwise, Phase::forward, l, Bi * E, F * Bi + Bi * E).temp_bytes = Bi * E;
-    b.add("basis_and", OpKind::elementwise, Phase::forward, l, Bi * E, 3 * Bi * E).temp_bytes = Bi * E;
-    Op& cast = b.add("basis_cast", OpKind::elementwise, Phase::forward, l, Bi * E, 5 * Bi * E);
+    as(b.ew("silu", Phase::forward, l, Bi, Bi), "forward:silu").saved_bytes = xg ? F * Bi : 0;  // SiLU saves its input
+    as(b.gemm("base_linear", Phase::forward, l, B, out, in), "forward:linear").saved_bytes = F * Bi;  // linear saves silu(x)
+    host("forward:unsqueeze", Phase::forward, l);  // x.unsqueeze(-1)
+    // degree 0: two comparisons to bool, an and, a cast to float; each
+    // comparison slices the grid twice (grid[:, :-1])
+    host("forward:slice", Phase::forward, l, 2);
+    as(b.add("basis_ge", OpKind::elementwise, Phase::forward, l, Bi * E, F * Bi + Bi * E), "forward:ge").temp_bytes = Bi * E;
+    host("forward:slice", Phase::forward, l, 2);
+    as(b.add("basis_lt", OpKind::elementwise, Phase::forward, l, Bi * E, F * Bi + Bi * E), "forward:lt").temp_bytes = Bi * E;
+    as(b.add("basis_and", OpKind::elementwise, Phase::forward, l, Bi * E, 3 * Bi * E), "forward:__and__").temp_bytes = Bi * E;
+    Op& cast = as(b.add("basis_cast", OpKind::elementwise, Phase::forward, l, Bi * E, 5 * Bi * E), "forward:to");
     // bases0 is saved by the first recursion step when x needs a gradient
     cast.saved_bytes = xg ? F * Bi * E : 0;
     cast.temp_bytes = xg ? 0 : F * Bi * E;
@@ -139,89 +170,140 @@ std::vector<Op> efficient_kan_iteration(const KanShape& s, std::int64_t batch, b
       const double n = E - p;  // outputs per (sample, input) at degree p
       const double Bn = Bi * n;
       const std::string d = "basis_p" + std::to_string(p) + "_";
-      b.ew(d + "sub_lo", Phase::forward, l, Bn, Bi).temp_bytes = F * Bn;
-      b.ew(d + "div_lo", Phase::forward, l, Bn, Bn).saved_bytes = (xg && p >= 2) ? F * Bn : 0;  // q1 saved by mul when bases needs grad
-      b.ew(d + "mul_lo", Phase::forward, l, Bn, 2 * Bn).temp_bytes = F * Bn;
-      b.ew(d + "sub_hi", Phase::forward, l, Bn, Bi).temp_bytes = F * Bn;
-      b.ew(d + "div_hi", Phase::forward, l, Bn, Bn).saved_bytes = (xg && p >= 2) ? F * Bn : 0;
-      b.ew(d + "mul_hi", Phase::forward, l, Bn, 2 * Bn).temp_bytes = F * Bn;
-      Op& sum = b.ew(d + "add", Phase::forward, l, Bn, 2 * Bn);
+      for (const char* side : {"lo", "hi"}) {
+        const std::string sd = d + side;
+        // (x - t_j) or (t_j+p+1 - x): 2 slices of the grid
+        host("forward:slice", Phase::forward, l, 2);
+        as(b.ew(d + "sub_" + side, Phase::forward, l, Bn, Bi), "forward:sub").temp_bytes = F * Bn;
+        // the knot differences (t_j+p - t_j): grid minus grid, 4 slices
+        host("forward:slice", Phase::forward, l, 4);
+        as(b.ew(d + "knot_diff_" + side, Phase::forward, l, in * n, 2 * in * n), "forward:sub").temp_bytes = F * in * n;
+        // q1 is saved by mul when the bases need a gradient
+        as(b.ew(d + "div_" + side, Phase::forward, l, Bn, Bn + in * n), "forward:div").saved_bytes = (xg && p >= 2) ? F * Bn : 0;
+        host("forward:slice", Phase::forward, l, 3);  // bases[:, :, :-1] or bases[:, :, 1:]
+        as(b.ew(d + "mul_" + side, Phase::forward, l, Bn, 2 * Bn), "forward:mul").temp_bytes = F * Bn;
+      }
+      Op& sum = as(b.ew(d + "add", Phase::forward, l, Bn, 2 * Bn), "forward:add");
       // this degree's bases are saved by the next step's muls (if x needs a
       // gradient) and, at degree k, by the spline linear
       sum.saved_bytes = (p == k || xg) ? F * Bn : 0;
       sum.temp_bytes = sum.saved_bytes > 0 ? 0 : F * Bn;
     }
-    b.ew("scaled_spline_weight", Phase::forward, l, out * in * C, out * in * C + out * in);
-    b.gemm("spline_linear", Phase::forward, l, B, out, in * C);
-    b.ew("add", Phase::forward, l, B * out, 2 * B * out);
+    host("forward:view", Phase::forward, l);       // bases.view(B, -1)
+    host("forward:unsqueeze", Phase::forward, l);  // spline_scaler.unsqueeze(-1)
+    as(b.ew("scaled_spline_weight", Phase::forward, l, out * in * C, out * in * C + out * in), "forward:mul");
+    host("forward:view", Phase::forward, l);  // scaled.view(out, -1)
+    as(b.gemm("spline_linear", Phase::forward, l, B, out, in * C), "forward:linear");
+    as(b.ew("add", Phase::forward, l, B * out, 2 * B * out), "forward:add");
   }
 
-  // ---- loss: mse_loss forward saves prediction and target; backward
+  // ---- loss: mse_loss (after broadcast_tensors of prediction and target)
+  // saves prediction and target; backward seeds the gradient with ones_like
   const double outw = static_cast<double>(s.widths.back());
-  b.add("mse_loss", OpKind::elementwise, Phase::loss, L - 1, 3 * B * outw, F * 2 * B * outw).saved_bytes = F * 2 * B * outw;
+  host("loss:broadcast_tensors", Phase::loss, L - 1);
+  as(b.add("mse_loss", OpKind::elementwise, Phase::loss, L - 1, 3 * B * outw, F * 2 * B * outw), "loss:mse_loss").saved_bytes =
+      F * 2 * B * outw;
+  as(b.add("grad seed", OpKind::elementwise, Phase::loss, L - 1, 0, F), "backward:ones_like");
+  host("backward:MseLossBackward0", Phase::loss, L - 1);
   b.ew("mse_loss_backward", Phase::loss, L - 1, B * outw, 2 * B * outw);
 
-  // ---- backward, layers last to first
+  // ---- backward, layers last to first: autograd's nodes, each with the
+  // kernels it runs; AccumulateGrad's hook copies the gradient into its bucket
   auto ready = [&](int param_index) {
     const Param& p = params[param_index];
-    Op& o = b.ew("bucket_copy " + p.name, Phase::grad_copy, p.layer, static_cast<double>(p.numel), static_cast<double>(p.numel));
+    host("backward:AccumulateGrad", Phase::grad_copy, p.layer);
+    Op& o = as(b.ew("bucket_copy " + p.name, Phase::grad_copy, p.layer, static_cast<double>(p.numel), static_cast<double>(p.numel)),
+               "reducer:bucket_copy");
     o.ready_param = param_index;
   };
   for (int l = L - 1; l >= 0; --l) {
     const double in = static_cast<double>(s.widths[l]), out = static_cast<double>(s.widths[l + 1]);
     const bool xg = l > 0;
     const double Bi = B * in;
+    host("backward:AddBackward0", Phase::backward, l);  // base + spline
+    host("backward:MmBackward0", Phase::backward, l);   // the spline linear
     b.gemm("spline_linear_grad_weight", Phase::backward, l, out, in * C, B);
     if (xg) b.gemm("spline_linear_grad_input", Phase::backward, l, B, in * C, out);
+    host("backward:TBackward0", Phase::backward, l);     // its weight's transpose
+    host("backward:ViewBackward0", Phase::backward, l);  // scaled.view(out, -1)
+    host("backward:MulBackward0", Phase::backward, l);   // spline_weight * spline_scaler.unsqueeze(-1)
     b.ew("scaled_spline_weight_grad_w", Phase::backward, l, out * in * C, out * in * C + out * in);
     ready(3 * l + 1);
     b.ew("scaled_spline_weight_grad_s_mul", Phase::backward, l, out * in * C, 2 * out * in * C);
     b.ew("scaled_spline_weight_grad_s_sum", Phase::backward, l, out * in * C, out * in * C, F / C);  // writes out*in floats
+    host("backward:UnsqueezeBackward0", Phase::backward, l);
     ready(3 * l + 2);
     if (xg) {
+      host("backward:ViewBackward0", Phase::backward, l);  // bases.view(B, -1)
       for (int p = k; p >= 1; --p) {
         const double n = E - p, Bn = Bi * n;
         const std::string d = "basis_p" + std::to_string(p) + "_grad_";
+        host("backward:AddBackward0", Phase::backward, l);  // lo + hi
         for (const char* side : {"lo", "hi"}) {
           const std::string sd = d + side + "_";
+          host("backward:MulBackward0", Phase::backward, l);
           b.ew(sd + "mul_q", Phase::backward, l, Bn, 2 * Bn);        // grad of q = g * bases
           if (p >= 2) b.ew(sd + "mul_bases", Phase::backward, l, Bn, 2 * Bn);  // grad of bases = g * q
+          host("backward:DivBackward0", Phase::backward, l);
           b.ew(sd + "div", Phase::backward, l, Bn, Bn);              // grad of t = g / d
+          host("backward:SubBackward0", Phase::backward, l);
           b.add(sd + "sum_x", OpKind::elementwise, Phase::backward, l, Bn, F * Bn + F * Bi);  // reduce to x's shape
           b.ew(sd + "acc_x", Phase::backward, l, Bi, 2 * Bi);        // accumulate into grad x
           if (p >= 2) {
-            // slice backward: zeros of the full shape, copy the slice in
+            // the bases' three slices: zeros of the full shape, copy the slice in
+            host("backward:SliceBackward0", Phase::backward, l, 3);
             b.add(sd + "slice_zeros", OpKind::elementwise, Phase::backward, l, 0, F * Bi * (n + 1));
             b.ew(sd + "slice_copy", Phase::backward, l, Bn, Bn);
           }
         }
         if (p >= 2) b.ew(d + "acc_bases", Phase::backward, l, Bi * (n + 1), 2 * Bi * (n + 1));
       }
+      host("backward:UnsqueezeBackward0", Phase::backward, l);  // x.unsqueeze(-1)
     }
+    host("backward:MmBackward0", Phase::backward, l);  // the base linear
     b.gemm("base_linear_grad_weight", Phase::backward, l, out, in, B);
+    if (xg) b.gemm("base_linear_grad_input", Phase::backward, l, B, in, out);
+    host("backward:TBackward0", Phase::backward, l);
     ready(3 * l + 0);
     if (xg) {
-      b.gemm("base_linear_grad_input", Phase::backward, l, B, in, out);
+      host("backward:SiluBackward0", Phase::backward, l);
       b.ew("silu_backward", Phase::backward, l, Bi, 2 * Bi);
       b.ew("acc_x", Phase::backward, l, Bi, 2 * Bi);
     }
   }
 
-  // ---- after the all-reduces: copy back, Adam
+  // ---- after the all-reduces: copy back (a view of the bucket, then the
+  // copy into .grad), Adam
   if (!gradient_as_bucket_view) {
     for (const auto& p : params) {
-      b.ew("copy_back " + p.name, Phase::copy_back, p.layer, static_cast<double>(p.numel), static_cast<double>(p.numel));
+      host("reducer:as_strided", Phase::copy_back, p.layer);
+      as(b.ew("copy_back " + p.name, Phase::copy_back, p.layer, static_cast<double>(p.numel), static_cast<double>(p.numel)),
+         "reducer:copy_bucket_to_grad");
     }
   }
-  // torch 1.13 _single_tensor_adam per parameter: exp_avg.lerp_ (12 B/elem),
-  // exp_avg_sq.mul_ (8) and .addcmul_ (12), sqrt (8), div (8), add_ eps (8),
-  // param.addcdiv_ (16).
-  static constexpr double kAdam[7] = {12, 8, 12, 8, 8, 8, 16};
-  static constexpr const char* kAdamNames[7] = {"lerp", "mul", "addcmul", "sqrt", "div", "add_eps", "addcdiv"};
+  // torch 1.13 _single_tensor_adam per parameter (torch/optim/adam.py): the
+  // step count += 1 (a one-element tensor), exp_avg.mul_(b1).add_(g, 1-b1)
+  // (8 and 12 B/elem), exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2) (8, 12), the
+  // step read back as a Python number (.item()), exp_avg_sq.sqrt() (8),
+  // / bias correction (8), .add_(eps) (8), param.addcdiv_ (16).
+  struct AdamOp {
+    const char* name;
+    const char* cls;
+    double bytes_per_elem;  // < 0: one element (the step count)
+  };
+  static constexpr AdamOp kAdam[] = {{"step", "optimizer:add_", -1},       {"exp_avg_mul", "optimizer:mul_", 8},
+                                     {"exp_avg_add", "optimizer:add_", 12},  {"exp_avg_sq_mul", "optimizer:mul_", 8},
+                                     {"addcmul", "optimizer:addcmul_", 12},  {"sqrt", "optimizer:sqrt", 8},
+                                     {"div", "optimizer:div", 8},            {"add_eps", "optimizer:add_", 8},
+                                     {"addcdiv", "optimizer:addcdiv_", 16}};
   for (const auto& p : params) {
-    for (int i = 0; i < 7; ++i) {
-      b.add(std::string("adam_") + kAdamNames[i] + " " + p.name, OpKind::elementwise, Phase::optimizer, p.layer,
-            static_cast<double>(p.numel), kAdam[i] * static_cast<double>(p.numel));
+    const double n = static_cast<double>(p.numel);
+    for (const auto& a : kAdam) {
+      const bool scalar = a.bytes_per_elem < 0;
+      as(b.add(std::string("adam_") + a.name + " " + p.name, OpKind::elementwise, Phase::optimizer, p.layer, scalar ? 1 : n,
+               scalar ? 2 * F : a.bytes_per_elem * n),
+         a.cls);
+      if (scalar) host("optimizer:item", Phase::optimizer, p.layer);
     }
   }
   return b.ops;

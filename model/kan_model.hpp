@@ -65,6 +65,15 @@ struct Op {
   std::string cost_class;
   double elements = 0;  // (sample, input) pairs whose bases this op evaluates (a backward: their derivatives, for the input gradient)
   double weights = 0;   // spline weights (in*out*C) the op rearranges or reduces
+  // PyTorch's view of the op (implementation pytorch): the class torch's
+  // profiler shows it as (formats/torch_trace.hpp: "forward:sub",
+  // "backward:MulBackward0", "optimizer:addcdiv_", ...); empty for a kernel
+  // that runs inside an op already listed (an autograd node's kernels).
+  std::string torch_class;
+  // Dispatch only, no kernel: a view, an autograd node's bookkeeping, a
+  // scalar read. It costs host time, which the device-only replay does not
+  // model yet (0 s there).
+  bool host_only = false;
 };
 
 // FLOPs and bytes of kanscale's own CPU/CUDA layer (measure/kan_cpu):
@@ -82,10 +91,16 @@ FlopsBytes kanscale_layer_backward(std::int64_t in, std::int64_t out, int G, int
 const std::vector<std::string>& kanscale_cost_classes();
 
 // One training iteration of efficient-kan's KAN under DDP on one rank, in
-// execution order: zero_grad, forward per layer, MSE loss, backward per layer
-// in reverse (with DDP's copy of each gradient into its bucket, scaled by
-// 1/world), copy back from buckets (unless gradient_as_bucket_view), Adam.
-std::vector<Op> efficient_kan_iteration(const KanShape& s, std::int64_t batch, bool gradient_as_bucket_view);
+// execution order: zero_grad, DDP's broadcast of the grids (with
+// broadcast_buffers), forward per layer, MSE loss, backward per layer in
+// reverse (autograd's nodes, DDP's copy of each gradient into its bucket,
+// scaled by 1/world), copy back from buckets (unless gradient_as_bucket_view),
+// Adam (torch 1.13's single-tensor path). Every op torch dispatches at the
+// top of its phase is listed with its torch_class, views and autograd nodes
+// as host_only ops: the list matches torch.profiler's count per class
+// (tests/unit_torch_trace.cpp). The all-reduces are the replay's, per bucket.
+std::vector<Op> efficient_kan_iteration(const KanShape& s, std::int64_t batch, bool gradient_as_bucket_view,
+                                        bool broadcast_buffers = false);
 
 // One iteration of kanscale's own trainer (measure/trainer.cpp): load the
 // batch, forward per layer, MSE, backward per layer (each followed by its

@@ -469,6 +469,7 @@ class Sim {
           return pc.t0 + (std::min(work, pc.w1) - pc.w0) / (pc.w1 - pc.w0) * (pc.t1 - pc.t0);
         };
         for (int o : idx) {
+          if (ops[o].host_only) continue;  // no device time (0 s): no slice
           const double w_end = w + in_.op_time_s[o];
           const double t0 = time_at(w), t1 = time_at(w_end);
           result_.trace.push_back(TraceSlice{r, 0, pcs[i].iter, ops[o].name, to_string(ops[o].phase), t0, t1, 0});

@@ -98,7 +98,7 @@ ReplayInput replay_structure(const Workload& w, const Layout& layout, std::int64
   ReplayInput in;
   in.ops = w.implementation == Implementation::kanscale
                ? kanscale_iteration(shape, batch_per_gpu, w.ddp.gradient_as_bucket_view)
-               : efficient_kan_iteration(shape, batch_per_gpu, w.ddp.gradient_as_bucket_view);
+               : efficient_kan_iteration(shape, batch_per_gpu, w.ddp.gradient_as_bucket_view, w.ddp.broadcast_buffers);
   in.ranks = layout.ranks;
   in.first.buckets = plans.first_iteration;
   in.steady.buckets = plans.steady;

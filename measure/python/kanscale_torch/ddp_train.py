@@ -33,11 +33,13 @@ a torch.profiler Chrome trace of one steady step (one more step after the
 timed ones, so the timed ones run without the profiler).
 """
 import argparse
+import faulthandler
 import datetime
 import json
 import math
 import os
 import resource
+import signal
 import sys
 import time
 
@@ -99,6 +101,37 @@ def parse_args(argv):
     return a
 
 
+def chrome_trace(prof):
+    """torch.profiler's events as a Chrome trace (what export_chrome_trace
+    writes: name, ph X, ts and dur in microseconds, tid), from the profiler's
+    own event tree: nanosecond times and, in args, each event's id and its
+    parent's (0: none). export_chrome_trace stamps whole microseconds, which
+    leaves nesting by time ambiguous where an op starts as its parent ends;
+    formats/torch_trace.cpp reads the parent when it is there."""
+    roots = prof.profiler.kineto_results.experimental_event_tree()
+    out, stack, next_id = [], [(n, 0) for n in reversed(roots)], 1
+    t0 = min((n.start_time_ns for n in roots), default=0)
+    while stack:
+        node, parent = stack.pop()
+        me = next_id
+        next_id += 1
+        out.append(json.dumps({"name": node.name, "ph": "X", "ts": (node.start_time_ns - t0) / 1000.0,
+                               "dur": max(0, node.end_time_ns - node.start_time_ns) / 1000.0, "tid": node.start_tid,
+                               "pid": "CPU functions", "args": {"id": me, "parent": parent}}, separators=(",", ":")))
+        stack.extend((c, me) for c in reversed(node.children))
+    return "[\n" + ",\n".join(out) + "\n]\n"
+
+
+def leave(code):
+    """Ends the process at once, its files written. With torch 1.13's gloo, a
+    rank was seen to spin for ever in the destructors of DDP and its process
+    group when main()'s locals went (about one run in ten, at 2 ranks): so they
+    never go."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def write_atomic(path, text):
     tmp = "%s.tmp%d" % (path, os.getpid())
     with open(tmp, "w") as f:
@@ -108,6 +141,7 @@ def write_atomic(path, text):
 
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
+    faulthandler.register(signal.SIGUSR1)  # kill -USR1 PID: every thread's Python stack to the rank's stderr
     rank, world, local_rank = rendezvous_env()
     import torch
     import torch.distributed as dist
@@ -171,18 +205,22 @@ def main(argv=None):
         with profile(activities=activities) as prof:
             step()
         if rank == 0:
-            tmp = "%s.tmp%d.json" % (a.profile, os.getpid())
-            prof.export_chrome_trace(tmp)
-            os.replace(tmp, a.profile)
+            write_atomic(a.profile, chrome_trace(prof))
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024.0
+    # DDP's own record of the last iteration: the order gradients became ready
+    # (parameter indices, parameters() order) and the rebuilt buckets' sizes
+    logged = ddp._get_ddp_logging_data()
+
+    def ints(text, sep):
+        return [int(v) for v in str(text).replace(sep, " ").split()] if text not in (None, "") else []
+    ddp_info = {"grad_ready_order": ints(logged.get("prev_iteration_grad_ready_order_indices"), ","),
+                "bucket_sizes_bytes": ints(logged.get("rebuilt_bucket_sizes", logged.get("bucket_sizes")), ",")}
     gathered = [None] * world
     dist.all_gather_object(gathered, {"records": records, "rss": rss})
-    # every rank is past the gather before any tears its connections down
-    # (a rank left waiting on a closed gloo pair was seen to spin)
+    # every rank is past the gather before any leaves (leave(): no teardown)
     dist.barrier()
-    dist.destroy_process_group()
     if rank != 0 or not a.json:
-        return 0
+        leave(0)
     per_rank = {}
     iterations = []
     for g in gathered:
@@ -207,11 +245,11 @@ def main(argv=None):
     info.update({"date_utc": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"), "command_line": a.command_line,
                  "seed": a.seed, "workload": {"name": a.workload_name, "file": a.workload_file}, "ranks": world,
                  "backend": "pytorch-" + backend, "threads_per_rank": a.threads, "hosts": sorted({os.uname().nodename}),
-                 "implementation": "pytorch", "warmup_steps": a.warmup,
+                 "implementation": "pytorch", "warmup_steps": a.warmup, "ddp": ddp_info,
                  "bucket_cap_bytes": a.bucket_cap_bytes, "gradient_as_bucket_view": a.gradient_as_bucket_view,
                  "torch": torch.__version__, "blas": probe.blas_library(), "python": sys.version.split()[0]})
     write_atomic(a.json, json.dumps({"provenance": info, "summary": summary, "iterations": iterations}, indent=2) + "\n")
-    return 0
+    leave(0)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,182 @@
+#include "torch_trace.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "common/error.hpp"
+
+namespace ks {
+
+namespace {
+
+std::string strip_aten(const std::string& name) { return name.rfind("aten::", 0) == 0 ? name.substr(6) : name; }
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+// The scopes torch's Python code opens with record_function: their children
+// are the phase's ops, and each opens with the profiler's own aten::empty.
+const char* scope_phase(const std::string& name) {
+  if (starts_with(name, "Optimizer.zero_grad#")) return "zero_grad";
+  if (starts_with(name, "Optimizer.step#")) return "optimizer";
+  if (name == "DistributedDataParallel.forward") return "forward";
+  return nullptr;
+}
+
+constexpr const char* kAutogradNode = "autograd::engine::evaluate_function: ";
+
+// Events whose parent the trace names (0: none), kept in time order.
+std::vector<TorchTraceEvent> nest_by_ids(std::vector<TorchTraceEvent> ev, const std::vector<long long>& ids,
+                                         const std::vector<long long>& parents, const std::string& what);
+
+}  // namespace
+
+std::string torch_op_class(const std::vector<TorchTraceEvent>& events, std::size_t i) {
+  const TorchTraceEvent& e = events[i];
+  const std::string& n = e.name;
+  // collectives on the backend's own threads (gloo's workers, nccl's stream)
+  if (starts_with(n, "gloo:") || starts_with(n, "nccl:")) return "comm:" + n.substr(n.find(':') + 1);
+  if (e.depth == 0) {
+    if (scope_phase(n) || n == "aten::zeros") return "";  // a scope, or the handle record_function makes
+    if (starts_with(n, kAutogradNode)) {
+      std::string node = n.substr(std::string(kAutogradNode).size());
+      if (node == "torch::autograd::AccumulateGrad") node = "AccumulateGrad";
+      return "backward:" + node;
+    }
+    if (n == "aten::ones_like") return "backward:ones_like";  // the gradient seed of loss.backward()
+    if (n == "aten::mse_loss" || n == "aten::broadcast_tensors") return "loss:" + strip_aten(n);
+    if (n == "torch.distributed.ddp.reducer::copy_bucket_to_grad") return "reducer:copy_bucket_to_grad";
+    if (n == "aten::as_strided") return "reducer:as_strided";  // the bucket's view of each gradient, before the copy back
+    return "other:" + n;
+  }
+  if (e.depth != 1 || e.parent < 0) return "";
+  const std::string& p = events[static_cast<std::size_t>(e.parent)].name;
+  if (const char* phase = scope_phase(p)) {
+    if (n == "aten::empty") return "";  // record_function's own
+    if (std::string(phase) == "forward") {
+      // DDP's broadcast of the module's buffers, before the module runs
+      if (n == "aten::flatten_dense_tensors" || n == "aten::unflatten_dense_tensors" || n == "aten::copy_") return "ddp:" + strip_aten(n);
+      if (n == "c10d::broadcast_") return "ddp:broadcast_";
+    }
+    return std::string(phase) + ":" + strip_aten(n);
+  }
+  if (p == std::string(kAutogradNode) + "torch::autograd::AccumulateGrad") {
+    // DDP's hook: the gradient copied into its bucket (scaled by 1/world), and
+    // the bucket's all-reduce launched when it is full
+    if (n == "aten::mul" || n == "aten::copy_" || n == "aten::div") return "reducer:bucket_copy";
+    if (n == "c10d::allreduce_") return "reducer:allreduce";
+  }
+  return "";
+}
+
+std::vector<TorchTraceEvent> read_torch_trace(const nlohmann::json& trace, const std::string& what) {
+  const nlohmann::json* list = &trace;
+  if (trace.is_object()) {
+    if (!trace.contains("traceEvents")) throw InputError(what + ": not a torch.profiler trace (no traceEvents)");
+    list = &trace["traceEvents"];
+  }
+  if (!list->is_array()) throw InputError(what + ": not a torch.profiler trace (expected a list of events)");
+  std::vector<TorchTraceEvent> ev;
+  std::vector<long long> ids, parents;
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const auto& j = (*list)[i];
+    if (!j.is_object() || j.value("ph", "") != "X") continue;
+    TorchTraceEvent e;
+    try {
+      e.name = j.at("name").get<std::string>();
+      e.ts_us = j.at("ts").get<double>();
+      e.dur_us = j.at("dur").get<double>();
+      const auto& tid = j.at("tid");
+      e.tid = tid.is_number() ? tid.get<long long>() : static_cast<long long>(std::hash<std::string>{}(tid.dump()));
+    } catch (const std::exception&) {
+      throw InputError(what + ": event " + std::to_string(i) + ": expected name, ts, dur and tid");
+    }
+    if (!(e.dur_us >= 0)) throw InputError(what + ": event " + std::to_string(i) + ": negative duration");
+    // the profiler's own tree, where the trace carries it (kanscale_torch's --profile)
+    if (j.contains("args") && j["args"].is_object() && j["args"].contains("id") && j["args"].contains("parent")) {
+      const auto& id = j["args"]["id"];
+      const auto& parent = j["args"]["parent"];
+      if (!id.is_number_integer() || !parent.is_number_integer())
+        throw InputError(what + ": event " + std::to_string(i) + ": args.id and args.parent must be integers");
+      ids.push_back(id.get<long long>());
+      parents.push_back(parent.get<long long>());
+    }
+    ev.push_back(std::move(e));
+  }
+  if (!ids.empty() && ids.size() == ev.size()) return nest_by_ids(std::move(ev), ids, parents, what);
+  // otherwise by time (Kineto's, export_chrome_trace's traces)
+  // per thread, by start (the longer first at a tie: the parent), nested by time
+  std::vector<std::size_t> order(ev.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (ev[a].tid != ev[b].tid) return ev[a].tid < ev[b].tid;
+    if (ev[a].ts_us != ev[b].ts_us) return ev[a].ts_us < ev[b].ts_us;
+    return ev[a].dur_us > ev[b].dur_us;
+  });
+  std::vector<TorchTraceEvent> out;
+  out.reserve(ev.size());
+  std::vector<std::size_t> stack;  // indices into out
+  constexpr double kSlackUs = 1.0;  // whole-microsecond stamps
+  for (std::size_t k : order) {
+    TorchTraceEvent e = ev[k];
+    while (!stack.empty()) {
+      const TorchTraceEvent& top = out[stack.back()];
+      const double top_end = top.ts_us + top.dur_us, end = e.ts_us + e.dur_us;
+      // inside: starts before the parent ends (and may end a stamp past it),
+      // or, both at one stamp, within it (a zero-length op's own children)
+      const bool inside = e.ts_us >= top.ts_us && ((e.ts_us < top_end && end <= top_end + kSlackUs) || (e.ts_us == top.ts_us && end <= top_end));
+      if (top.tid == e.tid && inside) break;
+      stack.pop_back();
+    }
+    e.depth = static_cast<int>(stack.size());
+    e.parent = stack.empty() ? -1 : static_cast<int>(stack.back());
+    out.push_back(std::move(e));
+    stack.push_back(out.size() - 1);
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) out[i].cls = torch_op_class(out, i);
+  return out;
+}
+
+namespace {
+std::vector<TorchTraceEvent> nest_by_ids(std::vector<TorchTraceEvent> ev, const std::vector<long long>& ids,
+                                         const std::vector<long long>& parents, const std::string& what) {
+  std::vector<std::size_t> order(ev.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (ev[a].ts_us != ev[b].ts_us) return ev[a].ts_us < ev[b].ts_us;
+    return ev[a].dur_us > ev[b].dur_us;
+  });
+  std::map<long long, std::size_t> at;  // id -> index in out
+  std::vector<TorchTraceEvent> out;
+  out.reserve(ev.size());
+  std::vector<long long> out_parent;
+  for (std::size_t k : order) {
+    if (!at.emplace(ids[k], out.size()).second) throw InputError(what + ": event id " + std::to_string(ids[k]) + " appears twice");
+    out.push_back(std::move(ev[k]));
+    out_parent.push_back(parents[k]);
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out_parent[i] == 0) continue;
+    const auto it = at.find(out_parent[i]);
+    if (it == at.end()) throw InputError(what + ": event " + out[i].name + ": its parent " + std::to_string(out_parent[i]) + " is not in the trace");
+    out[i].parent = static_cast<int>(it->second);
+  }
+  // depths (a parent may come later in time order only at equal stamps)
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    int d = 0;
+    for (int p = out[i].parent; p >= 0 && d <= static_cast<int>(out.size()); p = out[static_cast<std::size_t>(p)].parent) ++d;
+    if (d > static_cast<int>(out.size())) throw InputError(what + ": the events' parents form a cycle");
+    out[i].depth = d;
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) out[i].cls = torch_op_class(out, i);
+  return out;
+}
+}  // namespace
+
+std::map<std::string, int> torch_class_counts(const std::vector<TorchTraceEvent>& events) {
+  std::map<std::string, int> n;
+  for (const auto& e : events)
+    if (!e.cls.empty()) ++n[e.cls];
+  return n;
+}
+
+}  // namespace ks

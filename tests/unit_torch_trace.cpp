@@ -1,0 +1,121 @@
+// Op-list parity: the ops kanscale's model of efficient-kan says an iteration
+// runs (model/kan_model.cpp, each with its torch class) against what torch
+// really ran, read from torch.profiler traces of real 2-rank DDP runs of the
+// project's module (tests/fixtures/torch: one steady step with zero_grad,
+// forward, loss, backward and optimizer.step, rank 0, trimmed to the
+// complete events), classified by formats/torch_trace. The counts per class
+// must match exactly, the all-reduces must be the bucket plan's, and the
+// gradients must become ready in the order DDP recorded.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "common/error.hpp"
+#include "formats/config_files.hpp"
+#include "formats/torch_trace.hpp"
+#include "model/buckets.hpp"
+#include "model/kan_model.hpp"
+
+using namespace ks;
+
+namespace {
+
+nlohmann::json read_json(const std::string& rel) {
+  std::ifstream in(std::string(KANSCALE_SOURCE_DIR) + "/tests/fixtures/torch/" + rel);
+  REQUIRE(in.good());
+  return nlohmann::json::parse(in);
+}
+
+struct Fixture {
+  Workload w;
+  nlohmann::json meta;
+  std::vector<TorchTraceEvent> events;
+};
+
+Fixture load(const std::string& name) {
+  Fixture f;
+  f.meta = read_json(name + ".json");
+  f.w = parse_workload(f.meta["workload"].get<std::string>(), name + ".json");
+  f.events = read_torch_trace(read_json(name + ".trace.json"), name + ".trace.json");
+  return f;
+}
+
+void check_parity(const std::string& name, int layers) {
+  CAPTURE(name);
+  const Fixture f = load(name);
+  const KanShape shape{f.w.widths, f.w.grid_size, f.w.spline_order};
+  REQUIRE(shape.layers() == layers);
+  REQUIRE(f.meta["ranks"] == 2);
+
+  // the model's ops per class (DDP broadcasts the grids: broadcast_buffers is torch's default)
+  std::map<std::string, int> model;
+  for (const auto& op : efficient_kan_iteration(shape, f.w.batch_per_gpu, f.w.ddp.gradient_as_bucket_view, true))
+    if (!op.torch_class.empty()) ++model[op.torch_class];
+  // torch's, the collectives apart: the replay launches those per bucket
+  std::map<std::string, int> torch = torch_class_counts(f.events);
+  const int allreduce_launches = torch["reducer:allreduce"], allreduces = torch["comm:all_reduce"], broadcasts = torch["comm:broadcast"];
+  for (const char* c : {"reducer:allreduce", "comm:all_reduce", "comm:broadcast"}) torch.erase(c);
+  for (const auto& [cls, n] : torch) {
+    const std::string klass = cls;  // (CAPTURE cannot take a structured binding before C++20)
+    const int traced = n, modelled = model.count(cls) ? model.at(cls) : 0;
+    CAPTURE(klass);
+    CHECK(modelled == traced);
+  }
+  for (const auto& [cls, n] : model) {
+    const std::string klass = cls;
+    CAPTURE(klass);
+    CHECK(torch.count(cls) == 1);  // nothing modelled that torch did not run
+  }
+
+  // the steady buckets: as many all-reduces as the model's plan has buckets,
+  // each as large as DDP's own record of its rebuilt buckets
+  std::vector<double> pbytes;
+  for (const auto& p : kan_parameters(shape)) pbytes.push_back(p.bytes());
+  const auto plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), f.w.ddp);
+  const auto& sizes = f.meta["ddp"]["bucket_sizes_bytes"];
+  REQUIRE(sizes.size() == plans.steady.size());
+  for (std::size_t b = 0; b < sizes.size(); ++b) CHECK(plans.steady[b].bytes == sizes[b].get<double>());
+  CHECK(allreduce_launches == static_cast<int>(plans.steady.size()));
+  CHECK(allreduces == static_cast<int>(plans.steady.size()));
+  CHECK(broadcasts == 1);  // the grids, once per forward
+
+  // gradients ready in the order torch's autograd produced them (DDP's record)
+  CHECK(f.meta["ddp"]["grad_ready_order"].get<std::vector<int>>() == kan_ready_order(shape));
+}
+
+}  // namespace
+
+TEST_CASE("efficient-kan's op list matches torch.profiler's count per class: a 2-layer KAN (G5, k3, one bucket)") {
+  check_parity("parity-2-layers", 2);
+}
+
+TEST_CASE("efficient-kan's op list matches torch.profiler's count per class: a 3-layer KAN (G3, k2, two buckets)") {
+  check_parity("parity-3-layers", 3);
+}
+
+TEST_CASE("torch traces: nesting by time, the profiler's own events left out, bad files refused") {
+  // a scope with two children, one ending 1 us past it (whole-microsecond
+  // stamps), the profiler's record_function handle, and an op on gloo's thread
+  const auto t = nlohmann::json::parse(R"([
+    {"name": "aten::zeros", "ph": "X", "ts": 0, "dur": 1, "tid": 1},
+    {"name": "Optimizer.step#Adam.step", "ph": "X", "ts": 2, "dur": 10, "tid": 1},
+    {"name": "aten::empty", "ph": "X", "ts": 2, "dur": 0, "tid": 1},
+    {"name": "aten::sqrt", "ph": "X", "ts": 3, "dur": 4, "tid": 1},
+    {"name": "aten::empty_like", "ph": "X", "ts": 3, "dur": 1, "tid": 1},
+    {"name": "aten::addcdiv_", "ph": "X", "ts": 8, "dur": 5, "tid": 1},
+    {"name": "gloo:all_reduce", "ph": "X", "ts": 4, "dur": 30, "tid": 7},
+    {"name": "aten::as_strided", "ph": "X", "ts": 20, "dur": 1, "tid": 1},
+    {"name": "process_name", "ph": "M", "tid": 1}
+  ])");
+  const auto ev = read_torch_trace(t, "t.json");
+  const auto n = torch_class_counts(ev);
+  CHECK(n == std::map<std::string, int>{{"optimizer:sqrt", 1}, {"optimizer:addcdiv_", 1}, {"comm:all_reduce", 1}, {"reducer:as_strided", 1}});
+  // an object with traceEvents reads the same
+  CHECK(torch_class_counts(read_torch_trace(nlohmann::json{{"traceEvents", t}}, "t.json")) == n);
+  CHECK_THROWS_AS(read_torch_trace(nlohmann::json{{"events", 1}}, "x.json"), InputError);
+  CHECK_THROWS_AS(read_torch_trace(nlohmann::json::parse(R"([{"name": "a", "ph": "X", "ts": 0, "tid": 1}])"), "x.json"), InputError);
+}
