@@ -176,35 +176,75 @@ int train_pytorch(const Workload& w, const CommonOptions& c, const std::string& 
 
 }  // namespace
 
-int train(const std::vector<std::string>& args, const std::string& cmdline) {
-  CommonOptions c;
-  std::string backend = "cpu", checkpoint, resume;
+namespace {
+
+// The options of kanscale's own trainer (and those PyTorch runs share).
+struct TrainCli {
+  std::string backend = "cpu", checkpoint, resume, memory_limit = "64GiB";
   long long steps = -1, checkpoint_every = 0;
   int epochs = -1, threads = 1;
   double delay_us = 0;
-  std::string memory_limit = "64GiB";
   bool quiet = false;
-  TorchCli torch;
-  po::options_description desc("train options");
+};
+
+void add_train_options(po::options_description& desc, CommonOptions& c, TrainCli& t) {
   desc.add_options()
       ("help,h", "show this help")
       ("workload", po::value(&c.workload)->value_name("FILE"), "workload YAML (configs/workloads/)")
-      ("backend", po::value(&backend)->default_value(backend), "cpu (MPI between ranks under mpirun) | cuda")
-      ("steps", po::value(&steps)->value_name("N"), "optimizer steps in all (default: the workload's epochs)")
-      ("epochs", po::value(&epochs)->value_name("E"), "epochs (overrides the workload's)")
-      ("threads", po::value(&threads)->default_value(threads), "CPU threads per rank")
+      ("backend", po::value(&t.backend)->default_value(t.backend), "cpu (MPI between ranks under mpirun) | cuda")
+      ("steps", po::value(&t.steps)->value_name("N"), "optimizer steps in all (default: the workload's epochs)")
+      ("epochs", po::value(&t.epochs)->value_name("E"), "epochs (overrides the workload's)")
+      ("threads", po::value(&t.threads)->default_value(t.threads), "CPU threads per rank")
       ("seed", po::value(&c.seed)->value_name("S"), "random seed (default: the workload's)")
       ("json", po::value(&c.json)->value_name("FILE"), "per-iteration records and the summary as JSON")
       ("csv", po::value(&c.csv)->value_name("FILE"), "per-iteration, per-rank records as CSV")
       ("trace", po::value(&c.trace)->value_name("FILE"), "Chrome trace-event JSON (Perfetto), the simulator's shape")
-      ("checkpoint", po::value(&checkpoint)->value_name("FILE"),
+      ("checkpoint", po::value(&t.checkpoint)->value_name("FILE"),
        "safetensors checkpoint written at the end, on SIGINT/SIGTERM, and with --checkpoint-every")
-      ("checkpoint-every", po::value(&checkpoint_every)->value_name("N"), "also write the checkpoint every N steps")
-      ("resume", po::value(&resume)->value_name("FILE"), "continue from a checkpoint (bit-identical to an uninterrupted run)")
-      ("inject-delay-us", po::value(&delay_us)->value_name("US"), "make every bucket's all-reduce last this long (overlap tests)")
-      ("quiet", po::bool_switch(&quiet), "no progress lines")
-      ("memory-limit", po::value(&memory_limit)->default_value(memory_limit),
+      ("checkpoint-every", po::value(&t.checkpoint_every)->value_name("N"), "also write the checkpoint every N steps")
+      ("resume", po::value(&t.resume)->value_name("FILE"), "continue from a checkpoint (bit-identical to an uninterrupted run)")
+      ("inject-delay-us", po::value(&t.delay_us)->value_name("US"), "make every bucket's all-reduce last this long (overlap tests)")
+      ("quiet", po::bool_switch(&t.quiet), "no progress lines")
+      ("memory-limit", po::value(&t.memory_limit)->default_value(t.memory_limit),
        "refuse a run whose estimated memory per rank (model, Adam, buckets, batch, data, records) is above this");
+}
+
+void check_train_flags(const CommonOptions& c, const TrainCli& t, const po::variables_map& vm) {
+  if (c.workload.empty()) throw InputError("missing required option --workload");
+  if (t.backend != "cpu" && t.backend != "cuda") throw InputError("--backend: expected cpu or cuda, got \"" + t.backend + "\"");
+  check_threads(t.threads, "--threads");
+  if ((vm.count("steps") && t.steps < 1) || (vm.count("epochs") && t.epochs < 1))
+    throw InputError(std::string(t.steps < 1 && vm.count("steps") ? "--steps" : "--epochs") + ": must be at least 1");
+  if (!(t.delay_us >= 0 && t.delay_us <= 1e9)) throw InputError("--inject-delay-us: expected 0 to 1e9 microseconds");
+  if (t.backend == "cuda" && t.delay_us > 0) throw InputError("--inject-delay-us: only the cpu backend injects delays");
+  if (t.checkpoint_every < 0) throw InputError("--checkpoint-every: must not be negative");
+}
+
+int train_kanscale(const Workload& w, const CommonOptions& c, const TrainCli& t, double memory_limit_bytes, std::uint64_t seed,
+                   const std::string& cmdline) {
+  check_train_memory(w, t.steps, t.epochs, memory_limit_bytes, c.workload);
+  TrainOptions o;
+  o.workload = w;
+  o.steps = t.steps;
+  o.epochs = t.epochs;
+  o.threads = t.threads;
+  o.seed = seed;
+  std::tie(o.json, o.csv, o.trace, o.checkpoint, o.resume) = std::tie(c.json, c.csv, c.trace, t.checkpoint, t.resume);
+  o.checkpoint_every = t.checkpoint_every;
+  o.inject_delay_s = t.delay_us * 1e-6;
+  o.quiet = t.quiet;
+  o.command_line = cmdline;
+  return train_on_ranks(o, t.backend);
+}
+
+}  // namespace
+
+int train(const std::vector<std::string>& args, const std::string& cmdline) {
+  CommonOptions c;
+  TrainCli t;
+  TorchCli torch;
+  po::options_description desc("train options");
+  add_train_options(desc, c, t);
   add_torch_options(desc, torch);
   po::variables_map vm;
   if (!parse_args(args, desc,
@@ -215,37 +255,17 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
                   "processes started by kanscale (gloo on CPU, nccl with --backend cuda).",
                   vm))
     return 0;
-  if (c.workload.empty()) throw InputError("missing required option --workload");
-  if (backend != "cpu" && backend != "cuda") throw InputError("--backend: expected cpu or cuda, got \"" + backend + "\"");
-  check_threads(threads, "--threads");
-  if ((vm.count("steps") && steps < 1) || (vm.count("epochs") && epochs < 1))
-    throw InputError(std::string(steps < 1 && vm.count("steps") ? "--steps" : "--epochs") + ": must be at least 1");
-  if (!(delay_us >= 0 && delay_us <= 1e9)) throw InputError("--inject-delay-us: expected 0 to 1e9 microseconds");
-  const double memory_limit_bytes = parse_size_option(memory_limit, "--memory-limit");
-  if (backend == "cuda" && delay_us > 0) throw InputError("--inject-delay-us: only the cpu backend injects delays");
-  if (checkpoint_every < 0) throw InputError("--checkpoint-every: must not be negative");
-  check_train_outputs(c, checkpoint, resume);
-  TrainOptions o;
-  o.workload = load_workload(c.workload);
-  if (o.workload.implementation == Implementation::pytorch) {
-    torch.steps = steps;
-    torch.epochs = epochs;
-    torch.threads = threads;
-    torch.seed = vm.count("seed") ? parse_seed(c.seed) : o.workload.seed;
-    return train_pytorch(o.workload, c, backend, torch, vm, quiet, cmdline);
+  check_train_flags(c, t, vm);
+  const double memory_limit_bytes = parse_size_option(t.memory_limit, "--memory-limit");
+  check_train_outputs(c, t.checkpoint, t.resume);
+  const Workload w = load_workload(c.workload);
+  const std::uint64_t seed = vm.count("seed") ? parse_seed(c.seed) : w.seed;
+  if (w.implementation == Implementation::pytorch) {
+    std::tie(torch.steps, torch.epochs, torch.threads, torch.seed) = std::tie(t.steps, t.epochs, t.threads, seed);
+    return train_pytorch(w, c, t.backend, torch, vm, t.quiet, cmdline);
   }
   check_kanscale_only(vm);
-  check_train_memory(o.workload, steps, epochs, memory_limit_bytes, c.workload);
-  o.steps = steps;
-  o.epochs = epochs;
-  o.threads = threads;
-  o.seed = vm.count("seed") ? parse_seed(c.seed) : o.workload.seed;
-  std::tie(o.json, o.csv, o.trace, o.checkpoint, o.resume) = std::tie(c.json, c.csv, c.trace, checkpoint, resume);
-  o.checkpoint_every = checkpoint_every;
-  o.inject_delay_s = delay_us * 1e-6;
-  o.quiet = quiet;
-  o.command_line = cmdline;
-  return train_on_ranks(o, backend);
+  return train_kanscale(w, c, t, memory_limit_bytes, seed, cmdline);
 }
 
 // kanscale bench interference: under mpirun, the compute slowdown while

@@ -108,176 +108,192 @@ struct Builder {
 // what autograd runs for them (PyTorch 1.13); saved tensors follow autograd's
 // rules: mul saves each operand the other's gradient needs, div by a tensor
 // that needs no gradient saves only the divisor, sub and add save nothing.
-std::vector<Op> efficient_kan_iteration(const KanShape& s, std::int64_t batch, bool gradient_as_bucket_view, bool broadcast_buffers) {
-  const auto params = kan_parameters(s);
-  const int L = s.layers();
-  const double B = static_cast<double>(batch);
-  const int k = s.spline_order;
-  const double E = static_cast<double>(s.grid_size + 2 * s.spline_order);  // degree-0 intervals
-  const double C = static_cast<double>(s.coeffs());
+namespace {
+
+// efficient_kan_iteration's builder: kernels with their torch class, and the
+// dispatches with no kernel.
+struct TorchOps {
   Builder b;
   // torch's class of the op just added
-  auto as = [](Op& o, const char* cls) -> Op& {
+  static Op& as(Op& o, const char* cls) {
     o.torch_class = cls;
     return o;
-  };
+  }
   // a dispatch with no kernel (a view, an autograd node, a scalar read), n times
-  auto host = [&](const std::string& cls, Phase phase, int layer, int n = 1) {
+  void host(const std::string& cls, Phase phase, int layer, int n = 1) {
     for (int i = 0; i < n; ++i) {
       Op& o = b.add(cls, OpKind::elementwise, phase, layer, 0, 0);
       o.torch_class = cls;
       o.host_only = true;
     }
-  };
-
-  // optimizer.zero_grad() (set_to_none=False in 1.13): one zero_ per parameter.
-  for (const auto& p : params)
-    as(b.add("zero_grad " + p.name, OpKind::elementwise, Phase::zero_grad, p.layer, 0, p.bytes()), "zero_grad:zero_");
-
-  // DDP's forward first broadcasts the module's buffers (the grids) from rank
-  // 0: flattened into one tensor, broadcast, unflattened, copied back.
-  if (broadcast_buffers) {
-    const double grid_bytes = kan_buffer_bytes(s);
-    as(b.add("buffers flatten", OpKind::elementwise, Phase::forward, 0, 0, 2 * grid_bytes), "ddp:flatten_dense_tensors");
-    host("ddp:broadcast_", Phase::forward, 0);  // the launch; the replay times the broadcast
-    host("ddp:unflatten_dense_tensors", Phase::forward, 0);  // views of the flat tensor
-    for (int l = 0; l < L; ++l) {
-      const double g = 4.0 * static_cast<double>(s.widths[l] * s.knots());
-      as(b.add("buffer copy_", OpKind::elementwise, Phase::forward, l, 0, 2 * g), "ddp:copy_");
-    }
   }
+};
 
-  // ---- forward
+// DDP's forward first broadcasts the module's buffers (the grids) from rank
+// 0: flattened into one tensor, broadcast, unflattened, copied back.
+void ek_broadcast_buffers(TorchOps& t, const KanShape& s) {
+  Builder& b = t.b;
+  const int L = s.layers();
+  const double grid_bytes = kan_buffer_bytes(s);
+  t.as(b.add("buffers flatten", OpKind::elementwise, Phase::forward, 0, 0, 2 * grid_bytes), "ddp:flatten_dense_tensors");
+  t.host("ddp:broadcast_", Phase::forward, 0);  // the launch; the replay times the broadcast
+  t.host("ddp:unflatten_dense_tensors", Phase::forward, 0);  // views of the flat tensor
   for (int l = 0; l < L; ++l) {
-    const double in = static_cast<double>(s.widths[l]), out = static_cast<double>(s.widths[l + 1]);
-    const bool xg = l > 0;  // the input of layer 0 is data: no gradient
-    const double Bi = B * in;
-    as(b.ew("silu", Phase::forward, l, Bi, Bi), "forward:silu").saved_bytes = xg ? F * Bi : 0;  // SiLU saves its input
-    as(b.gemm("base_linear", Phase::forward, l, B, out, in), "forward:linear").saved_bytes = F * Bi;  // linear saves silu(x)
-    host("forward:unsqueeze", Phase::forward, l);  // x.unsqueeze(-1)
-    // degree 0: two comparisons to bool, an and, a cast to float; each
-    // comparison slices the grid twice (grid[:, :-1])
-    host("forward:slice", Phase::forward, l, 2);
-    as(b.add("basis_ge", OpKind::elementwise, Phase::forward, l, Bi * E, F * Bi + Bi * E), "forward:ge").temp_bytes = Bi * E;
-    host("forward:slice", Phase::forward, l, 2);
-    as(b.add("basis_lt", OpKind::elementwise, Phase::forward, l, Bi * E, F * Bi + Bi * E), "forward:lt").temp_bytes = Bi * E;
-    as(b.add("basis_and", OpKind::elementwise, Phase::forward, l, Bi * E, 3 * Bi * E), "forward:__and__").temp_bytes = Bi * E;
-    Op& cast = as(b.add("basis_cast", OpKind::elementwise, Phase::forward, l, Bi * E, 5 * Bi * E), "forward:to");
-    // bases0 is saved by the first recursion step when x needs a gradient
-    cast.saved_bytes = xg ? F * Bi * E : 0;
-    cast.temp_bytes = xg ? 0 : F * Bi * E;
-    for (int p = 1; p <= k; ++p) {
-      const double n = E - p;  // outputs per (sample, input) at degree p
-      const double Bn = Bi * n;
-      const std::string d = "basis_p" + std::to_string(p) + "_";
-      for (const char* side : {"lo", "hi"}) {
-        const std::string sd = d + side;
-        // (x - t_j) or (t_j+p+1 - x): 2 slices of the grid
-        host("forward:slice", Phase::forward, l, 2);
-        as(b.ew(d + "sub_" + side, Phase::forward, l, Bn, Bi), "forward:sub").temp_bytes = F * Bn;
-        // the knot differences (t_j+p - t_j): grid minus grid, 4 slices
-        host("forward:slice", Phase::forward, l, 4);
-        as(b.ew(d + "knot_diff_" + side, Phase::forward, l, in * n, 2 * in * n), "forward:sub").temp_bytes = F * in * n;
-        // q1 is saved by mul when the bases need a gradient
-        as(b.ew(d + "div_" + side, Phase::forward, l, Bn, Bn + in * n), "forward:div").saved_bytes = (xg && p >= 2) ? F * Bn : 0;
-        host("forward:slice", Phase::forward, l, 3);  // bases[:, :, :-1] or bases[:, :, 1:]
-        as(b.ew(d + "mul_" + side, Phase::forward, l, Bn, 2 * Bn), "forward:mul").temp_bytes = F * Bn;
-      }
-      Op& sum = as(b.ew(d + "add", Phase::forward, l, Bn, 2 * Bn), "forward:add");
-      // this degree's bases are saved by the next step's muls (if x needs a
-      // gradient) and, at degree k, by the spline linear
-      sum.saved_bytes = (p == k || xg) ? F * Bn : 0;
-      sum.temp_bytes = sum.saved_bytes > 0 ? 0 : F * Bn;
-    }
-    host("forward:view", Phase::forward, l);       // bases.view(B, -1)
-    host("forward:unsqueeze", Phase::forward, l);  // spline_scaler.unsqueeze(-1)
-    as(b.ew("scaled_spline_weight", Phase::forward, l, out * in * C, out * in * C + out * in), "forward:mul");
-    host("forward:view", Phase::forward, l);  // scaled.view(out, -1)
-    as(b.gemm("spline_linear", Phase::forward, l, B, out, in * C), "forward:linear");
-    as(b.ew("add", Phase::forward, l, B * out, 2 * B * out), "forward:add");
+    const double g = 4.0 * static_cast<double>(s.widths[l] * s.knots());
+    t.as(b.add("buffer copy_", OpKind::elementwise, Phase::forward, l, 0, 2 * g), "ddp:copy_");
   }
+}
 
-  // ---- loss: mse_loss (after broadcast_tensors of prediction and target)
-  // saves prediction and target; backward seeds the gradient with ones_like
+// One layer's forward: SiLU and the base linear, the Cox-de Boor recursion
+// (each step's slices of the grid and of the bases), the scaled spline
+// weight, the spline linear, the sum.
+void ek_forward_layer(TorchOps& t, const KanShape& s, int l, double B) {
+  Builder& b = t.b;
+  const int k = s.spline_order;
+  const double E = static_cast<double>(s.grid_size + 2 * s.spline_order);  // degree-0 intervals
+  const double C = static_cast<double>(s.coeffs());
+  const double in = static_cast<double>(s.widths[l]), out = static_cast<double>(s.widths[l + 1]);
+  const bool xg = l > 0;  // the input of layer 0 is data: no gradient
+  const double Bi = B * in;
+  t.as(b.ew("silu", Phase::forward, l, Bi, Bi), "forward:silu").saved_bytes = xg ? F * Bi : 0;  // SiLU saves its input
+  t.as(b.gemm("base_linear", Phase::forward, l, B, out, in), "forward:linear").saved_bytes = F * Bi;  // linear saves silu(x)
+  t.host("forward:unsqueeze", Phase::forward, l);  // x.unsqueeze(-1)
+  // degree 0: two comparisons to bool, an and, a cast to float; each
+  // comparison slices the grid twice (grid[:, :-1])
+  t.host("forward:slice", Phase::forward, l, 2);
+  t.as(b.add("basis_ge", OpKind::elementwise, Phase::forward, l, Bi * E, F * Bi + Bi * E), "forward:ge").temp_bytes = Bi * E;
+  t.host("forward:slice", Phase::forward, l, 2);
+  t.as(b.add("basis_lt", OpKind::elementwise, Phase::forward, l, Bi * E, F * Bi + Bi * E), "forward:lt").temp_bytes = Bi * E;
+  t.as(b.add("basis_and", OpKind::elementwise, Phase::forward, l, Bi * E, 3 * Bi * E), "forward:__and__").temp_bytes = Bi * E;
+  Op& cast = t.as(b.add("basis_cast", OpKind::elementwise, Phase::forward, l, Bi * E, 5 * Bi * E), "forward:to");
+  // bases0 is saved by the first recursion step when x needs a gradient
+  cast.saved_bytes = xg ? F * Bi * E : 0;
+  cast.temp_bytes = xg ? 0 : F * Bi * E;
+  for (int p = 1; p <= k; ++p) {
+    const double n = E - p;  // outputs per (sample, input) at degree p
+    const double Bn = Bi * n;
+    const std::string d = "basis_p" + std::to_string(p) + "_";
+    for (const char* side : {"lo", "hi"}) {
+      const std::string sd = d + side;
+      // (x - t_j) or (t_j+p+1 - x): 2 slices of the grid
+      t.host("forward:slice", Phase::forward, l, 2);
+      t.as(b.ew(d + "sub_" + side, Phase::forward, l, Bn, Bi), "forward:sub").temp_bytes = F * Bn;
+      // the knot differences (t_j+p - t_j): grid minus grid, 4 slices
+      t.host("forward:slice", Phase::forward, l, 4);
+      t.as(b.ew(d + "knot_diff_" + side, Phase::forward, l, in * n, 2 * in * n), "forward:sub").temp_bytes = F * in * n;
+      // q1 is saved by mul when the bases need a gradient
+      t.as(b.ew(d + "div_" + side, Phase::forward, l, Bn, Bn + in * n), "forward:div").saved_bytes = (xg && p >= 2) ? F * Bn : 0;
+      t.host("forward:slice", Phase::forward, l, 3);  // bases[:, :, :-1] or bases[:, :, 1:]
+      t.as(b.ew(d + "mul_" + side, Phase::forward, l, Bn, 2 * Bn), "forward:mul").temp_bytes = F * Bn;
+    }
+    Op& sum = t.as(b.ew(d + "add", Phase::forward, l, Bn, 2 * Bn), "forward:add");
+    // this degree's bases are saved by the next step's muls (if x needs a
+    // gradient) and, at degree k, by the spline linear
+    sum.saved_bytes = (p == k || xg) ? F * Bn : 0;
+    sum.temp_bytes = sum.saved_bytes > 0 ? 0 : F * Bn;
+  }
+  t.host("forward:view", Phase::forward, l);       // bases.view(B, -1)
+  t.host("forward:unsqueeze", Phase::forward, l);  // spline_scaler.unsqueeze(-1)
+  t.as(b.ew("scaled_spline_weight", Phase::forward, l, out * in * C, out * in * C + out * in), "forward:mul");
+  t.host("forward:view", Phase::forward, l);  // scaled.view(out, -1)
+  t.as(b.gemm("spline_linear", Phase::forward, l, B, out, in * C), "forward:linear");
+  t.as(b.ew("add", Phase::forward, l, B * out, 2 * B * out), "forward:add");
+}
+
+// The MSE loss (after broadcast_tensors of prediction and target) saves
+// both; backward seeds the gradient with ones_like.
+void ek_loss(TorchOps& t, const KanShape& s, double B) {
+  Builder& b = t.b;
+  const int L = s.layers();
   const double outw = static_cast<double>(s.widths.back());
-  host("loss:broadcast_tensors", Phase::loss, L - 1);
-  as(b.add("mse_loss", OpKind::elementwise, Phase::loss, L - 1, 3 * B * outw, F * 2 * B * outw), "loss:mse_loss").saved_bytes =
+  t.host("loss:broadcast_tensors", Phase::loss, L - 1);
+  t.as(b.add("mse_loss", OpKind::elementwise, Phase::loss, L - 1, 3 * B * outw, F * 2 * B * outw), "loss:mse_loss").saved_bytes =
       F * 2 * B * outw;
-  as(b.add("grad seed", OpKind::elementwise, Phase::loss, L - 1, 0, F), "backward:ones_like");
-  host("backward:MseLossBackward0", Phase::loss, L - 1);
+  t.as(b.add("grad seed", OpKind::elementwise, Phase::loss, L - 1, 0, F), "backward:ones_like");
+  t.host("backward:MseLossBackward0", Phase::loss, L - 1);
   b.ew("mse_loss_backward", Phase::loss, L - 1, B * outw, 2 * B * outw);
+}
 
-  // ---- backward, layers last to first: autograd's nodes, each with the
-  // kernels it runs; AccumulateGrad's hook copies the gradient into its bucket
-  auto ready = [&](int param_index) {
-    const Param& p = params[param_index];
-    host("backward:AccumulateGrad", Phase::grad_copy, p.layer);
-    Op& o = as(b.ew("bucket_copy " + p.name, Phase::grad_copy, p.layer, static_cast<double>(p.numel), static_cast<double>(p.numel)),
+// Autograd's AccumulateGrad for a parameter, and DDP's hook copying the
+// gradient into its bucket (scaled by 1/world).
+void ready(TorchOps& t, const std::vector<Param>& params, int param_index) {
+  const Param& p = params[param_index];
+  t.host("backward:AccumulateGrad", Phase::grad_copy, p.layer);
+  Op& o = t.as(t.b.ew("bucket_copy " + p.name, Phase::grad_copy, p.layer, static_cast<double>(p.numel), static_cast<double>(p.numel)),
                "reducer:bucket_copy");
-    o.ready_param = param_index;
-  };
-  for (int l = L - 1; l >= 0; --l) {
-    const double in = static_cast<double>(s.widths[l]), out = static_cast<double>(s.widths[l + 1]);
-    const bool xg = l > 0;
-    const double Bi = B * in;
-    host("backward:AddBackward0", Phase::backward, l);  // base + spline
-    host("backward:MmBackward0", Phase::backward, l);   // the spline linear
-    b.gemm("spline_linear_grad_weight", Phase::backward, l, out, in * C, B);
-    if (xg) b.gemm("spline_linear_grad_input", Phase::backward, l, B, in * C, out);
-    host("backward:TBackward0", Phase::backward, l);     // its weight's transpose
-    host("backward:ViewBackward0", Phase::backward, l);  // scaled.view(out, -1)
-    host("backward:MulBackward0", Phase::backward, l);   // spline_weight * spline_scaler.unsqueeze(-1)
-    b.ew("scaled_spline_weight_grad_w", Phase::backward, l, out * in * C, out * in * C + out * in);
-    ready(3 * l + 1);
-    b.ew("scaled_spline_weight_grad_s_mul", Phase::backward, l, out * in * C, 2 * out * in * C);
-    b.ew("scaled_spline_weight_grad_s_sum", Phase::backward, l, out * in * C, out * in * C, F / C);  // writes out*in floats
-    host("backward:UnsqueezeBackward0", Phase::backward, l);
-    ready(3 * l + 2);
-    if (xg) {
-      host("backward:ViewBackward0", Phase::backward, l);  // bases.view(B, -1)
-      for (int p = k; p >= 1; --p) {
-        const double n = E - p, Bn = Bi * n;
-        const std::string d = "basis_p" + std::to_string(p) + "_grad_";
-        host("backward:AddBackward0", Phase::backward, l);  // lo + hi
-        for (const char* side : {"lo", "hi"}) {
-          const std::string sd = d + side + "_";
-          host("backward:MulBackward0", Phase::backward, l);
-          b.ew(sd + "mul_q", Phase::backward, l, Bn, 2 * Bn);        // grad of q = g * bases
-          if (p >= 2) b.ew(sd + "mul_bases", Phase::backward, l, Bn, 2 * Bn);  // grad of bases = g * q
-          host("backward:DivBackward0", Phase::backward, l);
-          b.ew(sd + "div", Phase::backward, l, Bn, Bn);              // grad of t = g / d
-          host("backward:SubBackward0", Phase::backward, l);
-          b.add(sd + "sum_x", OpKind::elementwise, Phase::backward, l, Bn, F * Bn + F * Bi);  // reduce to x's shape
-          b.ew(sd + "acc_x", Phase::backward, l, Bi, 2 * Bi);        // accumulate into grad x
-          if (p >= 2) {
-            // the bases' three slices: zeros of the full shape, copy the slice in
-            host("backward:SliceBackward0", Phase::backward, l, 3);
-            b.add(sd + "slice_zeros", OpKind::elementwise, Phase::backward, l, 0, F * Bi * (n + 1));
-            b.ew(sd + "slice_copy", Phase::backward, l, Bn, Bn);
-          }
-        }
-        if (p >= 2) b.ew(d + "acc_bases", Phase::backward, l, Bi * (n + 1), 2 * Bi * (n + 1));
-      }
-      host("backward:UnsqueezeBackward0", Phase::backward, l);  // x.unsqueeze(-1)
-    }
-    host("backward:MmBackward0", Phase::backward, l);  // the base linear
-    b.gemm("base_linear_grad_weight", Phase::backward, l, out, in, B);
-    if (xg) b.gemm("base_linear_grad_input", Phase::backward, l, B, in, out);
-    host("backward:TBackward0", Phase::backward, l);
-    ready(3 * l + 0);
-    if (xg) {
-      host("backward:SiluBackward0", Phase::backward, l);
-      b.ew("silu_backward", Phase::backward, l, Bi, 2 * Bi);
-      b.ew("acc_x", Phase::backward, l, Bi, 2 * Bi);
-    }
-  }
+  o.ready_param = param_index;
+}
 
+// One layer's backward: autograd's nodes, each with the kernels it runs.
+void ek_backward_layer(TorchOps& t, const KanShape& s, const std::vector<Param>& params, int l, double B) {
+  Builder& b = t.b;
+  const int k = s.spline_order;
+  const double E = static_cast<double>(s.grid_size + 2 * s.spline_order);
+  const double C = static_cast<double>(s.coeffs());
+  const double in = static_cast<double>(s.widths[l]), out = static_cast<double>(s.widths[l + 1]);
+  const bool xg = l > 0;
+  const double Bi = B * in;
+  t.host("backward:AddBackward0", Phase::backward, l);  // base + spline
+  t.host("backward:MmBackward0", Phase::backward, l);   // the spline linear
+  b.gemm("spline_linear_grad_weight", Phase::backward, l, out, in * C, B);
+  if (xg) b.gemm("spline_linear_grad_input", Phase::backward, l, B, in * C, out);
+  t.host("backward:TBackward0", Phase::backward, l);     // its weight's transpose
+  t.host("backward:ViewBackward0", Phase::backward, l);  // scaled.view(out, -1)
+  t.host("backward:MulBackward0", Phase::backward, l);   // spline_weight * spline_scaler.unsqueeze(-1)
+  b.ew("scaled_spline_weight_grad_w", Phase::backward, l, out * in * C, out * in * C + out * in);
+  ready(t, params, 3 * l + 1);
+  b.ew("scaled_spline_weight_grad_s_mul", Phase::backward, l, out * in * C, 2 * out * in * C);
+  b.ew("scaled_spline_weight_grad_s_sum", Phase::backward, l, out * in * C, out * in * C, F / C);  // writes out*in floats
+  t.host("backward:UnsqueezeBackward0", Phase::backward, l);
+  ready(t, params, 3 * l + 2);
+  if (xg) {
+    t.host("backward:ViewBackward0", Phase::backward, l);  // bases.view(B, -1)
+    for (int p = k; p >= 1; --p) {
+      const double n = E - p, Bn = Bi * n;
+      const std::string d = "basis_p" + std::to_string(p) + "_grad_";
+      t.host("backward:AddBackward0", Phase::backward, l);  // lo + hi
+      for (const char* side : {"lo", "hi"}) {
+        const std::string sd = d + side + "_";
+        t.host("backward:MulBackward0", Phase::backward, l);
+        b.ew(sd + "mul_q", Phase::backward, l, Bn, 2 * Bn);        // grad of q = g * bases
+        if (p >= 2) b.ew(sd + "mul_bases", Phase::backward, l, Bn, 2 * Bn);  // grad of bases = g * q
+        t.host("backward:DivBackward0", Phase::backward, l);
+        b.ew(sd + "div", Phase::backward, l, Bn, Bn);              // grad of t = g / d
+        t.host("backward:SubBackward0", Phase::backward, l);
+        b.add(sd + "sum_x", OpKind::elementwise, Phase::backward, l, Bn, F * Bn + F * Bi);  // reduce to x's shape
+        b.ew(sd + "acc_x", Phase::backward, l, Bi, 2 * Bi);        // accumulate into grad x
+        if (p >= 2) {
+          // the bases' three slices: zeros of the full shape, copy the slice in
+          t.host("backward:SliceBackward0", Phase::backward, l, 3);
+          b.add(sd + "slice_zeros", OpKind::elementwise, Phase::backward, l, 0, F * Bi * (n + 1));
+          b.ew(sd + "slice_copy", Phase::backward, l, Bn, Bn);
+        }
+      }
+      if (p >= 2) b.ew(d + "acc_bases", Phase::backward, l, Bi * (n + 1), 2 * Bi * (n + 1));
+    }
+    t.host("backward:UnsqueezeBackward0", Phase::backward, l);  // x.unsqueeze(-1)
+  }
+  t.host("backward:MmBackward0", Phase::backward, l);  // the base linear
+  b.gemm("base_linear_grad_weight", Phase::backward, l, out, in, B);
+  if (xg) b.gemm("base_linear_grad_input", Phase::backward, l, B, in, out);
+  t.host("backward:TBackward0", Phase::backward, l);
+  ready(t, params, 3 * l + 0);
+  if (xg) {
+    t.host("backward:SiluBackward0", Phase::backward, l);
+    b.ew("silu_backward", Phase::backward, l, Bi, 2 * Bi);
+    b.ew("acc_x", Phase::backward, l, Bi, 2 * Bi);
+  }
+}
+
+// After the all-reduces: the copy back from the buckets, Adam.
+void ek_tail(TorchOps& t, const std::vector<Param>& params, bool gradient_as_bucket_view) {
+  Builder& b = t.b;
   // ---- after the all-reduces: copy back (a view of the bucket, then the
   // copy into .grad), Adam
   if (!gradient_as_bucket_view) {
     for (const auto& p : params) {
-      host("reducer:as_strided", Phase::copy_back, p.layer);
-      as(b.ew("copy_back " + p.name, Phase::copy_back, p.layer, static_cast<double>(p.numel), static_cast<double>(p.numel)),
+      t.host("reducer:as_strided", Phase::copy_back, p.layer);
+      t.as(b.ew("copy_back " + p.name, Phase::copy_back, p.layer, static_cast<double>(p.numel), static_cast<double>(p.numel)),
          "reducer:copy_bucket_to_grad");
     }
   }
@@ -300,13 +316,29 @@ std::vector<Op> efficient_kan_iteration(const KanShape& s, std::int64_t batch, b
     const double n = static_cast<double>(p.numel);
     for (const auto& a : kAdam) {
       const bool scalar = a.bytes_per_elem < 0;
-      as(b.add(std::string("adam_") + a.name + " " + p.name, OpKind::elementwise, Phase::optimizer, p.layer, scalar ? 1 : n,
+      t.as(b.add(std::string("adam_") + a.name + " " + p.name, OpKind::elementwise, Phase::optimizer, p.layer, scalar ? 1 : n,
                scalar ? 2 * F : a.bytes_per_elem * n),
          a.cls);
-      if (scalar) host("optimizer:item", Phase::optimizer, p.layer);
+      if (scalar) t.host("optimizer:item", Phase::optimizer, p.layer);
     }
   }
-  return b.ops;
+}
+
+}  // namespace
+
+std::vector<Op> efficient_kan_iteration(const KanShape& s, std::int64_t batch, bool gradient_as_bucket_view, bool broadcast_buffers) {
+  const auto params = kan_parameters(s);
+  const double B = static_cast<double>(batch);
+  TorchOps t;
+  // optimizer.zero_grad() (set_to_none=False in 1.13): one zero_ per parameter.
+  for (const auto& p : params)
+    t.as(t.b.add("zero_grad " + p.name, OpKind::elementwise, Phase::zero_grad, p.layer, 0, p.bytes()), "zero_grad:zero_");
+  if (broadcast_buffers) ek_broadcast_buffers(t, s);
+  for (int l = 0; l < s.layers(); ++l) ek_forward_layer(t, s, l, B);
+  ek_loss(t, s, B);
+  for (int l = s.layers() - 1; l >= 0; --l) ek_backward_layer(t, s, params, l, B);
+  ek_tail(t, params, gradient_as_bucket_view);
+  return t.b.ops;
 }
 
 FlopsBytes kanscale_layer_forward(std::int64_t in_, std::int64_t out_, int G, int k, std::int64_t batch) {
