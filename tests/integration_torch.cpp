@@ -31,6 +31,18 @@ implementation: pytorch
 ddp: {bucket_cap: "1MiB"}
 )";
 
+// A port the kernel hands out now (bound to port 0, then released).
+int some_free_port() {
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  const bool ok = bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  close(s);
+  return ok ? ntohs(a.sin_port) : 29731;
+}
+
 }  // namespace
 
 TEST_CASE("the interpreter kanscale runs torch with maps OpenBLAS, not the reference BLAS") {
@@ -135,5 +147,28 @@ TEST_CASE("a PyTorch run refuses, before any rank starts, an interpreter without
     close(s);
     CHECK(r.exit_code == 2);
     CHECK(r.err == "kanscale: --port-range " + port + "-" + port + ": every port is in use (name a free range with --port-range)\n");
+  }
+}
+
+TEST_CASE("the interpreter from KANSCALE_PYTHON, and the entry point under mpirun with Open MPI's rank variables") {
+  TempDir d;
+  const std::string w = d.write("w.yaml", kWorkload);
+  SUBCASE("KANSCALE_PYTHON names the interpreter when --python does not") {
+    const ProcessResult r = run_process({"/usr/bin/env", "KANSCALE_PYTHON=" + (d / "none"), kExe, "train", "--workload", w}, d.path, 60);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("KANSCALE_PYTHON " + (d / "none") + ": no such file") != std::string::npos);
+  }
+  SUBCASE("mpirun -np 2 starts the entry point itself: RANK and WORLD_SIZE come from OMPI_COMM_WORLD_*") {
+    const ProcessResult r = run_process(
+        {"/usr/bin/env", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "PYTHONPATH=" + kSrc + "/measure/python",
+         "PYTHONDONTWRITEBYTECODE=1", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(some_free_port()), "mpirun", "-np", "2", "--oversubscribe", "-x",
+         "PYTHONPATH", "-x", "PYTHONDONTWRITEBYTECODE", "-x", "MASTER_ADDR", "-x", "MASTER_PORT", "/usr/bin/python3", "-m",
+         "kanscale_torch.ddp_train", "--widths", "8,16,1", "--batch", "4", "--steps", "4", "--json", d / "mpi.json"},
+        d.path, 120);
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(slurp(d / "mpi.json"));
+    CHECK(j["provenance"]["ranks"] == 2);
+    CHECK(j["iterations"].size() == 8u);  // 4 steps x 2 ranks
   }
 }
