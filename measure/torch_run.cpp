@@ -174,7 +174,6 @@ int run_torch_train(const TorchTrainOptions& o, const TorchEnv& env) {
     s.extra_env = {python_path_env(), "PYTHONDONTWRITEBYTECODE=1", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port), "RANK=" + std::to_string(r),
                    "WORLD_SIZE=" + std::to_string(o.ranks), "LOCAL_RANK=" + std::to_string(r),
                    "OMP_NUM_THREADS=" + std::to_string(o.threads), "OPENBLAS_NUM_THREADS=" + std::to_string(o.threads)};
-    if (!o.log_dir.empty()) s.log_path = o.log_dir + "/rank" + std::to_string(r) + ".log";
     specs.push_back(std::move(s));
   }
   // the ranks end within moments of each other (a barrier precedes the
@@ -183,8 +182,7 @@ int run_torch_train(const TorchTrainOptions& o, const TorchEnv& env) {
   const auto codes = run_processes(specs, kGraceS);
   for (std::size_t r = 0; r < codes.size(); ++r) {
     if (codes[r] == 0) continue;
-    std::cerr << "kanscale train: PyTorch rank " << r << " of " << o.ranks << " exited with status " << codes[r]
-              << (o.log_dir.empty() ? std::string() : " (its log: " + o.log_dir + "/rank" + std::to_string(r) + ".log)") << "\n";
+    std::cerr << "kanscale train: PyTorch rank " << r << " of " << o.ranks << " exited with status " << codes[r] << "\n";
     return codes[r] == 2 ? 2 : 1;
   }
   return 0;

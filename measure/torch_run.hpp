@@ -45,15 +45,15 @@ struct TorchTrainOptions {
   std::string json, profile;          // rank 0's outputs ("": none)
   std::string python;                 // resolved interpreter
   std::string port_range = "29500-29999";
-  std::string log_dir;                // per-rank logs rank<R>.log ("": inherit stdout/stderr)
   std::string command_line;
 };
 
 // The entry point's arguments for these options (without interpreter and -m).
 std::vector<std::string> torch_train_args(const TorchTrainOptions& o);
 // Checks the environment (probe, nccl needs CUDA), picks a port, starts the
-// ranks and waits; when one fails the others are stopped. Returns 0, or the
-// first failing rank's exit status after naming it on stderr.
+// ranks (their output on this process's stdout and stderr) and waits; when
+// one fails the others are stopped. Returns 0, or 2 / 1 after naming the
+// first failing rank on stderr.
 int run_torch_train(const TorchTrainOptions& o, const TorchEnv& env);
 
 }  // namespace ks
