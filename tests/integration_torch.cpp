@@ -172,3 +172,24 @@ TEST_CASE("the interpreter from KANSCALE_PYTHON, and the entry point under mpiru
     CHECK(j["iterations"].size() == 8u);  // 4 steps x 2 ranks
   }
 }
+
+TEST_CASE("validate --emit: PyTorch cases are started by kanscale train --ranks, never under mpirun; srun gives them one node") {
+  TempDir d;
+  std::string plan = slurp(kSrc + "/validation/plans/pytorch-smoke.yaml");
+  plan.replace(plan.find("threads_per_rank: 1"), 19, "threads_per_rank: 2");
+  d.write("plan.yaml", plan);
+  const ProcessResult r = run_process({kExe, "validate", d / "plan.yaml", "--emit", d / "emit"}, kSrc, 60);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string local = slurp(d / "emit/run-mpirun.sh"), slurm = slurp(d / "emit/run-slurm.sbatch");
+  // 8 cases x 3 rounds, each one kanscale train with its ranks and threads
+  int trains = 0;
+  for (std::size_t at = local.find(" train "); at != std::string::npos; at = local.find(" train ", at + 1)) ++trains;
+  CHECK(trains == 24);
+  CHECK(local.find("mpirun") == std::string::npos);
+  CHECK(local.find("--ranks 2") != std::string::npos);
+  CHECK(local.find("--threads 2") != std::string::npos);
+  // a 2-rank case: one task with 2 ranks x 2 threads of CPUs
+  CHECK(slurm.find("srun --nodes=1 --ntasks=1 --cpus-per-task=4 ") != std::string::npos);
+  CHECK(slurm.find("--ntasks=2") == std::string::npos);
+}

@@ -141,7 +141,7 @@ std::vector<std::vector<Job>> make_schedule(const ValidationPlan& p) {
       if (torch) args.insert(args.end(), {"--ranks", std::to_string(vc.ranks)});
       // the live timeline comes from kanscale's trainer (a PyTorch run's profile has no simulator lanes)
       if (r == 0 && c == shown && !torch) args.insert(args.end(), {"--trace", trace_file(c)});
-      Job job{vc.label(), vc.ranks, vc.transport, vc.oversubscribed, args, live_file(c, r), torch};
+      Job job{vc.label(), vc.ranks, vc.transport, vc.oversubscribed, args, live_file(c, r), torch, p.threads_per_rank};
       jobs.push_back(job);
     }
   }
@@ -216,7 +216,7 @@ std::string launch_srun(const Job& j, int per_node, bool gpus) {
   for (const auto& [key, value] : transport_mca(j.transport)) env.push_back("OMPI_MCA_" + key + "=" + value);
   // oversubscribed: every rank on one node, more tasks than its CPUs
   if (j.self_launched)  // kanscale train starts the PyTorch ranks itself, on one node
-    return (env.empty() ? "" : shell_words(env) + " ") + "srun --nodes=1 --ntasks=1 --cpus-per-task=" + std::to_string(j.ranks) + " ";
+    return (env.empty() ? "" : shell_words(env) + " ") + "srun --nodes=1 --ntasks=1 --cpus-per-task=" + std::to_string(j.ranks * j.threads_per_rank) + " ";
   const int nodes = j.oversubscribed ? 1 : (j.ranks + per_node - 1) / per_node;
   const int on_node = j.oversubscribed ? j.ranks : std::min(j.ranks, per_node);
   std::vector<std::string> w = {"srun", "--nodes=" + std::to_string(nodes), "--ntasks=" + std::to_string(j.ranks),

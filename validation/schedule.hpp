@@ -20,6 +20,7 @@ struct Job {
   std::vector<std::string> args;  // kanscale's arguments (the executable goes before), relative to the run directory
   std::string output;   // the file it must leave
   bool self_launched = false;  // kanscale train starts the ranks itself (PyTorch DDP): no mpirun
+  int threads_per_rank = 1;    // a self-launched job's CPUs: ranks x this
 };
 
 // Per round, its jobs in order.
