@@ -81,6 +81,11 @@ TEST_CASE("kanscale train runs efficient-kan under PyTorch DDP at 1 and 2 ranks 
     CHECK(p["threads_per_rank"] == 1);
     CHECK(p["bucket_cap_bytes"].get<double>() == 1048576.0);
     CHECK(p["blas"].get<std::string>().find("libopenblas") != std::string::npos);
+    CHECK(p["machine"]["cores"].get<int>() >= 1);  // every measured figure names its machine
+    CHECK(!p["machine"]["cpu_model"].get<std::string>().empty());
+    // DDP's record of the gradients' ready order: layers last to first, inside
+    // a layer spline_weight, spline_scaler, base_weight (parameters() order 0..5)
+    CHECK(p["ddp"]["grad_ready_order"].get<std::vector<int>>() == std::vector<int>{4, 5, 3, 1, 2, 0});
     const auto& s = j["summary"];
     CHECK(s["steps"] == 6);
     const double it = s["iteration_time_s"]["median"].get<double>();

@@ -258,6 +258,7 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
                            : "Machine: " + o.machine + (plan.measure.enabled ? " (the fingerprint the rounds' kernel measurements recorded; the live runs ran beside them)"
                                                                                : " (where the calibration was measured)"))
      << "\n\n"
+     << (o.live_runs.empty() ? std::string() : "Live runs: " + o.live_runs + ".\n\n")
      << "Errors are (predicted - measured) / measured; communication errors are stated as a share of the measured iteration. "
      << "The noise floor of a case is the robust standard deviation (1.4826 x the median absolute deviation) of its rounds' "
         "median iteration times, over their median. "

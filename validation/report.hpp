@@ -42,6 +42,7 @@ struct ValidationOutcome {
   std::vector<TraceSlice> sim_slices;  // its simulated iteration
   Coverage coverage;                   // of the predictions' intervals
   std::string machine;                 // where the calibration was measured (its fingerprint), "" when unrecorded
+  std::string live_runs;               // what the live runs ran on (PyTorch: machine, torch, BLAS), "" when unrecorded
 };
 // Writes report.md, results.json and the plots into out_dir (dir: the run
 // directory, for the live trace) and prints the summary; returns ok.

@@ -30,6 +30,30 @@
 
 namespace ks {
 
+namespace {
+// What a PyTorch run's provenance says it ran on: the machine, torch, its BLAS
+// and the backend ("" when the file does not say).
+std::string torch_run_environment(const std::string& path) {
+  std::ifstream in(path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception&) {
+    return "";
+  }
+  if (!j.is_object() || !j.contains("provenance") || !j["provenance"].is_object()) return "";
+  const auto& p = j["provenance"];
+  auto text = [&](const nlohmann::json& o, const char* key) { return o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : std::string("?"); };
+  std::string machine = "?";
+  if (p.contains("machine") && p["machine"].is_object()) {
+    const auto& m = p["machine"];
+    machine = text(m, "cpu_model") + (m.contains("cores") && m["cores"].is_number_integer() ? ", " + std::to_string(m["cores"].get<int>()) + " cores" : "");
+  }
+  return "PyTorch DDP (" + text(p, "backend") + ") on " + machine + "; torch " + text(p, "torch") + ", BLAS " +
+         std::filesystem::path(text(p, "blas")).filename().string() + ", Python " + text(p, "python") + " (case 0, round 1)";
+}
+}  // namespace
+
 int collect_validation(const ValidationPlan& plan, const std::string& dir, const std::string& out_dir, const std::string& cmdline) {
   const Cluster cluster = load_cluster(plan.cluster_file);
   {
@@ -87,8 +111,11 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
   const auto summary = summarize(results);
   std::string why;
   const bool ok = judge(results, plan, &why);
-
-  return write_validation_report(plan, dir, out_dir, cmdline, {results, summary, ok, why, shown, sim_slices, interval_coverage(results), machine}) ? 0 : 1;
+  const std::string live_runs = plan.implementation == "pytorch" && !plan.cases.empty() ? torch_run_environment(dir + "/" + live_file(0, 0)) : "";
+  return write_validation_report(plan, dir, out_dir, cmdline,
+                                 {results, summary, ok, why, shown, sim_slices, interval_coverage(results), machine, live_runs})
+             ? 0
+             : 1;
 }
 
 int run_validation(const ValidationPlan& plan, const std::string& out_dir, const std::string& exe, const std::string& cmdline) {

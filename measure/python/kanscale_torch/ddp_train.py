@@ -247,7 +247,8 @@ def main(argv=None):
                  "backend": "pytorch-" + backend, "threads_per_rank": a.threads, "hosts": sorted({os.uname().nodename}),
                  "implementation": "pytorch", "warmup_steps": a.warmup, "ddp": ddp_info,
                  "bucket_cap_bytes": a.bucket_cap_bytes, "gradient_as_bucket_view": a.gradient_as_bucket_view,
-                 "torch": torch.__version__, "blas": probe.blas_library(), "python": sys.version.split()[0]})
+                 "torch": torch.__version__, "blas": probe.blas_library(), "python": sys.version.split()[0],
+                 "machine": {"cpu_model": probe.cpu_model(), "cores": os.cpu_count()}})
     write_atomic(a.json, json.dumps({"provenance": info, "summary": summary, "iterations": iterations}, indent=2) + "\n")
     leave(0)
 

@@ -32,6 +32,18 @@ def blas_library():
     return sorted(names)[0] if names else "none"
 
 
+def cpu_model():
+    """The CPU's model name as /proc/cpuinfo gives it ("unknown" elsewhere)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
 def main():
     try:
         import torch
