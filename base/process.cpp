@@ -92,7 +92,8 @@ int wait_process(int pid) {
   return exit_code(status);
 }
 
-std::vector<int> run_processes(const std::vector<ProcessSpec>& specs, double grace_s) {
+std::vector<int> run_processes(const std::vector<ProcessSpec>& specs, double grace_s, int* first_failed) {
+  if (first_failed) *first_failed = -1;
   std::vector<int> pids, codes(specs.size(), -1);
   try {
     for (const auto& s : specs) pids.push_back(start_process(s));
@@ -102,18 +103,27 @@ std::vector<int> run_processes(const std::vector<ProcessSpec>& specs, double gra
     throw;
   }
   std::size_t left = pids.size();
-  bool stopping = false;
-  timespec first_done{};  // when the first one ended with status 0
+  bool stopping = false, killed = false;
+  timespec first_done{}, stop_at{};  // when the first one ended with status 0; when the rest were sent SIGTERM
   bool any_done = false;
+  auto since = [](const timespec& t) {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return static_cast<double>(now.tv_sec - t.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec - t.tv_nsec);
+  };
+  auto stop_rest = [&] {
+    stopping = true;
+    clock_gettime(CLOCK_MONOTONIC, &stop_at);
+    for (std::size_t j = 0; j < pids.size(); ++j)
+      if (codes[j] < 0) kill(pids[j], SIGTERM);
+  };
+  constexpr double kKillAfterS = 10;  // one that ignores SIGTERM that long gets SIGKILL
   while (left > 0) {
-    if (any_done && !stopping && grace_s > 0) {
-      timespec now{};
-      clock_gettime(CLOCK_MONOTONIC, &now);
-      if (static_cast<double>(now.tv_sec - first_done.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec - first_done.tv_nsec) > grace_s) {
-        stopping = true;
-        for (std::size_t j = 0; j < pids.size(); ++j)
-          if (codes[j] < 0) kill(pids[j], SIGTERM);
-      }
+    if (any_done && !stopping && grace_s > 0 && since(first_done) > grace_s) stop_rest();
+    if (stopping && !killed && since(stop_at) > kKillAfterS) {
+      killed = true;
+      for (std::size_t j = 0; j < pids.size(); ++j)
+        if (codes[j] < 0) kill(pids[j], SIGKILL);
     }
     // only our own children are reaped (waitpid(-1) would take any child's status)
     for (std::size_t i = 0; i < pids.size(); ++i) {
@@ -129,9 +139,8 @@ std::vector<int> run_processes(const std::vector<ProcessSpec>& specs, double gra
       }
       // one rank failed: the others would wait for it in a collective forever
       if (codes[i] != 0 && !stopping) {
-        stopping = true;
-        for (std::size_t j = 0; j < pids.size(); ++j)
-          if (codes[j] < 0) kill(pids[j], SIGTERM);
+        if (first_failed) *first_failed = static_cast<int>(i);
+        stop_rest();
       }
     }
     if (left > 0) {

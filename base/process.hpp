@@ -24,9 +24,11 @@ int wait_process(int pid);
 // Starts every spec at once and waits for all; when one ends with a non-zero
 // status the others are sent SIGTERM (ranks of one job would otherwise wait
 // for it in a collective forever), and likewise those still running
-// `grace_s` seconds after the first ended with status 0 (0: wait for ever).
-// Each one's exit status, in order.
-std::vector<int> run_processes(const std::vector<ProcessSpec>& specs, double grace_s = 0);
+// `grace_s` seconds after the first ended with status 0 (0: wait for ever);
+// one still running 10 s after SIGTERM gets SIGKILL. Each one's exit status,
+// in order; `first_failed`: the index of the first to fail by itself (-1:
+// none; the ones stopped after it are not it).
+std::vector<int> run_processes(const std::vector<ProcessSpec>& specs, double grace_s = 0, int* first_failed = nullptr);
 
 // A word as the shell reads it back unchanged: left bare when it holds only
 // characters that no shell interprets, single-quoted otherwise.

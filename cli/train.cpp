@@ -156,21 +156,26 @@ int train_pytorch(const Workload& w, const CommonOptions& c, const std::string& 
   free_port(o.port_range);  // a range with no free port fails before the interpreter starts
   o.python = resolve_python(t.python);
   const TorchEnv env = probe_torch(o.python);
-  // the summary is printed from rank 0's file: a temporary one without --json
-  char tmp[] = "/tmp/kanscale-torch-XXXXXX";
-  const bool own_json = c.json.empty();
-  if (own_json) {
+  // the summary is printed from rank 0's file: a temporary one without --json,
+  // removed however the run ends
+  struct TempSummary {
+    std::string dir;
+    ~TempSummary() {
+      if (dir.empty()) return;
+      std::remove((dir + "/summary.json").c_str());
+      rmdir(dir.c_str());
+    }
+  } temp;
+  if (c.json.empty()) {
+    char tmp[] = "/tmp/kanscale-torch-XXXXXX";
     if (!mkdtemp(tmp)) throw std::runtime_error("cannot create a temporary directory");
-    o.json = std::string(tmp) + "/summary.json";
+    temp.dir = tmp;
+    o.json = temp.dir + "/summary.json";
   } else {
     o.json = c.json;
   }
   const int code = run_torch_train(o, env);
   if (code == 0 && !quiet) print_torch_summary(o.json, w, o.ranks, env);
-  if (own_json) {
-    std::remove(o.json.c_str());
-    rmdir(tmp);
-  }
   return code;
 }
 

@@ -79,7 +79,7 @@ std::vector<TorchTraceEvent> read_torch_trace(const nlohmann::json& trace, const
   std::vector<long long> ids, parents;
   for (std::size_t i = 0; i < list->size(); ++i) {
     const auto& j = (*list)[i];
-    if (!j.is_object() || j.value("ph", "") != "X") continue;
+    if (!j.is_object() || !j.contains("ph") || !j["ph"].is_string() || j["ph"].get<std::string>() != "X") continue;
     TorchTraceEvent e;
     try {
       e.name = j.at("name").get<std::string>();

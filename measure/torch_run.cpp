@@ -74,11 +74,9 @@ TorchEnv probe_torch(const std::string& python) {
     throw InputError(python + ": cannot run it (" + std::string(e.what()) + ")");
   }
   std::ifstream in(log_name);
-  std::string line, last, all;
-  while (std::getline(in, line)) {
+  std::string line, last;
+  while (std::getline(in, line))
     if (!line.empty()) last = line;
-    all += line + "\n";
-  }
   std::remove(log_name);
   if (code == 3) throw InputError(last);  // "torch is not installed for PATH (install Debian's python3-torch)"
   if (code != 0) {
@@ -140,15 +138,17 @@ std::vector<std::string> torch_train_args(const TorchTrainOptions& o) {
   const Workload& w = o.workload;
   std::string widths;
   for (auto x : w.widths) widths += (widths.empty() ? "" : ",") + std::to_string(x);
-  std::ostringstream cap, lr;
+  std::ostringstream cap, first, lr;
   cap.precision(17);
   cap << w.ddp.bucket_cap_bytes;
+  first.precision(17);
+  first << w.ddp.first_bucket_bytes;
   lr.precision(17);
   lr << w.learning_rate;
   std::vector<std::string> a = {"--widths", widths, "--grid-size", std::to_string(w.grid_size), "--spline-order",
                                 std::to_string(w.spline_order), "--batch", std::to_string(w.batch_per_gpu), "--steps",
                                 std::to_string(o.steps), "--warmup", std::to_string(o.warmup), "--seed", std::to_string(o.seed),
-                                "--learning-rate", lr.str(), "--bucket-cap-bytes", cap.str(), "--threads", std::to_string(o.threads),
+                                "--learning-rate", lr.str(), "--bucket-cap-bytes", cap.str(), "--first-bucket-bytes", first.str(), "--threads", std::to_string(o.threads),
                                 "--backend", o.dist_backend, "--workload-name", w.name, "--workload-file", w.file};
   if (w.ddp.gradient_as_bucket_view) a.push_back("--gradient-as-bucket-view");
   if (w.ddp.find_unused_parameters) a.push_back("--find-unused-parameters");
@@ -179,11 +179,19 @@ int run_torch_train(const TorchTrainOptions& o, const TorchEnv& env) {
   // the ranks end within moments of each other (a barrier precedes the
   // end): one still running a minute after another ended is stuck
   constexpr double kGraceS = 60;
-  const auto codes = run_processes(specs, kGraceS);
+  int failed = -1;
+  const auto codes = run_processes(specs, kGraceS, &failed);
+  if (failed >= 0) {
+    const int code = codes[static_cast<std::size_t>(failed)];
+    std::cerr << "kanscale train: PyTorch rank " << failed << " of " << o.ranks << " exited with status " << code
+              << (o.ranks > 1 ? " (the other ranks were stopped)" : "") << "\n";
+    return code == 2 ? 2 : 1;
+  }
   for (std::size_t r = 0; r < codes.size(); ++r) {
-    if (codes[r] == 0) continue;
-    std::cerr << "kanscale train: PyTorch rank " << r << " of " << o.ranks << " exited with status " << codes[r] << "\n";
-    return codes[r] == 2 ? 2 : 1;
+    if (codes[r] == 0) continue;  // stopped: still running a minute after another rank ended
+    std::cerr << "kanscale train: PyTorch rank " << r << " of " << o.ranks << " was still running " << kGraceS
+              << " s after another rank ended, and was stopped\n";
+    return 1;
   }
   return 0;
 }

@@ -211,14 +211,17 @@ void ek_loss(TorchOps& t, const KanShape& s, double B) {
       F * 2 * B * outw;
   t.as(b.add("grad seed", OpKind::elementwise, Phase::loss, L - 1, 0, F), "backward:ones_like");
   t.host("backward:MseLossBackward0", Phase::loss, L - 1);
+  b.add("mse_grad_zeros", OpKind::elementwise, Phase::loss, L - 1, 0, F * B * outw);  // its zeros_like
   b.ew("mse_loss_backward", Phase::loss, L - 1, B * outw, 2 * B * outw);
 }
 
-// Autograd's AccumulateGrad for a parameter, and DDP's hook copying the
+// Autograd's AccumulateGrad for a parameter (add_ into .grad, which
+// zero_grad left as zeros: read both, write one), and DDP's hook copying the
 // gradient into its bucket (scaled by 1/world).
 void ready(TorchOps& t, const std::vector<Param>& params, int param_index) {
   const Param& p = params[param_index];
   t.host("backward:AccumulateGrad", Phase::grad_copy, p.layer);
+  t.b.ew("accumulate_grad " + p.name, Phase::grad_copy, p.layer, static_cast<double>(p.numel), 2.0 * static_cast<double>(p.numel));
   Op& o = t.as(t.b.ew("bucket_copy " + p.name, Phase::grad_copy, p.layer, static_cast<double>(p.numel), static_cast<double>(p.numel)),
                "reducer:bucket_copy");
   o.ready_param = param_index;
@@ -260,13 +263,19 @@ void ek_backward_layer(TorchOps& t, const KanShape& s, const std::vector<Param>&
         t.host("backward:DivBackward0", Phase::backward, l);
         b.ew(sd + "div", Phase::backward, l, Bn, Bn);              // grad of t = g / d
         t.host("backward:SubBackward0", Phase::backward, l);
+        if (std::string(side) == "hi") b.ew(sd + "neg", Phase::backward, l, Bn, Bn);  // d(t - x)/dx = -1
         b.add(sd + "sum_x", OpKind::elementwise, Phase::backward, l, Bn, F * Bn + F * Bi);  // reduce to x's shape
         b.ew(sd + "acc_x", Phase::backward, l, Bi, 2 * Bi);        // accumulate into grad x
         if (p >= 2) {
-          // the bases' three slices: zeros of the full shape, copy the slice in
+          // the bases' three slices (bases[:, :, a:b]), each undone by zeros
+          // of its input's shape (B, in, n+1) and a copy in: the last of n, the
+          // two full slices of n+1 per (sample, input)
           t.host("backward:SliceBackward0", Phase::backward, l, 3);
-          b.add(sd + "slice_zeros", OpKind::elementwise, Phase::backward, l, 0, F * Bi * (n + 1));
-          b.ew(sd + "slice_copy", Phase::backward, l, Bn, Bn);
+          for (int i = 0; i < 3; ++i) {
+            b.add(sd + "slice_zeros", OpKind::elementwise, Phase::backward, l, 0, F * Bi * (n + 1));
+            const double copied = i == 0 ? Bn : Bi * (n + 1);
+            b.ew(sd + "slice_copy", Phase::backward, l, copied, copied);
+          }
         }
       }
       if (p >= 2) b.ew(d + "acc_bases", Phase::backward, l, Bi * (n + 1), 2 * Bi * (n + 1));

@@ -21,14 +21,14 @@ namespace {
 const std::string kSrc = KANSCALE_SOURCE_DIR;
 const std::string kExe = KANSCALE_EXE;
 
-// A small KAN: two layers, so that DDP has 6 gradients in 1 bucket
+// A small KAN: two layers, 6 gradients; a first bucket of 2 KiB splits them in two
 const char* kWorkload = R"(name: torch-small
 kan: {widths: [8, 16, 1], grid_size: 5, spline_order: 3}
 batch_per_gpu: 8
 dataset_size: 64
 seed: 4
 implementation: pytorch
-ddp: {bucket_cap: "1MiB"}
+ddp: {bucket_cap: "1MiB", first_bucket: "2KiB"}
 )";
 
 // A port the kernel hands out now (bound to port 0, then released).
@@ -86,6 +86,11 @@ TEST_CASE("kanscale train runs efficient-kan under PyTorch DDP at 1 and 2 ranks 
     // DDP's record of the gradients' ready order: layers last to first, inside
     // a layer spline_weight, spline_scaler, base_weight (parameters() order 0..5)
     CHECK(p["ddp"]["grad_ready_order"].get<std::vector<int>>() == std::vector<int>{4, 5, 3, 1, 2, 0});
+    // the rebuilt buckets, in that order, with the workload's first bucket (C = G + k = 8):
+    // layer 1 spline_weight 16x1x8x4 B = 512, scaler 64, base 64, then layer 0's
+    // spline_weight 8x16x8x4 = 4096 closes the first bucket past 2 KiB at 4736 B;
+    // layer 0's scaler 512 and base 512 make the second, 1024 B
+    CHECK(p["ddp"]["bucket_sizes_bytes"].get<std::vector<double>>() == std::vector<double>{4736, 1024});
     const auto& s = j["summary"];
     CHECK(s["steps"] == 6);
     const double it = s["iteration_time_s"]["median"].get<double>();
@@ -195,6 +200,6 @@ TEST_CASE("validate --emit: PyTorch cases are started by kanscale train --ranks,
   CHECK(local.find("--ranks 2") != std::string::npos);
   CHECK(local.find("--threads 2") != std::string::npos);
   // a 2-rank case: one task with 2 ranks x 2 threads of CPUs
-  CHECK(slurm.find("srun --nodes=1 --ntasks=1 --cpus-per-task=4 ") != std::string::npos);
+  CHECK(slurm.find("srun --mpi=none --nodes=1 --ntasks=1 --cpus-per-task=4 ") != std::string::npos);
   CHECK(slurm.find("--ntasks=2") == std::string::npos);
 }

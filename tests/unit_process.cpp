@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -53,4 +54,35 @@ TEST_CASE("shell_quote: bash reads every word back unchanged, and runs none of i
   // plain words stay readable in the scripts
   CHECK(ks::shell_quote("results/kernels-r0.json") == "results/kernels-r0.json");
   CHECK(ks::shell_words({"-b", "8", "a b"}) == "-b 8 'a b'");
+}
+
+TEST_CASE("run_processes: a failure stops the others; so does a grace period after one finished; SIGKILL for one that ignores SIGTERM") {
+  using ks::ProcessSpec;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  int failed = -2;
+  // rank 1 fails at once: rank 0 (which would sleep 30 s) is stopped, and rank 1 is named
+  auto codes = ks::run_processes({ProcessSpec{{"sleep", "30"}, "", "", {}}, ProcessSpec{{"sh", "-c", "exit 3"}, "", "", {}}}, 0, &failed);
+  CHECK(codes == std::vector<int>{128 + 15, 3});
+  CHECK(failed == 1);
+  CHECK(seconds() < 10);
+  // one finished; the other is still running after the 0.3 s grace: stopped, and no one failed by itself
+  codes = ks::run_processes({ProcessSpec{{"true"}, "", "", {}}, ProcessSpec{{"sleep", "30"}, "", "", {}}}, 0.3, &failed);
+  CHECK(codes == std::vector<int>{0, 128 + 15});
+  CHECK(failed == -1);
+  // all succeed: nobody is signalled
+  codes = ks::run_processes({ProcessSpec{{"true"}, "", "", {}}, ProcessSpec{{"sh", "-c", "sleep 0.2"}, "", "", {}}}, 0, &failed);
+  CHECK(codes == std::vector<int>{0, 0});
+  CHECK(failed == -1);
+  // one that ignores SIGTERM gets SIGKILL 10 s later
+  const auto t1 = std::chrono::steady_clock::now();
+  codes = ks::run_processes({ProcessSpec{{"sh", "-c", "exit 1"}, "", "", {}},
+                             ProcessSpec{{"sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"}, "", "", {}}},
+                            0, &failed);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  CHECK(codes == std::vector<int>{1, 128 + 9});
+  CHECK(took >= 9.5);
+  CHECK(took < 25);
+  // a program that cannot start: an exception, and nothing left running
+  CHECK_THROWS(ks::run_processes({ProcessSpec{{"sleep", "30"}, "", "", {}}, ProcessSpec{{"/nonexistent/program"}, "", "", {}}}));
 }

@@ -215,8 +215,10 @@ std::string launch_srun(const Job& j, int per_node, bool gpus) {
   std::vector<std::string> env;
   for (const auto& [key, value] : transport_mca(j.transport)) env.push_back("OMPI_MCA_" + key + "=" + value);
   // oversubscribed: every rank on one node, more tasks than its CPUs
-  if (j.self_launched)  // kanscale train starts the PyTorch ranks itself, on one node
-    return (env.empty() ? "" : shell_words(env) + " ") + "srun --nodes=1 --ntasks=1 --cpus-per-task=" + std::to_string(j.ranks * j.threads_per_rank) + " ";
+  // kanscale train starts the PyTorch ranks itself, on one node; no MPI
+  // (srun's PMI variables would read as an mpirun launch)
+  if (j.self_launched)
+    return (env.empty() ? "" : shell_words(env) + " ") + "srun --mpi=none --nodes=1 --ntasks=1 --cpus-per-task=" + std::to_string(j.ranks * j.threads_per_rank) + " ";
   const int nodes = j.oversubscribed ? 1 : (j.ranks + per_node - 1) / per_node;
   const int on_node = j.oversubscribed ? j.ranks : std::min(j.ranks, per_node);
   std::vector<std::string> w = {"srun", "--nodes=" + std::to_string(nodes), "--ntasks=" + std::to_string(j.ranks),

@@ -82,6 +82,8 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--bucket-cap-bytes", type=float, default=25.0 * 1048576)
+    p.add_argument("--first-bucket-bytes", type=float, default=1048576.0,
+                   help="the rebuilt first bucket's limit (torch's dist._DEFAULT_FIRST_BUCKET_BYTES, 1 MiB)")
     p.add_argument("--gradient-as-bucket-view", action="store_true")
     p.add_argument("--find-unused-parameters", action="store_true")
     p.add_argument("--no-broadcast-buffers", action="store_true")
@@ -122,6 +124,11 @@ def chrome_trace(prof):
     return "[\n" + ",\n".join(out) + "\n]\n"
 
 
+def finite_or_none(x):
+    """A number JSON can hold: a diverged loss (NaN, inf) is written as null."""
+    return float(x) if math.isfinite(x) else None
+
+
 def leave(code):
     """Ends the process at once, its files written. With torch 1.13's gloo, a
     rank was seen to spin for ever in the destructors of DDP and its process
@@ -140,8 +147,20 @@ def write_atomic(path, text):
 
 
 def main(argv=None):
+    """Runs the job; a failure ends this rank at once with status 1 after its
+    traceback (the interpreter's teardown could spin in gloo, see leave())."""
     a = parse_args(sys.argv[1:] if argv is None else argv)
     faulthandler.register(signal.SIGUSR1)  # kill -USR1 PID: every thread's Python stack to the rank's stderr
+    try:
+        run(a)
+    except BaseException:  # noqa: B036 (SystemExit and KeyboardInterrupt too: nothing may reach the teardown)
+        import traceback
+        traceback.print_exc()
+        leave(1)
+    leave(0)
+
+
+def run(a):
     rank, world, local_rank = rendezvous_env()
     import torch
     import torch.distributed as dist
@@ -156,17 +175,21 @@ def main(argv=None):
     device = torch.device("cuda", local_rank) if backend == "nccl" else torch.device("cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    dist.init_process_group(backend, rank=rank, world_size=world)
+    # a rank that never arrives (or dies) ends the others' waits after 5 minutes, not gloo's 30
+    dist.init_process_group(backend, rank=rank, world_size=world, timeout=datetime.timedelta(minutes=5))
 
-    torch.manual_seed(a.seed)  # the same initial model everywhere (DDP broadcasts rank 0's anyway)
+    seed = a.seed % (1 << 63)  # torch's generators take a seed below 2^64
+    torch.manual_seed(seed)  # the same initial model everywhere (DDP broadcasts rank 0's anyway)
     model = KAN(a.widths, a.grid_size, a.spline_order).to(device)
+    # DDP reads the first bucket's limit from here when it builds its reducer
+    dist._DEFAULT_FIRST_BUCKET_BYTES = int(a.first_bucket_bytes)
     ddp = DDP(model, device_ids=[local_rank] if device.type == "cuda" else None,
               bucket_cap_mb=a.bucket_cap_bytes / 1048576.0, gradient_as_bucket_view=a.gradient_as_bucket_view,
               find_unused_parameters=a.find_unused_parameters, broadcast_buffers=not a.no_broadcast_buffers)
     opt = torch.optim.Adam(ddp.parameters(), lr=a.learning_rate)
-    gen = torch.Generator().manual_seed(a.seed * 1000003 + rank)
+    gen = torch.Generator().manual_seed((seed * 1000003 + rank) % (1 << 63))
     x = (torch.rand(a.batch, a.widths[0], generator=gen) * 2 - 1).to(device)
-    teacher = torch.randn(a.widths[0], a.widths[-1], generator=torch.Generator().manual_seed(a.seed + 17))
+    teacher = torch.randn(a.widths[0], a.widths[-1], generator=torch.Generator().manual_seed((seed + 17) % (1 << 63)))
     t = torch.sin(x.cpu() @ teacher / math.sqrt(a.widths[0])).to(device)
 
     def sync():
@@ -196,7 +219,7 @@ def main(argv=None):
         loss, marks = step()
         records.append({"step": s, "rank": rank, "batch": a.batch, "first_iteration": s < a.warmup,
                         "iteration_time_s": marks[-1] - marks[0], "compute_time_s": None, "communication_time_s": None,
-                        "exposed_communication_s": None, "loss": float(loss.item()),
+                        "exposed_communication_s": None, "loss": finite_or_none(loss.item()),
                         "phases_s": [marks[i + 1] - marks[i] for i in range(len(phases))]})
     if a.profile:
         from torch.profiler import ProfilerActivity, profile
@@ -220,7 +243,7 @@ def main(argv=None):
     # every rank is past the gather before any leaves (leave(): no teardown)
     dist.barrier()
     if rank != 0 or not a.json:
-        leave(0)
+        return
     per_rank = {}
     iterations = []
     for g in gathered:
@@ -246,12 +269,13 @@ def main(argv=None):
                  "seed": a.seed, "workload": {"name": a.workload_name, "file": a.workload_file}, "ranks": world,
                  "backend": "pytorch-" + backend, "threads_per_rank": a.threads, "hosts": sorted({os.uname().nodename}),
                  "implementation": "pytorch", "warmup_steps": a.warmup, "ddp": ddp_info,
-                 "bucket_cap_bytes": a.bucket_cap_bytes, "gradient_as_bucket_view": a.gradient_as_bucket_view,
+                 "bucket_cap_bytes": a.bucket_cap_bytes, "first_bucket_bytes": a.first_bucket_bytes,
+                 "gradient_as_bucket_view": a.gradient_as_bucket_view,
                  "torch": torch.__version__, "blas": probe.blas_library(), "python": sys.version.split()[0],
                  "machine": {"cpu_model": probe.cpu_model(), "cores": os.cpu_count()}})
-    write_atomic(a.json, json.dumps({"provenance": info, "summary": summary, "iterations": iterations}, indent=2) + "\n")
-    leave(0)
+    write_atomic(a.json, json.dumps({"provenance": info, "summary": summary, "iterations": iterations}, indent=2,
+                                    allow_nan=False) + "\n")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
