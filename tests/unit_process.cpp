@@ -74,15 +74,16 @@ TEST_CASE("run_processes: a failure stops the others; so does a grace period aft
   codes = ks::run_processes({ProcessSpec{{"true"}, "", "", {}}, ProcessSpec{{"sh", "-c", "sleep 0.2"}, "", "", {}}}, 0, &failed);
   CHECK(codes == std::vector<int>{0, 0});
   CHECK(failed == -1);
-  // one that ignores SIGTERM gets SIGKILL 10 s later
+  // one that ignores SIGTERM gets SIGKILL 10 s later (the failure comes 1 s
+  // in, once the other has set its trap: before that, SIGTERM would end it)
   const auto t1 = std::chrono::steady_clock::now();
-  codes = ks::run_processes({ProcessSpec{{"sh", "-c", "exit 1"}, "", "", {}},
+  codes = ks::run_processes({ProcessSpec{{"sh", "-c", "sleep 1; exit 1"}, "", "", {}},
                              ProcessSpec{{"sh", "-c", "trap '' TERM; while :; do sleep 0.1; done"}, "", "", {}}},
                             0, &failed);
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   CHECK(codes == std::vector<int>{1, 128 + 9});
-  CHECK(took >= 9.5);
-  CHECK(took < 25);
+  CHECK(took >= 10.5);
+  CHECK(took < 26);
   // a program that cannot start: an exception, and nothing left running
   CHECK_THROWS(ks::run_processes({ProcessSpec{{"sleep", "30"}, "", "", {}}, ProcessSpec{{"/nonexistent/program"}, "", "", {}}}));
 }
