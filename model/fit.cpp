@@ -61,7 +61,17 @@ LinearFit fit_relative_nonneg(const std::vector<std::string>& features, const st
     const double rss = res.squaredNorm();
     const double dof = std::max<double>(1.0, static_cast<double>(rows.size() - cols.size()));
     const double sigma2 = rss / dof;
-    const Eigen::MatrixXd cov = sigma2 * (A.transpose() * A).inverse();
+    // (A^T A)^-1 through its eigen-decomposition: where two features are all
+    // but collinear over the measured points, a plain inverse of the nearly
+    // singular matrix came out with negative variances (seen once in CI);
+    // directions the points cannot tell apart get no variance instead, and
+    // the covariance stays symmetric and positive semi-definite
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(A.transpose() * A);
+    const Eigen::VectorXd lambda = eig.eigenvalues();
+    const double floor = lambda.maxCoeff() * static_cast<double>(cols.size()) * 1e-12;
+    Eigen::VectorXd inv_lambda(lambda.size());
+    for (Eigen::Index i = 0; i < lambda.size(); ++i) inv_lambda(i) = lambda(i) > floor ? 1.0 / lambda(i) : 0.0;
+    const Eigen::MatrixXd cov = sigma2 * eig.eigenvectors() * inv_lambda.asDiagonal() * eig.eigenvectors().transpose();
     for (std::size_t c = 0; c < cols.size(); ++c) {
       const double sc = scale[c] > 0 ? scale[c] : 1.0;
       f.coef[cols[c]] = std::max(0.0, sol(c)) / sc;

@@ -58,3 +58,21 @@ TEST_CASE("a feature with no effect whose estimate goes negative is dropped, not
   for (double c : f.coef) CHECK(c >= 0);
   CHECK(f.coef[2] + f.coef[1] == doctest::Approx(1e-10).epsilon(0.1).scale(0));
 }
+
+TEST_CASE("fit covariance: collinear features get no negative variance (the covariance stays positive semi-definite)") {
+  // two features equal at every point (a shape set that cannot tell them
+  // apart), times 2x with +-1% noise: (A^T A) is singular
+  std::vector<std::vector<double>> X;
+  std::vector<double> y;
+  for (int i = 1; i <= 12; ++i) {
+    X.push_back({static_cast<double>(i), static_cast<double>(i)});
+    y.push_back(2.0 * i * (1 + (i % 2 ? 0.01 : -0.01)));
+  }
+  const auto f = ks::fit_relative_nonneg({"a", "b"}, X, y, std::vector<bool>(y.size(), false));
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(f.cov[i][i] >= 0);
+    for (std::size_t j = 0; j < 2; ++j) CHECK(f.cov[i][j] == doctest::Approx(f.cov[j][i]));
+  }
+  // the fitted sum still gives the times (the split between a and b is not identifiable)
+  CHECK(f.coef[0] + f.coef[1] == doctest::Approx(2.0).epsilon(0.02));
+}
