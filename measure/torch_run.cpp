@@ -93,7 +93,6 @@ TorchEnv probe_torch(const std::string& python) {
     e.numpy = j.at("numpy").get<std::string>();
     e.blas = j.at("blas").get<std::string>();
     e.gloo = j.at("gloo").get<bool>();
-    e.nccl = j.at("nccl").get<bool>();
     e.cuda = j.at("cuda").get<bool>();
   } catch (const std::exception&) {
     throw InputError(python + " -m kanscale_torch.probe: unexpected output: " + last.substr(0, 200));

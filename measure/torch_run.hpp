@@ -23,7 +23,7 @@ struct TorchEnv {
   std::string python;         // the interpreter's path
   std::string python_version, torch, numpy;
   std::string blas;           // the BLAS library torch's process maps after a matmul
-  bool gloo = false, nccl = false, cuda = false;
+  bool gloo = false, cuda = false;
   std::string fingerprint() const;  // "torch 1.13.0a0, numpy ..., BLAS libopenblasp-r0.3.21.so, Python 3.11.2"
 };
 // Runs the probe; InputError (one line naming the package) when torch or
