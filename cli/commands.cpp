@@ -129,6 +129,7 @@ int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
   const Workload workload = load_workload(c.workload);
   const Calibration calib = c.calibration.empty() ? datasheet_calibration(cluster, workload.precision)
                                                   : load_calibration(c.calibration, cluster, workload.precision);
+  check_calibration_covers(workload, calib, c.calibration);
   const StudyOptions o = checked_study_options(a, vm, cluster, workload, calib);
   const std::string buckets_path = buckets_path_of(c.csv);
   const std::vector<std::pair<std::string, std::string>> outputs = {

@@ -20,7 +20,7 @@ namespace ks::cli {
 
 int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   std::vector<std::string> kernels, collectives, nccl_logs;
-  std::vector<std::string> interference, runtime_files, progress;
+  std::vector<std::string> interference, runtime_files, progress, torch_ops;
   std::string out, name;
   po::options_description desc("fit options");
   desc.add_options()
@@ -30,6 +30,7 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
       ("interference", po::value(&interference)->multitoken(), "kanscale bench interference JSON file(s) (the median is used)")
       ("progress", po::value(&progress)->multitoken(), "kanscale bench progress JSON file(s) of one transport (mpi_progress)")
       ("nccl-tests", po::value(&nccl_logs)->multitoken(), "nccl-tests all_reduce_perf logs (nccl family)")
+      ("torch-ops", po::value(&torch_ops)->multitoken(), "kanscale measure torch-ops JSON file(s): PyTorch's op classes")
       ("runtime-memory", po::value(&runtime_files)->multitoken(),
        "kanscale measure kernels JSON file(s) at other ranks per node: only their runtime memory is read")
       ("name", po::value(&name), "calibration name (default: from the output file)")
@@ -41,17 +42,17 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   check_output_paths({{out, "--out"}});
   {
     std::vector<std::string> inputs;
-    for (const auto* list : {&kernels, &collectives, &interference, &progress, &nccl_logs, &runtime_files})
+    for (const auto* list : {&kernels, &collectives, &interference, &progress, &nccl_logs, &runtime_files, &torch_ops})
       inputs.insert(inputs.end(), list->begin(), list->end());
     check_outputs_spare_inputs(inputs, {{out, "--out"}});
   }
-  if (kernels.empty() && collectives.empty() && nccl_logs.empty() && progress.empty())
-    throw InputError("give --kernels, --collectives, --progress and/or --nccl-tests");
+  if (kernels.empty() && collectives.empty() && nccl_logs.empty() && progress.empty() && torch_ops.empty())
+    throw InputError("give --kernels, --torch-ops, --collectives, --progress and/or --nccl-tests");
   if (name.empty()) {
     name = out.substr(out.find_last_of('/') + 1);
     name = name.substr(0, name.rfind('.'));
   }
-  const FitInputs inputs = read_fit_inputs(kernels, collectives, interference, nccl_logs, runtime_files, progress);
+  const FitInputs inputs = read_fit_inputs(kernels, collectives, interference, nccl_logs, runtime_files, progress, torch_ops);
   const CalibrationFit fit = fit_calibration(inputs, name);
   write_files_atomic({{out, write_calibration(fit.file, fit_header(cmdline))}});
   std::cout << fit.report << "wrote " << out << "\n";

@@ -12,6 +12,7 @@
 #include "measure/cuda_plugin.hpp"
 #include "measure/kernel_bench.hpp"
 #include "measure/sweep_options.hpp"
+#include "measure/torch_run.hpp"
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -162,8 +163,40 @@ int run_nccl_sweep(Comm& host, const SweepOptions& o) {
 }
 }  // namespace
 
+// kanscale measure torch-ops: efficient-kan's op classes in PyTorch.
+int measure_torch_ops(const std::vector<std::string>& args, const std::string& cmdline) {
+  std::string plan_file = "configs/measure/pytorch-cpu.yaml", json, python, port_range = "29500-29999";
+  int reps = 0;
+  po::options_description desc("measure torch-ops options");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("plan", po::value(&plan_file)->default_value(plan_file), "the shapes to time (configs/measure/)")
+      ("json", po::value(&json)->value_name("FILE"), "the records, for kanscale fit --torch-ops")
+      ("reps", po::value(&reps), "timed repetitions per class and shape (default: the plan's)")
+      ("python", po::value(&python)->value_name("PATH"), "the interpreter with torch (default: $KANSCALE_PYTHON, else /usr/bin/python3)")
+      ("port-range", po::value(&port_range)->default_value(port_range), "where to look for a free port (DDP's reducer is timed in a gloo group of one)");
+  po::variables_map vm;
+  if (!parse_args(args, desc,
+                  "usage: kanscale measure torch-ops [--plan F] --json F\n"
+                  "  times efficient-kan's op classes under PyTorch (forward, backward, loss, zero_grad, Adam, DDP's reducer)\n"
+                  "  at every shape of the plan, for kanscale fit --torch-ops",
+                  vm))
+    return 0;
+  if (json.empty()) throw InputError("give --json FILE: the records are for kanscale fit --torch-ops");
+  check_output_paths({{json, "--json"}});
+  check_outputs_spare_inputs({plan_file}, {{json, "--json"}});
+  TorchOpsPlan plan = load_torch_ops_plan(plan_file);
+  if (vm.count("reps")) {
+    if (reps < 3 || reps > 10000) throw InputError("--reps: expected 3 to 10000, got " + std::to_string(reps));
+    plan.reps = reps;
+  }
+  free_port(port_range);  // a malformed range is refused before the probe
+  return run_torch_ops(plan, json, resolve_python(python), port_range, cmdline);
+}
+
 int measure(const std::vector<std::string>& args, const std::string& cmdline) {
   if (!args.empty() && args[0] == "kernels") return measure_kernels({args.begin() + 1, args.end()}, cmdline);
+  if (!args.empty() && args[0] == "torch-ops") return measure_torch_ops({args.begin() + 1, args.end()}, cmdline);
   if (args.empty() || !find_collective(args[0])) {
     throw InputError(std::string("measure: ") + (args.empty() ? "expected what to measure" : "unknown measurement '" + args[0] + "'") +
                      ": kanscale measure kernels|" + collective_names() + " [options]");
@@ -178,6 +211,10 @@ int measure(const std::vector<std::string>& args, const std::string& cmdline) {
   const std::string& backend = parsed.backend;
   check_output_paths({{o.json, o.resume.empty() ? "--json" : "--resume"}, {o.csv, "--csv"}});
   if (parsed.check_only) return 0;
+  if (backend == "gloo") {
+    if (o.root >= parsed.ranks) throw InputError("-r: the root must be a rank, 0.." + std::to_string(parsed.ranks - 1));
+    return run_torch_sweep(o, parsed.ranks, resolve_python(parsed.python), parsed.port_range, cmdline);
+  }
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
   if (o.root < 0 || o.root >= comm->size()) throw InputError("-r: the root must be a rank, 0.." + std::to_string(comm->size() - 1));
   try {

@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "provenance.hpp"
 
@@ -96,7 +97,16 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
     if (!f.ops_cold.empty()) y << "  ops_cold:   # the same ops with the caches evicted before each repetition\n";
     for (const auto& o : f.ops_cold) write_op(y, o);
   }
-  if (!f.mpi_regimes.empty() || f.mpi_broadcast || f.mpi_progress || f.nccl) {
+  if (!f.torch_ops.empty()) {
+    y << "torch_ops:   # PyTorch's op classes (kanscale measure torch-ops): calls x fixed + elements x per_element\n"
+      << "  measured_with: " << nlohmann::json(f.torch_fingerprint).dump() << "\n  classes:\n";
+    for (const auto& o : f.torch_ops) {
+      y << "    " << nlohmann::json(o.cls).dump() << ": {fixed: " << num(o.cost.fixed_s * 1e6, "us") << ", per_element: " << num(o.cost.element_s * 1e9, "ns");
+      if (!o.cost.cov.empty()) y << ", cov: " << matrix(o.cost.cov);
+      y << ",\n      fit: " << fit_quality(o.fit, false) << "}   # " << o.shapes << " shapes; held out: leave one shape out\n";
+    }
+  }
+  if (!f.mpi_regimes.empty() || f.mpi_broadcast || f.mpi_progress || f.nccl || f.gloo_allreduce || f.gloo_broadcast) {
     y << "collectives:\n";
     if (!f.mpi_regimes.empty()) y << "  mpi_regimes:\n";
     for (const auto& fr : f.mpi_regimes) {
@@ -127,6 +137,17 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
       if (f.mpi_progress->interference) y << ", interference: " << *f.mpi_progress->interference;
       y << "}   # steps = max(min_steps, bytes / chunk); a step after the first starts only inside MPI (bench progress): "
         << f.mpi_progress_note << "\n";
+    }
+    if (f.gloo_allreduce || f.gloo_broadcast) {
+      y << "  gloo:   # torch.distributed's gloo: ring all-reduce, binomial broadcast; per step latency + bytes / bandwidth\n";
+      for (const auto& [name, term, fit] : {std::tuple{"allreduce", &f.gloo_allreduce, &f.gloo_allreduce_fit},
+                                            std::tuple{"broadcast", &f.gloo_broadcast, &f.gloo_broadcast_fit}}) {
+        if (!*term) continue;
+        y << "    " << name << ": {latency: " << num((*term)->latency_s * 1e6, "us");
+        if ((*term)->bandwidth_Bps) y << ", bandwidth: " << num(*(*term)->bandwidth_Bps * 1e-9, "GB/s");
+        if (!(*term)->cov.empty()) y << ", cov: " << matrix((*term)->cov);
+        y << "}   # " << (*fit ? fit_quality(**fit, false) : "") << "\n";
+      }
     }
     if (f.nccl) {
       y << "  nccl:\n";

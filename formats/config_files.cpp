@@ -55,8 +55,8 @@ static Cluster read_cluster(YamlMap m) {
   net.finish();
 
   YamlMap col = m.map("collectives");
-  const std::string fam = col.choice("family", {"nccl", "mpi"});
-  c.collectives.family = fam == "nccl" ? CollFamily::nccl : CollFamily::mpi;
+  const std::string fam = col.choice("family", {"nccl", "mpi", "gloo"});
+  c.collectives.family = fam == "nccl" ? CollFamily::nccl : fam == "mpi" ? CollFamily::mpi : CollFamily::gloo;
   c.collectives.version = col.string("version");
   if (c.collectives.family == CollFamily::nccl) {
     for (const auto& a : col.choice_list("algorithms", {"ring", "tree"}))
@@ -245,6 +245,21 @@ static void read_calibration_collectives(YamlMap& m, Calibration& cal) {
       b->finish();
       cal.mpi_broadcast = mb;
     }
+    if (auto g = col->map_opt("gloo")) {
+      for (const char* key : {"allreduce", "broadcast"}) {
+        auto t = g->map_opt(key);
+        if (!t) continue;
+        GlooTerm term;
+        term.latency_s = t->quantity("latency", Quantity::time, Bound::non_negative);
+        term.bandwidth_Bps = t->quantity_opt("bandwidth", Quantity::rate, Bound::positive);
+        if (auto cov = t->matrix_opt("cov", 2)) term.cov = *cov;
+        t->ignore("fit");
+        t->finish();
+        (std::string(key) == "allreduce" ? cal.gloo_allreduce : cal.gloo_broadcast) = term;
+        cal.has_gloo_terms = true;
+      }
+      g->finish();
+    }
     if (auto pr = col->map_opt("mpi_progress")) {
       MpiProgress mp;
       mp.min_steps = static_cast<int>(pr->integer("min_steps", 1, 4096));
@@ -257,6 +272,27 @@ static void read_calibration_collectives(YamlMap& m, Calibration& cal) {
     }
     col->finish();
   }
+}
+
+// torch_ops: PyTorch's op classes, calls x fixed + elements x per_element
+static void read_calibration_torch(YamlMap& m, Calibration& cal) {
+  auto t = m.map_opt("torch_ops");
+  if (!t) return;
+  cal.torch_fingerprint = t->string("measured_with");
+  auto classes = t->map("classes");
+  for (const auto& cls : classes.keys()) {
+    auto c = classes.map(cls);
+    TorchOpCost cost;
+    cost.fixed_s = c.quantity("fixed", Quantity::time, Bound::non_negative);
+    cost.element_s = c.quantity("per_element", Quantity::time, Bound::non_negative);
+    if (auto cov = c.matrix_opt("cov", 2)) cost.cov = *cov;
+    c.ignore("fit");
+    c.finish();
+    cal.torch_ops[cls] = cost;
+  }
+  if (cal.torch_ops.empty()) classes.fail("", "expected at least one op class");
+  classes.finish();
+  t->finish();
 }
 
 static void read_calibration_live(YamlMap& m, Calibration& cal) {
@@ -321,6 +357,7 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
   }
   read_calibration_compute(m, cal);
   read_calibration_collectives(m, cal);
+  read_calibration_torch(m, cal);
   read_calibration_live(m, cal);
   read_calibration_memory(m, cal);
   m.finish();

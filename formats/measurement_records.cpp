@@ -576,10 +576,66 @@ ProgressFile read_progress_file(const std::string& path) {
   return f;
 }
 
+std::string TorchOpsFile::fingerprint() const {
+  const std::string lib = blas.substr(blas.rfind('/') + 1);
+  return "torch " + torch + ", " + lib + ", Python " + python + ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+}
+
+TorchOpsFile read_torch_ops_file(const std::string& path) {
+  const auto j = read_json_file(path, "a kanscale measure torch-ops file");
+  const auto& m = metadata_of(j);
+  if (value_or<std::string>(m, "op", "", path) != "torch_ops" || !j.contains("records") || !j["records"].is_array())
+    throw InputError(path + ": not a kanscale measure torch-ops file (expected metadata.op \"torch_ops\" and a list 'records')");
+  TorchOpsFile f;
+  f.path = path;
+  f.torch = value_or<std::string>(m, "torch", "?", path);
+  f.blas = value_or<std::string>(m, "blas", "?", path);
+  f.python = value_or<std::string>(m, "python", "?", path);
+  f.threads = value_or<int>(m, "threads", 1, path);
+  if (f.threads < 1 || f.threads > 4096) throw InputError(path + ": key 'metadata.threads': expected 1 to 4096, got " + std::to_string(f.threads));
+  if (m.contains("machine")) {
+    const auto& mm = m["machine"];
+    f.machine.cpu_model = value_or<std::string>(mm, "cpu_model", "", path, "metadata.machine.");
+    f.machine.cores = value_or<int>(mm, "cores", 0, path, "metadata.machine.");
+  }
+  if (m.contains("dropped") && m["dropped"].is_array()) f.dropped = static_cast<int>(m["dropped"].size());
+  const auto& pv = provenance_of(m);
+  f.date_utc = value_or<std::string>(pv, "date_utc", "?", path, &pv == &m ? "metadata." : "metadata.provenance.");
+  const auto& rows = j["records"];
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    TorchOpRecord t;
+    t.cls = field<std::string>(r, "class", path, i);
+    t.calls = field<double>(r, "calls", path, i);
+    t.elements = field<double>(r, "elements", path, i);
+    t.time_median_s = field<double>(r, "time_median_s", path, i);
+    if (r.contains("time_iqr_s")) t.time_iqr_s = field<double>(r, "time_iqr_s", path, i);
+    if (r.contains("reps")) t.reps = field<int>(r, "reps", path, i);
+    const std::string at = "records[" + std::to_string(i) + "].shape";
+    if (!r.contains("shape") || !r["shape"].is_object()) throw InputError(path + ": row " + std::to_string(i) + " lacks 'shape'");
+    shape_entries(r["shape"], true, t, path, at);
+    if (r["shape"].contains("widths")) {
+      const auto& w = r["shape"]["widths"];
+      if (!w.is_array()) throw InputError(path + ": key '" + at + ".widths': expected a list of widths, got " + w.dump());
+      for (std::size_t k = 0; k < w.size(); ++k) t.widths.push_back(checked<std::int64_t>(w[k], path + ": key '" + at + ".widths[" + std::to_string(k) + "]'"));
+    }
+    const std::string row = path + ": row " + std::to_string(i) + ": ";
+    if (t.cls.empty() || t.cls.size() > 64 || t.cls.find_first_not_of("abcdefghijklmnopqrstuvwxyz_:@") != std::string::npos)
+      throw InputError(row + "key 'class': expected an op class such as forward:bases, got \"" + t.cls + "\"");
+    if (!(t.calls >= 1 && t.calls <= 1e6)) throw InputError(row + "key 'calls': expected 1 to 1e6, got " + std::to_string(t.calls));
+    if (!(t.elements >= 0 && t.elements <= 1e18)) throw InputError(row + "key 'elements': expected 0 to 1e18, got " + std::to_string(t.elements));
+    if (!(t.time_median_s > 0)) throw InputError(row + "key 'time_median_s': expected a time above 0");
+    f.records.push_back(std::move(t));
+  }
+  return f;
+}
+
 FitInputs read_fit_inputs(const std::vector<std::string>& kernels, const std::vector<std::string>& collectives,
                           const std::vector<std::string>& interference, const std::vector<std::string>& nccl_tests,
-                          const std::vector<std::string>& runtime_memory, const std::vector<std::string>& progress) {
+                          const std::vector<std::string>& runtime_memory, const std::vector<std::string>& progress,
+                          const std::vector<std::string>& torch_ops) {
   FitInputs in;
+  for (const auto& p : torch_ops) in.torch_ops.push_back(read_torch_ops_file(p));
   for (const auto& p : progress) in.progress.push_back(read_progress_file(p));
   for (const auto& p : kernels) in.kernels.push_back(read_kernels_file(p));
   for (const auto& p : interference) in.interference.push_back(read_interference_file(p));

@@ -54,9 +54,13 @@ InterferenceFile read_interference_file(const std::string& path);
 nlohmann::json to_json(const ProgressFile& f);
 ProgressFile read_progress_file(const std::string& path);
 
+// kanscale measure torch-ops' file (measure/python/kanscale_torch/op_bench.py).
+TorchOpsFile read_torch_ops_file(const std::string& path);
+
 // The files a FitInputs needs, read (each reader checks its own file).
 FitInputs read_fit_inputs(const std::vector<std::string>& kernels, const std::vector<std::string>& collectives,
                           const std::vector<std::string>& interference, const std::vector<std::string>& nccl_tests,
-                          const std::vector<std::string>& runtime_memory, const std::vector<std::string>& progress = {});
+                          const std::vector<std::string>& runtime_memory, const std::vector<std::string>& progress = {},
+                          const std::vector<std::string>& torch_ops = {});
 
 }  // namespace ks

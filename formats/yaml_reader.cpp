@@ -438,6 +438,12 @@ YamlMap YamlMap::map(const std::string& key) {
   return *map_opt(key);
 }
 
+std::vector<std::string> YamlMap::keys() const {
+  std::vector<std::string> out;
+  for (const auto& kv : node_) out.push_back(scalar_of(kv.first, "", "a key"));
+  return out;
+}
+
 std::vector<YamlMap> YamlMap::map_list_opt(const std::string& key) {
   YAML::Node n = value(key);
   std::vector<YamlMap> out;

@@ -81,6 +81,8 @@ class YamlMap {
   std::optional<YamlMap> map_opt(const std::string& key);
   // A list of maps.
   std::vector<YamlMap> map_list_opt(const std::string& key);
+  // The map's own keys, in the file's order (a map keyed by names, e.g. op classes).
+  std::vector<std::string> keys() const;
 
   // Errors for every key that no getter asked about. Call once all getters ran.
   void finish();

@@ -72,7 +72,11 @@ ParsedSweep parse_sweep_options(const std::string& op, const std::vector<std::st
       ("warmup_iters,w", po::value(&o.warmup)->default_value(o.warmup), "warm-up iterations per point")
       ("check,c", po::value(&check)->default_value(check), "verify every result (1) or not (0)")
       ("root,r", po::value(&o.root)->default_value(o.root), "broadcast root")
-      ("backend", po::value(&r.backend)->default_value(r.backend), "mpi (host memory; one process: no communication) | nccl (GPU memory)")
+      ("backend", po::value(&r.backend)->default_value(r.backend),
+       "mpi (host memory; one process: no communication) | nccl (GPU memory) | gloo (PyTorch's torch.distributed, ranks started by kanscale)")
+      ("ranks", po::value(&r.ranks), "gloo: processes to start (default 2)")
+      ("python", po::value(&r.python)->value_name("PATH"), "gloo: the interpreter with torch (default: $KANSCALE_PYTHON, else /usr/bin/python3)")
+      ("port-range", po::value(&r.port_range)->default_value(r.port_range), "gloo: where to look for a free rendezvous port")
       ("nonblocking", po::bool_switch(&o.nonblocking), "mpi: MPI_Iallreduce completed by MPI_Test polling, as the trainer does")
       ("json", po::value(&o.json)->value_name("FILE"), "results as JSON (rewritten after every point)")
       ("csv", po::value(&o.csv)->value_name("FILE"), "results as CSV (rewritten after every point)")
@@ -127,7 +131,18 @@ ParsedSweep parse_sweep_options(const std::string& op, const std::vector<std::st
   o.check = check == 1;
   if (o.max_points < 0) throw InputError("--max-points: must not be negative");
   if (!o.resume.empty() && o.json.empty()) o.json = o.resume;  // continue writing the same file
-  if (r.backend != "mpi" && r.backend != "nccl") throw InputError("--backend: expected mpi or nccl, got \"" + r.backend + "\"");
+  if (r.backend != "mpi" && r.backend != "nccl" && r.backend != "gloo")
+    throw InputError("--backend: expected mpi, nccl or gloo, got \"" + r.backend + "\"");
+  for (const char* gloo_only : {"ranks", "python", "port-range"})
+    if (r.backend != "gloo" && vm.count(gloo_only) && !vm[gloo_only].defaulted())
+      throw InputError(std::string("--") + gloo_only + ": for --backend gloo only (mpi and nccl sweeps take their ranks from mpirun)");
+  if (r.backend == "gloo") {
+    if (r.ranks < 2 || r.ranks > 4096) throw InputError("--ranks: expected 2 to 4096 processes, got " + std::to_string(r.ranks));
+    if (!o.resume.empty() || !o.csv.empty() || o.nonblocking || o.max_points > 0 || !o.check)
+      throw InputError("--backend gloo: --resume, --csv, --nonblocking, --max-points and -c 0 are for kanscale's own sweeps; a gloo sweep "
+                       "writes --json, checking every result");
+    if (o.json.empty()) throw InputError("--backend gloo: give --json FILE (the sweep's points are for kanscale fit)");
+  }
   const CollectiveSpec* spec = find_collective(op);
   if (!spec) throw InputError("measure " + op + ": expected one of " + collective_names());
   if (o.nonblocking && !spec->nonblocking) throw InputError("--nonblocking: all-reduce sweeps only");

@@ -13,7 +13,9 @@ namespace ks {
 
 struct ParsedSweep {
   SweepOptions options;
-  std::string backend = "mpi";  // mpi | nccl
+  std::string backend = "mpi";  // mpi | nccl | gloo (torch.distributed: kanscale starts the ranks)
+  int ranks = 2;                // gloo: the processes kanscale starts
+  std::string python, port_range = "29500-29999";  // gloo: the interpreter (resolve_python) and the rendezvous ports
   bool help = false;            // --help: `usage` holds the text to print; nothing else was checked
   bool check_only = false;      // --check-options
   std::string usage;

@@ -17,7 +17,10 @@
 #include "base/process.hpp"
 #include "common/error.hpp"
 #include "formats/provenance.hpp"
+#include "formats/yaml_reader.hpp"
 #include "kanscale/build_info.hpp"
+#include "model/kan_model.hpp"
+#include "model/limits.hpp"
 
 namespace ks {
 
@@ -157,22 +160,22 @@ std::vector<std::string> torch_train_args(const TorchTrainOptions& o) {
   return a;
 }
 
-int run_torch_train(const TorchTrainOptions& o, const TorchEnv& env) {
-  if (o.dist_backend == "nccl" && !env.cuda)
-    throw InputError("nccl: " + env.python + "'s torch " + env.torch + " sees no CUDA device (Debian's python3-torch is CPU-only; use gloo)");
-  if (!env.gloo && o.dist_backend != "nccl") throw InputError(env.python + ": torch " + env.torch + " has no gloo backend");
-  const int port = free_port(o.port_range);
-  std::vector<std::string> args = {o.python, "-m", "kanscale_torch.ddp_train"};
-  for (auto& a : torch_train_args(o)) args.push_back(a);
-  nlohmann::json prov = to_json(provenance(o.command_line));
-  args.insert(args.end(), {"--command-line", o.command_line, "--provenance-json", prov.dump()});
+namespace {
+// One process per rank of `python -m module args...` with the env
+// rendezvous on a free port; when one fails the others are stopped. Returns
+// 0, or 2 / 1 after naming the first failing rank on stderr.
+int run_torch_ranks(const std::string& python, const std::string& module, const std::vector<std::string>& module_args, int ranks,
+                    int threads, const std::string& port_range, const std::string& what) {
+  const int port = free_port(port_range);
+  std::vector<std::string> args = {python, "-m", module};
+  args.insert(args.end(), module_args.begin(), module_args.end());
   std::vector<ProcessSpec> specs;
-  for (int r = 0; r < o.ranks; ++r) {
+  for (int r = 0; r < ranks; ++r) {
     ProcessSpec s;
     s.argv = args;
     s.extra_env = {python_path_env(), "PYTHONDONTWRITEBYTECODE=1", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port), "RANK=" + std::to_string(r),
-                   "WORLD_SIZE=" + std::to_string(o.ranks), "LOCAL_RANK=" + std::to_string(r),
-                   "OMP_NUM_THREADS=" + std::to_string(o.threads), "OPENBLAS_NUM_THREADS=" + std::to_string(o.threads)};
+                   "WORLD_SIZE=" + std::to_string(ranks), "LOCAL_RANK=" + std::to_string(r),
+                   "OMP_NUM_THREADS=" + std::to_string(threads), "OPENBLAS_NUM_THREADS=" + std::to_string(threads)};
     specs.push_back(std::move(s));
   }
   // the ranks end within moments of each other (a barrier precedes the
@@ -182,17 +185,81 @@ int run_torch_train(const TorchTrainOptions& o, const TorchEnv& env) {
   const auto codes = run_processes(specs, kGraceS, &failed);
   if (failed >= 0) {
     const int code = codes[static_cast<std::size_t>(failed)];
-    std::cerr << "kanscale train: PyTorch rank " << failed << " of " << o.ranks << " exited with status " << code
-              << (o.ranks > 1 ? " (the other ranks were stopped)" : "") << "\n";
+    std::cerr << what << ": PyTorch rank " << failed << " of " << ranks << " exited with status " << code
+              << (ranks > 1 ? " (the other ranks were stopped)" : "") << "\n";
     return code == 2 ? 2 : 1;
   }
   for (std::size_t r = 0; r < codes.size(); ++r) {
     if (codes[r] == 0) continue;  // stopped: still running a minute after another rank ended
-    std::cerr << "kanscale train: PyTorch rank " << r << " of " << o.ranks << " was still running " << kGraceS
+    std::cerr << what << ": PyTorch rank " << r << " of " << ranks << " was still running " << kGraceS
               << " s after another rank ended, and was stopped\n";
     return 1;
   }
   return 0;
+}
+
+std::vector<std::string> provenance_args(const std::string& command_line) {
+  return {"--command-line", command_line, "--provenance-json", to_json(provenance(command_line)).dump()};
+}
+
+std::string number(double v) {
+  std::ostringstream o;
+  o.precision(17);
+  o << v;
+  return o.str();
+}
+}  // namespace
+
+int run_torch_train(const TorchTrainOptions& o, const TorchEnv& env) {
+  if (o.dist_backend == "nccl" && !env.cuda)
+    throw InputError("nccl: " + env.python + "'s torch " + env.torch + " sees no CUDA device (Debian's python3-torch is CPU-only; use gloo)");
+  if (!env.gloo && o.dist_backend != "nccl") throw InputError(env.python + ": torch " + env.torch + " has no gloo backend");
+  auto args = torch_train_args(o);
+  for (auto& a : provenance_args(o.command_line)) args.push_back(std::move(a));
+  return run_torch_ranks(o.python, "kanscale_torch.ddp_train", args, o.ranks, o.threads, o.port_range, "kanscale train");
+}
+
+TorchOpsPlan load_torch_ops_plan(const std::string& path) {
+  YamlMap m = YamlMap::load_file(path);
+  TorchOpsPlan p;
+  p.file = path;
+  p.name = m.string_opt("name").value_or(path);
+  p.widths = m.integer_lists("widths", 1, 2);
+  for (auto g : m.integer_list("grid_sizes", 1, 1, kMaxGridSize)) p.grid_sizes.push_back(static_cast<int>(g));
+  p.spline_order = static_cast<int>(m.integer_opt("spline_order", 1, kMaxSplineOrder).value_or(3));
+  p.batches = m.integer_list("batch_per_gpu", 1, 1, kMaxBatch);
+  p.reps = static_cast<int>(m.integer_opt("reps", 3, 10000).value_or(20));
+  p.warmup = static_cast<int>(m.integer_opt("warmup", 0, 10000).value_or(3));
+  p.threads = static_cast<int>(m.integer_opt("threads", 1, 4096).value_or(1));
+  for (const auto& w : p.widths)
+    for (int g : p.grid_sizes)
+      if (const std::string why = kan_size_problem(KanShape{w, g, p.spline_order}); !why.empty()) m.fail("widths", why);
+  m.finish();
+  return p;
+}
+
+int run_torch_ops(const TorchOpsPlan& p, const std::string& json, const std::string& python, const std::string& port_range,
+                  const std::string& command_line) {
+  const TorchEnv env = probe_torch(python);
+  if (!env.gloo) throw InputError(env.python + ": torch " + env.torch + " has no gloo backend (DDP's reducer is timed over it)");
+  nlohmann::json shapes = nlohmann::json::array();
+  for (const auto& w : p.widths)
+    for (int g : p.grid_sizes)
+      for (auto b : p.batches) shapes.push_back({{"widths", w}, {"grid_size", g}, {"spline_order", p.spline_order}, {"batch", b}});
+  std::vector<std::string> args = {"--shapes", shapes.dump(), "--reps", std::to_string(p.reps), "--warmup", std::to_string(p.warmup),
+                                   "--threads", std::to_string(p.threads), "--json", json};
+  for (auto& a : provenance_args(command_line)) args.push_back(std::move(a));
+  return run_torch_ranks(python, "kanscale_torch.op_bench", args, 1, p.threads, port_range, "kanscale measure torch-ops");
+}
+
+int run_torch_sweep(const SweepOptions& o, int ranks, const std::string& python, const std::string& port_range, const std::string& command_line) {
+  const TorchEnv env = probe_torch(python);
+  if (!env.gloo) throw InputError(env.python + ": torch " + env.torch + " has no gloo backend");
+  std::vector<std::string> args = {"--op", o.op, "--min-bytes", number(o.min_bytes), "--max-bytes", number(o.max_bytes), "--factor", number(o.factor),
+                                   "--iters", std::to_string(o.iters), "--warmup", std::to_string(o.warmup), "--root", std::to_string(o.root),
+                                   "--backend", "gloo", "--json", o.json};
+  for (auto& a : provenance_args(command_line)) args.push_back(std::move(a));
+  return run_torch_ranks(python, "kanscale_torch.collective_sweep", args, ranks, 1, port_range, "kanscale measure " + o.op);
 }
 
 }  // namespace ks

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "collective_sweep.hpp"
 #include "model/config.hpp"
 
 namespace ks {
@@ -55,5 +56,25 @@ std::vector<std::string> torch_train_args(const TorchTrainOptions& o);
 // one fails the others are stopped. Returns 0, or 2 / 1 after naming the
 // first failing rank on stderr.
 int run_torch_train(const TorchTrainOptions& o, const TorchEnv& env);
+
+// What kanscale measure torch-ops times (configs/measure/pytorch-cpu.yaml):
+// every (widths, grid size, batch) of the lists, at one spline order.
+struct TorchOpsPlan {
+  std::string file, name;
+  std::vector<std::vector<std::int64_t>> widths;
+  std::vector<int> grid_sizes;
+  int spline_order = 3;
+  std::vector<std::int64_t> batches;
+  int reps = 20, warmup = 3, threads = 1;
+};
+TorchOpsPlan load_torch_ops_plan(const std::string& path);
+// Times efficient-kan's op classes (python -m kanscale_torch.op_bench, one
+// process, a gloo group of one for DDP's reducer) into `json`.
+int run_torch_ops(const TorchOpsPlan& plan, const std::string& json, const std::string& python, const std::string& port_range,
+                  const std::string& command_line);
+// An all-reduce or broadcast sweep through torch.distributed (gloo) on
+// `ranks` processes (python -m kanscale_torch.collective_sweep) into o.json.
+int run_torch_sweep(const SweepOptions& o, int ranks, const std::string& python, const std::string& port_range,
+                    const std::string& command_line);
 
 }  // namespace ks

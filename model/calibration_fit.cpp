@@ -34,7 +34,7 @@ std::vector<bool> hold_out_largest(const std::vector<double>& key, double fracti
 
 void report_row(std::ostream& os, const std::string& name, const LinearFit& f, const std::vector<std::string>& units,
                 const std::vector<double>& scales) {
-  os << "  " << std::left << std::setw(20) << name;
+  os << "  " << std::left << std::setw(20) << name << (name.size() >= 20 ? " " : "");
   for (std::size_t j = 0; j < 5; ++j) {
     std::ostringstream c;
     if (j >= f.coef.size()) c << "";
@@ -45,6 +45,32 @@ void report_row(std::ostream& os, const std::string& name, const LinearFit& f, c
   os << "R2 " << std::fixed << std::setprecision(4) << f.r2 << std::defaultfloat;
   if (f.n_holdout > 0) os << "  held-out " << f.n_holdout << ": mean " << std::setprecision(3) << 100 * f.holdout_mean_abs_rel << "%, max " << 100 * f.holdout_max_abs_rel << "%";
   os << "  (n=" << f.n_fit << ")\n";
+}
+
+// The fit on every point, with its held-out error from leaving one group
+// out at a time (refit without the group's points, predict them): a shape
+// of a torch op class, a size of a sweep.
+LinearFit fit_leave_one_group_out(const std::vector<std::string>& features, const std::vector<std::vector<double>>& X,
+                                  const std::vector<double>& y, const std::vector<std::string>& group) {
+  LinearFit all = fit_relative_nonneg(features, X, y, std::vector<bool>(y.size(), false));
+  double sum = 0, worst = 0;
+  int n = 0;
+  for (const std::string& g : std::set<std::string>(group.begin(), group.end())) {
+    std::vector<bool> h(y.size());
+    for (std::size_t i = 0; i < h.size(); ++i) h[i] = group[i] == g;
+    const LinearFit without = fit_relative_nonneg(features, X, y, h);
+    for (std::size_t i = 0; i < h.size(); ++i) {
+      if (!h[i]) continue;
+      const double e = std::fabs(predict(without, X[i]) - y[i]) / y[i];
+      sum += e;
+      worst = std::max(worst, e);
+      ++n;
+    }
+  }
+  all.n_holdout = n;
+  all.holdout_mean_abs_rel = n ? sum / n : -1;
+  all.holdout_max_abs_rel = n ? worst : -1;
+  return all;
 }
 
 // A rate from a fitted time per unit: set when the term was kept.
@@ -177,6 +203,110 @@ void fit_mpi_collectives(const std::vector<const CollectiveSweepFile*>& sweeps, 
     report_row(report, "binomial", f, {"us", "ns/kB"}, {1e6, 1e12});
   } else if (!by.empty()) {
     report << "broadcast: too few points (" << by.size() << "); left to the all-reduce regimes\n";
+  }
+}
+
+// Collectives, gloo family: torch.distributed sweeps (kanscale measure
+// allreduce|broadcast --backend gloo). gloo's ring all-reduce and binomial
+// broadcast (model/collectives.hpp, GlooModel), one alpha-beta each over
+// every size; torch's collectives work in place, so the in-place times.
+void fit_gloo_collectives(const std::vector<const CollectiveSweepFile*>& sweeps, std::ostringstream& from, CalibrationFile& out,
+                          std::ostream& report) {
+  std::vector<std::vector<double>> x[2];
+  std::vector<double> y[2];
+  std::vector<std::string> k[2];  // the size: its points are held out together
+  for (const CollectiveSweepFile* sp : sweeps) {
+    const CollectiveSweepFile& s = *sp;
+    if (!s.has_points || s.collective == SweptCollective::none) throw InputError(s.path + ": not a kanscale measure allreduce or broadcast file");
+    const int n = s.ranks.value_or(1);
+    if (n < 2) throw InputError(s.path + ": measured on one rank: no communication to fit");
+    const bool bcast = s.collective == SweptCollective::broadcast;
+    append(from, s.path + " (gloo " + (bcast ? "broadcast" : "all-reduce") + ", " + std::to_string(n) + " ranks, " + s.library + ", " + s.date_utc + ")");
+    for (std::size_t i = 0; i < s.points.size(); ++i) {
+      const CollectivePoint& p = s.points[i];
+      if (!p.in_place) throw InputError(s.path + ": point " + std::to_string(i) + " lacks 'in_place'");
+      if (need(p.in_place->wrong, "wrong", s, i) != 0) throw InputError(s.path + ": point " + std::to_string(i) + " has wrong results");
+      const double t = need(p.in_place->time_us, "time_us", s, i) * 1e-6;
+      if (!(t > 0)) throw InputError(s.path + ": point " + std::to_string(i) + ": 'in_place.time_us' must be greater than zero");
+      const AlphaBetaTerms terms = bcast ? mpi_broadcast_terms(n, p.size_bytes) : mpi_allreduce_terms(MpiAlgo::ring, n, p.size_bytes);
+      x[bcast].push_back({terms.latency_steps, terms.byte_steps});
+      y[bcast].push_back(t);
+      k[bcast].push_back(std::to_string(static_cast<long long>(p.size_bytes)));
+    }
+  }
+  report << "collectives (gloo, as torch 1.13 runs it: ring all-reduce 2(n-1) x latency + 2(n-1)/n x bytes/bw, binomial\n"
+            "broadcast ceil(log2 n) x (latency + bytes/bw); in-place times; fitted on every point, held out: each size left\n"
+            "out in turn):\n";
+  for (int b = 0; b < 2; ++b) {
+    const char* label = b ? "broadcast" : "all-reduce";
+    if (y[b].empty()) continue;
+    if (y[b].size() < 3) {
+      report << "  " << label << ": too few points (" << y[b].size() << "); left at the link defaults\n";
+      continue;
+    }
+    const LinearFit f = fit_leave_one_group_out({"latency_s", "s_per_byte"}, x[b], y[b], k[b]);
+    GlooTerm g;
+    std::optional<double> latency;
+    set_alpha_beta(latency, g.bandwidth_Bps, f.coef);
+    g.latency_s = latency.value_or(0.0);
+    g.cov = f.cov;
+    (b ? out.gloo_broadcast : out.gloo_allreduce) = g;
+    (b ? out.gloo_broadcast_fit : out.gloo_allreduce_fit) = f;
+    report_row(report, b ? "binomial" : "ring", f, {"us", "ns/kB"}, {1e6, 1e12});
+  }
+}
+
+// PyTorch's op classes (kanscale measure torch-ops): per class, time of a
+// repetition = calls x fixed + elements x per_element, relative least
+// squares over every shape; its held-out error leaves one shape out at a
+// time (refit without the shape's records, predict them).
+void fit_torch_ops(const std::vector<TorchOpsFile>& files, std::ostringstream& from, CalibrationFile& out, std::ostream& report) {
+  struct Rows {
+    std::vector<std::vector<double>> x;
+    std::vector<double> y;
+    std::vector<std::string> shape;
+  };
+  std::map<std::string, Rows> by_class;
+  std::vector<std::string> order;  // first seen
+  for (const TorchOpsFile& f : files) {
+    append(from, f.path + " (torch ops, " + f.fingerprint() + ", " + (f.machine.cpu_model.empty() ? "?" : f.machine.cpu_model) + ", " + f.date_utc + ")");
+    if (out.torch_fingerprint.empty()) out.torch_fingerprint = f.fingerprint();
+    else if (out.torch_fingerprint != f.fingerprint())
+      throw InputError(f.path + ": measured with " + f.fingerprint() + ", another file with " + out.torch_fingerprint +
+                       ": one calibration is of one torch, BLAS and thread count");
+    if (out.machine.empty()) {
+      out.machine.cpu_model = f.machine.cpu_model;
+      out.machine.cores = f.machine.cores;
+    }
+    for (const TorchOpRecord& r : f.records) {
+      if (!by_class.count(r.cls)) order.push_back(r.cls);
+      Rows& rows = by_class[r.cls];
+      rows.x.push_back({r.calls, r.elements});
+      rows.y.push_back(r.time_median_s);
+      std::ostringstream key;
+      for (auto w : r.widths) key << w << ",";
+      key << r.in << "x" << r.out << "G" << r.grid_size << "k" << r.spline_order << "B" << r.batch;
+      rows.shape.push_back(key.str());
+    }
+  }
+  report << "torch ops (" << out.torch_fingerprint << "): per class, a repetition = calls x fixed + elements x per_element;\n"
+            "relative least squares; held out: each shape left out in turn (its records predicted by the fit without them):\n";
+  for (const std::string& cls : order) {
+    const Rows& r = by_class[cls];
+    const std::set<std::string> shapes(r.shape.begin(), r.shape.end());
+    if (shapes.size() < 3) {
+      report << "  " << cls << ": " << shapes.size() << " shape(s), too few to fit (3 or more); left out\n";
+      continue;
+    }
+    FittedTorchOp o;
+    o.cls = cls;
+    o.shapes = static_cast<int>(shapes.size());
+    o.fit = fit_leave_one_group_out({"fixed_s", "s_per_element"}, r.x, r.y, r.shape);
+    o.cost.fixed_s = o.fit.coef[0];
+    o.cost.element_s = o.fit.coef[1];
+    o.cost.cov = o.fit.cov;
+    report_row(report, cls, o.fit, {"us", "ns/elem"}, {1e6, 1e9});
+    out.torch_ops.push_back(std::move(o));
   }
 }
 
@@ -465,10 +595,14 @@ void fit_collectives(const FitInputs& in, CalibrationFile& out, FitData& d) {
   auto& [report, from, progress_report, concurrency, X, Y, key, cvs, mem_x, mem_y, runtime_bytes, runtime_what, runtime_at, interf, inflight] = d;
   // kanscale's own sweeps: MPI ones fit the mpi family, NCCL ones (--backend
   // nccl) the nccl family's bus bandwidth, as nccl-tests' logs do
-  std::vector<const CollectiveSweepFile*> mpi_sweeps;
+  std::vector<const CollectiveSweepFile*> mpi_sweeps, gloo_sweeps;
   std::vector<NcclSweep> nccl;
   for (const CollectiveSweepFile& s : in.collectives) {
     const std::string& path = s.path;
+    if (s.has_metadata && s.backend == "gloo") {
+      gloo_sweeps.push_back(&s);
+      continue;
+    }
     if (!s.has_metadata || s.backend != "nccl") {
       mpi_sweeps.push_back(&s);
       continue;
@@ -497,6 +631,7 @@ void fit_collectives(const FitInputs& in, CalibrationFile& out, FitData& d) {
     nccl.push_back(std::move(sw));
   }
   if (!mpi_sweeps.empty()) fit_mpi_collectives(mpi_sweeps, from, out, report);
+  if (!gloo_sweeps.empty()) fit_gloo_collectives(gloo_sweeps, from, out, report);
   if (!nccl.empty()) fit_nccl_sweeps(nccl, out, report);
 }
 
@@ -570,6 +705,7 @@ CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
   fit_progress_files(in, out, d);
   d.report << "kanscale fit: " << name << "\n";
   fit_compute(out, d);
+  if (!in.torch_ops.empty()) fit_torch_ops(in.torch_ops, d.from, out, d.report);
   fit_collectives(in, out, d);
   fit_memory(in, out, d);
   out.fitted_from = d.from.str();

@@ -17,6 +17,7 @@ struct FitInputs {
   std::vector<NcclTestsLog> nccl_tests;          // nccl-tests logs (nccl family)
   std::vector<KernelsFile> runtime_memory;       // kernels files at other ranks per node: only their runtime memory
   std::vector<ProgressFile> progress;            // bench progress (one transport's)
+  std::vector<TorchOpsFile> torch_ops;           // measure torch-ops (PyTorch's op classes)
 };
 
 struct CalibrationFit {

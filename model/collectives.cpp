@@ -244,8 +244,35 @@ CollectiveEstimate MpiModel::broadcast(double bytes, const Layout& l) const {
   return {t.latency_steps * link_latency(l, r) + t.byte_steps / link_bandwidth(l, r), "binomial", "", 0.0, steps};
 }
 
+// ---------------------------------------------------------------- gloo
+GlooModel::GlooModel(const Cluster& c, const Calibration& cal) : c_(c), allreduce_(cal.gloo_allreduce), broadcast_(cal.gloo_broadcast) {}
+
+double GlooModel::latency(const Layout& l, const std::optional<GlooTerm>& t) const {
+  if (t) return t->latency_s;
+  return l.nodes > 1 ? c_.net.latency_s : c_.intra.latency_s;
+}
+
+double GlooModel::bandwidth(const Layout& l, const std::optional<GlooTerm>& t) const {
+  if (t && t->bandwidth_Bps) return *t->bandwidth_Bps;
+  if (l.nodes == 1) return c_.intra.bandwidth_Bps;
+  return std::min(c_.intra.bandwidth_Bps, c_.net.nics_per_node * c_.net.nic_bandwidth_Bps / l.ranks_per_node());
+}
+
+CollectiveEstimate GlooModel::allreduce(double bytes, const Layout& l) const {
+  if (l.ranks <= 1) return {0.0, "none", ""};
+  const AlphaBetaTerms t = mpi_allreduce_terms(MpiAlgo::ring, l.ranks, bytes);
+  return {t.latency_steps * latency(l, allreduce_) + t.byte_steps / bandwidth(l, allreduce_), "ring", ""};
+}
+
+CollectiveEstimate GlooModel::broadcast(double bytes, const Layout& l) const {
+  if (l.ranks <= 1) return {0.0, "none", ""};
+  const AlphaBetaTerms t = mpi_broadcast_terms(l.ranks, bytes);
+  return {t.latency_steps * latency(l, broadcast_) + t.byte_steps / bandwidth(l, broadcast_), "binomial", ""};
+}
+
 std::unique_ptr<CollectiveModel> make_collective_model(const Cluster& c, const Calibration& cal) {
   if (c.collectives.family == CollFamily::nccl) return std::make_unique<NcclModel>(c, cal);
+  if (c.collectives.family == CollFamily::gloo) return std::make_unique<GlooModel>(c, cal);
   return std::make_unique<MpiModel>(c, cal);
 }
 

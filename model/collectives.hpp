@@ -1,9 +1,11 @@
 #pragma once
-// The collective cost model: one interface, two families.
+// The collective cost model: one interface, three families.
 //  - nccl: NCCL's own tuning model (src/graph/tuning.cc): per (algorithm,
 //    protocol) a latency and an algorithm bandwidth; the cheapest pair wins,
 //    as ncclTopoGetAlgoTime/getAlgoInfo choose it. Derivation: docs/collectives.md.
 //  - mpi: OpenMPI-like size regimes with alpha-beta costs.
+//  - gloo: torch.distributed's CPU backend, gloo's ring and binomial tree
+//    with alpha-beta costs.
 #include <memory>
 #include <string>
 #include <vector>
@@ -118,6 +120,29 @@ class MpiModel : public CollectiveModel {
   std::vector<MpiRegime> regimes_;
   std::optional<MpiBroadcast> bcast_;
   std::optional<MpiProgress> progress_;
+};
+
+// gloo as torch 1.13's ProcessGroupGloo runs collectives on CPU tensors:
+// gloo::allreduce without an algorithm set is gloo's ring (a reduce-scatter
+// then an all-gather, each chunk in segments; gloo/allreduce.cc), and
+// gloo::broadcast is a binomial tree of ceil(log2 n) steps of the whole
+// message (gloo/broadcast.cc). Each step costs latency + bytes / bandwidth,
+// with the calibration's fitted terms (kanscale calibrate
+// configs/calibrate/pytorch-cpu.yaml) or the links' datasheet values. A
+// collective runs on the process group's own threads: it progresses by
+// itself (one step for the replay).
+class GlooModel : public CollectiveModel {
+ public:
+  GlooModel(const Cluster& c, const Calibration& cal);
+  CollectiveEstimate allreduce(double bytes, const Layout& l) const override;
+  CollectiveEstimate broadcast(double bytes, const Layout& l) const override;
+  std::string family() const override { return "gloo"; }
+
+ private:
+  double latency(const Layout& l, const std::optional<GlooTerm>& t) const;
+  double bandwidth(const Layout& l, const std::optional<GlooTerm>& t) const;
+  Cluster c_;
+  std::optional<GlooTerm> allreduce_, broadcast_;
 };
 
 }  // namespace ks

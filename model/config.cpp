@@ -167,12 +167,28 @@ double cold_fraction_for(const Calibration& cal, double ws) {
   return std::clamp((hi - bw) / (hi - lo), 0.0, 1.0);
 }
 
+const char* to_string(CollFamily f) { return f == CollFamily::nccl ? "nccl" : f == CollFamily::mpi ? "mpi" : "gloo"; }
+
 std::string collective_family_mismatch(const Cluster& c, const Calibration& cal) {
-  const bool nccl = c.collectives.family == CollFamily::nccl;
-  if ((nccl && cal.has_mpi_terms && !cal.has_nccl_terms) || (!nccl && cal.has_nccl_terms && !cal.has_mpi_terms))
-    return "calibration '" + cal.name + "' has " + (nccl ? "MPI" : "NCCL") + " collective terms only; cluster '" + c.name + "' uses " +
-           (nccl ? "NCCL" : "MPI") + ": its collectives stay at the cluster's datasheet values";
-  return "";
+  const CollFamily fam = c.collectives.family;
+  const bool own = fam == CollFamily::nccl ? cal.has_nccl_terms : fam == CollFamily::mpi ? cal.has_mpi_terms : cal.has_gloo_terms;
+  if (own) return "";
+  std::string others;
+  for (const auto& [has, name] : {std::pair{cal.has_nccl_terms, "NCCL"}, std::pair{cal.has_mpi_terms, "MPI"}, std::pair{cal.has_gloo_terms, "gloo"}})
+    if (has) others += std::string(others.empty() ? "" : " and ") + name;
+  if (others.empty()) return "";
+  static const char* kNames[] = {"NCCL", "MPI", "gloo"};
+  return "calibration '" + cal.name + "' has " + others + " collective terms only; cluster '" + c.name + "' uses " +
+         kNames[static_cast<int>(fam)] + ": its collectives stay at the cluster's datasheet values";
+}
+
+void check_calibration_covers(const Workload& w, const Calibration& cal, const std::string& calibration_file) {
+  if (w.implementation != Implementation::pytorch || cal.ops.empty() || !cal.torch_ops.empty()) return;
+  throw InputError((calibration_file.empty() ? "calibration '" + cal.name + "'" : calibration_file) +
+                   ": holds the costs of kanscale's own kernels only (kanscale measure kernels), but workload " +
+                   (w.file.empty() ? w.name : w.file) +
+                   " says implementation: pytorch; make a PyTorch calibration with kanscale calibrate "
+                   "configs/calibrate/pytorch-cpu.yaml --out DIR and use DIR/results/calibration-gloo.yaml");
 }
 
 }  // namespace ks

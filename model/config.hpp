@@ -13,7 +13,8 @@
 namespace ks {
 
 enum class LinkKind { nvlink, pcie, shm };
-enum class CollFamily { nccl, mpi };
+// gloo: torch.distributed's CPU backend (ProcessGroupGloo), what PyTorch DDP uses on CPUs
+enum class CollFamily { nccl, mpi, gloo };
 enum class Algo { ring, tree };
 enum class Proto { ll, ll128, simple };
 enum class Precision { fp32, tf32 };
@@ -197,6 +198,25 @@ int mpi_progress_steps(const MpiProgress& p, double bytes);
 std::vector<double> alpha_beta_coefficients(const std::optional<double>& latency_s, const std::optional<double>& bandwidth_Bps);
 void set_alpha_beta(std::optional<double>& latency_s, std::optional<double>& bandwidth_Bps, const std::vector<double>& coef);
 
+// A PyTorch op class's fitted cost (kanscale fit on kanscale measure
+// torch-ops records): calls x fixed + elements x per_element, where
+// `elements` is the class's own size measure (measure/python/kanscale_torch/
+// op_bench.py lists them).
+struct TorchOpCost {
+  double fixed_s = 0, element_s = 0;
+  std::vector<std::vector<double>> cov{};  // over (fixed s, s per element); empty: not recorded
+  double time_s(double calls, double elements) const { return calls * fixed_s + elements * element_s; }
+};
+
+// One alpha-beta collective term of the gloo family: gloo's ring all-reduce
+// (2(n-1) steps, 2(n-1)/n x bytes) or its binomial broadcast (ceil(log2 n)
+// steps of the whole message), each step latency + bytes / bandwidth.
+struct GlooTerm {
+  double latency_s = 0;
+  std::optional<double> bandwidth_Bps;  // unset: the link's
+  std::vector<std::vector<double>> cov{};
+};
+
 struct Calibration {
   std::string name;
   std::string source;        // "datasheet" (derived) or "fitted"
@@ -233,9 +253,14 @@ struct Calibration {
   std::vector<MpiRegime> mpi_regimes;
   std::optional<MpiBroadcast> mpi_broadcast;
   std::optional<MpiProgress> mpi_progress;
-  // which collective family's terms the file gave ("mpi", "nccl", both or
-  // neither): terms of the other family than the cluster's are not used
-  bool has_mpi_terms = false, has_nccl_terms = false;
+  // gloo (PyTorch's CPU backend): all-reduce and broadcast, when fitted
+  std::optional<GlooTerm> gloo_allreduce, gloo_broadcast;
+  // which collective family's terms the file gave ("mpi", "nccl", "gloo",
+  // several or none): terms of another family than the cluster's are not used
+  bool has_mpi_terms = false, has_nccl_terms = false, has_gloo_terms = false;
+  // PyTorch's op classes (implementation pytorch), fitted; empty: none
+  std::map<std::string, TorchOpCost> torch_ops;
+  std::string torch_fingerprint;  // the torch, BLAS and Python they were measured with
   double runtime_memory_bytes = 0;  // one rank per node
   // added per other rank on the node (fitted from runs at several ranks per node)
   double runtime_memory_per_local_peer_bytes = 0;
@@ -260,9 +285,15 @@ const Calibration::LiveTerm* live_term_for(const Calibration& cal, int ranks_per
 
 // The calibration a cluster file implies from datasheet numbers alone.
 Calibration datasheet_calibration(const Cluster& c, Precision precision);
-// Empty, or a warning that the calibration's collective terms are of the
-// other family than the cluster's (so they are not used).
+// Empty, or a warning that the calibration's collective terms are of
+// another family than the cluster's (so they are not used).
 std::string collective_family_mismatch(const Cluster& c, const Calibration& cal);
+const char* to_string(CollFamily f);
+
+// Refuses (InputError) a calibration that cannot cost the workload's
+// implementation: a PyTorch workload with a calibration fitted from
+// kanscale's kernels only, which says which calibration to make.
+void check_calibration_covers(const Workload& w, const Calibration& cal, const std::string& calibration_file);
 
 // NCCL's tuning constants for a version string ("2.14.3"); throws
 // InputError naming `where` for versions kanscale carries no table for.

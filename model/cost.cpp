@@ -7,6 +7,17 @@
 namespace ks {
 
 double op_time_s(const Op& op, const Calibration& cal, double cold_fraction) {
+  // PyTorch's measured op classes, where the calibration has them: a unit's
+  // whole cost on the op that carries it (host and kernel time alike)
+  if (!cal.torch_ops.empty() && !op.torch_unit.empty()) {
+    if (op.unit_calls <= 0) return 0;
+    const auto it = cal.torch_ops.find(op.torch_unit);
+    if (it == cal.torch_ops.end())
+      throw InputError("calibration '" + cal.name + "' has no cost for PyTorch op class '" + op.torch_unit +
+                       "' (its torch_ops lack it: too few shapes measured?); measure it again with kanscale calibrate "
+                       "configs/calibrate/pytorch-cpu.yaml");
+    return std::max(0.0, it->second.time_s(op.unit_calls, op.unit_elements));
+  }
   if (op.host_only) return 0;  // dispatch only: the device-only replay has no host track yet
   if (!op.cost_class.empty()) {
     auto it = cal.ops.find(op.cost_class);

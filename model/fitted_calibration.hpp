@@ -25,6 +25,16 @@ struct FittedMpiRegime {
   std::optional<LinearFit> launch_fit;
 };
 
+// A PyTorch op class (kanscale measure torch-ops): calls x fixed +
+// elements x per_element. The fit's held-out error is leave-one-shape-out:
+// each shape's records predicted by the fit without them.
+struct FittedTorchOp {
+  std::string cls;
+  TorchOpCost cost;
+  LinearFit fit;
+  int shapes = 0;
+};
+
 struct CalibrationFile {
   std::string name;
   std::string fitted_from;  // the measurement files, with their machine and date
@@ -43,6 +53,12 @@ struct CalibrationFile {
   std::optional<LinearFit> mpi_broadcast_fit;
   std::optional<MpiProgress> mpi_progress;  // bench progress's fit
   std::string mpi_progress_note;            // its quality, for the file's comment
+  // collectives, gloo family (torch.distributed sweeps)
+  std::optional<GlooTerm> gloo_allreduce, gloo_broadcast;
+  std::optional<LinearFit> gloo_allreduce_fit, gloo_broadcast_fit;
+  // PyTorch's op classes
+  std::vector<FittedTorchOp> torch_ops;
+  std::string torch_fingerprint;
   // collectives, nccl family: bus bandwidth per level, and how many sweeps each came from
   bool nccl = false;
   std::optional<double> nccl_bus_bw_intra_Bps, nccl_bus_bw_inter_Bps;

@@ -119,6 +119,23 @@ struct TorchOps {
     o.torch_class = cls;
     return o;
   }
+  // The ops added since `from` that have no unit yet form one unit of
+  // PyTorch op class `cls` (op_bench.py's classes and element counts); the
+  // first of them carries its calls and elements.
+  void unit(std::size_t from, const std::string& cls, double calls, double elements) {
+    bool first = true;
+    for (std::size_t i = from; i < b.ops.size(); ++i) {
+      Op& o = b.ops[i];
+      if (!o.torch_unit.empty()) continue;
+      o.torch_unit = cls;
+      if (first) {
+        o.unit_calls = calls;
+        o.unit_elements = elements;
+        first = false;
+      }
+    }
+  }
+  std::size_t mark() const { return b.ops.size(); }
   // a dispatch with no kernel (a view, an autograd node, a scalar read), n times
   void host(const std::string& cls, Phase phase, int layer, int n = 1) {
     for (int i = 0; i < n; ++i) {
@@ -135,6 +152,7 @@ void ek_broadcast_buffers(TorchOps& t, const KanShape& s) {
   Builder& b = t.b;
   const int L = s.layers();
   const double grid_bytes = kan_buffer_bytes(s);
+  const std::size_t from = t.mark();
   t.as(b.add("buffers flatten", OpKind::elementwise, Phase::forward, 0, 0, 2 * grid_bytes), "ddp:flatten_dense_tensors");
   t.host("ddp:broadcast_", Phase::forward, 0);  // the launch; the replay times the broadcast
   t.host("ddp:unflatten_dense_tensors", Phase::forward, 0);  // views of the flat tensor
@@ -142,6 +160,7 @@ void ek_broadcast_buffers(TorchOps& t, const KanShape& s) {
     const double g = 4.0 * static_cast<double>(s.widths[l] * s.knots());
     t.as(b.add("buffer copy_", OpKind::elementwise, Phase::forward, l, 0, 2 * g), "ddp:copy_");
   }
+  t.unit(from, "ddp:forward", 1, grid_bytes / 4);  // op_bench: DDP's forward minus the bare model's, per buffer element
 }
 
 // One layer's forward: SiLU and the base linear, the Cox-de Boor recursion
@@ -156,7 +175,10 @@ void ek_forward_layer(TorchOps& t, const KanShape& s, int l, double B) {
   const bool xg = l > 0;  // the input of layer 0 is data: no gradient
   const double Bi = B * in;
   t.as(b.ew("silu", Phase::forward, l, Bi, Bi), "forward:silu").saved_bytes = xg ? F * Bi : 0;  // SiLU saves its input
+  t.unit(t.mark() - 1, "forward:silu", 1, Bi);
   t.as(b.gemm("base_linear", Phase::forward, l, B, out, in), "forward:linear").saved_bytes = F * Bi;  // linear saves silu(x)
+  t.unit(t.mark() - 1, "forward:base_linear", 1, Bi * out);
+  const std::size_t bases_from = t.mark();
   t.host("forward:unsqueeze", Phase::forward, l);  // x.unsqueeze(-1)
   // degree 0: two comparisons to bool, an and, a cast to float; each
   // comparison slices the grid twice (grid[:, :-1])
@@ -192,12 +214,18 @@ void ek_forward_layer(TorchOps& t, const KanShape& s, int l, double B) {
     sum.saved_bytes = (p == k || xg) ? F * Bn : 0;
     sum.temp_bytes = sum.saved_bytes > 0 ? 0 : F * Bn;
   }
+  t.unit(bases_from, "forward:bases", 1, Bi * E);
   t.host("forward:view", Phase::forward, l);       // bases.view(B, -1)
+  const std::size_t bases_view = t.mark() - 1;
+  const std::size_t ssw_from = t.mark();
   t.host("forward:unsqueeze", Phase::forward, l);  // spline_scaler.unsqueeze(-1)
   t.as(b.ew("scaled_spline_weight", Phase::forward, l, out * in * C, out * in * C + out * in), "forward:mul");
   t.host("forward:view", Phase::forward, l);  // scaled.view(out, -1)
+  t.unit(ssw_from, "forward:scaled_spline_weight", 1, in * out * C);
   t.as(b.gemm("spline_linear", Phase::forward, l, B, out, in * C), "forward:linear");
+  t.unit(bases_view, "forward:spline_linear", 1, B * in * C * out);  // with bases.view
   t.as(b.ew("add", Phase::forward, l, B * out, 2 * B * out), "forward:add");
+  t.unit(t.mark() - 1, "forward:add", 1, B * out);
 }
 
 // The MSE loss (after broadcast_tensors of prediction and target) saves
@@ -206,13 +234,17 @@ void ek_loss(TorchOps& t, const KanShape& s, double B) {
   Builder& b = t.b;
   const int L = s.layers();
   const double outw = static_cast<double>(s.widths.back());
+  const std::size_t from = t.mark();
   t.host("loss:broadcast_tensors", Phase::loss, L - 1);
   t.as(b.add("mse_loss", OpKind::elementwise, Phase::loss, L - 1, 3 * B * outw, F * 2 * B * outw), "loss:mse_loss").saved_bytes =
       F * 2 * B * outw;
+  t.unit(from, "loss:mse", 1, B * outw);
+  const std::size_t back = t.mark();
   t.as(b.add("grad seed", OpKind::elementwise, Phase::loss, L - 1, 0, F), "backward:ones_like");
   t.host("backward:MseLossBackward0", Phase::loss, L - 1);
   b.add("mse_grad_zeros", OpKind::elementwise, Phase::loss, L - 1, 0, F * B * outw);  // its zeros_like
   b.ew("mse_loss_backward", Phase::loss, L - 1, B * outw, 2 * B * outw);
+  t.unit(back, "backward:mse", 1, B * outw);
 }
 
 // Autograd's AccumulateGrad for a parameter (add_ into .grad, which
@@ -225,6 +257,7 @@ void ready(TorchOps& t, const std::vector<Param>& params, int param_index) {
   Op& o = t.as(t.b.ew("bucket_copy " + p.name, Phase::grad_copy, p.layer, static_cast<double>(p.numel), static_cast<double>(p.numel)),
                "reducer:bucket_copy");
   o.ready_param = param_index;
+  o.torch_unit = "reducer";  // its cost: the first reducer op carries the whole iteration's (efficient_kan_iteration)
 }
 
 // One layer's backward: autograd's nodes, each with the kernels it runs.
@@ -236,11 +269,15 @@ void ek_backward_layer(TorchOps& t, const KanShape& s, const std::vector<Param>&
   const double in = static_cast<double>(s.widths[l]), out = static_cast<double>(s.widths[l + 1]);
   const bool xg = l > 0;
   const double Bi = B * in;
-  t.host("backward:AddBackward0", Phase::backward, l);  // base + spline
+  const std::string first = xg ? "" : "@first";  // the first layer's linears: no input gradient
+  std::size_t from = t.mark();
+  t.host("backward:AddBackward0", Phase::backward, l);  // base + spline (costed with the spline linear)
   t.host("backward:MmBackward0", Phase::backward, l);   // the spline linear
   b.gemm("spline_linear_grad_weight", Phase::backward, l, out, in * C, B);
   if (xg) b.gemm("spline_linear_grad_input", Phase::backward, l, B, in * C, out);
   t.host("backward:TBackward0", Phase::backward, l);     // its weight's transpose
+  t.unit(from, "backward:spline_linear" + first, 1, B * in * C * out);
+  from = t.mark();
   t.host("backward:ViewBackward0", Phase::backward, l);  // scaled.view(out, -1)
   t.host("backward:MulBackward0", Phase::backward, l);   // spline_weight * spline_scaler.unsqueeze(-1)
   b.ew("scaled_spline_weight_grad_w", Phase::backward, l, out * in * C, out * in * C + out * in);
@@ -249,7 +286,9 @@ void ek_backward_layer(TorchOps& t, const KanShape& s, const std::vector<Param>&
   b.ew("scaled_spline_weight_grad_s_sum", Phase::backward, l, out * in * C, out * in * C, F / C);  // writes out*in floats
   t.host("backward:UnsqueezeBackward0", Phase::backward, l);
   ready(t, params, 3 * l + 2);
+  t.unit(from, "backward:scaled_spline_weight", 1, in * out * C);
   if (xg) {
+    from = t.mark();
     t.host("backward:ViewBackward0", Phase::backward, l);  // bases.view(B, -1)
     for (int p = k; p >= 1; --p) {
       const double n = E - p, Bn = Bi * n;
@@ -281,16 +320,21 @@ void ek_backward_layer(TorchOps& t, const KanShape& s, const std::vector<Param>&
       if (p >= 2) b.ew(d + "acc_bases", Phase::backward, l, Bi * (n + 1), 2 * Bi * (n + 1));
     }
     t.host("backward:UnsqueezeBackward0", Phase::backward, l);  // x.unsqueeze(-1)
+    t.unit(from, "backward:bases", 1, Bi * E);
   }
+  from = t.mark();
   t.host("backward:MmBackward0", Phase::backward, l);  // the base linear
   b.gemm("base_linear_grad_weight", Phase::backward, l, out, in, B);
   if (xg) b.gemm("base_linear_grad_input", Phase::backward, l, B, in, out);
   t.host("backward:TBackward0", Phase::backward, l);
   ready(t, params, 3 * l + 0);
+  t.unit(from, "backward:base_linear" + first, 1, Bi * out);
   if (xg) {
+    from = t.mark();
     t.host("backward:SiluBackward0", Phase::backward, l);
     b.ew("silu_backward", Phase::backward, l, Bi, 2 * Bi);
     b.ew("acc_x", Phase::backward, l, Bi, 2 * Bi);
+    t.unit(from, "backward:silu", 1, Bi);
   }
 }
 
@@ -300,12 +344,17 @@ void ek_tail(TorchOps& t, const std::vector<Param>& params, bool gradient_as_buc
   // ---- after the all-reduces: copy back (a view of the bucket, then the
   // copy into .grad), Adam
   if (!gradient_as_bucket_view) {
+    const std::size_t from = t.mark();
     for (const auto& p : params) {
       t.host("reducer:as_strided", Phase::copy_back, p.layer);
       t.as(b.ew("copy_back " + p.name, Phase::copy_back, p.layer, static_cast<double>(p.numel), static_cast<double>(p.numel)),
          "reducer:copy_bucket_to_grad");
     }
+    t.unit(from, "reducer", 0, 0);  // the reducer's cost is carried by its first op
   }
+  double numel = 0;
+  for (const auto& p : params) numel += static_cast<double>(p.numel);
+  const std::size_t adam_from = t.mark();
   // torch 1.13 _single_tensor_adam per parameter (torch/optim/adam.py): the
   // step count += 1 (a one-element tensor), exp_avg.mul_(b1).add_(g, 1-b1)
   // (8 and 12 B/elem), exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2) (8, 12), the
@@ -331,6 +380,7 @@ void ek_tail(TorchOps& t, const std::vector<Param>& params, bool gradient_as_buc
       if (scalar) t.host("optimizer:item", Phase::optimizer, p.layer);
     }
   }
+  t.unit(adam_from, "adam", static_cast<double>(params.size()), numel);
 }
 
 }  // namespace
@@ -340,13 +390,25 @@ std::vector<Op> efficient_kan_iteration(const KanShape& s, std::int64_t batch, b
   const double B = static_cast<double>(batch);
   TorchOps t;
   // optimizer.zero_grad() (set_to_none=False in 1.13): one zero_ per parameter.
-  for (const auto& p : params)
+  double numel = 0;
+  for (const auto& p : params) {
     t.as(t.b.add("zero_grad " + p.name, OpKind::elementwise, Phase::zero_grad, p.layer, 0, p.bytes()), "zero_grad:zero_");
+    numel += static_cast<double>(p.numel);
+  }
+  t.unit(0, "zero_grad", static_cast<double>(params.size()), numel);
   if (broadcast_buffers) ek_broadcast_buffers(t, s);
   for (int l = 0; l < s.layers(); ++l) ek_forward_layer(t, s, l, B);
   ek_loss(t, s, B);
   for (int l = s.layers() - 1; l >= 0; --l) ek_backward_layer(t, s, params, l, B);
   ek_tail(t, params, gradient_as_bucket_view);
+  // DDP's reducer (hooks, bucket copies, launches, the wait, the copy back),
+  // measured per iteration: carried by its first op
+  for (Op& o : t.b.ops)
+    if (o.torch_unit == "reducer") {
+      o.unit_calls = static_cast<double>(params.size());
+      o.unit_elements = numel;
+      break;
+    }
   return t.b.ops;
 }
 

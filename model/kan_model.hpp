@@ -74,6 +74,13 @@ struct Op {
   // scalar read. It costs host time, which the device-only replay does not
   // model yet (0 s there).
   bool host_only = false;
+  // The PyTorch op class (kanscale measure torch-ops, model/config.hpp's
+  // TorchOpCost) whose measured unit this op is part of: "forward:bases",
+  // "backward:spline_linear@first", "reducer", "adam", ... A unit's cost,
+  // unit_calls x fixed + unit_elements x per_element, is carried by one of
+  // its ops; the unit's other ops carry 0 (unit_calls 0).
+  std::string torch_unit;
+  double unit_calls = 0, unit_elements = 0;
 };
 
 // FLOPs and bytes of kanscale's own CPU/CUDA layer (measure/kan_cpu):

@@ -112,6 +112,30 @@ struct TrainSummary {
   std::vector<std::pair<std::string, double>> op_s;
 };
 
+// ---------------------------------------------------------------- measure torch-ops
+// One PyTorch op class timed at one shape (measure/python/kanscale_torch/
+// op_bench.py): one repetition makes `calls` calls of the class touching
+// `elements` elements in all (the class's own size measure).
+struct TorchOpRecord {
+  std::string cls;  // "forward:bases", "backward:spline_linear@first", "adam", "reducer", ...
+  double calls = 1, elements = 0;
+  std::int64_t batch = 0, in = 0, out = 0;  // the layer's (a per-model class: the model's in and out)
+  int grid_size = 0, spline_order = 0;
+  std::vector<std::int64_t> widths;  // the model the layer belongs to
+  double time_median_s = 0, time_iqr_s = 0;
+  int reps = 0;
+};
+struct TorchOpsFile {
+  std::string path;
+  std::string torch = "?", blas = "?", python = "?", date_utc = "?";
+  Machine machine;  // cpu_model and cores
+  int threads = 1;  // intra-op threads
+  int dropped = 0;  // differences (DDP minus bare) at or below 0, left out
+  std::vector<TorchOpRecord> records;
+  // "torch 1.13.0a0, libopenblasp-r0.3.21.so, Python 3.11.2, 1 thread"
+  std::string fingerprint() const;
+};
+
 // ---------------------------------------------------------------- bench interference
 struct InterferenceFile {
   std::string path;

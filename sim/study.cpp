@@ -109,6 +109,7 @@ ReplayInput replay_structure(const Workload& w, const Layout& layout, std::int64
 
 void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, const Calibration& cal, const Layout& layout,
                       std::int64_t batch_per_gpu, const CollectiveModel& coll) {
+  check_calibration_covers(w, cal, "");
   double cold_fraction = 0;
   if (w.implementation == Implementation::kanscale && !cal.ops_cold.empty()) {
     // how far from cache-warm toward cold this rank's working set runs

@@ -285,6 +285,7 @@ void read_study_clusters(YamlMap& m, StudySpec& s, const std::string& calibratio
     try {
       sc.calibration = cal == "datasheet" ? datasheet_calibration(sc.cluster, s.workload.precision)
                                           : load_calibration(cal, sc.cluster, s.workload.precision);
+      check_calibration_covers(s.workload, sc.calibration, cal);
     } catch (const InputError& e) {
       c.fail("calibration", e.what());
     }
@@ -495,9 +496,11 @@ void check_scenarios(YamlMap& sw, const StudySpec& s, double max_events) {
   }
 }
 
-StudySpec read_study(YamlMap m, double max_events, const std::string& calibration_override = "") {
+StudySpec read_study(YamlMap m, double max_events, const std::string& calibration_override = "",
+                     std::optional<Implementation> implementation_override = std::nullopt) {
   StudySpec s;
   read_study_header(m, s);
+  if (implementation_override) s.workload.implementation = *implementation_override;
   read_study_clusters(m, s, calibration_override);
   YamlMap sw = m.map("sweep");
   const std::vector<Axis> axes = read_sweep(sw, s);
@@ -514,8 +517,9 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
 
 }  // namespace
 
-StudySpec load_study(const std::string& path, double max_events, const std::string& calibration_override) {
-  return read_study(YamlMap::load_file(path), max_events, calibration_override);
+StudySpec load_study(const std::string& path, double max_events, const std::string& calibration_override,
+                     std::optional<Implementation> implementation_override) {
+  return read_study(YamlMap::load_file(path), max_events, calibration_override, implementation_override);
 }
 StudySpec parse_study(const std::string& text, const std::string& name, double max_events) {
   return read_study(YamlMap::load_string(text, name), max_events);

@@ -105,7 +105,11 @@ Scenario scenario_at(const StudySpec& s, std::size_t i, const std::vector<double
 // (against `max_events`); throws InputError (FILE:LINE:COL: key ...) on the
 // first problem. `calibration_override` (a file or "datasheet"), when given,
 // replaces every cluster's calibration (kanscale bench study).
-StudySpec load_study(const std::string& path, double max_events, const std::string& calibration_override = "");
+// calibration_override: every cluster's calibration; implementation_override:
+// the workload's implementation (bench study times a fitted kernel
+// calibration's intervals on the study's workload as kanscale's trainer).
+StudySpec load_study(const std::string& path, double max_events, const std::string& calibration_override = "",
+                     std::optional<Implementation> implementation_override = std::nullopt);
 StudySpec parse_study(const std::string& yaml_text, const std::string& name, double max_events);
 
 // Scenarios [begin, end) of the study, each run_study's result, in order.

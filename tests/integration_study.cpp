@@ -244,15 +244,16 @@ TEST_CASE("study: a fitted calibration's bands are simulate's intervals for the 
 }
 
 TEST_CASE("study: mpirun -np 3 splits the scenarios and writes the serial study byte for byte") {
-  // 8 scenarios (two clusters, one with a fitted calibration's bands and a
+  // 8 scenarios (two clusters, both with a fitted calibration's bands and a
   // family warning, x two widths x strong/weak) over 3 ranks: 2, 3 and 3.
   // Each run in its own directory with the same relative --out, so even the
   // command line in the files is the same.
   TempDir d;
   const std::string study = d.write(
       "s.yaml", "name: split\nseed: 4\niterations: 3\nintervals: {samples: 12}\nworkload: " + kSrc +
-                    "/configs/workloads/default.yaml\nclusters:\n  - file: " + kSrc +
-                    "/configs/clusters/dgx-a100.yaml\n    label: nvlink\n  - file: " + kSrc +
+                    "/configs/workloads/local-kanscale.yaml\nclusters:\n  - file: " + kSrc +
+                    "/configs/clusters/dgx-a100.yaml\n    label: nvlink\n    calibration: " + kSrc +
+                    "/tests/fixtures/calibration-ci-live.yaml\n  - file: " + kSrc +
                     "/configs/clusters/pcie-a100.yaml\n    label: pcie\n    calibration: " + kSrc +
                     "/tests/fixtures/calibration-ci-live.yaml\nsweep:\n  gpus: [1, 2, 16]\n  widths: [[16, 32, 1], [16, 64, 1]]\n"
                     "  scaling: [strong, weak]\nunknowns: {samples: 2, epoch_overhead: [0s, 1s], batch_per_gpu: [256, 1024]}\n"

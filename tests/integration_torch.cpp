@@ -203,3 +203,38 @@ TEST_CASE("validate --emit: PyTorch cases are started by kanscale train --ranks,
   CHECK(slurm.find("srun --mpi=none --nodes=1 --ntasks=1 --cpus-per-task=4 ") != std::string::npos);
   CHECK(slurm.find("--ntasks=2") == std::string::npos);
 }
+
+TEST_CASE("kanscale calibrate with a pytorch plan: torch ops and gloo sweeps fitted into calibration-gloo.yaml, which simulate uses") {
+  // a small plan (3 layer shapes x 2 batches, one round) to keep the suite short;
+  // configs/calibrate/pytorch-cpu.yaml is the same with the full shapes and 3 rounds
+  TempDir d;
+  d.write("ops.yaml", "name: tiny\nwidths: [[4, 8, 1], [6, 10, 1], [10, 12, 1]]\ngrid_sizes: [3]\nbatch_per_gpu: [2, 8]\nreps: 5\nwarmup: 1\n");
+  d.write("plan.yaml", "name: tiny-torch\ncluster: " + kSrc + "/configs/clusters/local-cpu-gloo.yaml\nimplementation: pytorch\n"
+                       "calibration:\n  measure:\n    ranks: 2\n    torch_ops: " + (d / "ops.yaml") + "\n"
+                       "    allreduce: \"-b 8 -e 64K -f 8 -n 3 -w 1\"\n    broadcast: \"-b 8 -e 64K -f 8 -n 3 -w 1\"\nrounds: 1\n");
+  d.write("w.yaml", kWorkload);
+  const ProcessResult r = run_process({kExe, "calibrate", d / "plan.yaml", "--out", d / "out"}, d.path, 300);
+  CAPTURE(r.out);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string cal = slurp(d / "out/results/calibration-gloo.yaml");
+  CHECK(cal.find("measured_with: \"torch 1.13") != std::string::npos);
+  CHECK(cal.find("\"forward:bases\": {fixed:") != std::string::npos);
+  CHECK(cal.find("\"reducer\"") != std::string::npos);
+  CHECK(cal.find("  gloo:") != std::string::npos);
+  const std::string report = slurp(d / "out/results/fit-report-gloo.txt");
+  CHECK(report.find("held out: each shape left out in turn") != std::string::npos);
+  CHECK(report.find("adam") != std::string::npos);
+  // the calibration predicts the PyTorch workload on the gloo cluster; the kernel-only one is refused
+  const ProcessResult sim = run_process({kExe, "simulate", "--cluster", kSrc + "/configs/clusters/local-cpu-gloo.yaml", "--workload",
+                                         d / "w.yaml", "--calibration", d / "out/results/calibration-gloo.yaml", "--gpus", "1,2"},
+                                        d.path, 60);
+  CAPTURE(sim.err);
+  CHECK(sim.exit_code == 0);
+  CHECK(sim.out.find("ring") != std::string::npos);  // gloo's all-reduce
+  const ProcessResult refused = run_process({kExe, "simulate", "--cluster", kSrc + "/configs/clusters/local-cpu.yaml", "--workload",
+                                             d / "w.yaml", "--calibration", kSrc + "/configs/calibrations/local-cpu.yaml", "--gpus", "1,2"},
+                                            d.path, 60);
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err.find("configs/calibrate/pytorch-cpu.yaml") != std::string::npos);
+}

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "measure/cuda_plugin.hpp"
+#include "measure/torch_run.hpp"
 #include "measure/machine_info.hpp"
 #include "model/config.hpp"
 #include "formats/config_files.hpp"
@@ -22,6 +23,10 @@ int run_calibration(const ValidationPlan& plan_in, const std::string& out_dir, c
     std::string why;
     const CudaPlugin* cuda = cuda_plugin(&why);
     if (!cuda || !cuda->device_available(&why)) throw InputError(plan_in.file + ": key 'backend': cuda: " + why);
+  }
+  if (plan_in.implementation == "pytorch") {  // the interpreter every job will find, probed before any starts
+    const TorchEnv env = probe_torch(resolve_python(""));
+    std::cout << "kanscale calibrate: PyTorch from " << env.python << ": " << env.fingerprint() << "\n";
   }
   ValidationPlan plan = plan_in;
   plan.cases.clear();  // only the microbenchmarks
@@ -42,7 +47,7 @@ int run_calibration(const ValidationPlan& plan_in, const std::string& out_dir, c
   for (const auto& t : plan.measure.transports) {
     const std::string file = out_dir + "/" + calibration_out(t);
     const Calibration cal = load_calibration(file, cluster, Precision::fp32);
-    std::cout << "  " << file << ": " << (t.empty() ? std::string("default transport") : "transport " + t) << ", measured on "
+    std::cout << "  " << file << ": " << (t.empty() ? std::string("default transport") : t == "gloo" ? std::string("PyTorch over gloo") : "transport " + t) << ", measured on "
               << (cal.machine.empty() ? std::string("an unrecorded machine") : describe(cal.machine)) << "\n";
   }
   std::cout << "  fit reports and measurement files beside them (" << out_dir << "/results/); use one with\n"

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "measure/kernel_bench.hpp"
+#include "measure/torch_run.hpp"
 #include "model/kan_model.hpp"
 #include "model/limits.hpp"
 #include "formats/measurement_records.hpp"
@@ -112,12 +113,34 @@ std::vector<ValidationCase> case_matrix(YamlMap& c) {
 }  // namespace
 
 std::vector<std::string> plan_inputs(const ValidationPlan& p) {
-  return {p.file, p.cluster_file, p.calibration_file, p.measure.enabled ? p.measure.kernels_plan : std::string()};
+  return {p.file, p.cluster_file, p.calibration_file, p.measure.enabled ? p.measure.kernels_plan : std::string(),
+          p.measure.enabled ? p.measure.torch_ops_plan : std::string()};
 }
 
 // calibration.measure: what every round measures to fit its calibration
 // (kernels, collectives, interference, progress, transports, live runs)
+// A pytorch plan's: PyTorch's op classes (measure torch-ops) and gloo's
+// all-reduce and broadcast through torch.distributed; one calibration, "gloo".
+static void read_torch_measure_section(YamlMap& ms, ValidationPlan& p) {
+  for (const char* mpi_only : {"kernels", "interference", "progress", "transports", "live"})
+    if (ms.has(mpi_only))
+      ms.fail(mpi_only, "for implementation kanscale; a pytorch plan measures torch_ops and gloo's allreduce and broadcast");
+  p.measure.enabled = true;
+  p.measure.ranks = static_cast<int>(ms.integer("ranks", 2, kMaxGpus));
+  p.measure.torch_ops_plan = ms.string("torch_ops");
+  must_exist(ms, "torch_ops", p.measure.torch_ops_plan);
+  try {
+    load_torch_ops_plan(p.measure.torch_ops_plan);
+  } catch (const InputError& e) {
+    ms.fail("torch_ops", "\"" + p.measure.torch_ops_plan + "\" is not a torch-ops plan (configs/measure/pytorch-cpu.yaml): " + e.what());
+  }
+  p.measure.allreduce = ms.string_opt("allreduce").value_or(p.measure.allreduce);
+  p.measure.broadcast = ms.string_opt("broadcast").value_or("");
+  p.measure.transports = {"gloo"};
+}
+
 static void read_measure_section(YamlMap& ms, ValidationPlan& p) {
+  if (p.implementation == "pytorch") return read_torch_measure_section(ms, p);
   p.measure.enabled = true;
   p.measure.ranks = static_cast<int>(ms.integer("ranks", 1, kMaxGpus));
   p.measure.kernels_plan = ms.string("kernels");
@@ -240,8 +263,11 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
   if (p.implementation == "pytorch") {
     // PyTorch ranks are started by kanscale train on this node, over gloo's TCP (or nccl)
     if (p.launcher == "srun") m.fail("launcher", "a pytorch plan's ranks are started by kanscale train on one node: use mpirun (the default)");
-    if (p.measure.enabled)
-      m.fail("calibration", "a pytorch plan takes a calibration file or datasheet (measure: runs MPI microbenchmarks, not gloo's)");
+    if (p.measure.enabled && m.has("cases"))
+      m.fail("calibration", "a pytorch plan with cases takes a calibration file or datasheet; make the file first with kanscale calibrate "
+                            "(a plan with calibration: measure: and no cases, such as configs/calibrate/pytorch-cpu.yaml)");
+    if (p.measure.enabled && p.backend != "cpu")
+      m.fail("backend", "a pytorch calibration measures gloo on CPUs: backend cpu");
   }
   if (m.has("cases")) {
     YamlMap c = m.map("cases");

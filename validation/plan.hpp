@@ -26,12 +26,13 @@ struct ValidationCase {
 struct MeasureSpec {
   bool enabled = false;
   int ranks = 1;                   // ranks that time at once (the concurrency)
-  std::string kernels_plan;        // configs/measure/*.yaml
+  std::string kernels_plan;        // configs/measure/*.yaml (implementation kanscale)
+  std::string torch_ops_plan;      // configs/measure/pytorch-*.yaml (implementation pytorch: measure torch-ops)
   std::string allreduce = "-b 8 -e 64M -f 2 -n 20 -w 5";  // nccl-tests' letters (ranks > 1 only)
   std::string broadcast;           // the same for a broadcast sweep ("" : not measured)
   std::string interference_bytes;  // "" : not measured
   std::string progress_sizes;      // bench progress's --sizes per transport; "": not measured
-  std::vector<std::string> transports;  // one all-reduce sweep per transport ("" : the default)
+  std::vector<std::string> transports;  // one all-reduce sweep per transport ("" : the default; "gloo": a pytorch plan's)
   // Live trainer runs on shapes of the calibration's own (never a case's):
   // what the trainer's sequence of ops costs beyond the microbenchmarks'
   // (calibration_live.hpp fits it).

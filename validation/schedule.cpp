@@ -46,6 +46,7 @@ std::string interference_file(int round) { return "results/interference-r" + std
 std::string progress_file(const std::string& t, int round) {
   return "results/progress-" + transport_tag(t) + "-r" + std::to_string(round) + ".json";
 }
+std::string torch_ops_file(int round) { return "results/torch-ops-r" + std::to_string(round) + ".json"; }
 }  // namespace
 
 std::string live_cal_workload(std::size_t c) { return "cases/livecal" + std::to_string(c) + ".yaml"; }
@@ -79,12 +80,28 @@ std::size_t timeline_case(const ValidationPlan& p) {
 namespace {
 // A sweep job's arguments: the plan's options as words (never through a
 // shell), then what the schedule sets.
-std::vector<std::string> sweep_args(const std::string& op, const std::string& options, const std::string& backend,
+std::vector<std::string> sweep_args(const std::string& op, const std::string& options, const ValidationPlan& p,
                                     const std::string& json) {
   std::vector<std::string> args = {"measure", op};
   for (auto& w : split_words(options)) args.push_back(w);
-  args.insert(args.end(), {"--backend", backend == "cuda" ? "nccl" : "mpi", "--json", json});
+  if (p.implementation == "pytorch")  // through torch.distributed: kanscale starts the ranks
+    args.insert(args.end(), {"--backend", "gloo", "--ranks", std::to_string(p.measure.ranks), "--json", json});
+  else
+    args.insert(args.end(), {"--backend", p.backend == "cuda" ? "nccl" : "mpi", "--json", json});
   return args;
+}
+
+// A pytorch plan's measurements: PyTorch's op classes, gloo's sweeps.
+void torch_measure_jobs(const ValidationPlan& p, int r, std::vector<Job>& jobs) {
+  Job ops{"torch ops", 1, "", false, {"measure", "torch-ops", "--plan", "torch-ops-plan.yaml", "--json", torch_ops_file(r)}, torch_ops_file(r),
+          true, 1};
+  jobs.push_back(ops);
+  const int n = p.measure.ranks;
+  jobs.push_back({"all-reduce sweep gloo", n, "", false, sweep_args("allreduce", p.measure.allreduce, p, allreduce_file("gloo", r)),
+                  allreduce_file("gloo", r), true, 1});
+  if (!p.measure.broadcast.empty())
+    jobs.push_back({"broadcast sweep gloo", n, "", false, sweep_args("broadcast", p.measure.broadcast, p, broadcast_file("gloo", r)),
+                    broadcast_file("gloo", r), true, 1});
 }
 }  // namespace
 
@@ -93,7 +110,9 @@ std::vector<std::vector<Job>> make_schedule(const ValidationPlan& p) {
   const std::size_t shown = timeline_case(p);
   for (int r = 0; r < p.rounds; ++r) {
     auto& jobs = rounds[static_cast<std::size_t>(r)];
-    if (p.measure.enabled) {
+    if (p.measure.enabled && p.implementation == "pytorch") {
+      torch_measure_jobs(p, r, jobs);
+    } else if (p.measure.enabled) {
       const int n = p.measure.ranks;
       jobs.push_back({"kernels", n, "", false,
                       {"measure", "kernels", "--plan", "measure-plan.yaml", "--backend", p.backend, "--json", kernels_file(r)},
@@ -107,11 +126,11 @@ std::vector<std::vector<Job>> make_schedule(const ValidationPlan& p) {
                         runtime_file(r)});
         for (const auto& t : p.measure.transports) {
           jobs.push_back({"all-reduce sweep " + transport_tag(t), n, t, false,
-                          sweep_args("allreduce", p.measure.allreduce, p.backend, allreduce_file(t, r)), allreduce_file(t, r)});
+                          sweep_args("allreduce", p.measure.allreduce, p, allreduce_file(t, r)), allreduce_file(t, r)});
           // DDP broadcasts the module's buffers every iteration: its own sweep
           if (!p.measure.broadcast.empty())
             jobs.push_back({"broadcast sweep " + transport_tag(t), n, t, false,
-                            sweep_args("broadcast", p.measure.broadcast, p.backend, broadcast_file(t, r)), broadcast_file(t, r)});
+                            sweep_args("broadcast", p.measure.broadcast, p, broadcast_file(t, r)), broadcast_file(t, r)});
           // how far a non-blocking all-reduce gets while the ranks compute
           if (!p.measure.progress_sizes.empty() && p.backend == "cpu")
             jobs.push_back({"progress " + transport_tag(t), n, t, false,
@@ -182,7 +201,9 @@ void prepare_dir(const ValidationPlan& p, const std::string& dir) {
     files.emplace_back(dir + "/cases/case" + std::to_string(i) + ".yaml", case_workload(p.cases[i], p, static_cast<int>(i)));
   for (std::size_t i = 0; i < p.measure.live.size(); ++i)
     files.emplace_back(dir + "/" + live_cal_workload(i), case_workload(p.measure.live[i], p, static_cast<int>(i)));
-  if (p.measure.enabled) {
+  if (p.measure.enabled && !p.measure.torch_ops_plan.empty()) {
+    files.emplace_back(dir + "/torch-ops-plan.yaml", slurp(p.measure.torch_ops_plan));
+  } else if (p.measure.enabled) {
     files.emplace_back(dir + "/measure-plan.yaml", slurp(p.measure.kernels_plan));
     files.emplace_back(dir + "/interference-workload.yaml", slurp("configs/workloads/default.yaml"));
   }
@@ -299,11 +320,11 @@ void check_sweep_options(const ValidationPlan& p) {
     const auto& [op, text] = sweeps[i];
     if (i > 0 && text.empty()) continue;
     // the job's own arguments, through measure's own parser
-    const auto args = sweep_args(op, text, p.backend, "x.json");
+    const auto args = sweep_args(op, text, p, "x.json");
     try {
       for (const auto& w : split_words(text)) {
         const std::string name = w.substr(0, w.find('='));
-        for (const char* own : {"--json", "--csv", "--resume", "--backend", "--check-options", "--max-points", "--help", "-h"})
+        for (const char* own : {"--json", "--csv", "--resume", "--backend", "--ranks", "--check-options", "--max-points", "--help", "-h"})
           if (name == own) throw InputError(name + " is set by the schedule, not by the plan");
       }
       const ParsedSweep parsed = parse_sweep_options(op, {args.begin() + 2, args.end()});
@@ -404,7 +425,41 @@ void emit_validation(const ValidationPlan& p, const std::string& dir, const std:
 // Files are named relative to `dir` in the calibration, as the equivalent
 // `kanscale fit` command run in `dir` names them (its header records that
 // command).
+namespace {
+// A pytorch plan's calibration: PyTorch's op classes and gloo's collectives.
+void fit_torch_measured(const ValidationPlan& p, const std::string& dir) {
+  std::vector<std::string> ops, collectives;
+  for (int r = 0; r < p.rounds; ++r) ops.push_back(torch_ops_file(r));
+  for (int r = 0; r < p.rounds; ++r) collectives.push_back(allreduce_file("gloo", r));
+  if (!p.measure.broadcast.empty())
+    for (int r = 0; r < p.rounds; ++r) collectives.push_back(broadcast_file("gloo", r));
+  const std::string name = p.name + "-gloo";
+  std::string cmdline = "kanscale fit --name " + name + " --out " + calibration_out("gloo") + " --torch-ops";
+  for (const auto& f : ops) cmdline += " " + f;
+  cmdline += " --collectives";
+  for (const auto& f : collectives) cmdline += " " + f;
+  auto in_dir = [&](std::vector<std::string> files) {
+    for (auto& f : files) f = dir + "/" + f;
+    return files;
+  };
+  FitInputs in = read_fit_inputs({}, in_dir(collectives), {}, {}, {}, {}, in_dir(ops));
+  for (auto& f : in.torch_ops) f.path = f.path.substr(dir.size() + 1);
+  for (auto& f : in.collectives) f.path = f.path.substr(dir.size() + 1);
+  const std::string report = "results/fit-report-gloo.txt";
+  CalibrationFit fit;
+  try {
+    fit = fit_calibration(in, name);
+  } catch (const InputError& e) {
+    write_owned_files(dir, {{dir + "/" + report, std::string(e.what()) + "\n"}});
+    throw InputError(std::string("the fit failed on the rounds' measurements: ") + e.what());
+  }
+  write_owned_files(dir, {{dir + "/" + calibration_out("gloo"), write_calibration(fit.file, fit_header(cmdline))},
+                      {dir + "/" + report, fit.report + "wrote " + calibration_out("gloo") + "\n"}});
+}
+}  // namespace
+
 void fit_measured(const ValidationPlan& p, const std::string& dir) {
+  if (p.implementation == "pytorch") return fit_torch_measured(p, dir);
   for (const auto& t : p.measure.transports) {
     std::vector<std::string> kernels, runtime, collectives, interference, progress;
     for (int r = 0; r < p.rounds; ++r) kernels.push_back(kernels_file(r));

@@ -121,9 +121,15 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
 int run_validation(const ValidationPlan& plan, const std::string& out_dir, const std::string& exe, const std::string& cmdline) {
   if (plan.cases.empty()) return published_comparison(plan, out_dir, cmdline);
   // live runs: say when the machine is busy, or is not the calibration's
-  if (!plan.calibration_file.empty() && plan.backend == "cpu") {
+  if (!plan.calibration_file.empty()) {
     const Calibration cal = load_calibration(plan.calibration_file, load_cluster(plan.cluster_file), Precision::fp32);
-    if (const std::string m = machine_mismatch(cal.machine, this_machine("none", "")); !m.empty())
+    if (plan.implementation == "pytorch") {  // before any case runs
+      Workload w;
+      w.name = "the plan's cases";
+      w.file = plan.file + " (implementation: pytorch)";
+      check_calibration_covers(w, cal, plan.calibration_file);
+    }
+    if (const std::string m = machine_mismatch(cal.machine, this_machine("none", "")); plan.backend == "cpu" && !m.empty())
       std::cerr << "kanscale: warning: " << plan.calibration_file << ": " << m << "\n";
   }
   const auto rounds = make_schedule(plan);

@@ -146,18 +146,22 @@ def write_atomic(path, text):
     os.replace(tmp, path)
 
 
-def main(argv=None):
-    """Runs the job; a failure ends this rank at once with status 1 after its
-    traceback (the interpreter's teardown could spin in gloo, see leave())."""
-    a = parse_args(sys.argv[1:] if argv is None else argv)
+def run_and_leave(job, a):
+    """Runs job(a); a failure ends this rank at once with status 1 after its
+    traceback (the interpreter's teardown could spin in gloo, see leave()).
+    The other entry points (op_bench, collective_sweep) end the same way."""
     faulthandler.register(signal.SIGUSR1)  # kill -USR1 PID: every thread's Python stack to the rank's stderr
     try:
-        run(a)
+        job(a)
     except BaseException:  # noqa: B036 (SystemExit and KeyboardInterrupt too: nothing may reach the teardown)
         import traceback
         traceback.print_exc()
         leave(1)
     leave(0)
+
+
+def main(argv=None):
+    run_and_leave(run, parse_args(sys.argv[1:] if argv is None else argv))
 
 
 def run(a):
