@@ -199,7 +199,7 @@ int measure(const std::vector<std::string>& args, const std::string& cmdline) {
   if (!args.empty() && args[0] == "torch-ops") return measure_torch_ops({args.begin() + 1, args.end()}, cmdline);
   if (args.empty() || !find_collective(args[0])) {
     throw InputError(std::string("measure: ") + (args.empty() ? "expected what to measure" : "unknown measurement '" + args[0] + "'") +
-                     ": kanscale measure kernels|" + collective_names() + " [options]");
+                     ": kanscale measure kernels|torch-ops|" + collective_names() + " [options]");
   }
   ParsedSweep parsed = parse_sweep_options(args[0], {args.begin() + 1, args.end()});
   if (parsed.help) {

@@ -134,12 +134,16 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
   const std::string self = self_executable();
   if (!a.emit.empty() + !a.collect.empty() + a.published + !a.repeat.empty() > 1)
     throw InputError("validate: give at most one of --emit, --collect, --published, --repeatability");
+  if (plan.runs > 1 && (!a.emit.empty() || !a.collect.empty()))
+    throw InputError(plan.file + ": key 'runs': " + std::to_string(plan.runs) +
+                     " runs are run and judged here; --emit and --collect take one run (judge separate runs with --repeatability)");
   check_outputs(plan, a);
   check_sweep_options(plan);
   if (a.published) return published_comparison(plan, a.out, cmdline);
   if (!a.repeat.empty()) return repeatability_of_runs(plan, a, cmdline);
   if (!a.emit.empty()) return emit_scripts(plan, a.emit, self);
   if (!a.collect.empty()) return collect_validation(plan, a.collect, a.out, cmdline);
+  if (plan.runs >= 3) return run_repeated_validation(plan, a.out, self, cmdline);
   return run_validation(plan, a.out, self, cmdline);
 }
 

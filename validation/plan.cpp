@@ -1,6 +1,7 @@
 #include "plan.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 
 #include "measure/kernel_bench.hpp"
@@ -213,6 +214,32 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
   // every round runs every case: a thousand is already weeks of running
   p.rounds = static_cast<int>(m.integer_opt("rounds", 1, 1000).value_or(3));
   p.spline_order = static_cast<int>(m.integer_opt("spline_order", 1, kMaxSplineOrder).value_or(3));
+  // runs of the whole plan, judged together (verdict.hpp): three at least, a verdict needs them
+  p.runs = static_cast<int>(m.integer_opt("runs", 1, 20).value_or(1));
+  if (p.runs == 2) m.fail("runs", "2 runs cannot be judged against each other; expected 1 (one run, judged alone) or 3 to 20");
+  if (auto v = m.map_opt("verdict")) {
+    VerdictThresholds& t = p.verdict;
+    auto pct = [&](const char* key, double& out, double lo, double hi) {
+      const auto x = v->number_opt(key, Bound::any);
+      if (!x) return;
+      if (!(*x >= lo && *x <= hi)) {
+        char b[160];
+        std::snprintf(b, sizeof b, "%g is out of range; expected %g to %g", *x, lo, hi);
+        v->fail(key, b);
+      }
+      out = *x;
+    };
+    pct("mean_factor", t.mean_factor, 1, 10);
+    pct("mean_points", t.mean_points, 0, 100);
+    pct("group_bias_pct", t.group_bias_pct, 0, 100);
+    pct("too_fast_min_pct", t.too_fast_min_pct, 0, 100);
+    pct("too_fast_max_pct", t.too_fast_max_pct, 0, 100);
+    pct("coverage_min_pct", t.coverage_min_pct, 0, 100);
+    pct("half_width_factor", t.half_width_factor, 0.1, 100);
+    pct("inconclusive_p90_pct", t.inconclusive_p90_pct, 0, 1000);
+    if (t.too_fast_min_pct > t.too_fast_max_pct) v->fail("too_fast_min_pct", "is above too_fast_max_pct");
+    v->finish();
+  }
   p.interval_samples = static_cast<int>(m.integer_opt("interval_samples", 0, 100000).value_or(100));
   // calibration: a file, "datasheet", or {measure: {...}} within the rounds
   if (!m.has("calibration")) m.fail("calibration", "missing required key (a calibration file, datasheet, or {measure: ...})");

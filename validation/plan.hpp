@@ -51,6 +51,15 @@ struct PublishedSpec {
   std::string source;
 };
 
+// The repeat-run verdict's thresholds (verdict.hpp), plan keys under `verdict:`.
+struct VerdictThresholds {
+  double mean_factor = 1.2, mean_points = 1;            // (a)
+  double group_bias_pct = 3;                            // (b)
+  double too_fast_min_pct = 35, too_fast_max_pct = 65;  // (c)
+  double coverage_min_pct = 85, half_width_factor = 1.25;  // (d)
+  double inconclusive_p90_pct = 25;
+};
+
 struct ValidationPlan {
   std::string name, file;
   std::string cluster_file;
@@ -66,6 +75,10 @@ struct ValidationPlan {
   std::string launcher = "mpirun";   // how --emit's scripts start ranks: mpirun | srun
   int gpus_per_node = 0;             // for srun scripts (0: the cluster's)
   int steps = 30, rounds = 3, spline_order = 3;
+  // runs of the whole plan, calibration included, judged together by the
+  // repeat-run verdict (1: one run, judged as always; 3 to 20)
+  int runs = 1;
+  VerdictThresholds verdict;
   int interval_samples = 100;  // Monte Carlo samples behind each prediction's 90% interval (0: none)
   double bound_mean_pct = 5, bound_max_pct = 10;
   // A bound derived from the noise instead (bound: {noise_factor: F, floor_pct: P}):

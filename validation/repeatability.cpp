@@ -115,6 +115,23 @@ ValidationRun read_validation_run(const std::string& given) {
     r.cases.push_back(label);
     r.measured_s.push_back(t);
     r.noise_pct.push_back(noise);
+    // the prediction, its interval and its groups (older files: what they hold)
+    double pred = 0;
+    if (cases[i].contains("predicted") && cases[i]["predicted"].is_object())
+      pred = number_or(cases[i]["predicted"], "iteration_time_s", 0.0, where + ".predicted");
+    r.predicted_s.push_back(pred);
+    double lo = std::nan(""), hi = std::nan("");
+    if (cases[i].contains("iteration_interval_s") && cases[i]["iteration_interval_s"].is_object()) {
+      lo = number_or(cases[i]["iteration_interval_s"], "lo", lo, where + ".iteration_interval_s");
+      hi = number_or(cases[i]["iteration_interval_s"], "hi", hi, where + ".iteration_interval_s");
+      if (!(lo <= hi)) throw InputError(where + ": key 'iteration_interval_s': expected lo <= hi");
+    }
+    r.interval_lo_s.push_back(lo);
+    r.interval_hi_s.push_back(hi);
+    r.ranks.push_back(static_cast<int>(number_or(cases[i], "ranks", 1.0, where)));
+    r.transport.push_back(cases[i].contains("transport") && cases[i]["transport"].is_string() ? cases[i]["transport"].get<std::string>() : "");
+    const auto open = label.find('['), close = label.find(']');
+    r.model.push_back(open != std::string::npos && close != std::string::npos && close > open ? label.substr(open, close - open + 1) : label);
   }
   if (r.cases.empty()) throw InputError(path + ": no judged case (every case oversubscribed, or none)");
   return r;

@@ -28,6 +28,10 @@ struct ValidationRun {
   std::vector<std::string> cases;  // judged cases (not oversubscribed), by label
   std::vector<double> measured_s;  // their measured median iteration times
   std::vector<double> noise_pct;   // their noise floors (the rounds' spread; 0 when not recorded)
+  // the prediction of each, its interval (NaN: none), and its groups
+  std::vector<double> predicted_s, interval_lo_s, interval_hi_s;
+  std::vector<int> ranks;
+  std::vector<std::string> transport, model;  // model: the widths, as the label gives them ("[16-32-1]")
 };
 
 // A validate results.json, or a report directory that holds one. Throws

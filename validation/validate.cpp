@@ -27,6 +27,7 @@
 #include "measure/torch_run.hpp"
 #include "validation/report.hpp"
 #include "validation/schedule.hpp"
+#include "validation/verdict.hpp"
 
 namespace ks {
 
@@ -150,6 +151,32 @@ int run_validation(const ValidationPlan& plan, const std::string& out_dir, const
   const int rc = collect_validation(plan, dir, out_dir, cmdline);
   if (plan.published.enabled) published_comparison(plan, out_dir + "/published", cmdline);
   return rc;
+}
+
+int run_repeated_validation(const ValidationPlan& plan, const std::string& out_dir, const std::string& exe, const std::string& cmdline) {
+  record_outputs(out_dir, {});
+  std::vector<ValidationRun> runs;
+  for (int k = 1; k <= plan.runs; ++k) {
+    const std::string run_dir = out_dir + "/run-" + std::to_string(k);
+    check_owned_dir(run_dir, "--out's run-" + std::to_string(k));
+    std::cerr << "kanscale validate: run " << k << " of " << plan.runs << " (" << run_dir << ")\n";
+    run_validation(plan, run_dir, exe, cmdline);  // each run's own bound is reported there; the verdict judges them together
+    runs.push_back(read_validation_run(run_dir));
+  }
+  const RepeatVerdict v = judge_repeat_runs(runs, plan);
+  nlohmann::json crit = nlohmann::json::array();
+  for (const auto& c : v.criteria) crit.push_back({{"criterion", c.name}, {"pass", c.pass}, {"detail", c.detail}});
+  nlohmann::json run_paths = nlohmann::json::array();
+  for (const auto& r : runs) run_paths.push_back(r.path);
+  const nlohmann::json j = {{"plan", plan.file}, {"runs", run_paths}, {"criteria", crit}, {"others_mean_pct", v.others_mean_pct},
+                            {"others_p90_pct", v.others_p90_pct}, {"inconclusive", v.inconclusive}, {"passed", v.passed()},
+                            {"exit_code", v.exit_code()}};
+  const std::string md = "# Repeat-run verdict: " + plan.name + " (" + plan.file + ")\n\n" + std::to_string(plan.runs) +
+                         " runs of the whole plan, calibration included (run-1 ... run-" + std::to_string(plan.runs) +
+                         "), judged against how far this machine's own runs repeat (docs/validating.md).\n\n```\n" + v.text() + "```\n";
+  write_owned_files(out_dir, {{out_dir + "/verdict.json", j.dump(2) + "\n"}, {out_dir + "/verdict.md", md}});
+  std::cout << "kanscale validate: repeat-run verdict over " << plan.runs << " runs of " << plan.file << "\n" << v.text();
+  return v.exit_code();
 }
 
 }  // namespace ks

@@ -21,6 +21,11 @@ namespace ks {
 // comparison) and writes report.md, results.json and SVG plots into
 // out_dir. `exe` is the kanscale executable. Returns the exit code.
 int run_validation(const ValidationPlan& plan, const std::string& out_dir, const std::string& exe, const std::string& cmdline);
+// A plan with runs: N (3 to 20): run_validation N times into out_dir/run-K,
+// then the repeat-run verdict (verdict.hpp) over them, printed and written
+// as out_dir/verdict.md and verdict.json. Returns its exit code: 0 pass, 1
+// fail, 3 inconclusive.
+int run_repeated_validation(const ValidationPlan& plan, const std::string& out_dir, const std::string& exe, const std::string& cmdline);
 // Compares what the emitted scripts left in dir; report into out_dir.
 int collect_validation(const ValidationPlan& plan, const std::string& dir, const std::string& out_dir, const std::string& cmdline);
 // The published-figures comparison alone (datasheet calibration; no live runs).
