@@ -841,3 +841,30 @@ TEST_CASE("calibrate: one command measures this machine and fits a calibration t
   CHECK(err.find("file.yaml: key 'calibration': kanscale calibrate measures a plan's calibration: measure: section") != std::string::npos);
   CHECK_FALSE(std::ifstream(d / "none/results").good());
 }
+
+TEST_CASE("validate with runs: 3 runs the plan three times and judges them together: each criterion with its number") {
+  // four tiny cases, one round each, predicted from a fitted fixture: about
+  // 20 s. Whether the criteria hold is this machine's business (exit 0, 1 or
+  // 3 for inconclusive); that the verdict is formed from three runs is not.
+  Dir d;
+  const std::string plan = d / "plan.yaml";
+  std::ofstream(plan) << "name: runs-three\ncluster: configs/clusters/local-cpu.yaml\nbackend: cpu\n"
+                         "calibration: tests/fixtures/calibration-ci-live.yaml\nsteps: 5\nrounds: 1\nruns: 3\ninterval_samples: 20\n"
+                         "cases:\n  ranks: [1, 2]\n  widths: [[8, 16, 1], [12, 16, 1]]\n  grid_sizes: [3]\n  batch_per_gpu: [4]\n"
+                         "  bucket_caps: [\"1MiB\"]\n  transports: [shm]\n";
+  std::string err;
+  const std::string out = d / "verdict";
+  const int rc = sh("(cd " + kSrc + " && " + timeout(170) + kExe + " validate " + plan + " --out " + out + " > " + (d / "stdout.txt") + ")", &err, &d);
+  CAPTURE(err);
+  CHECK((rc == 0 || rc == 1 || rc == 3));
+  const std::string printed = slurp(d / "stdout.txt");
+  CAPTURE(printed);
+  CHECK(printed.find("repeat-run verdict over 3 runs") != std::string::npos);
+  for (const char* c : {"(a) mean |error| per run", "(b) signed mean error per group", "(c) case-runs predicted too fast", "(d) coverage"})
+    CHECK(printed.find(c) != std::string::npos);
+  for (int k = 1; k <= 3; ++k) CHECK(std::filesystem::exists(out + "/run-" + std::to_string(k) + "/results.json"));
+  const auto j = nlohmann::json::parse(slurp(out + "/verdict.json"));
+  CHECK(j["criteria"].size() == 4);
+  CHECK(j["runs"].size() == 3);
+  CHECK(j["exit_code"].get<int>() == rc);
+}

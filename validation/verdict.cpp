@@ -120,7 +120,7 @@ RepeatVerdict judge_repeat_runs(const std::vector<ValidationRun>& runs, const Va
     v.criteria.push_back({"(d) coverage", false, "no case has an interval (the calibration records no measured uncertainty)"});
   } else {
     const double cov = 100.0 * inside / with_interval;
-    const double hw = quantile(half_widths, 0.5), hw_limit = t.half_width_factor * v.others_p90_pct;
+    const double hw = median(half_widths), hw_limit = t.half_width_factor * v.others_p90_pct;
     v.criteria.push_back({"(d) coverage pooled over the runs >= " + fmt("%g%%", t.coverage_min_pct) + " at a median half-width <= " +
                               fmt("%g", t.half_width_factor) + " x the other runs' p90",
                           cov >= t.coverage_min_pct && hw <= hw_limit,
