@@ -40,7 +40,7 @@ namespace {
 
 struct SimulateArgs {
   CommonOptions c;
-  int iterations = 5, interval_samples = 100;
+  int iterations = kDefaultIterations, interval_samples = 100;
   double max_events = kDefaultMaxEvents, interval_level = 0.9;
   std::string scaling = "strong", trace_ranks;
 };

@@ -53,7 +53,9 @@ struct WhatifArgs {
   std::vector<std::string> clusters, calibrations, sets;
   std::string workload, seed, json, scaling = "strong", gpus_text, budget_text, caps_text = "1MiB,5MiB,10MiB,25MiB,50MiB,100MiB",
               vary = "widths", views = "both";
-  int iterations = 4, gpus_per_node = 0, gpus = 8;
+  int iterations = kDefaultIterations, gpus_per_node = 0, gpus = 8, interval_samples = 100;
+  std::string confidence = "0.9";
+  double memory_headroom_pct = 10;
   double epochs = 0, min_eff = 0, max_events = kDefaultMaxEvents;
   long long limit = 1 << 20;
 };
@@ -69,7 +71,7 @@ void common_options(po::options_description& desc, WhatifArgs& w) {
        cluster ? "calibration YAML: once for every cluster, or once per --cluster in order (default: datasheets)"
                : "calibration YAML (default: the cluster's datasheet)")
       ("seed", po::value(&w.seed)->value_name("S"), "random seed (default: the workload's)")
-      ("iterations", po::value(&w.iterations)->default_value(w.iterations), "iterations replayed per prediction (2 to 1000)")
+      ("iterations", po::value(&w.iterations)->default_value(w.iterations), "iterations replayed per prediction (2 to 1000; simulate's default)")
       ("max-events", po::value(&w.max_events)->default_value(w.max_events, "5e7"),
        "refuse a query estimated to replay more events than this, all its candidates together")
       ("scaling", po::value(&w.scaling)->default_value(w.scaling), "strong | strong-global-batch | weak")
@@ -84,7 +86,12 @@ void query_options(po::options_description& desc, WhatifArgs& w) {
         ("epochs", po::value(&w.epochs)->value_name("E"), "epochs to train (default: the workload's)")
         ("budget", po::value(&w.budget_text)->value_name("TIME"), q == "gpus" ? "time budget, e.g. 2h (required)" : "time budget, e.g. 2h")
         ("min-efficiency", po::value(&w.min_eff)->value_name("X"), "parallel efficiency of at least X (0 to 1)")
-        ("gpus", po::value(&w.gpus_text)->value_name("N[,N...]"), "GPU counts to search (default: powers of two up to the cluster)");
+        ("gpus", po::value(&w.gpus_text)->value_name("N[,N...]"), "GPU counts to search (default: powers of two up to the cluster)")
+        ("confidence", po::value(&w.confidence)->default_value(w.confidence),
+         "meet the budget at this quantile of the predicted time to train (0 to 1; a fitted calibration's intervals), or 'point': "
+         "on the prediction itself")
+        ("interval-samples", po::value(&w.interval_samples)->default_value(w.interval_samples),
+         "Monte Carlo samples behind each candidate's interval, as simulate draws them (0: none)");
   }
   if (q == "gpus" || q == "model" || q == "bucket-cap" || q == "change")
     desc.add_options()("gpus-per-node", po::value(&w.gpus_per_node)->value_name("M"),
@@ -94,7 +101,10 @@ void query_options(po::options_description& desc, WhatifArgs& w) {
     desc.add_options()
         ("vary", po::value(&w.vary)->default_value(w.vary), "widths (every hidden layer) or grid")
         ("gpus", po::value(&w.gpus)->default_value(w.gpus), "GPUs (the runtime's and the library's memory grow with them)")
-        ("limit", po::value(&w.limit)->default_value(w.limit), "largest value searched");
+        ("limit", po::value(&w.limit)->default_value(w.limit), "largest value searched")
+        ("memory-headroom", po::value(&w.memory_headroom_pct)->default_value(w.memory_headroom_pct),
+         "percent of the predicted peak memory kept free (the peak memory's mean error in the local-cpu validation runs: "
+         "8.3-8.7%, at most 15%; docs/whatif.md)");
   }
   if (q == "bucket-cap")
     desc.add_options()
@@ -139,6 +149,9 @@ WhatifBase load_base(const WhatifArgs& w, const po::variables_map& vm) {
     base.clusters.push_back(std::move(wc));
   }
   base.options.iterations = w.iterations;
+  if (w.interval_samples < 0 || w.interval_samples > 100000)
+    throw InputError("--interval-samples: expected 0 to 100000, got " + std::to_string(w.interval_samples));
+  base.options.interval_samples = w.interval_samples;
   base.max_events = w.max_events;
   base.options.scaling = scaling_of(w.scaling);
   base.options.seed = vm.count("seed") ? parse_seed(w.seed) : base.workload.seed;
@@ -181,6 +194,16 @@ std::vector<Change> changes_of(const std::vector<std::string>& sets) {
   return changes;
 }
 
+// --confidence: a quantile in (0, 1), or "point" (nullopt).
+std::optional<double> confidence_of(const std::string& text) {
+  if (text == "point") return std::nullopt;
+  char* end = nullptr;
+  const double c = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !(c > 0 && c < 1))
+    throw InputError("--confidence " + text + ": expected a quantile between 0 and 1 (e.g. 0.9), or point");
+  return c;
+}
+
 // The query asked, answered.
 WhatifAnswer answer(const WhatifArgs& w, const WhatifBase& base, const po::variables_map& vm) {
   if (w.query == "gpus") {
@@ -190,9 +213,14 @@ WhatifAnswer answer(const WhatifArgs& w, const WhatifBase& base, const po::varia
     q.budget_s = time_option(w.budget_text, "--budget");
     if (vm.count("min-efficiency")) q.min_efficiency = w.min_eff;
     if (!w.gpus_text.empty()) q.gpus = parse_int_list(w.gpus_text, "--gpus");
+    q.confidence = confidence_of(w.confidence);
     return whatif_gpus(base, q);
   }
-  if (w.query == "model") return whatif_model(base, ModelQuery{w.vary, w.gpus, w.limit});
+  if (w.query == "model") {
+    if (!(w.memory_headroom_pct >= 0 && w.memory_headroom_pct <= 1000))
+      throw InputError("--memory-headroom: expected 0 to 1000 (percent of the predicted peak), got " + printf_number("%g", w.memory_headroom_pct));
+    return whatif_model(base, ModelQuery{w.vary, w.gpus, w.limit, w.memory_headroom_pct / 100});
+  }
   if (w.query == "bucket-cap") {
     if (w.views != "both" && w.views != "current") throw InputError("--views: expected both or current, got '" + w.views + "'");
     return whatif_bucket_cap(base, BucketQuery{w.gpus, caps_of(w.caps_text), w.views == "both"});
@@ -203,6 +231,7 @@ WhatifAnswer answer(const WhatifArgs& w, const WhatifBase& base, const po::varia
     if (!w.budget_text.empty()) q.budget_s = time_option(w.budget_text, "--budget");
     if (vm.count("min-efficiency")) q.min_efficiency = w.min_eff;
     if (!w.gpus_text.empty()) q.gpus = parse_int_list(w.gpus_text, "--gpus");
+    q.confidence = confidence_of(w.confidence);
     return whatif_cluster(base, q);
   }
   return whatif_change(base, w.gpus, changes_of(w.sets));

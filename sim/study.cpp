@@ -364,7 +364,12 @@ void add_bands(const Cluster& c, const Workload& w, const Calibration& cal, cons
       (m.reduced ? sr.interval_replays_reduced : sr.interval_replays_full) += 1;
       sr.interval_ranks_replayed += static_cast<std::uint64_t>(m.ranks_replayed);
       epoch[k] = static_cast<double>(splits[k].iterations_per_epoch) * m.steady_s + w.epoch_overhead_s;
-      if (k > 0) iter[k - 1].push_back(m.steady_s);
+      if (k > 0) {
+        iter[k - 1].push_back(m.steady_s);
+        ScalingPoint& pt = sr.points[k - 1];
+        const double total_iters = static_cast<double>(pt.iterations_per_epoch) * w.epochs;
+        pt.time_to_train_samples.push_back(pt.first_iteration_s.median + (total_iters - 1) * m.steady_s + w.epochs * w.epoch_overhead_s);
+      }
     }
     for (std::size_t i = 0; i < layouts.size(); ++i) {
       const double n = layouts[i].ranks;
@@ -386,7 +391,7 @@ StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& ca
   for (int n : o.gpus) layouts.push_back(layout_for(c, n, o.gpus_per_node));
   StudyResult sr;
   sr.parameters = kan_parameter_count(KanShape{w.widths, w.grid_size, w.spline_order});
-  sr.collective_family = c.collectives.family == CollFamily::nccl ? "nccl" : "mpi";
+  sr.collective_family = to_string(c.collectives.family);
   if (const std::string m = collective_family_mismatch(c, cal); !m.empty()) sr.warnings.push_back(m);
   StudyOptions base = o;
   base.trace = false;

@@ -20,11 +20,16 @@ namespace ks {
 enum class Scaling { strong, strong_global_batch, weak };
 const char* to_string(Scaling s);
 
+// Iterations replayed per prediction unless asked otherwise: simulate,
+// whatif and the study all take it (the first iteration, on one bucket, and
+// four steady ones).
+inline constexpr int kDefaultIterations = 5;
+
 struct StudyOptions {
   std::vector<int> gpus;
   std::optional<int> gpus_per_node;  // override of the cluster's
   Scaling scaling = Scaling::strong;
-  int iterations = 5;  // the first (one bucket) plus steady ones
+  int iterations = kDefaultIterations;  // the first (one bucket) plus steady ones
   std::uint64_t seed = 0;
   bool trace = false;
   std::vector<int> trace_ranks;  // empty: a default subset
@@ -97,6 +102,10 @@ struct ScalingPoint {
   // from the interval samples (unset: none): the median iteration time over
   // ranks, and the speedup (each sample's baseline from the same draw)
   std::optional<Band> iteration_band, speedup_band;
+  // the time to train in each interval sample (its steady iteration time; the
+  // first iteration and the per-epoch cost as predicted): whatif's
+  // probability of meeting a budget and its quantiles
+  std::vector<double> time_to_train_samples;
   // A study's scenario band (study/scenario: its unknowns' ranges): the
   // envelope of the prediction, its interval included, over the unknowns'
   // samples. Unset: the study gives no unknowns.

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "model/limits.hpp"
+#include "model/statistics.hpp"
 #include "model/units.hpp"
 #include "formats/yaml_reader.hpp"
 #include "sim/report.hpp"
@@ -44,14 +45,36 @@ std::string cell_text(const json& v, const std::string& kind, const std::string&
 }
 
 // A prediction at n GPUs (gpn per node, or the cluster's), with the
-// speedup and efficiency against one GPU; no trace, no bands.
+// speedup and efficiency against one GPU; no trace; with `bands`, the
+// options' interval samples (a budget's probability), else none.
 ScalingPoint predict(const Cluster& c, const Workload& w, const Calibration& cal, StudyOptions o, int n,
-                     std::optional<int> gpn) {
+                     std::optional<int> gpn, bool bands = false) {
   o.gpus = {n};
   o.gpus_per_node = gpn;
   o.trace = false;
-  o.interval_samples = 0;
+  if (!bands) o.interval_samples = 0;
   return run_study(c, w, cal, o).points.front();
+}
+
+// The answer's words on the interval of a time to train: "(90% interval
+// 2.9 s to 3.1 s; within the budget with probability 0.94)".
+std::string interval_words(const ScalingPoint& p, double level, const std::optional<double>& budget_s) {
+  if (p.time_to_train_samples.empty()) return "";
+  const Band b = central_band(p.time_to_train_samples, level);
+  std::string s = " (" + printf_number("%.0f", 100 * level) + "% interval " + format_time(b.lo) + " to " + format_time(b.hi);
+  if (budget_s) s += "; within the budget with probability " + printf_number("%.2f", *probability_within(p, *budget_s));
+  return s + ")";
+}
+
+// How candidates were judged against the budget, for the reasoning.
+std::string confidence_words(const std::vector<ScalingPoint>& pts, const std::optional<double>& confidence, const std::string& calibration) {
+  bool samples = false;
+  for (const auto& p : pts) samples = samples || !p.time_to_train_samples.empty();
+  if (!confidence) return "judged on the point prediction (--confidence point)";
+  if (!samples)
+    return "judged on the point prediction: calibration '" + calibration + "' records no measured uncertainty, so there is no interval";
+  return "judged at the " + printf_number("%g", *confidence) + " quantile of each candidate's time to train over " +
+         std::to_string(pts.front().time_to_train_samples.size()) + " interval samples (--confidence; point: on the prediction)";
 }
 
 // The replay's work for candidates at `counts` GPUs, each tried `tries`
@@ -209,6 +232,18 @@ std::string WhatifAnswer::text() const {
   return os.str();
 }
 
+double time_to_train_at(const ScalingPoint& p, const std::optional<double>& confidence) {
+  if (!confidence || p.time_to_train_samples.empty()) return p.time_to_train_s;
+  return quantile(p.time_to_train_samples, *confidence);
+}
+
+std::optional<double> probability_within(const ScalingPoint& p, double budget_s) {
+  if (p.time_to_train_samples.empty()) return std::nullopt;
+  double in = 0;
+  for (double t : p.time_to_train_samples) in += t <= budget_s;
+  return in / static_cast<double>(p.time_to_train_samples.size());
+}
+
 // ---------------------------------------------------------------- gpus
 namespace {
 
@@ -217,8 +252,8 @@ namespace {
 void explain_met(WhatifAnswer& a, const std::vector<ScalingPoint>& pts, const GpusQuery& q, const std::string& budget) {
   const ScalingPoint& p = pts[a.chosen];
   a.answer = layout_text(p.gpus, p.nodes) + " train " + printf_number("%.0f", q.epochs) + " epoch(s) in " + format_time(p.time_to_train_s) +
-             ", within " + budget + " (parallel efficiency " + printf_number("%.3f", p.efficiency) + ", " + printf_number("%.4g", p.gpu_hours) +
-             " GPU-hours)";
+             interval_words(p, 0.9, q.budget_s) + ", within " + budget + " (parallel efficiency " + printf_number("%.3f", p.efficiency) + ", " +
+             printf_number("%.4g", p.gpu_hours) + " GPU-hours)";
   a.reasoning.push_back(breakdown(p));
   if (const std::string f = few_iterations(p); !f.empty()) a.reasoning.push_back(f);
   if (p.gpus > 1) {
@@ -232,9 +267,9 @@ void explain_met(WhatifAnswer& a, const std::vector<ScalingPoint>& pts, const Gp
     }
     if (below >= 0) {
       const ScalingPoint& o = pts[static_cast<std::size_t>(below)];
-      a.reasoning.push_back(std::to_string(o.gpus) + " GPU(s) would take " + format_time(o.time_to_train_s) + " at efficiency " +
-                            printf_number("%.3f", o.efficiency) + ": " +
-                            (o.time_to_train_s > q.budget_s ? "over the time budget" : "below the efficiency asked"));
+      a.reasoning.push_back(std::to_string(o.gpus) + " GPU(s) would take " + format_time(o.time_to_train_s) + interval_words(o, 0.9, q.budget_s) +
+                            " at efficiency " + printf_number("%.3f", o.efficiency) + ": " +
+                            (time_to_train_at(o, q.confidence) > q.budget_s ? "over the time budget" : "below the efficiency asked"));
     }
   }
 }
@@ -254,7 +289,10 @@ void explain_missed(WhatifAnswer& a, const std::vector<ScalingPoint>& pts, const
   const ScalingPoint& p = pts[a.chosen];
   a.answer = "no GPU count searched trains " + printf_number("%.0f", q.epochs) + " epoch(s) within " + budget + "; closest: " +
              layout_text(p.gpus, p.nodes) + " in " + format_time(p.time_to_train_s) + " (" + printf_number("%.3g", p.time_to_train_s / q.budget_s) +
-             "x the budget) at efficiency " + printf_number("%.3f", p.efficiency);
+             "x the budget" + [&] {
+               const auto pr = probability_within(p, q.budget_s);
+               return pr ? ", within it with probability " + printf_number("%.2f", *pr) : std::string();
+             }() + ") at efficiency " + printf_number("%.3f", p.efficiency);
   a.reasoning.push_back(breakdown(p));
   // which constraint excludes what: the GPU counts that meet each alone
   int most_efficient = 0, fewest_fast = 0;  // the largest count meeting the efficiency, the smallest meeting the time
@@ -263,7 +301,7 @@ void explain_missed(WhatifAnswer& a, const std::vector<ScalingPoint>& pts, const
     if (o.memory.exceeds_capacity()) continue;  // ruled out: said in its own line
     fastest = std::min(fastest, o.time_to_train_s);
     if (q.min_efficiency && o.efficiency >= *q.min_efficiency) most_efficient = std::max(most_efficient, o.gpus);
-    if (o.time_to_train_s <= q.budget_s && (fewest_fast == 0 || o.gpus < fewest_fast)) fewest_fast = o.gpus;
+    if (time_to_train_at(o, q.confidence) <= q.budget_s && (fewest_fast == 0 || o.gpus < fewest_fast)) fewest_fast = o.gpus;
   }
   if (fewest_fast == 0) {
     a.reasoning.push_back("no candidate meets the time budget: the fastest takes " + format_time(fastest) + " (" +
@@ -299,10 +337,12 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
   a.query = "gpus";
   a.inputs = {{"cluster", c.file}, {"workload", w.file}, {"calibration", wc.calibration.name}, {"epochs", q.epochs},
               {"budget_s", q.budget_s}, {"min_efficiency", q.min_efficiency ? json(*q.min_efficiency) : json(nullptr)},
-              {"scaling", to_string(b.options.scaling)}};
+              {"scaling", to_string(b.options.scaling)}, {"confidence", q.confidence ? json(*q.confidence) : json("point")},
+              {"interval_samples", b.options.interval_samples}};
   a.columns = {{"gpus", "int"},         {"gpus_per_node", "int"},   {"nodes", "int"},      {"iteration_s", "time"},
                {"compute_s", "time"},   {"exposed_comm_s", "time"}, {"epoch_s", "time"},   {"time_to_train_s", "time"},
-               {"efficiency", "ratio"}, {"gpu_hours", "gpu_hours"}, {"meets", "bool"}};
+               {"efficiency", "ratio"}, {"gpu_hours", "gpu_hours"}, {"meets", "bool"},     {"time_to_train_lo_s", "time"},
+               {"time_to_train_hi_s", "time"}, {"p_within_budget", "ratio"}};
   std::vector<ScalingPoint> pts;
   std::vector<std::string> skipped;
   MemoryRule memory;
@@ -319,15 +359,22 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
       seen_nodes.push_back(l.nodes);
       ScalingPoint p;
       try {
-        p = predict(c, w, wc.calibration, b.options, n, gpn);
+        p = predict(c, w, wc.calibration, b.options, n, gpn, true);
       } catch (const InputError& e) {
         skipped.push_back(std::to_string(n) + " GPUs: " + e.what());
         break;
       }
       const bool fits = memory.fits(std::to_string(n) + " GPUs", p);
-      const bool meets = fits && p.time_to_train_s <= q.budget_s && (!q.min_efficiency || p.efficiency >= *q.min_efficiency);
+      const bool meets = fits && time_to_train_at(p, q.confidence) <= q.budget_s && (!q.min_efficiency || p.efficiency >= *q.min_efficiency);
+      json lo = nullptr, hi = nullptr, pr = nullptr;
+      if (!p.time_to_train_samples.empty()) {
+        const Band band = central_band(p.time_to_train_samples, 0.9);
+        lo = band.lo;
+        hi = band.hi;
+        pr = *probability_within(p, q.budget_s);
+      }
       a.rows.push_back({n, gpn, p.nodes, p.iteration_s.median, p.compute_s.median, p.exposed_s.median, p.epoch_s,
-                        p.time_to_train_s, p.efficiency, p.gpu_hours, meets});
+                        p.time_to_train_s, p.efficiency, p.gpu_hours, meets, lo, hi, pr});
       pts.push_back(std::move(p));
     }
   }
@@ -352,6 +399,7 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
   } else {
     explain_missed(a, pts, q, budget);
   }
+  a.reasoning.push_back(confidence_words(pts, q.confidence, wc.calibration.name));
   if (const std::string m = memory.line(); !m.empty()) a.reasoning.push_back(m);
   for (const auto& s : skipped) a.reasoning.push_back("skipped " + s);
   return a;
@@ -367,6 +415,8 @@ WhatifAnswer whatif_model(const WhatifBase& b, const ModelQuery& q) {
     throw InputError("whatif model --vary widths: workload " + w0.file + " (widths " + widths_text(w0.widths) +
                      ") has no hidden layer to grow; use --vary grid");
   if (q.limit < 1) throw InputError("--limit: expected at least 1, got " + std::to_string(q.limit));
+  if (!(q.memory_headroom >= 0 && q.memory_headroom <= 10))
+    throw InputError("--memory-headroom: expected 0% to 1000% of the predicted peak, got " + printf_number("%g%%", 100 * q.memory_headroom));
   const Layout layout = layout_for(c, q.gpus, b.options.gpus_per_node);
   std::int64_t batch = w0.batch_per_gpu;
   if (b.options.scaling == Scaling::strong_global_batch) batch = w0.global_batch.value_or(w0.batch_per_gpu) / q.gpus;
@@ -392,7 +442,7 @@ WhatifAnswer whatif_model(const WhatifBase& b, const ModelQuery& q) {
     const KanShape shape{w.widths, w.grid_size, w.spline_order};
     if (!kan_size_problem(shape).empty()) return false;  // beyond what kanscale models: stop there
     const MemoryEstimate m = point_memory(c, w, wc.calibration, layout, batch);
-    const bool ok = m.peak_bytes <= c.gpu.memory_bytes;
+    const bool ok = m.peak_bytes * (1 + q.memory_headroom) <= c.gpu.memory_bytes;
     tried[v] = Tried{v, kan_parameter_count(shape), m, ok};
     return ok;
   };
@@ -416,7 +466,8 @@ WhatifAnswer whatif_model(const WhatifBase& b, const ModelQuery& q) {
   WhatifAnswer a;
   a.query = "model";
   a.inputs = {{"cluster", c.file}, {"workload", w0.file}, {"calibration", wc.calibration.name}, {"vary", q.vary},
-              {"gpus", q.gpus}, {"batch_per_gpu", batch}, {"gpu_memory_bytes", c.gpu.memory_bytes}, {"limit", q.limit}};
+              {"gpus", q.gpus}, {"batch_per_gpu", batch}, {"gpu_memory_bytes", c.gpu.memory_bytes}, {"limit", q.limit},
+              {"memory_headroom", q.memory_headroom}};
   a.columns = {{q.vary == "widths" ? "hidden_width" : "grid_size", "int"}, {"widths", "text"}, {"parameters", "int"},
                {"model_state_bytes", "bytes"}, {"activations_bytes", "bytes"}, {"peak_bytes", "bytes"}, {"fits", "bool"}};
   for (const auto& [v, t] : tried) {
@@ -427,7 +478,8 @@ WhatifAnswer whatif_model(const WhatifBase& b, const ModelQuery& q) {
     if (v == good) a.chosen = static_cast<int>(a.rows.size() - 1);
   }
   const std::string where = " of the " + c.gpu.model + "'s " + format_bytes(c.gpu.memory_bytes) + " at batch " +
-                            std::to_string(batch) + " per GPU on " + std::to_string(q.gpus) + " GPU(s)";
+                            std::to_string(batch) + " per GPU on " + std::to_string(q.gpus) + " GPU(s), with " +
+                            printf_number("%g%%", 100 * q.memory_headroom) + " headroom over the predicted peak";
   if (good == 0) {
     a.met = false;
     a.chosen = a.rows.empty() ? -1 : 0;
@@ -604,10 +656,11 @@ WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q) {
       } catch (const InputError&) {
         continue;  // not on this cluster
       }
-      Cand c{k, predict(wc.cluster, w, wc.calibration, b.options, n, std::nullopt), std::nullopt, true};
+      Cand c{k, predict(wc.cluster, w, wc.calibration, b.options, n, std::nullopt, q.budget_s.has_value()), std::nullopt, true};
       if (wc.cluster.price_per_gpu_hour) c.cost = c.p.gpu_hours * *wc.cluster.price_per_gpu_hour;
       const bool fits = memory.fits("'" + wc.label + "' " + std::to_string(n) + " GPUs", c.p);
-      c.meets = fits && (!q.budget_s || c.p.time_to_train_s <= *q.budget_s) && (!q.min_efficiency || c.p.efficiency >= *q.min_efficiency);
+      c.meets = fits && (!q.budget_s || time_to_train_at(c.p, q.confidence) <= *q.budget_s) &&
+                (!q.min_efficiency || c.p.efficiency >= *q.min_efficiency);
       a.rows.push_back({wc.label, n, c.p.nodes, c.p.time_to_train_s, c.p.efficiency, c.p.gpu_hours,
                         wc.cluster.price_per_gpu_hour ? json(*wc.cluster.price_per_gpu_hour) : json(nullptr),
                         c.cost ? json(*c.cost) : json(nullptr), c.meets});
@@ -634,7 +687,7 @@ WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q) {
   const int by_money = all_priced ? cheapest(true) : -1;
   auto describe = [&](const Cand& c) {
     return "'" + b.clusters[c.cluster].label + "' with " + layout_text(c.p.gpus, c.p.nodes) + ": " + printf_number("%.4g", c.p.gpu_hours) +
-           " GPU-hours, " + format_time(c.p.time_to_train_s) + " to train" +
+           " GPU-hours, " + format_time(c.p.time_to_train_s) + " to train" + interval_words(c.p, 0.9, q.budget_s) +
            (c.cost ? ", " + printf_number("%.2f", *c.cost) + " " + b.clusters[c.cluster].cluster.currency : std::string());
   };
   if (by_hours >= 0) {
@@ -673,6 +726,13 @@ WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q) {
                (q.min_efficiency ? " at efficiency >= " + printf_number("%.2f", *q.min_efficiency) : "") + "; closest: " + describe(cands[a.chosen]) +
                " at efficiency " + printf_number("%.3f", cands[a.chosen].p.efficiency);
     a.reasoning.push_back(breakdown(cands[a.chosen].p));
+  }
+  if (q.budget_s) {
+    std::vector<ScalingPoint> pts;
+    for (const auto& c : cands) pts.push_back(c.p);
+    std::string names;
+    for (const auto& wc : b.clusters) names += (names.empty() ? "" : "', '") + wc.calibration.name;
+    a.reasoning.push_back(confidence_words(pts, q.confidence, names));
   }
   if (const std::string m = memory.line(); !m.empty()) a.reasoning.push_back(m);
   return a;

@@ -59,21 +59,31 @@ struct WhatifAnswer {
 // two up to the cluster) on every layout of whole nodes from the cluster's
 // GPUs per node down to 1 that the cluster holds. Among the counts that
 // meet, the fewest; among its layouts, the fastest.
+// With a calibration that records measured uncertainty, each candidate's
+// time to train carries interval samples (StudyOptions::interval_samples,
+// the engine simulate and the study use): a candidate meets the budget when
+// its time at the `confidence` quantile does (unset: on the point
+// prediction), and the answer states the probability of meeting it (the
+// share of samples within) and the central interval.
 struct GpusQuery {
   double epochs = 1;
   double budget_s = 0;
   std::optional<double> min_efficiency;
   std::vector<int> gpus;
+  std::optional<double> confidence = 0.9;
 };
 WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q);
 
 // The largest hidden width (every hidden layer set to it) or grid size that
 // fits the GPU's memory at the workload's per-GPU batch on `gpus` GPUs,
 // searched from 1 up to `limit` (memory grows with either).
+// Memory is a point prediction: a size fits when its predicted peak plus
+// `memory_headroom` (a fraction of it) is within the GPU's memory.
 struct ModelQuery {
   std::string vary = "widths";  // or "grid"
   int gpus = 1;
   std::int64_t limit = 1 << 20;
+  double memory_headroom = 0.10;
 };
 WhatifAnswer whatif_model(const WhatifBase& b, const ModelQuery& q);
 
@@ -97,7 +107,15 @@ struct ClusterQuery {
   std::vector<int> gpus;
   std::optional<double> budget_s;
   std::optional<double> min_efficiency;
+  std::optional<double> confidence = 0.9;  // as GpusQuery's
 };
+
+// A candidate's time to train as a budget is judged: its `confidence`
+// quantile over the interval samples, or the point prediction (no
+// confidence, or no samples).
+double time_to_train_at(const ScalingPoint& p, const std::optional<double>& confidence);
+// The share of interval samples within the budget (nullopt: no samples).
+std::optional<double> probability_within(const ScalingPoint& p, double budget_s);
 WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q);
 
 // One or more changes as a before/after table at `gpus` GPUs. KEY=VALUE or

@@ -316,3 +316,39 @@ TEST_CASE("whatif as a user runs it: an answer line, the reasoning, the table; -
   CHECK(r.out.rfind("no candidate meets it: ", 0) == 0);
   CHECK(r.out.find("closest: 64 GPU(s)") != std::string::npos);
 }
+
+TEST_CASE("whatif gpus with a fitted calibration: the interval, the probability, and --confidence deciding the answer") {
+  // 1 or 2 ranks of the shipped fitted calibration; a first query with a
+  // budget nothing misses gives 1 GPU's time to train and its interval. A
+  // budget between the prediction and the interval's top is met by 1 GPU on
+  // the prediction (--confidence point) but not at the 0.95 quantile, which
+  // then takes 2 GPUs.
+  TempDir d;
+  const std::vector<std::string> base = {kExe, "whatif", "gpus", "--cluster", kSrc + "/configs/clusters/local-cpu.yaml", "--calibration",
+                                         kSrc + "/configs/calibrations/local-cpu.yaml", "--workload",
+                                         kSrc + "/configs/workloads/local-kanscale.yaml"};
+  auto run = [&](std::vector<std::string> extra, const std::string& json) {
+    std::vector<std::string> argv = base;
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.insert(argv.end(), {"--json", d / json});
+    const ProcessResult r = run_process(argv, d.path, 60);
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(slurp(d / json));
+  };
+  const auto first = run({"--budget", "1h"}, "a.json");
+  const auto& one = first["rows"][0];
+  REQUIRE(one["gpus"] == 1);
+  const double point = one["time_to_train_s"].get<double>(), hi = one["time_to_train_hi_s"].get<double>();
+  REQUIRE(hi > point * 1.002);
+  CHECK(one["p_within_budget"].get<double>() == 1.0);
+  CHECK(first["answer"].get<std::string>().find("90% interval") != std::string::npos);
+  const std::string budget = std::to_string((point + hi) / 2) + "s";
+  const auto on_point = run({"--budget", budget, "--confidence", "point"}, "b.json");
+  const auto at_95 = run({"--budget", budget, "--confidence", "0.95"}, "c.json");
+  CHECK(on_point["rows"][on_point["chosen_row"].get<int>()]["gpus"] == 1);
+  CHECK(at_95["rows"][at_95["chosen_row"].get<int>()]["gpus"] == 2);
+  const double p1 = at_95["rows"][0]["p_within_budget"].get<double>();
+  CHECK(p1 > 0);
+  CHECK(p1 < 1);
+}

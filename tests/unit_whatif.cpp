@@ -131,6 +131,7 @@ TEST_CASE("whatif model: the largest hidden width and grid that fit, derived fro
   WhatifBase b = base("[4, 8, 1]");
   ModelQuery q;
   q.vary = "widths";
+  q.memory_headroom = 0;  // the derivation above is at the capacity itself
   WhatifAnswer a = whatif_model(b, q);
   REQUIRE(a.met);
   CHECK(a.rows[a.chosen][0] == 1000);
@@ -139,6 +140,14 @@ TEST_CASE("whatif model: the largest hidden width and grid that fit, derived fro
   for (const auto& r : a.rows)
     if (r[0] == 1001) next = num(r[5]) == 1049240.0 && r[6] == false;
   CHECK(next);
+  // with 10% headroom: 1.1 x (1,048h + 192) <= 1,048,576 gives h = 909
+  // (1.1 x 952,824 = 1,048,106 B; 910 needs 1.1 x 953,872 = 1,049,259 B)
+  q.memory_headroom = 0.10;
+  a = whatif_model(b, q);
+  REQUIRE(a.met);
+  CHECK(a.rows[a.chosen][0] == 909);
+  CHECK(a.answer.find("10% headroom") != std::string::npos);
+  q.memory_headroom = 0;
   // Grid: widths [4, 4, 1]: 20 (G + 5) parameters, 32 (G + 7) B of grids:
   // 432 G + 2,224 <= 1,048,576 gives G = 2422, above kanscale's grid limit
   // (1000, model/limits.hpp): the search stops there and says so. With
@@ -257,4 +266,41 @@ TEST_CASE("whatif change: a before/after table; a change that moves nothing is r
   CHECK_THROWS_WITH_AS(whatif_change(b, 4, {{"nccl_algo", "ring"}}), doctest::Contains("MPI collectives"), InputError);
   CHECK_THROWS_WITH_AS(whatif_change(b, 4, {{"nonsense", "1"}}), doctest::Contains("unknown key"), InputError);
   CHECK_THROWS_WITH_AS(whatif_change(b, 4, {{"network.latency", "2"}}), doctest::Contains("factor"), InputError);
+}
+
+TEST_CASE("whatif's budget under uncertainty: the probability of meeting it and the choice at a quantile, by hand") {
+  // samples 1, 2, ..., 10 s: 7 of them within 7.5 s; the 0.9 quantile
+  // (nearest rank: the smallest with 90% at or below) is 9 s, the 0.5 one 5 s
+  ScalingPoint p;
+  p.time_to_train_s = 5.5;
+  for (int s = 10; s >= 1; --s) p.time_to_train_samples.push_back(s);
+  CHECK(*probability_within(p, 7.5) == rel(0.7));
+  CHECK(*probability_within(p, 0.5) == 0.0);
+  CHECK(time_to_train_at(p, 0.9) == rel(9.0));
+  CHECK(time_to_train_at(p, 0.5) == rel(5.0));
+  CHECK(time_to_train_at(p, std::nullopt) == rel(5.5));  // --confidence point: the prediction
+  // a budget of 8.5 s is met on the prediction and at the median, not at 0.9
+  CHECK(time_to_train_at(p, std::nullopt) <= 8.5);
+  CHECK(time_to_train_at(p, 0.5) <= 8.5);
+  CHECK(time_to_train_at(p, 0.9) > 8.5);
+  // no samples: the point prediction, and no probability
+  ScalingPoint none;
+  none.time_to_train_s = 3;
+  CHECK(time_to_train_at(none, 0.9) == rel(3.0));
+  CHECK_FALSE(probability_within(none, 3).has_value());
+
+  // the hand calibration records no uncertainty: whatif gpus says it judged
+  // on the point prediction, and the interval columns are empty
+  WhatifBase b = base();
+  b.options.interval_samples = 50;
+  GpusQuery q;
+  q.epochs = 10;
+  q.budget_s = 0.300;
+  const WhatifAnswer a = whatif_gpus(b, q);
+  REQUIRE(a.met);
+  CHECK(a.rows[a.chosen][0] == 2);
+  CHECK(a.rows[a.chosen][11].is_null());
+  bool said = false;
+  for (const auto& r : a.reasoning) said = said || r.find("judged on the point prediction") != std::string::npos;
+  CHECK(said);
 }
