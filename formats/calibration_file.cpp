@@ -161,7 +161,11 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
   }
   if (!f.live.empty()) {
     y << "live:   # kanscale train on the calibration's own shapes (" << f.live_from << "), against the prediction from the terms above\n"
-      << "  model_error_sigma: " << f.model_error_sigma << "   # RMS of log(measured / corrected prediction) over those runs\n"
+      << "  model_error_sigma: " << f.model_error_sigma
+      << "   # out of sample: RMS of log(measured / corrected prediction), each shape predicted by the terms fitted without it"
+      << " (in sample: " << f.model_error_in_sample_sigma << ")\n"
+      << "  drift_sigma: " << f.drift_sigma << "   # run-to-run: the spread of the " << f.drift_rounds
+      << " round(s)' mean log deviation, a random effect per run" << (f.drift_rounds < 2 ? " (one round: not measured)" : "") << "\n"
       << "  terms:\n";
     for (const auto& l : f.live)
       y << "    - {ranks: " << l.term.ranks << ", compute_factor: " << l.term.compute_factor << ", host_overhead: "

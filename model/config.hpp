@@ -244,7 +244,10 @@ struct Calibration {
   // The live runs' remaining relative spread around the corrected prediction
   // (RMS of log(measured / predicted)): the intervals' model error.
   double model_error_sigma = 0;
-  double compute_scale = 1;  // a drawn model error (uncertainty draws only); 1: none
+  // The live runs' run-to-run drift (a random effect per run: the whole
+  // machine faster or slower that run), lognormal sigma; 0: not measured.
+  double drift_sigma = 0;
+  double compute_scale = 1;  // a drawn model error and drift (uncertainty draws only); 1: none
   double jitter_sigma = 0;     // lognormal sigma of a rank's per-iteration compute factor
   double interference = 0;     // compute slowdown fraction while the rank's collective runs
   NcclConstants nccl;

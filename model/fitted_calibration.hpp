@@ -78,7 +78,10 @@ struct CalibrationFile {
     std::string none_because;  // set: the fit did not differ from none, the term is (1, 0)
   };
   std::vector<FittedLive> live;
-  double model_error_sigma = 0;
+  double model_error_sigma = 0;            // leave one shape out: what the intervals carry
+  double model_error_in_sample_sigma = 0;  // the same on the runs the terms were fitted to (for people)
+  double drift_sigma = 0;                  // the live runs' round-to-round random effect
+  int drift_rounds = 0;
   std::string live_from;  // the files, for people
 
   bool has_compute() const { return !ops.empty() || !ops_cold.empty(); }

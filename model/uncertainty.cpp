@@ -12,7 +12,11 @@ bool has_parameter_uncertainty(const Calibration& cal) {
       if (!c.cov.empty()) return true;
   for (const auto& r : cal.mpi_regimes)
     if (!r.cov.empty()) return true;
-  return (cal.mpi_broadcast && !cal.mpi_broadcast->cov.empty()) || cal.model_error_sigma > 0;
+  for (const auto& [name, c] : cal.torch_ops)
+    if (!c.cov.empty()) return true;
+  for (const auto* g : {&cal.gloo_allreduce, &cal.gloo_broadcast})
+    if (*g && !(*g)->cov.empty()) return true;
+  return cal.mpi_broadcast && !cal.mpi_broadcast->cov.empty();
 }
 
 std::vector<double> correlated_normal(const std::vector<double>& mean, const std::vector<std::vector<double>>& cov,
@@ -68,8 +72,28 @@ Calibration draw_calibration(const Calibration& fitted, const Rng& rng, std::uin
     set_alpha_beta(latency, b.bandwidth_Bps, correlated_normal(alpha_beta_coefficients(latency, b.bandwidth_Bps), b.cov, normals(2)));
     b.latency_s = *latency;
   }
-  // the model error the live runs showed: one factor on every compute op
-  cal.compute_scale = rng.lognormal_mean_one(cal.model_error_sigma, 0x2000, draw);
+  // PyTorch's op classes: each class's (fixed, per element) from its covariance
+  for (auto& [name, c] : cal.torch_ops) {
+    if (c.cov.empty()) {
+      ++term;
+      continue;
+    }
+    const auto x = correlated_normal({c.fixed_s, c.element_s}, c.cov, normals(2));
+    c.fixed_s = x[0];
+    c.element_s = x[1];
+  }
+  for (auto* g : {&cal.gloo_allreduce, &cal.gloo_broadcast}) {
+    if (!*g || (*g)->cov.empty()) {
+      ++term;
+      continue;
+    }
+    std::optional<double> latency = (*g)->latency_s;
+    set_alpha_beta(latency, (*g)->bandwidth_Bps, correlated_normal(alpha_beta_coefficients(latency, (*g)->bandwidth_Bps), (*g)->cov, normals(2)));
+    (*g)->latency_s = latency.value_or(0.0);
+  }
+  // the model error the live runs showed out of sample, and the run's own
+  // drift: two independent factors on every compute op
+  cal.compute_scale = rng.lognormal_mean_one(cal.model_error_sigma, 0x2000, draw) * rng.lognormal_mean_one(cal.drift_sigma, 0x2001, draw);
   return cal;
 }
 

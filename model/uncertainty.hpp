@@ -13,8 +13,8 @@
 
 namespace ks {
 
-// Whether any term carries a covariance to draw from, or the live runs a
-// model error (a lognormal factor on every compute op, compute_scale).
+// Whether any fitted term carries a covariance to draw from (the model
+// error, the drift and the jitter are has_measured_uncertainty's too).
 bool has_parameter_uncertainty(const Calibration& cal);
 
 // Draw number `draw` (reproducible: a function of the rng's seed and

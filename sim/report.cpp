@@ -1,5 +1,7 @@
 #include "report.hpp"
 
+#include "model/uncertainty.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -171,8 +173,16 @@ void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info) {
   }
   os << "\n  overhead = exposed / iteration (and total communication / iteration)\n";
   if (r.interval_samples > 0) {
-    os << "  " << fixed(100 * info.options.interval_level, 0) << "% intervals (" << r.interval_samples
-       << " samples: the calibration's fit covariances and its jitter):";
+    os << "  " << fixed(100 * info.options.interval_level, 0) << "% intervals (" << r.interval_samples << " samples), drawn from:\n";
+    if (info.calibration) {
+      const Calibration& cal = *info.calibration;
+      auto sig = [](double s) { return s > 0 ? "lognormal sigma " + fixed(s, 4) : std::string("none (not measured)"); };
+      os << "    (a) the fits' covariances: " << (has_parameter_uncertainty(cal) ? "drawn per sample" : "none recorded") << "\n"
+         << "    (b) the model's out-of-sample error (leave one shape out over the calibration's live runs): " << sig(cal.model_error_sigma) << "\n"
+         << "    (c) run-to-run drift (the live runs' rounds, a random effect per run): " << sig(cal.drift_sigma) << "\n"
+         << "    (d) jitter (per rank and iteration): " << sig(cal.jitter_sigma) << "\n";
+    }
+    os << "   ";
     for (const auto& p : r.points)
       if (p.iteration_band && p.speedup_band)
         os << " N=" << p.gpus << " iter " << band_text(*p.iteration_band, true) << " speedup " << band_text(*p.speedup_band, false) << ";";

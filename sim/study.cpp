@@ -311,7 +311,7 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
 }
 
 bool has_measured_uncertainty(const Calibration& cal) {
-  return has_parameter_uncertainty(cal) || cal.jitter_sigma > 0 || cal.model_error_sigma > 0;
+  return has_parameter_uncertainty(cal) || cal.jitter_sigma > 0 || cal.model_error_sigma > 0 || cal.drift_sigma > 0;
 }
 
 Band central_band(std::vector<double> v, double level) {

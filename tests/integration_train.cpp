@@ -796,7 +796,8 @@ TEST_CASE("validate --emit: oversubscribed ranks stay on one node under srun; a 
 TEST_CASE("calibrate: one command measures this machine and fits a calibration that simulate reads") {
   // configs/calibrate/ci.yaml: kernels, the runtime at 1 rank, all-reduce and
   // broadcast sweeps over shared memory, the interference and progress
-  // benchmarks at 2 ranks, one round (~10 s here); then the fit.
+  // benchmarks at 2 ranks and 9 live shapes per rank count, three rounds;
+  // then the fit, with the intervals' parts.
   Dir d;
   std::string err;
   const std::string in_src = "cd " + kSrc + " && ";
@@ -830,6 +831,11 @@ TEST_CASE("calibrate: one command measures this machine and fits a calibration t
   CHECK(fit_report.find("1 rank, measured / predicted per shape: 24-48-1-G7 b4 ") != std::string::npos);
   CHECK(fit_report.find("  2 rank(s)") != std::string::npos);  // a term, or none and why
   CHECK(cal.model_error_sigma >= 0);
+  // the intervals' parts, each on its own line: out-of-sample model error
+  // (9 shapes, each left out), in sample beside it, the rounds' drift
+  CHECK(fit_report.find("model error, leave one shape out (each of 9 shapes") != std::string::npos);
+  CHECK(fit_report.find("run-to-run drift") != std::string::npos);
+  CHECK(cal.drift_sigma > 0);  // three rounds never time alike to the last bit
   CHECK(std::ifstream(d / "cal/results/livecal-c0-r0.json").good());
   // simulate uses it
   CHECK(sh(in_src + kExe + " simulate --cluster configs/clusters/local-cpu.yaml --workload configs/workloads/local-kanscale.yaml --gpus 1,2 "

@@ -12,6 +12,7 @@
 #include "model/config.hpp"
 #include "formats/config_files.hpp"
 #include "model/kan_model.hpp"
+#include "validation/calibration_live.hpp"
 #include "formats/yaml_reader.hpp"
 
 using namespace ks;
@@ -441,4 +442,21 @@ TEST_CASE("fit: the MPI progress model is recovered from bench progress points i
   // one rank cannot measure progress
   in.progress[0].ranks = 1;
   CHECK_THROWS_AS(fit_calibration(in, "t"), InputError);
+}
+
+TEST_CASE("run-to-run drift: the rounds' random effect from live runs with a known spread") {
+  // three rounds whose whole machine runs at exp(+a), 1 and exp(-a) on every
+  // run: the rounds' effects are +a, 0, -a, their standard deviation (n - 1)
+  // sqrt((a^2 + 0 + a^2) / 2) = a; each run's own speed does not enter
+  const double a = 0.05;
+  std::vector<std::vector<double>> runs;
+  for (double base : {1e-3, 4e-3, 2.5e-2})
+    runs.push_back({base * std::exp(a), base, base * std::exp(-a)});
+  CHECK(round_drift_sigma(runs) == doctest::Approx(a).epsilon(1e-12));
+  // noise that is not shared averages out of the effects: two runs moving in
+  // opposite directions (logs 0, L, 0 and L, 0, L with L = ln 1.1: deviations
+  // -L/3, 2L/3, -L/3 and L/3, -2L/3, L/3) sum to 0 in every round: no drift
+  CHECK(round_drift_sigma({{1.0, 1.1, 1.0}, {1.1, 1.0, 1.1}}) < 1e-12);
+  // one round: not measured
+  CHECK(round_drift_sigma({{1e-3}, {2e-3}}) == 0);
 }

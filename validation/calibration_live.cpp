@@ -22,6 +22,7 @@ struct LivePoint {
   Workload workload;
   Cluster cluster;  // oversubscribed runs get their ranks on one node
   double measured_s = 0;
+  std::vector<double> rounds_s;  // each round's iteration time
   ScalingPoint predicted;  // from the microbenchmark terms alone
 };
 
@@ -39,6 +40,25 @@ ScalingPoint predict(const LivePoint& lp, const Calibration& cal) {
 }
 }  // namespace
 
+double round_drift_sigma(const std::vector<std::vector<double>>& runs_rounds_s) {
+  const std::size_t rounds = runs_rounds_s.empty() ? 0 : runs_rounds_s.front().size();
+  if (rounds < 2) return 0;
+  std::vector<double> effect(rounds, 0.0);
+  int used = 0;
+  for (const auto& r : runs_rounds_s) {
+    if (r.size() != rounds) continue;
+    double mean = 0;
+    for (double t : r) mean += std::log(t) / static_cast<double>(rounds);
+    for (std::size_t k = 0; k < rounds; ++k) effect[k] += std::log(r[k]) - mean;
+    ++used;
+  }
+  if (used == 0) return 0;
+  double v = 0;
+  for (double& e : effect) e /= used;  // each round's mean deviation (their mean is 0)
+  for (double e : effect) v += e * e / static_cast<double>(rounds - 1);
+  return std::sqrt(v);
+}
+
 bool live_term_differs_from_none(const LinearFit& f) {
   // a Wald test at 95%: chi-square with one degree of freedom per term the
   // fit kept (3.841, 5.991), the two terms together through their covariance
@@ -50,6 +70,65 @@ bool live_term_differs_from_none(const LinearFit& f) {
   auto one = [](double d, double se) { return se > 0 ? d * d / (se * se) > 3.841 : d != 0; };
   return (f.active[0] && one(d0, f.std_err.at(0))) || (f.active[1] && one(d1, f.std_err.at(1)));
 }
+
+namespace {
+// The live terms, per rank count, fitted from `by_ranks` (the report's lines
+// to `report` when given).
+std::vector<CalibrationFile::FittedLive> fit_terms(const std::map<int, std::vector<const LivePoint*>>& by_ranks, std::ostream* report) {
+  std::vector<CalibrationFile::FittedLive> out;
+  std::ostringstream sink;
+  std::ostream& rep = report ? *report : sink;
+  for (const auto& entry : by_ranks) {
+    // (not a structured binding: clang before 16 cannot capture one in the lambda below)
+    const int ranks = entry.first;
+    const std::vector<const LivePoint*>& pts = entry.second;
+    std::vector<std::vector<double>> X;
+    std::vector<double> y;
+    for (const LivePoint* lp : pts) {
+      const ScalingPoint& pt = lp->predicted;
+      const double rest = pt.iteration_s.median - pt.compute_s.median;
+      const double target = lp->measured_s - rest;
+      if (!(target > 0) || !(pt.compute_s.median > 0)) continue;
+      X.push_back({pt.compute_s.median, 1.0});
+      y.push_back(target);
+    }
+    // an explicit none, so that these ranks never fall back on the term of
+    // fewer ranks
+    auto none = [&](const std::string& why, const LinearFit& f) {
+      CalibrationFile::FittedLive fl;
+      fl.term = Calibration::LiveTerm{ranks, 1.0, 0.0};
+      fl.fit = f;
+      fl.none_because = why;
+      out.push_back(fl);
+      rep << "  " << ranks << " rank(s): " << why << "\n";
+    };
+    if (X.size() < 3) {
+      none("none: " + std::to_string(X.size()) + " usable run(s), too few for two terms", LinearFit{});
+      continue;
+    }
+    const LinearFit f = fit_relative_nonneg({"compute_factor", "host_overhead_s"}, X, y, std::vector<bool>(X.size(), false));
+    if (!f.active[0] || !(f.coef[0] > 0)) {
+      none("none: the compute factor came out 0", f);
+      continue;
+    }
+    CalibrationFile::FittedLive fl;
+    fl.term = Calibration::LiveTerm{ranks, f.coef[0], f.active[1] ? f.coef[1] : 0.0};
+    fl.fit = f;
+    if (!live_term_differs_from_none(f)) {
+      std::ostringstream why;
+      why << std::setprecision(4) << X.size() << " runs: none: fitted compute_factor " << f.coef[0] << " +- " << f.std_err[0]
+          << ", host_overhead " << fl.term.host_overhead_s * 1e6 << " +- " << f.std_err[1] * 1e6 << " us, not told from none at 95%";
+      none(why.str(), f);
+      continue;
+    }
+    out.push_back(fl);
+    rep << std::setprecision(4) << "  " << ranks << " rank(s), " << X.size() << " runs: compute_factor " << fl.term.compute_factor
+        << " (+- " << f.std_err[0] << "), host_overhead " << fl.term.host_overhead_s * 1e6 << " us (+- " << f.std_err[1] * 1e6
+        << "), rms relative residual " << f.rms_rel_residual << "\n";
+  }
+  return out;
+}
+}  // namespace
 
 void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::string& transport, CalibrationFile& file,
                     std::ostream& report) {
@@ -68,6 +147,7 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
     std::vector<Metrics> rounds;
     for (int r = 0; r < p.rounds; ++r) rounds.push_back(live_metrics(dir + "/" + live_cal_file(i, r), p.backend));
     lp.measured_s = median_of(rounds).iteration_s;
+    for (const auto& m : rounds) lp.rounds_s.push_back(m.iteration_s);
     lp.predicted = predict(lp, base);
     points.push_back(std::move(lp));
   }
@@ -94,57 +174,15 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
     }
     report << "\n";
   }
-  for (const auto& entry : by_ranks) {
-    // (not a structured binding: clang before 16 cannot capture one in the lambda below)
-    const int ranks = entry.first;
-    const std::vector<const LivePoint*>& pts = entry.second;
-    std::vector<std::vector<double>> X;
-    std::vector<double> y;
-    for (const LivePoint* lp : pts) {
-      const ScalingPoint& pt = lp->predicted;
-      const double rest = pt.iteration_s.median - pt.compute_s.median;
-      const double target = lp->measured_s - rest;
-      if (!(target > 0) || !(pt.compute_s.median > 0)) continue;
-      X.push_back({pt.compute_s.median, 1.0});
-      y.push_back(target);
-    }
-    // an explicit none, so that these ranks never fall back on the term of
-    // fewer ranks
-    auto none = [&](const std::string& why, const LinearFit& f) {
-      CalibrationFile::FittedLive fl;
-      fl.term = Calibration::LiveTerm{ranks, 1.0, 0.0};
-      fl.fit = f;
-      fl.none_because = why;
-      file.live.push_back(fl);
-      report << "  " << ranks << " rank(s): " << why << "\n";
-    };
-    if (X.size() < 3) {
-      none("none: " + std::to_string(X.size()) + " usable run(s), too few for two terms", LinearFit{});
-      continue;
-    }
-    const LinearFit f = fit_relative_nonneg({"compute_factor", "host_overhead_s"}, X, y, std::vector<bool>(X.size(), false));
-    if (!f.active[0] || !(f.coef[0] > 0)) {
-      none("none: the compute factor came out 0", f);
-      continue;
-    }
-    CalibrationFile::FittedLive fl;
-    fl.term = Calibration::LiveTerm{ranks, f.coef[0], f.active[1] ? f.coef[1] : 0.0};
-    fl.fit = f;
-    if (!live_term_differs_from_none(f)) {
-      std::ostringstream why;
-      why << std::setprecision(4) << X.size() << " runs: none: fitted compute_factor " << f.coef[0] << " +- " << f.std_err[0]
-          << ", host_overhead " << fl.term.host_overhead_s * 1e6 << " +- " << f.std_err[1] * 1e6 << " us, not told from none at 95%";
-      none(why.str(), f);
-      continue;
-    }
-    file.live.push_back(fl);
-    report << std::setprecision(4) << "  " << ranks << " rank(s), " << X.size() << " runs: compute_factor " << fl.term.compute_factor
-           << " (+- " << f.std_err[0] << "), host_overhead " << fl.term.host_overhead_s * 1e6 << " us (+- " << f.std_err[1] * 1e6
-           << "), rms relative residual " << f.rms_rel_residual << "\n";
-  }
-  // the spread that is left, with the terms applied
-  Calibration corrected = base;
-  for (const auto& fl : file.live) corrected.live_terms.push_back(fl.term);
+  file.live = fit_terms(by_ranks, &report);
+  // the spread that is left, with the terms applied: in sample, and out of
+  // sample (each shape predicted by the terms fitted without its runs)
+  auto corrected_by = [&](const std::vector<CalibrationFile::FittedLive>& terms) {
+    Calibration c = base;
+    for (const auto& fl : terms) c.live_terms.push_back(fl.term);
+    return c;
+  };
+  const Calibration corrected = corrected_by(file.live);
   double sum2 = 0;
   int n = 0;
   for (const auto& lp : points) {
@@ -154,9 +192,38 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
     sum2 += e * e;
     ++n;
   }
-  file.model_error_sigma = n > 0 ? std::sqrt(sum2 / n) : 0.0;
+  file.model_error_in_sample_sigma = n > 0 ? std::sqrt(sum2 / n) : 0.0;
+  std::map<std::string, std::vector<const LivePoint*>> by_shape;
+  for (const auto& lp : points) by_shape[shape_of(p.measure.live[lp.index])].push_back(&lp);
+  double loo2 = 0;
+  int loo_n = 0;
+  for (const auto& [shape, held] : by_shape) {
+    std::map<int, std::vector<const LivePoint*>> rest;
+    for (const auto& lp : points)
+      if (shape_of(p.measure.live[lp.index]) != shape) rest[lp.ranks].push_back(&lp);
+    const Calibration c = corrected_by(fit_terms(rest, nullptr));
+    for (const LivePoint* lp : held) {
+      const double pred = predict(*lp, c).iteration_s.median;
+      if (!(pred > 0) || !(lp->measured_s > 0)) continue;
+      const double e = std::log(lp->measured_s / pred);
+      loo2 += e * e;
+      ++loo_n;
+    }
+  }
+  file.model_error_sigma = loo_n > 0 ? std::sqrt(loo2 / loo_n) : file.model_error_in_sample_sigma;
+  // run-to-run drift: each round's mean log deviation over the runs, a
+  // random effect per round; its spread (n - 1) over the rounds
+  std::vector<std::vector<double>> per_round;
+  for (const auto& lp : points) per_round.push_back(lp.rounds_s);
+  file.drift_sigma = round_drift_sigma(per_round);
+  file.drift_rounds = p.rounds;
   file.live_from = "results/livecal-*.json, " + std::to_string(points.size()) + " runs x " + std::to_string(p.rounds) + " round(s)";
-  report << "  model error (RMS of log(measured / corrected prediction) over " << n << " runs): " << file.model_error_sigma << "\n";
+  report << "  model error, in sample (RMS of log(measured / corrected prediction) over " << n << " runs): "
+         << file.model_error_in_sample_sigma << "\n"
+         << "  model error, leave one shape out (each of " << by_shape.size() << " shapes predicted by the terms fitted without it; "
+         << loo_n << " runs): " << file.model_error_sigma << "\n"
+         << "  run-to-run drift (sigma of the rounds' mean log deviation, a random effect per run; " << p.rounds
+         << " round(s)): " << file.drift_sigma << (p.rounds < 2 ? " (one round: not measured)" : "") << "\n";
 }
 
 }  // namespace ks

@@ -13,6 +13,7 @@
 // the corrected prediction is the model error the intervals carry.
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "formats/calibration_file.hpp"
 #include "plan.hpp"
@@ -24,7 +25,16 @@ namespace ks {
 // degree of freedom when the fit dropped a term).
 bool live_term_differs_from_none(const LinearFit& f);
 
-// Fits file.live and file.model_error_sigma for `transport`'s calibration
+// Run-to-run drift from live runs measured in R rounds ([run][round]
+// seconds, R >= 2; 0 otherwise): each round's mean over runs of log(time) -
+// the run's mean log time is that round's effect (a random effect per run
+// of the plan, the whole machine faster or slower); the result is their
+// standard deviation over the rounds (R - 1).
+double round_drift_sigma(const std::vector<std::vector<double>>& runs_rounds_s);
+
+// Fits file.live, file.model_error_sigma (leave one shape out: each shape's
+// runs predicted by the terms fitted without them), its in-sample value and
+// file.drift_sigma for `transport`'s calibration
 // from the live runs the rounds left in dir (one-rank runs and the
 // transport's multi-rank runs); the fit's lines go to `report`.
 void fit_live_terms(const ValidationPlan& plan, const std::string& dir, const std::string& transport, CalibrationFile& file,
