@@ -460,3 +460,31 @@ TEST_CASE("run-to-run drift: the rounds' random effect from live runs with a kno
   // one round: not measured
   CHECK(round_drift_sigma({{1e-3}, {2e-3}}) == 0);
 }
+
+TEST_CASE("the live terms' out-of-sample error: one shape off the line, by hand") {
+  // Five 1-rank shapes with nothing but compute (rest 0): four measure
+  // exactly 2 x their predicted compute, the fifth 3 x. The prediction with
+  // a term is the linear model the fit assumes, compute x factor + host.
+  // Leaving the fifth out, the four fit factor 2 and host 0 exactly (and the
+  // fit differs from none), so the fifth is predicted at 2 c against 3 c
+  // measured: its error is log(3/2). In sample every shape's error is smaller
+  // in RMS than out of sample.
+  std::vector<LiveRun> runs;
+  const double c[] = {1e-3, 2e-3, 4e-3, 8e-3, 3e-3};
+  for (int i = 0; i < 5; ++i) runs.push_back({"s" + std::to_string(i), 1, c[i], 0.0, (i == 4 ? 3.0 : 2.0) * c[i]});
+  auto predict = [&](std::size_t i, const std::vector<CalibrationFile::FittedLive>& terms) {
+    for (const auto& t : terms)
+      if (t.term.ranks == runs[i].ranks) return runs[i].rest_s + t.term.compute_factor * runs[i].compute_s + t.term.host_overhead_s;
+    return runs[i].rest_s + runs[i].compute_s;
+  };
+  const LiveModelErrors e = live_model_errors(runs, predict);
+  CHECK(e.shapes == 5);
+  CHECK(e.loo_runs == 5);
+  CHECK(e.loo_rms_by_shape.at("s4") == doctest::Approx(std::log(1.5)).epsilon(1e-9));
+  CHECK(e.loo_sigma > e.in_sample_sigma);
+  // all five on the line: every fit is exact, in and out of sample
+  runs[4].measured_s = 2.0 * c[4];
+  const LiveModelErrors exact = live_model_errors(runs, predict);
+  CHECK(exact.in_sample_sigma < 1e-9);
+  CHECK(exact.loo_sigma < 1e-9);
+}

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iomanip>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "compare.hpp"
@@ -71,25 +72,22 @@ bool live_term_differs_from_none(const LinearFit& f) {
   return (f.active[0] && one(d0, f.std_err.at(0))) || (f.active[1] && one(d1, f.std_err.at(1)));
 }
 
-namespace {
-// The live terms, per rank count, fitted from `by_ranks` (the report's lines
-// to `report` when given).
-std::vector<CalibrationFile::FittedLive> fit_terms(const std::map<int, std::vector<const LivePoint*>>& by_ranks, std::ostream* report) {
+std::vector<CalibrationFile::FittedLive> fit_live_term_set(const std::vector<LiveRun>& runs, std::ostream* report) {
+  std::map<int, std::vector<const LiveRun*>> by_ranks;
+  for (const auto& r : runs) by_ranks[r.ranks].push_back(&r);
   std::vector<CalibrationFile::FittedLive> out;
   std::ostringstream sink;
   std::ostream& rep = report ? *report : sink;
   for (const auto& entry : by_ranks) {
     // (not a structured binding: clang before 16 cannot capture one in the lambda below)
     const int ranks = entry.first;
-    const std::vector<const LivePoint*>& pts = entry.second;
+    const std::vector<const LiveRun*>& pts = entry.second;
     std::vector<std::vector<double>> X;
     std::vector<double> y;
-    for (const LivePoint* lp : pts) {
-      const ScalingPoint& pt = lp->predicted;
-      const double rest = pt.iteration_s.median - pt.compute_s.median;
-      const double target = lp->measured_s - rest;
-      if (!(target > 0) || !(pt.compute_s.median > 0)) continue;
-      X.push_back({pt.compute_s.median, 1.0});
+    for (const LiveRun* r : pts) {
+      const double target = r->measured_s - r->rest_s;
+      if (!(target > 0) || !(r->compute_s > 0)) continue;
+      X.push_back({r->compute_s, 1.0});
       y.push_back(target);
     }
     // an explicit none, so that these ranks never fall back on the term of
@@ -128,7 +126,41 @@ std::vector<CalibrationFile::FittedLive> fit_terms(const std::map<int, std::vect
   }
   return out;
 }
-}  // namespace
+
+LiveModelErrors live_model_errors(const std::vector<LiveRun>& runs,
+                                  const std::function<double(std::size_t, const std::vector<CalibrationFile::FittedLive>&)>& predict) {
+  LiveModelErrors e;
+  auto add = [](double measured, double pred, double& sum2, int& n) {
+    if (!(pred > 0) || !(measured > 0)) return std::nan("");
+    const double x = std::log(measured / pred);
+    sum2 += x * x;
+    ++n;
+    return x;
+  };
+  const auto all = fit_live_term_set(runs, nullptr);
+  double sum2 = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) add(runs[i].measured_s, predict(i, all), sum2, e.runs);
+  e.in_sample_sigma = e.runs > 0 ? std::sqrt(sum2 / e.runs) : 0.0;
+  std::set<std::string> shapes;
+  for (const auto& r : runs) shapes.insert(r.shape);
+  e.shapes = static_cast<int>(shapes.size());
+  double loo2 = 0;
+  for (const std::string& shape : shapes) {
+    std::vector<LiveRun> rest;
+    for (const auto& r : runs)
+      if (r.shape != shape) rest.push_back(r);
+    const auto terms = fit_live_term_set(rest, nullptr);
+    double s2 = 0;
+    int n = 0;
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      if (runs[i].shape == shape) add(runs[i].measured_s, predict(i, terms), s2, n);
+    if (n > 0) e.loo_rms_by_shape[shape] = std::sqrt(s2 / n);
+    loo2 += s2;
+    e.loo_runs += n;
+  }
+  e.loo_sigma = e.loo_runs > 0 ? std::sqrt(loo2 / e.loo_runs) : e.in_sample_sigma;
+  return e;
+}
 
 void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::string& transport, CalibrationFile& file,
                     std::ostream& report) {
@@ -174,43 +206,24 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
     }
     report << "\n";
   }
-  file.live = fit_terms(by_ranks, &report);
+  std::vector<LiveRun> runs;
+  for (const auto& lp : points) {
+    const ScalingPoint& pt = lp.predicted;
+    runs.push_back({shape_of(p.measure.live[lp.index]), lp.ranks, pt.compute_s.median, pt.iteration_s.median - pt.compute_s.median,
+                    lp.measured_s});
+  }
+  file.live = fit_live_term_set(runs, &report);
   // the spread that is left, with the terms applied: in sample, and out of
-  // sample (each shape predicted by the terms fitted without its runs)
-  auto corrected_by = [&](const std::vector<CalibrationFile::FittedLive>& terms) {
+  // sample (each shape predicted by the terms fitted without its runs), by the replay
+  const LiveModelErrors errors = live_model_errors(runs, [&](std::size_t i, const std::vector<CalibrationFile::FittedLive>& terms) {
     Calibration c = base;
     for (const auto& fl : terms) c.live_terms.push_back(fl.term);
-    return c;
-  };
-  const Calibration corrected = corrected_by(file.live);
-  double sum2 = 0;
-  int n = 0;
-  for (const auto& lp : points) {
-    const double pred = predict(lp, corrected).iteration_s.median;
-    if (!(pred > 0) || !(lp.measured_s > 0)) continue;
-    const double e = std::log(lp.measured_s / pred);
-    sum2 += e * e;
-    ++n;
-  }
-  file.model_error_in_sample_sigma = n > 0 ? std::sqrt(sum2 / n) : 0.0;
-  std::map<std::string, std::vector<const LivePoint*>> by_shape;
-  for (const auto& lp : points) by_shape[shape_of(p.measure.live[lp.index])].push_back(&lp);
-  double loo2 = 0;
-  int loo_n = 0;
-  for (const auto& [shape, held] : by_shape) {
-    std::map<int, std::vector<const LivePoint*>> rest;
-    for (const auto& lp : points)
-      if (shape_of(p.measure.live[lp.index]) != shape) rest[lp.ranks].push_back(&lp);
-    const Calibration c = corrected_by(fit_terms(rest, nullptr));
-    for (const LivePoint* lp : held) {
-      const double pred = predict(*lp, c).iteration_s.median;
-      if (!(pred > 0) || !(lp->measured_s > 0)) continue;
-      const double e = std::log(lp->measured_s / pred);
-      loo2 += e * e;
-      ++loo_n;
-    }
-  }
-  file.model_error_sigma = loo_n > 0 ? std::sqrt(loo2 / loo_n) : file.model_error_in_sample_sigma;
+    return predict(points[i], c).iteration_s.median;
+  });
+  file.model_error_in_sample_sigma = errors.in_sample_sigma;
+  file.model_error_sigma = errors.loo_sigma;
+  const int n = errors.runs, loo_n = errors.loo_runs;
+  const std::size_t n_shapes = static_cast<std::size_t>(errors.shapes);
   // run-to-run drift: each round's mean log deviation over the runs, a
   // random effect per round; its spread (n - 1) over the rounds
   std::vector<std::vector<double>> per_round;
@@ -220,7 +233,7 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
   file.live_from = "results/livecal-*.json, " + std::to_string(points.size()) + " runs x " + std::to_string(p.rounds) + " round(s)";
   report << "  model error, in sample (RMS of log(measured / corrected prediction) over " << n << " runs): "
          << file.model_error_in_sample_sigma << "\n"
-         << "  model error, leave one shape out (each of " << by_shape.size() << " shapes predicted by the terms fitted without it; "
+         << "  model error, leave one shape out (each of " << n_shapes << " shapes predicted by the terms fitted without it; "
          << loo_n << " runs): " << file.model_error_sigma << "\n"
          << "  run-to-run drift (sigma of the rounds' mean log deviation, a random effect per run; " << p.rounds
          << " round(s)): " << file.drift_sigma << (p.rounds < 2 ? " (one round: not measured)" : "") << "\n";

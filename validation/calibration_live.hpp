@@ -11,6 +11,8 @@
 // predicted per shape goes to the report (their spread is what the kernel
 // model misses at shapes it never saw). The runs' remaining spread around
 // the corrected prediction is the model error the intervals carry.
+#include <functional>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -31,6 +33,32 @@ bool live_term_differs_from_none(const LinearFit& f);
 // of the plan, the whole machine faster or slower); the result is their
 // standard deviation over the rounds (R - 1).
 double round_drift_sigma(const std::vector<std::vector<double>>& runs_rounds_s);
+
+// One live run as the live terms see it: its shape ((widths, G, batch)),
+// rank count, the microbenchmark prediction's compute and the rest of its
+// iteration (iteration - compute), and the measured median iteration.
+struct LiveRun {
+  std::string shape;
+  int ranks = 1;
+  double compute_s = 0, rest_s = 0, measured_s = 0;
+};
+// The live terms, per rank count: measured - rest = compute_factor x
+// compute + host_overhead (relative least squares, non-negative; an
+// explicit none with fewer than 3 runs or where the fit does not differ
+// from none at 95%). The report's lines go to `report` when given.
+std::vector<CalibrationFile::FittedLive> fit_live_term_set(const std::vector<LiveRun>& runs, std::ostream* report);
+
+// The model error left with the live terms, as RMS of log(measured /
+// predicted): in sample (the terms fitted on every run), and leave one
+// shape out (each shape's runs predicted by the terms fitted without them).
+// predict(i, terms) is run i's predicted iteration time with those terms.
+struct LiveModelErrors {
+  double in_sample_sigma = 0, loo_sigma = 0;
+  int runs = 0, loo_runs = 0, shapes = 0;
+  std::map<std::string, double> loo_rms_by_shape;
+};
+LiveModelErrors live_model_errors(const std::vector<LiveRun>& runs,
+                                  const std::function<double(std::size_t, const std::vector<CalibrationFile::FittedLive>&)>& predict);
 
 // Fits file.live, file.model_error_sigma (leave one shape out: each shape's
 // runs predicted by the terms fitted without them), its in-sample value and
