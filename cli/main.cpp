@@ -20,7 +20,7 @@ static void usage(std::ostream& os) {
         "commands:\n"
         "  simulate   predict DDP training of a KAN on 1..N GPUs of a cluster (discrete-event replay)\n"
         "  train      train a KAN for real (CPU, or CUDA with NCCL); data-parallel under mpirun, like PyTorch DDP\n"
-        "  measure    microbenchmarks: kernels (CPU, CUDA), all-reduce/broadcast sweeps in nccl-tests' format (MPI, NCCL)\n"
+        "  measure    microbenchmarks: kernels (CPU, CUDA), PyTorch's op classes (torch-ops), all-reduce/broadcast sweeps in nccl-tests' format (MPI, NCCL, gloo)\n"
         "  calibrate  measure this machine and fit a calibration in one command (calibrate PLAN --out DIR)\n"
         "  study      a YAML topology study: scenarios x GPU counts, the four scaling dimensions as tables, plots, report\n"
         "  whatif     capacity-planning answers: whatif gpus|model|bucket-cap|cluster|change\n"
