@@ -281,3 +281,46 @@ TEST_CASE("bands from the reduced replays equal bands from replaying every rank"
     }
   }
 }
+
+TEST_CASE("the composed interval covers new runs drawn from its known parts") {
+  // A calibration whose only uncertainty is the model error (sigma 0.08)
+  // and the run-to-run drift (sigma 0.12), no covariances and no jitter, on
+  // one GPU: every compute op is scaled by the two drawn factors, so a new
+  // run is the point prediction x exp(e_m) x exp(e_d) with the same mean-one
+  // lognormal factors, drawn here from a generator of its own. At least 85%
+  // of 1,000 such runs must fall inside the 90% band of 400 samples (the
+  // expected share is 90%; 85% is about 5 standard errors of a binomial
+  // share below it).
+  const Cluster c = parse_cluster(kCluster, "c.yaml");
+  Calibration cal = fitted(c, 0.1);
+  for (auto* table : {&cal.ops, &cal.ops_cold})
+    for (auto& [name, o] : *table) o.cov.clear();
+  for (auto& r : cal.mpi_regimes) r.cov.clear();
+  cal.jitter_sigma = 0;
+  cal.model_error_sigma = 0.08;
+  cal.drift_sigma = 0.12;
+  Workload w = parse_workload(kWork, "w.yaml");
+  StudyOptions o;
+  o.gpus = {1};
+  o.iterations = 3;
+  o.interval_samples = 400;
+  const StudyResult r = run_study(c, w, cal, o);
+  REQUIRE(r.points.front().iteration_band.has_value());
+  const Band band = *r.points.front().iteration_band;
+  const double point = r.points.front().iteration_s.median;
+  const Rng truth(2026);
+  int inside = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const double t = point * truth.lognormal_mean_one(0.08, 1, static_cast<std::uint64_t>(i)) *
+                     truth.lognormal_mean_one(0.12, 2, static_cast<std::uint64_t>(i));
+    inside += t >= band.lo && t <= band.hi;
+  }
+  CAPTURE(band.lo / point);
+  CAPTURE(band.hi / point);
+  CHECK(inside >= 850);
+  // the band is as wide as the parts say: the 5% and 95% points of a
+  // lognormal of sigma sqrt(0.08^2 + 0.12^2) = 0.144 lie at exp(-/+1.645 x
+  // 0.144) x exp(-0.144^2/2) of the mean (0.78 and 1.25)
+  CHECK(band.lo / point == doctest::Approx(std::exp(-1.645 * 0.1442 - 0.0104)).epsilon(0.05));
+  CHECK(band.hi / point == doctest::Approx(std::exp(1.645 * 0.1442 - 0.0104)).epsilon(0.05));
+}
