@@ -165,7 +165,8 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
       << "   # out of sample: RMS of log(measured / corrected prediction), each shape predicted by the terms fitted without it"
       << " (in sample: " << f.model_error_in_sample_sigma << ")\n"
       << "  drift_sigma: " << f.drift_sigma << "   # run-to-run: the spread of the " << f.drift_rounds
-      << " round(s)' mean log deviation, a random effect per run" << (f.drift_rounds < 2 ? " (one round: not measured)" : "") << "\n"
+      << " round(s)' mean log deviation, a random effect per run" << (f.drift_rounds < 2 ? " (one round: not measured)" : "")
+      << (f.kernel_drift_sigma ? "; the microbenchmarks' over the same rounds: " + std::to_string(*f.kernel_drift_sigma) : std::string()) << "\n"
       << "  terms:\n";
     for (const auto& l : f.live)
       y << "    - {ranks: " << l.term.ranks << ", compute_factor: " << l.term.compute_factor << ", host_overhead: "

@@ -705,6 +705,26 @@ CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
   fit_progress_files(in, out, d);
   d.report << "kanscale fit: " << name << "\n";
   fit_compute(out, d);
+  // the microbenchmarks' run-to-run drift: the kernels files as rounds, each
+  // warm op at a shape every file timed an item
+  if (in.kernels.size() >= 2) {
+    std::map<std::string, std::vector<double>> by_key;
+    for (const KernelsFile& kf : in.kernels)
+      for (const KernelRecord& r : kf.rows) {
+        if (r.cache != "warm" || !(r.time_median_s > 0)) continue;
+        std::ostringstream key;
+        key << r.op << "|" << r.detail << "|" << r.batch << "|" << r.in << "|" << r.out << "|" << r.grid_size << "|" << r.spline_order << "|" << r.rank;
+        by_key[key.str()].push_back(r.time_median_s);
+      }
+    std::vector<std::vector<double>> items;
+    for (auto& [k, v] : by_key)
+      if (v.size() == in.kernels.size()) items.push_back(v);
+    if (!items.empty()) {
+      out.kernel_drift_sigma = round_drift_sigma(items);
+      d.report << "microbenchmark drift (the " << in.kernels.size() << " kernels files as rounds, " << items.size()
+               << " warm op timings in each: sigma of the rounds' mean log deviation): " << *out.kernel_drift_sigma << "\n";
+    }
+  }
   if (!in.torch_ops.empty()) fit_torch_ops(in.torch_ops, d.from, out, d.report);
   fit_collectives(in, out, d);
   fit_memory(in, out, d);

@@ -81,6 +81,7 @@ struct CalibrationFile {
   double model_error_sigma = 0;            // leave one shape out: what the intervals carry
   double model_error_in_sample_sigma = 0;  // the same on the runs the terms were fitted to (for people)
   double drift_sigma = 0;                  // the live runs' round-to-round random effect
+  std::optional<double> kernel_drift_sigma;  // the same over the kernels files (rounds) of one plan; unset: one file
   int drift_rounds = 0;
   std::string live_from;  // the files, for people
 

@@ -51,4 +51,23 @@ Stat summarize(std::vector<double> v) {
   return s;
 }
 
+double round_drift_sigma(const std::vector<std::vector<double>>& runs_rounds_s) {
+  const std::size_t rounds = runs_rounds_s.empty() ? 0 : runs_rounds_s.front().size();
+  if (rounds < 2) return 0;
+  std::vector<double> effect(rounds, 0.0);
+  int used = 0;
+  for (const auto& r : runs_rounds_s) {
+    if (r.size() != rounds) continue;
+    double mean = 0;
+    for (double t : r) mean += std::log(t) / static_cast<double>(rounds);
+    for (std::size_t k = 0; k < rounds; ++k) effect[k] += std::log(r[k]) - mean;
+    ++used;
+  }
+  if (used == 0) return 0;
+  double v = 0;
+  for (double& e : effect) e /= used;  // each round's mean deviation (their mean is 0)
+  for (double e : effect) v += e * e / static_cast<double>(rounds - 1);
+  return std::sqrt(v);
+}
+
 }  // namespace ks

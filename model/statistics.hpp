@@ -24,4 +24,11 @@ struct Stat {
 };
 Stat summarize(std::vector<double> v);
 
+// Run-to-run drift from measurements repeated in R rounds ([item][round]
+// seconds: live runs, or a kernel at one shape, R >= 2; 0 otherwise): each round's mean over items of log(time) -
+// the item's mean log time is that round's effect (a random effect per run
+// of the plan, the whole machine faster or slower); the result is their
+// standard deviation over the rounds (R - 1).
+double round_drift_sigma(const std::vector<std::vector<double>>& runs_rounds_s);
+
 }  // namespace ks

@@ -488,3 +488,33 @@ TEST_CASE("the live terms' out-of-sample error: one shape off the line, by hand"
   CHECK(exact.in_sample_sigma < 1e-9);
   CHECK(exact.loo_sigma < 1e-9);
 }
+
+TEST_CASE("the microbenchmarks' drift: two kernels files whose second round ran exp(a) slower throughout") {
+  // per timing the deviations from its two-round mean are -a/2 and +a/2; the
+  // rounds' effects are the same, and their standard deviation over 2
+  // rounds (n - 1) is sqrt((a/2)^2 + (a/2)^2) = a / sqrt(2)
+  const double a = 0.1;
+  std::vector<KernelRecord> rows;
+  for_each_layer_shape({8.0, 64.0}, [&](double batch, double in, double out, double g) {
+    KernelRecord r = layer_row("kan_forward", batch, in, out, g);
+    r.flops = 2 * batch * in * out * (g + 3);
+    r.bytes = 4 * (batch * in + in * out * (g + 3) + batch * out);
+    r.time_median_s = 1e-6 + r.flops / 5e10 + r.bytes / 1e10;
+    rows.push_back(r);
+  });
+  KernelsFile f1, f2;
+  f1.path = "k0.json";
+  f1.rows = rows;
+  f2.path = "k1.json";
+  f2.rows = rows;
+  for (auto& r : f2.rows) r.time_median_s *= std::exp(a);
+  FitInputs in;
+  in.kernels = {f1, f2};
+  const CalibrationFit fit = fit_calibration(in, "t");
+  REQUIRE(fit.file.kernel_drift_sigma.has_value());
+  CHECK(*fit.file.kernel_drift_sigma == doctest::Approx(a / std::sqrt(2.0)).epsilon(1e-9));
+  CHECK(fit.report.find("microbenchmark drift") != std::string::npos);
+  // one file: nothing to compare
+  in.kernels = {f1};
+  CHECK_FALSE(fit_calibration(in, "t").file.kernel_drift_sigma.has_value());
+}

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "formats/calibration_file.hpp"
+#include "model/statistics.hpp"  // round_drift_sigma
 #include "plan.hpp"
 
 namespace ks {
@@ -26,13 +27,6 @@ namespace ks {
 // differs from (1, 0) at 95% (a Wald test with the fit's covariance; one
 // degree of freedom when the fit dropped a term).
 bool live_term_differs_from_none(const LinearFit& f);
-
-// Run-to-run drift from live runs measured in R rounds ([run][round]
-// seconds, R >= 2; 0 otherwise): each round's mean over runs of log(time) -
-// the run's mean log time is that round's effect (a random effect per run
-// of the plan, the whole machine faster or slower); the result is their
-// standard deviation over the rounds (R - 1).
-double round_drift_sigma(const std::vector<std::vector<double>>& runs_rounds_s);
 
 // One live run as the live terms see it: its shape ((widths, G, batch)),
 // rank count, the microbenchmark prediction's compute and the rest of its
