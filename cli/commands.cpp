@@ -156,7 +156,16 @@ namespace {
 
 // One row of bench sim: N GPUs (the cluster's node count raised to fit N),
 // one steady iteration every rank simulated, the median of `repeat` runs.
-void bench_sim_row(const Cluster& cluster, const Workload& workload, const Calibration& calib, int n, int repeat) {
+// One row of bench sim, measured; printed once every row is in (the rate's
+// ratio to the 64-rank row's).
+struct BenchSimRow {
+  int n = 0, nodes = 0;
+  std::uint64_t events = 0;
+  double wall_s = 0, rss_bytes = 0, iteration_s = 0;
+  double rate() const { return static_cast<double>(events) / wall_s; }
+};
+
+BenchSimRow bench_sim_row(const Cluster& cluster, const Workload& workload, const Calibration& calib, int n, int repeat) {
   Cluster cl = cluster;
   cl.nodes = std::max(cl.nodes, (n + cl.gpus_per_node - 1) / cl.gpus_per_node);
   const Layout layout = layout_for(cl, n, std::nullopt);
@@ -176,11 +185,7 @@ void bench_sim_row(const Cluster& cluster, const Workload& workload, const Calib
   getrusage(RUSAGE_SELF, &ru);
   std::vector<double> iters;
   for (const auto& ri : last.iterations[0]) iters.push_back(ri.iteration_s());
-  std::ostringstream ev;
-  ev << std::scientific << std::setprecision(2) << last.events / wall;
-  std::cout << std::setw(9) << n << std::setw(9) << layout.nodes << std::setw(11) << last.events << std::setw(14) << std::fixed
-            << std::setprecision(3) << wall * 1e3 << std::setw(14) << ev.str() << std::setw(14)
-            << format_bytes(static_cast<double>(ru.ru_maxrss) * 1024.0) << format_time(summarize(iters).median) << "\n";
+  return {n, layout.nodes, static_cast<std::uint64_t>(last.events), wall, static_cast<double>(ru.ru_maxrss) * 1024.0, summarize(iters).median};
 }
 
 // kanscale bench sim: the simulator's own speed and memory.
@@ -232,10 +237,24 @@ int bench_sim(const std::vector<std::string>& rest) {
             << " steady buckets), cluster " << cluster.name << " node type, jitter sigma " << jitter << ", interference " << interference
             << "\n"
             << "one steady-state iteration per run, every rank simulated; median of " << repeat << " runs\n\n";
+  std::vector<BenchSimRow> rows;
+  for (int n : gpus) rows.push_back(bench_sim_row(cluster, workload, calib, n, repeat));
+  // the reference rate: the 64-rank row's (issue 29's yardstick), else the smallest N's
+  const BenchSimRow* ref = &rows.front();
+  for (const auto& r : rows)
+    if (r.n == 64 || (ref->n != 64 && r.n < ref->n)) ref = &r;
+  const std::string vs = "vs N=" + std::to_string(ref->n);
   std::cout << std::left << std::setw(9) << "N" << std::setw(9) << "nodes" << std::setw(11) << "events" << std::setw(14) << "wall (ms)"
-            << std::setw(14) << "events/s" << std::setw(14) << "peak RSS" << "predicted iter\n";
-  for (int n : gpus) bench_sim_row(cluster, workload, calib, n, repeat);
-  std::cout << "\npeak RSS is the process's high-water mark so far (grows with the largest N run)\n";
+            << std::setw(14) << "events/s" << std::setw(12) << vs << std::setw(14) << "peak RSS" << "predicted iter\n";
+  for (const auto& r : rows) {
+    std::ostringstream ev;
+    ev << std::scientific << std::setprecision(2) << r.rate();
+    std::cout << std::setw(9) << r.n << std::setw(9) << r.nodes << std::setw(11) << r.events << std::setw(14) << std::fixed
+              << std::setprecision(3) << r.wall_s * 1e3 << std::setw(14) << ev.str() << std::setw(12) << std::setprecision(2)
+              << r.rate() / ref->rate() << std::setw(14) << format_bytes(r.rss_bytes) << format_time(r.iteration_s) << "\n";
+  }
+  std::cout << "\n" << vs << ": events/s against that row's (issue 29's goal: within 1.5x of the 64-rank rate at 65,536)\n"
+            << "peak RSS is the process's high-water mark so far (grows with the largest N run)\n";
   return 0;
 }
 
