@@ -202,6 +202,13 @@ std::vector<std::string> provenance_args(const std::string& command_line) {
   return {"--command-line", command_line, "--provenance-json", to_json(provenance(command_line)).dump()};
 }
 
+// The interpreter probed, with gloo required (DDP's reducer and the sweeps run over it).
+TorchEnv probe_gloo(const std::string& python) {
+  TorchEnv env = probe_torch(python);
+  if (!env.gloo) throw InputError(env.python + ": torch " + env.torch + " has no gloo backend");
+  return env;
+}
+
 std::string number(double v) {
   std::ostringstream o;
   o.precision(17);
@@ -240,8 +247,7 @@ TorchOpsPlan load_torch_ops_plan(const std::string& path) {
 
 int run_torch_ops(const TorchOpsPlan& p, const std::string& json, const std::string& python, const std::string& port_range,
                   const std::string& command_line) {
-  const TorchEnv env = probe_torch(python);
-  if (!env.gloo) throw InputError(env.python + ": torch " + env.torch + " has no gloo backend (DDP's reducer is timed over it)");
+  probe_gloo(python);
   nlohmann::json shapes = nlohmann::json::array();
   for (const auto& w : p.widths)
     for (int g : p.grid_sizes)
@@ -253,8 +259,7 @@ int run_torch_ops(const TorchOpsPlan& p, const std::string& json, const std::str
 }
 
 int run_torch_sweep(const SweepOptions& o, int ranks, const std::string& python, const std::string& port_range, const std::string& command_line) {
-  const TorchEnv env = probe_torch(python);
-  if (!env.gloo) throw InputError(env.python + ": torch " + env.torch + " has no gloo backend");
+  probe_gloo(python);
   std::vector<std::string> args = {"--op", o.op, "--min-bytes", number(o.min_bytes), "--max-bytes", number(o.max_bytes), "--factor", number(o.factor),
                                    "--iters", std::to_string(o.iters), "--warmup", std::to_string(o.warmup), "--root", std::to_string(o.root),
                                    "--backend", "gloo", "--json", o.json};

@@ -205,16 +205,21 @@ const MpiRegime& MpiModel::regime(double bytes) const {
   return regimes_.back();
 }
 
-double MpiModel::link_latency(const Layout& l, const MpiRegime& r) const {
-  if (r.latency_s) return *r.latency_s;
-  return l.nodes > 1 ? c_.net.latency_s : c_.intra.latency_s;
+namespace {
+// A host-memory collective's step over the cluster's links (MPI and gloo
+// alike, where no fitted term replaces them): the slowest level's latency,
+// and its bandwidth per rank (the ranks of a node share its NICs).
+double datasheet_latency(const Cluster& c, const Layout& l) { return l.nodes > 1 ? c.net.latency_s : c.intra.latency_s; }
+double datasheet_bandwidth(const Cluster& c, const Layout& l) {
+  if (l.nodes == 1) return c.intra.bandwidth_Bps;
+  return std::min(c.intra.bandwidth_Bps, c.net.nics_per_node * c.net.nic_bandwidth_Bps / l.ranks_per_node());
 }
+}  // namespace
+
+double MpiModel::link_latency(const Layout& l, const MpiRegime& r) const { return r.latency_s ? *r.latency_s : datasheet_latency(c_, l); }
 
 double MpiModel::link_bandwidth(const Layout& l, const MpiRegime& r) const {
-  if (r.bandwidth_Bps) return *r.bandwidth_Bps;
-  if (l.nodes == 1) return c_.intra.bandwidth_Bps;
-  // ranks of a node share its NICs
-  return std::min(c_.intra.bandwidth_Bps, c_.net.nics_per_node * c_.net.nic_bandwidth_Bps / l.ranks_per_node());
+  return r.bandwidth_Bps ? *r.bandwidth_Bps : datasheet_bandwidth(c_, l);
 }
 
 double MpiModel::launch_time(const MpiRegime& r, double bytes) {
@@ -247,15 +252,10 @@ CollectiveEstimate MpiModel::broadcast(double bytes, const Layout& l) const {
 // ---------------------------------------------------------------- gloo
 GlooModel::GlooModel(const Cluster& c, const Calibration& cal) : c_(c), allreduce_(cal.gloo_allreduce), broadcast_(cal.gloo_broadcast) {}
 
-double GlooModel::latency(const Layout& l, const std::optional<GlooTerm>& t) const {
-  if (t) return t->latency_s;
-  return l.nodes > 1 ? c_.net.latency_s : c_.intra.latency_s;
-}
+double GlooModel::latency(const Layout& l, const std::optional<GlooTerm>& t) const { return t ? t->latency_s : datasheet_latency(c_, l); }
 
 double GlooModel::bandwidth(const Layout& l, const std::optional<GlooTerm>& t) const {
-  if (t && t->bandwidth_Bps) return *t->bandwidth_Bps;
-  if (l.nodes == 1) return c_.intra.bandwidth_Bps;
-  return std::min(c_.intra.bandwidth_Bps, c_.net.nics_per_node * c_.net.nic_bandwidth_Bps / l.ranks_per_node());
+  return t && t->bandwidth_Bps ? *t->bandwidth_Bps : datasheet_bandwidth(c_, l);
 }
 
 CollectiveEstimate GlooModel::allreduce(double bytes, const Layout& l) const {

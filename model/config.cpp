@@ -170,16 +170,17 @@ double cold_fraction_for(const Calibration& cal, double ws) {
 const char* to_string(CollFamily f) { return f == CollFamily::nccl ? "nccl" : f == CollFamily::mpi ? "mpi" : "gloo"; }
 
 std::string collective_family_mismatch(const Cluster& c, const Calibration& cal) {
-  const CollFamily fam = c.collectives.family;
-  const bool own = fam == CollFamily::nccl ? cal.has_nccl_terms : fam == CollFamily::mpi ? cal.has_mpi_terms : cal.has_gloo_terms;
-  if (own) return "";
-  std::string others;
-  for (const auto& [has, name] : {std::pair{cal.has_nccl_terms, "NCCL"}, std::pair{cal.has_mpi_terms, "MPI"}, std::pair{cal.has_gloo_terms, "gloo"}})
-    if (has) others += std::string(others.empty() ? "" : " and ") + name;
-  if (others.empty()) return "";
+  // indexed by CollFamily
   static const char* kNames[] = {"NCCL", "MPI", "gloo"};
-  return "calibration '" + cal.name + "' has " + others + " collective terms only; cluster '" + c.name + "' uses " +
-         kNames[static_cast<int>(fam)] + ": its collectives stay at the cluster's datasheet values";
+  const bool has[] = {cal.has_nccl_terms, cal.has_mpi_terms, cal.has_gloo_terms};
+  const int fam = static_cast<int>(c.collectives.family);
+  if (has[fam]) return "";
+  std::string others;
+  for (int f = 0; f < 3; ++f)
+    if (has[f]) others += std::string(others.empty() ? "" : " and ") + kNames[f];
+  if (others.empty()) return "";
+  return "calibration '" + cal.name + "' has " + others + " collective terms only; cluster '" + c.name + "' uses " + kNames[fam] +
+         ": its collectives stay at the cluster's datasheet values";
 }
 
 void check_calibration_covers(const Workload& w, const Calibration& cal, const std::string& calibration_file) {

@@ -477,14 +477,14 @@ TEST_CASE("the live terms' out-of-sample error: one shape off the line, by hand"
       if (t.term.ranks == runs[i].ranks) return runs[i].rest_s + t.term.compute_factor * runs[i].compute_s + t.term.host_overhead_s;
     return runs[i].rest_s + runs[i].compute_s;
   };
-  const LiveModelErrors e = live_model_errors(runs, predict);
+  const LiveModelErrors e = live_model_errors(runs, fit_live_term_set(runs, nullptr), predict);
   CHECK(e.shapes == 5);
   CHECK(e.loo_runs == 5);
   CHECK(e.loo_rms_by_shape.at("s4") == doctest::Approx(std::log(1.5)).epsilon(1e-9));
   CHECK(e.loo_sigma > e.in_sample_sigma);
   // all five on the line: every fit is exact, in and out of sample
   runs[4].measured_s = 2.0 * c[4];
-  const LiveModelErrors exact = live_model_errors(runs, predict);
+  const LiveModelErrors exact = live_model_errors(runs, fit_live_term_set(runs, nullptr), predict);
   CHECK(exact.in_sample_sigma < 1e-9);
   CHECK(exact.loo_sigma < 1e-9);
 }

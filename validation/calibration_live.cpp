@@ -108,7 +108,7 @@ std::vector<CalibrationFile::FittedLive> fit_live_term_set(const std::vector<Liv
   return out;
 }
 
-LiveModelErrors live_model_errors(const std::vector<LiveRun>& runs,
+LiveModelErrors live_model_errors(const std::vector<LiveRun>& runs, const std::vector<CalibrationFile::FittedLive>& all,
                                   const std::function<double(std::size_t, const std::vector<CalibrationFile::FittedLive>&)>& predict) {
   LiveModelErrors e;
   auto add = [](double measured, double pred, double& sum2, int& n) {
@@ -118,7 +118,6 @@ LiveModelErrors live_model_errors(const std::vector<LiveRun>& runs,
     ++n;
     return x;
   };
-  const auto all = fit_live_term_set(runs, nullptr);
   double sum2 = 0;
   for (std::size_t i = 0; i < runs.size(); ++i) add(runs[i].measured_s, predict(i, all), sum2, e.runs);
   e.in_sample_sigma = e.runs > 0 ? std::sqrt(sum2 / e.runs) : 0.0;
@@ -196,7 +195,7 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
   file.live = fit_live_term_set(runs, &report);
   // the spread that is left, with the terms applied: in sample, and out of
   // sample (each shape predicted by the terms fitted without its runs), by the replay
-  const LiveModelErrors errors = live_model_errors(runs, [&](std::size_t i, const std::vector<CalibrationFile::FittedLive>& terms) {
+  const LiveModelErrors errors = live_model_errors(runs, file.live, [&](std::size_t i, const std::vector<CalibrationFile::FittedLive>& terms) {
     Calibration c = base;
     for (const auto& fl : terms) c.live_terms.push_back(fl.term);
     return predict(points[i], c).iteration_s.median;

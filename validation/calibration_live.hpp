@@ -43,15 +43,16 @@ struct LiveRun {
 std::vector<CalibrationFile::FittedLive> fit_live_term_set(const std::vector<LiveRun>& runs, std::ostream* report);
 
 // The model error left with the live terms, as RMS of log(measured /
-// predicted): in sample (the terms fitted on every run), and leave one
-// shape out (each shape's runs predicted by the terms fitted without them).
-// predict(i, terms) is run i's predicted iteration time with those terms.
+// predicted): in sample (with `all`, fit_live_term_set's terms on every
+// run), and leave one shape out (each shape's runs predicted by the terms
+// fitted without them). predict(i, terms) is run i's predicted iteration
+// time with those terms.
 struct LiveModelErrors {
   double in_sample_sigma = 0, loo_sigma = 0;
   int runs = 0, loo_runs = 0, shapes = 0;
   std::map<std::string, double> loo_rms_by_shape;
 };
-LiveModelErrors live_model_errors(const std::vector<LiveRun>& runs,
+LiveModelErrors live_model_errors(const std::vector<LiveRun>& runs, const std::vector<CalibrationFile::FittedLive>& all,
                                   const std::function<double(std::size_t, const std::vector<CalibrationFile::FittedLive>&)>& predict);
 
 // Fits file.live, file.model_error_sigma (leave one shape out: each shape's

@@ -425,46 +425,19 @@ void emit_validation(const ValidationPlan& p, const std::string& dir, const std:
 // Files are named relative to `dir` in the calibration, as the equivalent
 // `kanscale fit` command run in `dir` names them (its header records that
 // command).
-namespace {
-// A pytorch plan's calibration: PyTorch's op classes and gloo's collectives.
-void fit_torch_measured(const ValidationPlan& p, const std::string& dir) {
-  std::vector<std::string> ops, collectives;
-  for (int r = 0; r < p.rounds; ++r) ops.push_back(torch_ops_file(r));
-  for (int r = 0; r < p.rounds; ++r) collectives.push_back(allreduce_file("gloo", r));
-  if (!p.measure.broadcast.empty())
-    for (int r = 0; r < p.rounds; ++r) collectives.push_back(broadcast_file("gloo", r));
-  const std::string name = p.name + "-gloo";
-  std::string cmdline = "kanscale fit --name " + name + " --out " + calibration_out("gloo") + " --torch-ops";
-  for (const auto& f : ops) cmdline += " " + f;
-  cmdline += " --collectives";
-  for (const auto& f : collectives) cmdline += " " + f;
-  auto in_dir = [&](std::vector<std::string> files) {
-    for (auto& f : files) f = dir + "/" + f;
-    return files;
-  };
-  FitInputs in = read_fit_inputs({}, in_dir(collectives), {}, {}, {}, {}, in_dir(ops));
-  for (auto& f : in.torch_ops) f.path = f.path.substr(dir.size() + 1);
-  for (auto& f : in.collectives) f.path = f.path.substr(dir.size() + 1);
-  const std::string report = "results/fit-report-gloo.txt";
-  CalibrationFit fit;
-  try {
-    fit = fit_calibration(in, name);
-  } catch (const InputError& e) {
-    write_owned_files(dir, {{dir + "/" + report, std::string(e.what()) + "\n"}});
-    throw InputError(std::string("the fit failed on the rounds' measurements: ") + e.what());
-  }
-  write_owned_files(dir, {{dir + "/" + calibration_out("gloo"), write_calibration(fit.file, fit_header(cmdline))},
-                      {dir + "/" + report, fit.report + "wrote " + calibration_out("gloo") + "\n"}});
-}
-}  // namespace
-
 void fit_measured(const ValidationPlan& p, const std::string& dir) {
-  if (p.implementation == "pytorch") return fit_torch_measured(p, dir);
+  // a pytorch plan measures PyTorch's op classes (its one transport: gloo);
+  // a kanscale plan kanscale's kernels and the runtime's memory
+  const bool torch = !p.measure.torch_ops_plan.empty();
   for (const auto& t : p.measure.transports) {
-    std::vector<std::string> kernels, runtime, collectives, interference, progress;
-    for (int r = 0; r < p.rounds; ++r) kernels.push_back(kernels_file(r));
+    std::vector<std::string> kernels, runtime, collectives, interference, progress, torch_ops;
+    for (int r = 0; r < p.rounds; ++r) {
+      if (torch) torch_ops.push_back(torch_ops_file(r));
+      else kernels.push_back(kernels_file(r));
+    }
     if (p.measure.ranks > 1) {
-      for (int r = 0; r < p.rounds; ++r) runtime.push_back(runtime_file(r));
+      if (!torch)
+        for (int r = 0; r < p.rounds; ++r) runtime.push_back(runtime_file(r));
       for (int r = 0; r < p.rounds; ++r) collectives.push_back(allreduce_file(t, r));
       if (!p.measure.broadcast.empty())
         for (int r = 0; r < p.rounds; ++r) collectives.push_back(broadcast_file(t, r));
@@ -485,16 +458,19 @@ void fit_measured(const ValidationPlan& p, const std::string& dir) {
     list("--collectives", collectives);
     list("--interference", interference);
     list("--progress", progress);
+    list("--torch-ops", torch_ops);
     auto in_dir = [&](std::vector<std::string> files) {
       for (auto& f : files) f = dir + "/" + f;
       return files;
     };
-    FitInputs in = read_fit_inputs(in_dir(kernels), in_dir(collectives), in_dir(interference), {}, in_dir(runtime), in_dir(progress));
+    FitInputs in = read_fit_inputs(in_dir(kernels), in_dir(collectives), in_dir(interference), {}, in_dir(runtime), in_dir(progress),
+                                   in_dir(torch_ops));
     for (auto* records : {&in.kernels, &in.runtime_memory})
       for (auto& f : *records) f.path = f.path.substr(dir.size() + 1);
     for (auto& f : in.collectives) f.path = f.path.substr(dir.size() + 1);
     for (auto& f : in.interference) f.path = f.path.substr(dir.size() + 1);
     for (auto& f : in.progress) f.path = f.path.substr(dir.size() + 1);
+    for (auto& f : in.torch_ops) f.path = f.path.substr(dir.size() + 1);
     const std::string report = "results/fit-report-" + transport_tag(t) + ".txt";
     CalibrationFit fit;
     try {
