@@ -49,6 +49,14 @@ std::string matrix(const std::vector<std::vector<double>>& m) {
   o << "]";
   return o.str();
 }
+
+// {latency, bandwidth, cov} as read_alpha_beta (formats/config_files) reads it
+std::string alpha_beta_text(const AlphaBetaTerm& t) {
+  std::string s = "{latency: " + num(t.latency_s * 1e6, "us");
+  if (t.bandwidth_Bps) s += ", bandwidth: " + num(*t.bandwidth_Bps * 1e-9, "GB/s");
+  if (!t.cov.empty()) s += ", cov: " + matrix(t.cov);
+  return s + "}";
+}
 }  // namespace
 
 std::string fit_quality(const LinearFit& f, bool with_cov) {
@@ -125,12 +133,9 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
       if (!r.cov.empty()) y << ", cov: " << matrix(r.cov);
       y << "}   # " << (fr.fit ? fit_quality(*fr.fit, false) : "") << (fr.launch_fit ? " launch " + fit_quality(*fr.launch_fit, false) : "") << "\n";
     }
-    if (f.mpi_broadcast) {
-      y << "  mpi_broadcast: {latency: " << num(f.mpi_broadcast->latency_s * 1e6, "us");
-      if (f.mpi_broadcast->bandwidth_Bps) y << ", bandwidth: " << num(*f.mpi_broadcast->bandwidth_Bps * 1e-9, "GB/s");
-      if (!f.mpi_broadcast->cov.empty()) y << ", cov: " << matrix(f.mpi_broadcast->cov);
-      y << "}   # " << (f.mpi_broadcast_fit ? fit_quality(*f.mpi_broadcast_fit, false) : "") << "\n";
-    }
+    if (f.mpi_broadcast)
+      y << "  mpi_broadcast: " << alpha_beta_text(*f.mpi_broadcast) << "   # "
+        << (f.mpi_broadcast_fit ? fit_quality(*f.mpi_broadcast_fit, false) : "") << "\n";
     if (f.mpi_progress) {
       y << "  mpi_progress: {min_steps: " << f.mpi_progress->min_steps;
       if (f.mpi_progress->chunk_bytes > 0) y << ", chunk: \"" << static_cast<long long>(std::llround(f.mpi_progress->chunk_bytes)) << "B\"";
@@ -143,10 +148,7 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
       for (const auto& [name, term, fit] : {std::tuple{"allreduce", &f.gloo_allreduce, &f.gloo_allreduce_fit},
                                             std::tuple{"broadcast", &f.gloo_broadcast, &f.gloo_broadcast_fit}}) {
         if (!*term) continue;
-        y << "    " << name << ": {latency: " << num((*term)->latency_s * 1e6, "us");
-        if ((*term)->bandwidth_Bps) y << ", bandwidth: " << num(*(*term)->bandwidth_Bps * 1e-9, "GB/s");
-        if (!(*term)->cov.empty()) y << ", cov: " << matrix((*term)->cov);
-        y << "}   # " << (*fit ? fit_quality(**fit, false) : "") << "\n";
+        y << "    " << name << ": " << alpha_beta_text(**term) << "   # " << (*fit ? fit_quality(**fit, false) : "") << "\n";
       }
     }
     if (f.nccl) {

@@ -196,6 +196,15 @@ static void read_calibration_compute(YamlMap& m, Calibration& cal) {
   }
 }
 
+// {latency, bandwidth, cov}: an MPI broadcast's or a gloo collective's terms
+static AlphaBetaTerm read_alpha_beta(YamlMap& m) {
+  AlphaBetaTerm t;
+  t.latency_s = m.quantity("latency", Quantity::time, Bound::non_negative);
+  t.bandwidth_Bps = m.quantity_opt("bandwidth", Quantity::rate, Bound::positive);
+  if (auto cov = m.matrix_opt("cov", 2)) t.cov = *cov;
+  return t;
+}
+
 // collectives: NCCL's bus bandwidths and constants, MPI's regimes, broadcast and progress
 static void read_calibration_collectives(YamlMap& m, Calibration& cal) {
   if (auto col = m.map_opt("collectives")) {
@@ -238,24 +247,16 @@ static void read_calibration_collectives(YamlMap& m, Calibration& cal) {
     }
     if (auto b = col->map_opt("mpi_broadcast")) {
       cal.has_mpi_terms = true;
-      MpiBroadcast mb;
-      mb.latency_s = b->quantity("latency", Quantity::time, Bound::non_negative);
-      mb.bandwidth_Bps = b->quantity_opt("bandwidth", Quantity::rate, Bound::positive);
-      if (auto cov = b->matrix_opt("cov", 2)) mb.cov = *cov;
+      cal.mpi_broadcast = read_alpha_beta(*b);
       b->finish();
-      cal.mpi_broadcast = mb;
     }
     if (auto g = col->map_opt("gloo")) {
       for (const char* key : {"allreduce", "broadcast"}) {
         auto t = g->map_opt(key);
         if (!t) continue;
-        GlooTerm term;
-        term.latency_s = t->quantity("latency", Quantity::time, Bound::non_negative);
-        term.bandwidth_Bps = t->quantity_opt("bandwidth", Quantity::rate, Bound::positive);
-        if (auto cov = t->matrix_opt("cov", 2)) term.cov = *cov;
+        (std::string(key) == "allreduce" ? cal.gloo_allreduce : cal.gloo_broadcast) = read_alpha_beta(*t);
         t->ignore("fit");
         t->finish();
-        (std::string(key) == "allreduce" ? cal.gloo_allreduce : cal.gloo_broadcast) = term;
         cal.has_gloo_terms = true;
       }
       g->finish();

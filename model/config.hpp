@@ -168,14 +168,17 @@ struct MpiRegime {
   std::vector<std::vector<double>> cov{};
 };
 
-// An MPI broadcast measured on its own (kanscale measure broadcast): a
-// binomial tree of ceil(log2 n) steps, each latency + bytes / bandwidth.
-// Unset: the all-reduce regime's terms for the size.
-struct MpiBroadcast {
+// A fitted collective whose every step costs latency + bytes / bandwidth.
+struct AlphaBetaTerm {
   double latency_s = 0;
-  std::optional<double> bandwidth_Bps;
+  std::optional<double> bandwidth_Bps;     // unset: the link's
   std::vector<std::vector<double>> cov{};  // as MpiRegime's
 };
+
+// An MPI broadcast measured on its own (kanscale measure broadcast): a
+// binomial tree of ceil(log2 n) steps. Unset: the all-reduce regime's terms
+// for the size.
+using MpiBroadcast = AlphaBetaTerm;
 
 // How a non-blocking MPI collective progresses while its ranks compute
 // (kanscale bench progress): it moves in steps, max(min_steps, ceil(bytes /
@@ -208,14 +211,10 @@ struct TorchOpCost {
   double time_s(double calls, double elements) const { return calls * fixed_s + elements * element_s; }
 };
 
-// One alpha-beta collective term of the gloo family: gloo's ring all-reduce
-// (2(n-1) steps, 2(n-1)/n x bytes) or its binomial broadcast (ceil(log2 n)
-// steps of the whole message), each step latency + bytes / bandwidth.
-struct GlooTerm {
-  double latency_s = 0;
-  std::optional<double> bandwidth_Bps;  // unset: the link's
-  std::vector<std::vector<double>> cov{};
-};
+// One collective of the gloo family: gloo's ring all-reduce (2(n-1) steps,
+// 2(n-1)/n x bytes) or its binomial broadcast (ceil(log2 n) steps of the
+// whole message).
+using GlooTerm = AlphaBetaTerm;
 
 struct Calibration {
   std::string name;

@@ -66,12 +66,17 @@ Calibration draw_calibration(const Calibration& fitted, const Rng& rng, std::uin
     const std::vector<double> mean = alpha_beta_coefficients(r.latency_s, r.bandwidth_Bps);
     set_alpha_beta(r.latency_s, r.bandwidth_Bps, correlated_normal(mean, r.cov, normals(2)));
   }
-  if (cal.mpi_broadcast && !cal.mpi_broadcast->cov.empty()) {
-    MpiBroadcast& b = *cal.mpi_broadcast;
-    std::optional<double> latency = b.latency_s;
-    set_alpha_beta(latency, b.bandwidth_Bps, correlated_normal(alpha_beta_coefficients(latency, b.bandwidth_Bps), b.cov, normals(2)));
-    b.latency_s = *latency;
-  }
+  // an alpha-beta term with a covariance, drawn (a term of its own in the stream order either way)
+  auto draw_term = [&](std::optional<AlphaBetaTerm>& t) {
+    if (!t || t->cov.empty()) {
+      ++term;
+      return;
+    }
+    std::optional<double> latency = t->latency_s;
+    set_alpha_beta(latency, t->bandwidth_Bps, correlated_normal(alpha_beta_coefficients(latency, t->bandwidth_Bps), t->cov, normals(2)));
+    t->latency_s = latency.value_or(0.0);
+  };
+  if (cal.mpi_broadcast && !cal.mpi_broadcast->cov.empty()) draw_term(cal.mpi_broadcast);  // (no stream taken without one, as ever)
   // PyTorch's op classes: each class's (fixed, per element) from its covariance
   for (auto& [name, c] : cal.torch_ops) {
     if (c.cov.empty()) {
@@ -82,15 +87,8 @@ Calibration draw_calibration(const Calibration& fitted, const Rng& rng, std::uin
     c.fixed_s = x[0];
     c.element_s = x[1];
   }
-  for (auto* g : {&cal.gloo_allreduce, &cal.gloo_broadcast}) {
-    if (!*g || (*g)->cov.empty()) {
-      ++term;
-      continue;
-    }
-    std::optional<double> latency = (*g)->latency_s;
-    set_alpha_beta(latency, (*g)->bandwidth_Bps, correlated_normal(alpha_beta_coefficients(latency, (*g)->bandwidth_Bps), (*g)->cov, normals(2)));
-    (*g)->latency_s = latency.value_or(0.0);
-  }
+  draw_term(cal.gloo_allreduce);
+  draw_term(cal.gloo_broadcast);
   // the model error the live runs showed out of sample, and the run's own
   // drift: two independent factors on every compute op
   cal.compute_scale = rng.lognormal_mean_one(cal.model_error_sigma, 0x2000, draw) * rng.lognormal_mean_one(cal.drift_sigma, 0x2001, draw);
