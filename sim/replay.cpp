@@ -13,9 +13,13 @@ namespace {
 
 enum Stage : std::uint8_t { kPre, kWaitBcast, kMain, kWaitFinal, kTail, kDone };
 enum Kind : std::uint32_t { kWorkDone, kCollEnd };
+// An event's payload, 32 bits (the event core packs it beside the sequence
+// number): the kind in the top bit, the rank or collective below it.
 struct Payload {
-  std::uint32_t kind;
-  std::uint32_t id;  // rank or collective
+  std::uint32_t bits;
+  static Payload make(Kind kind, int id) { return Payload{(static_cast<std::uint32_t>(kind) << 31) | static_cast<std::uint32_t>(id)}; }
+  Kind kind() const { return static_cast<Kind>(bits >> 31); }
+  int id() const { return static_cast<int>(bits & 0x7FFFFFFFu); }
 };
 
 // How one iteration's work splits on the compute track.
@@ -25,6 +29,11 @@ struct IterPlan {
   double pre_work = 0, main_work = 0, tail_work = 0;
   std::vector<double> seg_end;             // cumulative main work at each segment end
   std::vector<std::vector<int>> ready_at;  // buckets complete at each segment end
+  // Buckets launch strictly in order once ready: after segment s's end a
+  // rank has launched buckets [0, launch_upto[s]), every bucket below that
+  // being complete by then (a function of the plan alone, so no rank keeps
+  // its own ready flags).
+  std::vector<int> launch_upto;
 };
 
 // Whether some collective of the plan moves in steps (progress by polls).
@@ -95,23 +104,39 @@ IterPlan make_plan(const ReplayInput& in, const PlannedBuckets& pb) {
     p.seg_end.push_back(p.main_work);
     p.ready_at.emplace_back();
   }
+  std::vector<char> ready(pb.buckets.size(), 0);
+  int next = 0;
+  for (const auto& at : p.ready_at) {
+    for (int b : at) ready[static_cast<std::size_t>(b)] = 1;
+    while (next < static_cast<int>(ready.size()) && ready[static_cast<std::size_t>(next)]) ++next;
+    p.launch_upto.push_back(next);
+  }
   return p;
 }
 
-struct RankState {
-  int iter = 0;
-  Stage stage = kPre;
-  int seg = 0;
-  int next_launch = 0;
+// Everything an event of rank r touches, in two adjacent cache lines (the
+// first holds what every work event reads): at tens of thousands of ranks the
+// events visit the ranks in no order and each separate per-rank array cost a
+// cache miss per event (issue 29). The iteration's compute and exposed times
+// are summed here and written to the result once, when the iteration ends.
+struct alignas(64) RankState {
   double factor = 1.0;      // this iteration's jitter
   double mult = 1.0;        // current slowdown (interference)
   double piece_start = 0;   // time the current piece of work began
   double work_left = 0;     // nominal seconds of work left in the current piece
-  double work_pos = 0;      // nominal work done in this stage so far
-  double wait_start = 0;
+  double compute_s = 0;     // this iteration's busy time so far
+  EventId pending = 0;
+  int iter = 0;
+  int seg = 0;
+  Stage stage = kPre;
   bool computing = false;  // a piece of work is scheduled
   bool launch_tail = false;  // the current piece is the last launches' CPU time
-  EventId pending = 0;
+  // second line
+  double work_pos = 0;      // nominal work done in this stage so far
+  double wait_start = 0;
+  double exposed_s = 0;     // this iteration's waits so far
+  int next_launch = 0;
+  int trace_slot = -1;      // index into pieces_, -1: not traced
 };
 
 struct Piece {
@@ -145,13 +170,11 @@ class Sim {
     }
     launch_time_.assign(colls_.size() * static_cast<std::size_t>(n_), 0.0);
     in_mpi_since_step_.assign(static_cast<std::size_t>(n_), 0);
-    max_buckets_ = static_cast<int>(std::max(in.first.buckets.size(), in.steady.buckets.size()));
-    ready_.assign(static_cast<std::size_t>(n_) * max_buckets_, 0);
     ranks_.resize(n_);
-    trace_slot_.assign(n_, -1);
+    main_computing_.assign(static_cast<std::size_t>(n_), 0);
     for (int r : in.trace_ranks) {
-      if (r >= 0 && r < n_ && trace_slot_[r] < 0) {
-        trace_slot_[r] = static_cast<int>(pieces_.size());
+      if (r >= 0 && r < n_ && ranks_[r].trace_slot < 0) {
+        ranks_[r].trace_slot = static_cast<int>(pieces_.size());
         pieces_.emplace_back();
         traced_.push_back(r);
       }
@@ -164,8 +187,15 @@ class Sim {
     for (int r = 0; r < n_; ++r) start_iteration(r, 0.0);
     while (!q_.empty()) {
       const auto e = q_.pop();
-      if (e.payload.kind == kWorkDone) work_done(static_cast<int>(e.payload.id), e.time);
-      else step_end(static_cast<int>(e.payload.id), e.time);
+      // the next event's rank, fetched while this one is handled (the
+      // ranks come in no order: at scale each is a cache miss)
+      if (Payload next{}; q_.peek(next) && next.kind() == kWorkDone) {
+        const RankState* ns = &ranks_[static_cast<std::size_t>(next.id())];
+        __builtin_prefetch(ns);
+        __builtin_prefetch(reinterpret_cast<const char*>(ns) + 64);
+      }
+      if (e.payload.kind() == kWorkDone) work_done(e.payload.id(), e.time);
+      else step_end(e.payload.id(), e.time);
     }
     for (int r = 0; r < n_; ++r)
       if (ranks_[r].stage != kDone) throw std::logic_error("replay deadlocked");
@@ -202,7 +232,8 @@ class Sim {
     double dur = s.work_left * s.factor * s.mult;
     if (s.stage == kTail) dur += in_.host_overhead_s;
     s.computing = true;
-    s.pending = q_.schedule(now + dur, Payload{kWorkDone, static_cast<std::uint32_t>(r)});
+    main_computing_[static_cast<std::size_t>(r)] = s.stage == kMain;
+    s.pending = q_.schedule(now + dur, Payload::make(kWorkDone, r));
   }
   void begin_work(int r, double work, double now) {
     RankState& s = ranks_[r];
@@ -213,11 +244,11 @@ class Sim {
   // Account for the piece that ends now; returns the work it did.
   void close_piece(int r, double now, double work_done) {
     RankState& s = ranks_[r];
-    result_.iterations[s.iter][r].compute_s += now - s.piece_start;
-    if (trace_slot_[r] >= 0) {
+    s.compute_s += now - s.piece_start;
+    if (s.trace_slot >= 0) {
       double t1 = now;
       if (s.stage == kTail) t1 -= in_.host_overhead_s;
-      pieces_[trace_slot_[r]].push_back(Piece{s.iter, s.stage, s.piece_start, t1, s.work_pos, s.work_pos + work_done});
+      pieces_[s.trace_slot].push_back(Piece{s.iter, s.stage, s.piece_start, t1, s.work_pos, s.work_pos + work_done});
     }
     s.work_pos += work_done;
   }
@@ -241,8 +272,8 @@ class Sim {
     s.stage = kPre;
     s.work_pos = 0;
     s.next_launch = 0;
-    std::fill(ready_.begin() + static_cast<std::ptrdiff_t>(r) * max_buckets_,
-              ready_.begin() + static_cast<std::ptrdiff_t>(r + 1) * max_buckets_, 0);
+    s.compute_s = 0;
+    s.exposed_s = 0;
     begin_work(r, plan(s.iter).pre_work, now);
   }
 
@@ -265,8 +296,8 @@ class Sim {
   void end_wait(int r, double now, const char* what) {
     RankState& s = ranks_[r];
     --waiting_;
-    result_.iterations[s.iter][r].exposed_s += now - s.wait_start;
-    if (trace_slot_[r] >= 0 && now > s.wait_start) {
+    s.exposed_s += now - s.wait_start;
+    if (s.trace_slot >= 0 && now > s.wait_start) {
       result_.trace.push_back(TraceSlice{r, 0, s.iter, what, "wait", s.wait_start, now, 0});
     }
   }
@@ -274,6 +305,7 @@ class Sim {
   void work_done(int r, double now) {
     RankState& s = ranks_[r];
     s.computing = false;
+    main_computing_[static_cast<std::size_t>(r)] = 0;
     close_piece(r, now, s.work_left);
     s.work_left = 0;
     const IterPlan& p = plan(s.iter);
@@ -295,12 +327,11 @@ class Sim {
           else poll(r, now);
           break;
         }
-        for (int b : p.ready_at[s.seg]) ready_[static_cast<std::size_t>(r) * max_buckets_ + b] = 1;
-        const int nb = static_cast<int>(p.pb->buckets.size());
         // Launch strictly in bucket order. Each launch call holds the
         // compute track for its own CPU time (MPI's non-blocking initiation).
         double launch_cpu = 0;
-        while (s.next_launch < nb && ready_[static_cast<std::size_t>(r) * max_buckets_ + s.next_launch]) {
+        const int upto = p.launch_upto[static_cast<std::size_t>(s.seg)];
+        while (s.next_launch < upto) {
           const int it = s.iter;
           const int b = s.next_launch++;
           launch(r, coll_index(it, b), now);
@@ -323,7 +354,10 @@ class Sim {
         break;
       }
       case kTail: {
-        result_.iterations[s.iter][r].end_s = now;
+        RankIteration& ri = result_.iterations[s.iter][r];
+        ri.end_s = now;
+        ri.compute_s = s.compute_s;
+        ri.exposed_s = s.exposed_s;
         if (s.iter + 1 < in_.iterations) {
           ++s.iter;
           start_iteration(r, now);
@@ -355,8 +389,10 @@ class Sim {
     if (comm_active_ == active) return;
     comm_active_ = active;
     if (in_.interference <= 0) return;
+    q_.begin_batch();
     for (int r = 0; r < n_; ++r)
-      if (ranks_[r].stage == kMain && ranks_[r].computing) reschedule(r, now);
+      if (main_computing_[static_cast<std::size_t>(r)]) reschedule(r, now);
+    q_.end_batch();
   }
 
   // A collective's first step needs no poll: the launch posted it (libnbc
@@ -378,7 +414,7 @@ class Sim {
   void start_step(int g, double now) {
     if (colls_[g].step_pending) set_comm_active(true, now);
     colls_[g].step_pending = false;
-    q_.schedule(now + colls_[g].duration_s / colls_[g].steps, Payload{kCollEnd, static_cast<std::uint32_t>(g)});
+    q_.schedule(now + colls_[g].duration_s / colls_[g].steps, Payload::make(kCollEnd, g));
   }
   void step_end(int g, double now) {
     Collective& c = colls_[g];
@@ -388,7 +424,7 @@ class Sim {
     }
     if (waiting_ == n_) {
       // every rank waits in MPI: the rest follow back to back, one event
-      q_.schedule(now + c.duration_s / c.steps * (c.steps - c.steps_done), Payload{kCollEnd, static_cast<std::uint32_t>(g)});
+      q_.schedule(now + c.duration_s / c.steps * (c.steps - c.steps_done), Payload::make(kCollEnd, g));
       c.steps_done = c.steps - 1;
       return;
     }
@@ -420,7 +456,7 @@ class Sim {
     for (int r = 0; r < n_; ++r) {
       const double busy_from = std::max(launch_time_[static_cast<std::size_t>(g) * n_ + r], prev_end);
       result_.iterations[it][r].comm_s += now - busy_from;
-      if (trace_slot_[r] >= 0) {
+      if (ranks_[r].trace_slot >= 0) {
         if (c.start_s > busy_from)
           result_.trace.push_back(TraceSlice{r, 1, it, "wait for peers: " + name, "comm_wait", busy_from, c.start_s, c.bytes});
         result_.trace.push_back(TraceSlice{r, 1, it, name + " (" + c.est->label() + ")", "comm", c.start_s, now, c.bytes});
@@ -492,6 +528,9 @@ class Sim {
   const IterPlan* plans_ = nullptr;  // first, steady
   EventQueue<Payload> q_;
   std::vector<RankState> ranks_;
+  // per rank: computing in the main stage (what a change of speed
+  // reschedules), scanned without touching every rank's state
+  std::vector<std::uint8_t> main_computing_;
   // The global collective sequence: per iteration [broadcast], buckets in order.
   struct Collective {
     int iter = 0;
@@ -507,14 +546,12 @@ class Sim {
   std::vector<Collective> colls_;
   std::vector<int> coll_offset_;       // per iteration: its first collective
   std::vector<double> launch_time_;    // [collective * ranks + rank]
-  std::vector<std::uint8_t> ready_;
-  int max_buckets_ = 0;
   bool comm_active_ = false;
   int active_ = -1;  // the collective in progress (the track runs one at a time)
   std::vector<char> in_mpi_since_step_;  // per rank, since its last step ended
   int in_mpi_count_ = 0;
   int waiting_ = 0;  // ranks in a wait stage (inside MPI)
-  std::vector<int> trace_slot_, traced_;
+  std::vector<int> traced_;
   std::vector<std::vector<Piece>> pieces_;
   ReplayResult result_;
 };

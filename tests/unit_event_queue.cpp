@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <vector>
 
@@ -49,6 +51,54 @@ TEST_CASE("cancelled events never surface; cancelling twice or after popping is 
   CHECK(q.pop().payload == 4);
   q.cancel(d);  // already consumed
   CHECK(q.empty());
+}
+
+// The 4-ary heap, its batches and its rebuilds against a plain reference:
+// every live event sorted by (time, sequence). Times on a coarse grid so that
+// ties are common; a third of the events cancelled; batches of every size
+// (a small one is placed event by event, a large one rebuilds the heap).
+TEST_CASE("random schedules, cancels and batches pop in (time, sequence) order") {
+  EventQueue<int> q;
+  Rng rng(7);
+  struct Ref {
+    double time;
+    EventId seq;
+    int payload;
+  };
+  std::vector<Ref> live;
+  std::vector<int> got, want;
+  int next_payload = 0;
+  std::uint64_t draw = 0;
+  for (int round = 0; round < 60; ++round) {
+    const bool batch = round % 3 != 0;
+    const int n = 1 + static_cast<int>(rng.uniform(1, draw++) * (round % 5 == 0 ? 2000 : 40));
+    if (batch) q.begin_batch();
+    for (int i = 0; i < n; ++i) {
+      const double t = q.now() + std::floor(rng.uniform(2, draw++) * 50.0);
+      const EventId id = q.schedule(t, next_payload);
+      live.push_back(Ref{t, id, next_payload++});
+      if (rng.uniform(3, draw++) < 0.33) {  // cancel a random live one
+        const std::size_t k = static_cast<std::size_t>(rng.uniform(4, draw++) * static_cast<double>(live.size()));
+        q.cancel(live[k].seq);
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+    }
+    if (batch) q.end_batch();
+    // pop half of what is live, checking against the reference's order
+    std::sort(live.begin(), live.end(), [](const Ref& a, const Ref& b) { return a.time < b.time || (a.time == b.time && a.seq < b.seq); });
+    const std::size_t pops = live.size() / 2;
+    for (std::size_t i = 0; i < pops; ++i) {
+      const auto e = q.pop();
+      got.push_back(e.payload);
+      want.push_back(live[i].payload);
+      CHECK(e.time == live[i].time);
+    }
+    live.erase(live.begin(), live.begin() + static_cast<std::ptrdiff_t>(pops));
+  }
+  while (!q.empty()) got.push_back(q.pop().payload);
+  for (const auto& r : live) want.push_back(r.payload);
+  CHECK(got.size() > 5000);
+  CHECK(got == want);
 }
 
 TEST_CASE("no time travel: scheduling before now is refused") {
