@@ -191,7 +191,7 @@ void read_unknowns(YamlMap& m, StudySpec& s) {
 namespace {
 
 // One swept key: its values as text, and how a value changes a scenario.
-struct Axis {
+struct SweepAxis {
   std::string key;
   std::vector<std::string> values;
   std::function<void(Scenario&, std::size_t)> apply;
@@ -297,13 +297,13 @@ void read_study_clusters(YamlMap& m, StudySpec& s, const std::string& calibratio
 }
 
 // sweep.gpus and every swept setting (settings(), in the table's order)
-std::vector<Axis> read_sweep(YamlMap& sw, StudySpec& s) {
+std::vector<SweepAxis> read_sweep(YamlMap& sw, StudySpec& s) {
   for (auto g : sw.integer_list("gpus", 1, 1, kMaxGpus)) {
     if (std::find(s.gpus.begin(), s.gpus.end(), static_cast<int>(g)) != s.gpus.end())
       sw.fail_item("gpus", s.gpus.size(), std::to_string(g) + " is given twice");
     s.gpus.push_back(static_cast<int>(g));
   }
-  std::vector<Axis> axes;
+  std::vector<SweepAxis> axes;
   auto net = sw.map_opt("network");  // sweep.network.KEY: the settings network.KEY
   for (const Setting& st : settings()) {
     if (!(st.uses & kSweep)) continue;
@@ -324,7 +324,7 @@ std::vector<Axis> read_sweep(YamlMap& sw, StudySpec& s) {
       continue;
     }
     std::vector<SettingValue> values;
-    Axis axis{key, {}, nullptr};
+    SweepAxis axis{key, {}, nullptr};
     for (std::size_t i = 0; i < texts.size(); ++i) {
       try {
         values.push_back(parse_setting(st, texts[i]));
@@ -383,7 +383,7 @@ void read_published(YamlMap& m, StudySpec& s) {
 }
 
 // clusters x every axis, counted before any scenario is made; the swept keys
-void count_scenarios(YamlMap& m, YamlMap& sw, StudySpec& s, const std::vector<Axis>& axes) {
+void count_scenarios(YamlMap& m, YamlMap& sw, StudySpec& s, const std::vector<SweepAxis>& axes) {
   {  // the scenarios are counted before any is made: clusters x every axis, checked
     std::int64_t n = static_cast<std::int64_t>(s.clusters.size());
     std::string product = std::to_string(s.clusters.size()) + " cluster(s)";
@@ -405,7 +405,7 @@ void count_scenarios(YamlMap& m, YamlMap& sw, StudySpec& s, const std::vector<Ax
 
 }
 
-void expand_scenarios(StudySpec& s, const std::vector<Axis>& axes) {
+void expand_scenarios(StudySpec& s, const std::vector<SweepAxis>& axes) {
   // clusters x axes, the last axis fastest
   for (std::size_t c = 0; c < s.clusters.size(); ++c) {
     std::vector<std::size_t> idx(axes.size(), 0);
@@ -503,7 +503,7 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
   if (implementation_override) s.workload.implementation = *implementation_override;
   read_study_clusters(m, s, calibration_override);
   YamlMap sw = m.map("sweep");
-  const std::vector<Axis> axes = read_sweep(sw, s);
+  const std::vector<SweepAxis> axes = read_sweep(sw, s);
   sw.finish();
   read_unknowns(m, s);
   read_published(m, s);

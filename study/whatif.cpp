@@ -26,7 +26,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string pct(double fraction) { return printf_number("%.0f%%", 100 * fraction); }
+std::string whole_pct(double fraction) { return printf_number("%.0f%%", 100 * fraction); }
 
 std::string cell_text(const json& v, const std::string& kind, const std::string& unit = "") {
   if (v.is_null()) return "-";
@@ -104,8 +104,8 @@ std::string few_iterations(const ScalingPoint& p) {
 // The median iteration split into compute and exposed communication.
 std::string breakdown(const ScalingPoint& p) {
   const double it = p.iteration_s.median, cp = p.compute_s.median, ex = p.exposed_s.median;
-  std::string s = "iteration " + format_time(it) + ": compute " + format_time(cp) + " (" + pct(cp / it) +
-                  "), exposed communication " + format_time(ex) + " (" + pct(ex / it) + ")";
+  std::string s = "iteration " + format_time(it) + ": compute " + format_time(cp) + " (" + whole_pct(cp / it) +
+                  "), exposed communication " + format_time(ex) + " (" + whole_pct(ex / it) + ")";
   const double rest = it - cp - ex;
   if (rest > 1e-3 * it) s += ", waiting for slower ranks " + format_time(rest);
   s += "; dominant: " + std::string(cp >= ex ? "compute" : "exposed communication");
@@ -498,8 +498,8 @@ WhatifAnswer whatif_model(const WhatifBase& b, const ModelQuery& q) {
     const double act = t.m.activations_bytes + t.m.transient_bytes + t.m.batch_bytes;
     const double other = t.m.peak_bytes - state - act;
     a.reasoning.push_back("at " + std::to_string(good) + ": parameters, gradients, DDP buckets and Adam's moments " +
-                          format_bytes(state) + " (" + pct(state / t.m.peak_bytes) + "), activations and temporaries " +
-                          format_bytes(act) + " (" + pct(act / t.m.peak_bytes) + "), runtime, grids and library copies " +
+                          format_bytes(state) + " (" + whole_pct(state / t.m.peak_bytes) + "), activations and temporaries " +
+                          format_bytes(act) + " (" + whole_pct(act / t.m.peak_bytes) + "), runtime, grids and library copies " +
                           format_bytes(other) + "; dominant: " +
                           (state >= act && state >= other ? "model state (grows with the parameters)"
                            : act >= other                 ? "activations (grow with the batch)"
@@ -593,7 +593,7 @@ WhatifAnswer whatif_bucket_cap(const WhatifBase& b, const BucketQuery& q) {
         continue;
       std::string line = "the workload's own setting (" + format_bytes(settings[i].first) +
                          (settings[i].second ? ", view" : ", no view") + ") takes " + format_time(pts[i].iteration_s.median) +
-                         ", " + pct(pts[i].iteration_s.median / p.iteration_s.median - 1) + " longer";
+                         ", " + whole_pct(pts[i].iteration_s.median / p.iteration_s.median - 1) + " longer";
       for (std::size_t j = 0; j < pts.size(); ++j)
         if (settings[j].first == settings[i].first && settings[j].second != settings[i].second)
           line += "; with gradient_as_bucket_view " + std::string(settings[j].second ? "on" : "off") + " alone: " +

@@ -22,15 +22,14 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "process.hpp"
 #include "temp_dir.hpp"
+#include "paths.hpp"
 
 namespace {
-
-const std::string kSrc = KANSCALE_SOURCE_DIR;
-const std::string kExe = KANSCALE_EXE;
 
 std::string read_file(const std::string& p) {
   std::ifstream in(p, std::ios::binary);
@@ -194,17 +193,24 @@ std::vector<std::string> with(std::vector<std::string> a, std::vector<std::strin
 
 const std::string kGoodCsv = "x0,x1\n0.5,0.1\n";
 
-std::vector<Case> catalogue() {
-  const std::string C = "cluster.yaml", W = "workload.yaml", K = "calibration.yaml", P = "plan.yaml";
-  const std::string VP = "plan.yaml";
-  // validation plans name their files relative to the working directory:
-  // here, absolute paths to the shipped ones
-  const std::string vplan = sub(sub(kVPlan, "configs/clusters/local-cpu.yaml", kSrc + "/configs/clusters/local-cpu.yaml"),
-                                "configs/measure/cpu-ci.yaml", kSrc + "/configs/measure/cpu-ci.yaml");
-  const std::vector<File> ok_csv = {{"x.csv", kGoodCsv}};
-  auto st = [&](const std::string& bytes) { return std::vector<File>{{"m.safetensors", bytes}, {"x.csv", kGoodCsv}}; };
+// The catalogue in parts, a function a section: one brace list of every
+// case made one function that took GCC 37 s to compile, most of it in
+// the exception-handling and inlining passes, whose cost grows faster
+// than the function (issue 29).
+const std::string C = "cluster.yaml", W = "workload.yaml", K = "calibration.yaml", P = "plan.yaml";
+const std::string VP = "plan.yaml";
+// validation plans name their files relative to the working directory:
+// here, absolute paths to the shipped ones
+std::string validation_plan() {
+  return sub(sub(kVPlan, "configs/clusters/local-cpu.yaml", kSrc + "/configs/clusters/local-cpu.yaml"), "configs/measure/cpu-ci.yaml",
+             kSrc + "/configs/measure/cpu-ci.yaml");
+}
+const std::vector<File> ok_csv = {{"x.csv", kGoodCsv}};
+std::vector<File> st(const std::string& bytes) { return std::vector<File>{{"m.safetensors", bytes}, {"x.csv", kGoodCsv}}; }
+
+// cluster YAML
+std::vector<Case> catalogue_part1() {
   return {
-      // ------------------------------------------------------------ cluster YAML
       {"cluster: huge gpus_per_node", "cluster", {{C, sub(kCluster, "gpus_per_node: 2", "gpus_per_node: 99999999999")}}, sim_cluster(),
        {"cluster.yaml:", "gpus_per_node", "at most"}},
       {"cluster: nodes past int64", "cluster", {{C, sub(kCluster, "nodes: 64", "nodes: 99999999999999999999999")}}, sim_cluster(),
@@ -233,7 +239,12 @@ std::vector<Case> catalogue() {
       {"cluster: a directory", "cluster", {}, {"simulate", "--cluster", "{d}", "--workload", "{src}/configs/workloads/default.yaml"},
        {"is a directory"}},
 
-      // ------------------------------------------------------------ calibration: covariances and live terms
+  };
+}
+
+// calibration: covariances and live terms
+std::vector<Case> catalogue_part2() {
+  return {
       {"calibration: cov with one row for two terms", "calibration",
        {{K, sub(kLiveCalibration, "cov: [[3.62049e-13, -2.47632e-16], [-2.47632e-16, 5.61651e-19]]", "cov: [[3.62049e-13, -2.47632e-16]]")}},
        sim_calibration(), {"calibration.yaml:", "cov"}},
@@ -254,7 +265,12 @@ std::vector<Case> catalogue() {
       {"calibration: unknown key in live", "calibration", {{K, sub(kLiveCalibration, "  terms:", "  termz:")}}, sim_calibration(),
        {"calibration.yaml:", "termz"}},
 
-      // ------------------------------------------------------------ calibrate plan: measure.live
+  };
+}
+
+// calibrate plan: measure.live
+std::vector<Case> catalogue_part3() {
+  return {
       {"calibrate: progress sizes with an empty item", "calibrate", {{P, sub(kCalibratePlan, "progress: \"64KiB,1MiB\"", "progress: \"64KiB,,1MiB\"")}},
        calibrate_plan(), {"plan.yaml", "progress"}},
       {"calibrate: progress size without a unit", "calibrate", {{P, sub(kCalibratePlan, "progress: \"64KiB,1MiB\"", "progress: \"64KiB,big\"")}},
@@ -276,7 +292,12 @@ std::vector<Case> catalogue() {
       {"calibrate: rounds zero", "calibrate", {{P, kCalibratePlan}}, {"calibrate", "{d}/plan.yaml", "--out", "{d}/out", "--rounds", "0"},
        {"--rounds"}},
 
-      // ------------------------------------------------------------ study YAML
+  };
+}
+
+// study YAML
+std::vector<Case> catalogue_part4() {
+  return {
       {"study: a name with a backtick (gnuplot would run it)", "study", {{"study.yaml", sub(kStudy, "name: small", "name: \"x`reboot`\"")}},
        study_file(), {"study.yaml:", "'name'", "plots cannot show"}},
       {"study: a cluster label with $( )", "study",
@@ -343,7 +364,12 @@ std::vector<Case> catalogue() {
        {{"study.yaml", kStudy + "published: {source: x, gpus: 8, efficiency_pct: 120}\n"}}, study_file(),
        {"study.yaml:", "efficiency_pct"}},
 
-      // ------------------------------------------------------------ whatif
+  };
+}
+
+// whatif
+std::vector<Case> catalogue_part5() {
+  return {
       {"whatif: unknown query", "whatif", {}, with(whatif_q("fly"), {"--gpus", "8"}), {"unknown query 'fly'"}},
       {"whatif gpus: no budget", "whatif", {}, whatif_q("gpus"), {"--budget"}},
       {"whatif gpus: budget in fortnights", "whatif", {}, with(whatif_q("gpus"), {"--budget", "2fortnights"}), {"--budget", "2fortnights"}},
@@ -368,7 +394,12 @@ std::vector<Case> catalogue() {
       {"whatif bucket-cap: a cap that is not a size", "whatif", {}, with(whatif_q("bucket-cap"), {"--caps", "1MiB,lots"}),
        {"--caps", "lots"}},
 
-      // ------------------------------------------------------------ workload YAML
+  };
+}
+
+// workload YAML
+std::vector<Case> catalogue_part6() {
+  return {
       {"workload: width past int", "workload", {{W, sub(kWorkload, "[64, 256, 256, 1]", "[4294967298, 5, 1]")}}, sim_workload(),
        {"workload.yaml:", "kan.widths[0]", "at most"}},
       {"workload: widths in billions", "workload", {{W, sub(kWorkload, "[64, 256, 256, 1]", "[2000000000, 2000000000, 1]")}},
@@ -399,7 +430,12 @@ std::vector<Case> catalogue() {
       {"workload: widths not a list", "workload", {{W, sub(kWorkload, "[64, 256, 256, 1]", "64")}}, sim_workload(),
        {"workload.yaml:", "kan.widths", "list"}},
 
-      // ------------------------------------------------------------ calibration YAML
+  };
+}
+
+// calibration YAML
+std::vector<Case> catalogue_part7() {
+  return {
       {"calibration: concurrency past int", "calibration", {{K, sub(kCalibration, "concurrency: 2", "concurrency: 2147483648")}},
        sim_calibration(), {"calibration.yaml:", "concurrency", "at most"}},
       {"calibration: jitter above 1", "calibration", {{K, subval(kCalibration, "jitter_sigma: ", "3")}},
@@ -421,7 +457,12 @@ std::vector<Case> catalogue() {
       {"calibration: memory size overflows", "calibration", {{K, subval(kCalibration, "\n  fixed: ", "\"1e300PiB\"")}},
        sim_calibration(), {"calibration.yaml:", "memory.fixed"}},
 
-      // ------------------------------------------------------------ measurement plans (configs/measure)
+  };
+}
+
+// measurement plans (configs/measure)
+std::vector<Case> catalogue_part8() {
+  return {
       {"measure plan: G past int", "measure-plan", {{P, sub(kPlan, "[8, 16, 128, 5, 3]", "[8, 16, 128, 4294967301, 3]")}},
        measure_plan(), {"plan.yaml:", "shapes[0]", "at most"}},
       {"measure plan: batch past int64", "measure-plan", {{P, sub(kPlan, "[8, 16, 128, 5, 3]", "[99999999999999999999, 16, 128, 5, 3]")}},
@@ -446,7 +487,13 @@ std::vector<Case> catalogue() {
       {"measure plan: entry not an integer", "measure-plan", {{P, sub(kPlan, "[8, 16, 128, 5, 3]", "[8, 16, x, 5, 3]")}},
        measure_plan(), {"plan.yaml:", "shapes[0]", "integer"}},
 
-      // ------------------------------------------------------------ validation plans (validation/plans)
+  };
+}
+
+// validation plans (validation/plans)
+std::vector<Case> catalogue_part9() {
+  const std::string vplan = validation_plan();
+  return {
       {"validation plan: huge rounds", "validation-plan", {{VP, sub(vplan, "rounds: 3", "rounds: 4294967296")}}, validate_plan(),
        {"plan.yaml:", "rounds", "at most"}},
       {"validation plan: rounds past the limit", "validation-plan", {{VP, sub(vplan, "rounds: 3", "rounds: 2147483647")}},
@@ -461,7 +508,13 @@ std::vector<Case> catalogue() {
        validate_plan(), {"plan.yaml:", "cases.bucket_caps[0]"}},
       {"validation plan: bucket cap overflows", "validation-plan", {{VP, sub(vplan, "\"1MiB\"", "\"1e308PiB\"")}}, validate_plan(),
        {"plan.yaml:", "cases.bucket_caps[0]"}},
-      // ------------------------------------------------------------ validation plans with PyTorch cases
+  };
+}
+
+// validation plans with PyTorch cases
+std::vector<Case> catalogue_part10() {
+  const std::string vplan = validation_plan();
+  return {
       {"pytorch plan: MPI transports", "plan-pytorch", {{VP, sub(kTorchPlan, "bucket_caps: [\"1MiB\"]", "bucket_caps: [\"1MiB\"]\n  transports: [shm]")}},
        validate_plan(), {"plan.yaml:", "cases.transports", "gloo"}},
       {"pytorch plan: srun", "plan-pytorch", {{VP, sub(kTorchPlan, "backend: cpu", "backend: cpu\nlauncher: srun")}}, validate_plan(),
@@ -488,7 +541,12 @@ std::vector<Case> catalogue() {
       {"validation plan: measure ranks past int", "validation-plan", {{VP, sub(vplan, "ranks: 2\n", "ranks: 9999999999\n")}},
        validate_plan(), {"plan.yaml:", "calibration.measure.ranks", "at most"}},
 
-      // ------------------------------------------------------------ measurement JSON (fit inputs, resume files)
+  };
+}
+
+// measurement JSON (fit inputs, resume files)
+std::vector<Case> catalogue_part11() {
+  return {
       {"json: size_bytes as text", "measurement-json", {{"m.json", jset(kAllreduce, "/points/0/size_bytes", "\"8\"")}},
        fit_with("--collectives"), {"m.json", "size_bytes"}},
       {"json: point lacks time", "measurement-json", {{"m.json", jset(kAllreduce, "/points/0/out_of_place/time_us", "")}},
@@ -518,7 +576,12 @@ std::vector<Case> catalogue() {
        {"measure", "allreduce", "-b", "8", "-e", "64M", "-f", "2", "-n", "20", "-w", "5", "--nonblocking", "--resume", "{d}/m.json"},
        {"m.json"}},
 
-      // ------------------------------------------------------------ eval's CSV
+  };
+}
+
+// eval's CSV
+std::vector<Case> catalogue_part12() {
+  return {
       {"csv: too few columns", "csv", {{"x.csv", "x0,x1\n0.5\n"}}, eval_csv(), {"x.csv:2", "2"}},
       {"csv: too many columns", "csv", {{"x.csv", "x0,x1\n0.5,0.1,0.7\n"}}, eval_csv(), {"x.csv:2"}},
       {"csv: trailing comma", "csv", {{"x.csv", "x0,x1\n0.5,0.1,\n"}}, eval_csv(), {"x.csv:2", "comma"}},
@@ -532,7 +595,12 @@ std::vector<Case> catalogue() {
       {"csv: a directory", "csv", {}, {"eval", "--checkpoint", "{ckpt}", "--input", "{d}"}, {"is a directory"}},
       {"csv: missing", "csv", {}, eval_csv(), {"x.csv", "cannot open"}},
 
-      // ------------------------------------------------------------ nccl-tests logs
+  };
+}
+
+// nccl-tests logs
+std::vector<Case> catalogue_part13() {
+  return {
       {"log: size past int64", "nccl-log", {{"run.log", sub(kLog, "           8             2     float", "99999999999999999999999             2     float")}},
        fit_log(), {"run.log:", "size"}},
       {"log: count past int64", "nccl-log", {{"run.log", sub(kLog, "           8             2     float", "           8 99999999999999999999999     float")}},
@@ -547,7 +615,12 @@ std::vector<Case> catalogue() {
       {"log: negative time", "nccl-log", {{"run.log", sub(kLog, "135.8    0.00", "-135.8    0.00")}}, fit_log(), {"run.log:"}},
       {"log: a directory", "nccl-log", {}, {"fit", "--nccl-tests", "{d}", "--out", "{d}/out.yaml"}, {"is a directory"}},
 
-      // ------------------------------------------------------------ safetensors checkpoints (eval --checkpoint)
+  };
+}
+
+// safetensors checkpoints (eval --checkpoint)
+std::vector<Case> catalogue_part14() {
+  return {
       {"safetensors: metadata claims wide layers", "safetensors", st(st_meta("kan_widths", "2,100000000,1")), eval_st(),
        {"m.safetensors", "kan_widths"}},
       {"safetensors: width past int", "safetensors", st(st_meta("kan_widths", "2,4294967301,1")), eval_st(),
@@ -570,7 +643,12 @@ std::vector<Case> catalogue() {
       {"safetensors: truncated", "safetensors", st(read_file(checkpoint().model).substr(0, 100)), eval_st(), {"m.safetensors"}},
       {"safetensors: a directory", "safetensors", {}, {"eval", "--checkpoint", "{d}", "--input", "{d}/x.csv"}, {"is a directory"}},
 
-      // ------------------------------------------------------------ flags: simulate
+  };
+}
+
+// flags: simulate
+std::vector<Case> catalogue_part15() {
+  return {
       {"simulate: --iterations huge", "flags-simulate", {}, sim({"--iterations", "2147483647"}), {"--iterations", "1000"}},
       {"simulate: --iterations past int", "flags-simulate", {}, sim({"--iterations", "99999999999"}), {"--iterations"}},
       {"simulate: --gpus past the limit", "flags-simulate", {}, sim({"--gpus", "99999999999"}), {"--gpus"}},
@@ -586,7 +664,12 @@ std::vector<Case> catalogue() {
       {"simulate: --json a directory", "flags-simulate", {}, {"simulate", "--cluster", "{src}/configs/clusters/finisterrae3.yaml",
        "--workload", "{src}/configs/workloads/default.yaml", "--json", "{d}"}, {"--json", "directory"}},
 
-      // ------------------------------------------------------------ train: PyTorch DDP runs (implementation: pytorch)
+  };
+}
+
+// train: PyTorch DDP runs (implementation: pytorch)
+std::vector<Case> catalogue_part16() {
+  return {
       {"pytorch: --python missing", "train-pytorch", {{"w.yaml", kTorchWorkload}},
        {"train", "--workload", "{d}/w.yaml", "--python", "{d}/no-python"}, {"--python {d}/no-python: no such file", "python3-torch"}},
       {"pytorch: --python a directory", "train-pytorch", {{"w.yaml", kTorchWorkload}},
@@ -633,7 +716,12 @@ std::vector<Case> catalogue() {
        {"train", "--workload", "{src}/configs/workloads/pykan-exp-sin.yaml", "--ranks", "2"},
        {"--ranks: only for a workload with implementation: pytorch"}},
 
-      // ------------------------------------------------------------ flags: train
+  };
+}
+
+// flags: train
+std::vector<Case> catalogue_part17() {
+  return {
       {"train: --steps zero", "flags-train", {}, {"train", "--workload", "{src}/configs/workloads/pykan-exp-sin.yaml", "--steps", "0"},
        {"--steps"}},
       {"train: --steps past int64", "flags-train", {},
@@ -659,7 +747,12 @@ std::vector<Case> catalogue() {
        {"train", "--workload", "{src}/configs/workloads/pykan-exp-sin.yaml", "--memory-limit", "64"}, {"--memory-limit"}},
       {"train: --workload missing", "flags-train", {}, {"train", "--steps", "3"}, {"--workload"}},
 
-      // ------------------------------------------------------------ flags: eval
+  };
+}
+
+// flags: eval
+std::vector<Case> catalogue_part18() {
+  return {
       {"eval: --checkpoint missing", "flags-eval", ok_csv, {"eval", "--input", "{d}/x.csv"}, {"--checkpoint"}},
       {"eval: --input missing", "flags-eval", {}, {"eval", "--checkpoint", "{ckpt}"}, {"--input"}},
       {"eval: --threads zero", "flags-eval", ok_csv, with(eval_csv(), {"--threads", "0"}), {"--threads"}},
@@ -671,7 +764,12 @@ std::vector<Case> catalogue() {
       {"eval: checkpoint missing", "flags-eval", ok_csv, {"eval", "--checkpoint", "{d}/none.safetensors", "--input", "{d}/x.csv"},
        {"none.safetensors"}},
 
-      // ------------------------------------------------------------ flags: measure
+  };
+}
+
+// flags: measure
+std::vector<Case> catalogue_part19() {
+  return {
       {"measure: -e 1e20 bytes", "flags-measure", {}, {"measure", "allreduce", "-b", "8", "-e", "100000000000000000000"}, {"-e"}},
       {"measure: -f just above 1", "flags-measure", {}, {"measure", "allreduce", "-b", "8", "-e", "1G", "-f", "1.0000001"}, {"-f"}},
       {"measure: -n zero", "flags-measure", {}, {"measure", "allreduce", "-n", "0"}, {"-n"}},
@@ -693,7 +791,12 @@ std::vector<Case> catalogue() {
        {"measure", "kernels", "--threads", "100000000", "--json", "{d}/out.json"}, {"--threads"}},
       {"measure: unknown collective", "flags-measure", {}, {"measure", "alltoall"}, {"alltoall"}},
 
-      // ------------------------------------------------------------ validate --repeatability
+  };
+}
+
+// validate --repeatability
+std::vector<Case> catalogue_part20() {
+  return {
       {"repeatability: a run not JSON", "validate-repeat", {{"a.json", "{\"plan\": "}, {"b.json", kRun}}, repeat_runs(),
        {"a.json", "not JSON"}},
       {"repeatability: a run without cases", "validate-repeat", {{"a.json", sub(kRun, "\"cases\"", "\"rows\"")}, {"b.json", kRun}},
@@ -727,7 +830,12 @@ std::vector<Case> catalogue() {
       {"repeatability: with --collect", "validate-repeat", {{"a.json", kRun}, {"b.json", kRun}},
        with(repeat_runs(), {"--collect", "{d}"}), {"--repeatability"}},
 
-      // ------------------------------------------------------------ flags: fit
+  };
+}
+
+// flags: fit
+std::vector<Case> catalogue_part21() {
+  return {
       {"fit: nothing to fit", "flags-fit", {}, {"fit", "--out", "{d}/out.yaml"}, {"--kernels"}},
       {"fit: --out missing", "flags-fit", {}, {"fit", "--collectives", "{src}/configs/calibrations/local-cpu/allreduce-np2.json"},
        {"--out"}},
@@ -755,7 +863,12 @@ std::vector<Case> catalogue() {
        {"fit", "--collectives", "{src}/configs/calibrations/local-cpu/allreduce-np2.json", "--runtime-memory", "{d}/m.json", "--out",
         "{d}/out.yaml"}, {"m.json"}},
 
-      // ------------------------------------------------------------ flags: model
+  };
+}
+
+// flags: model
+std::vector<Case> catalogue_part22() {
+  return {
       {"model: --bytes 1e20 overflows nothing", "flags-model", {},
        {"model", "allreduce", "--cluster", "{src}/configs/clusters/finisterrae3.yaml", "--bytes", "1e309B"}, {"--bytes"}},
       {"model: --bytes without unit", "flags-model", {},
@@ -776,7 +889,13 @@ std::vector<Case> catalogue() {
       {"model: --cluster missing", "flags-model", {}, {"model", "allreduce"}, {"--cluster"}},
       {"model: unknown query", "flags-model", {}, {"model", "broadcast"}, {"model"}},
 
-      // ------------------------------------------------------------ flags: validate
+  };
+}
+
+// flags: validate
+std::vector<Case> catalogue_part23() {
+  const std::string vplan = validation_plan();
+  return {
       {"validate: plan missing", "flags-validate", {}, {"validate", "{d}/none.yaml", "--emit", "{d}/emit"}, {"none.yaml"}},
       {"validate: plan a directory", "flags-validate", {}, {"validate", "{d}", "--emit", "{d}/emit"}, {"is a directory"}},
       {"validate: no plan", "flags-validate", {}, {"validate"}, {"validate"}},
@@ -798,7 +917,12 @@ std::vector<Case> catalogue() {
       {"validate: --calibration missing", "flags-validate", {{VP, vplan}},
        {"validate", "{d}/plan.yaml", "--emit", "{d}/e", "--calibration", "{d}/none.yaml"}, {"none.yaml"}},
 
-      // ------------------------------------------------------------ flags: bench
+  };
+}
+
+// flags: bench
+std::vector<Case> catalogue_part24() {
+  return {
       {"bench sim: --gpus huge", "flags-bench", {}, {"bench", "sim", "--cluster", "{src}/configs/clusters/dgx-a100.yaml", "--workload",
        "{src}/configs/workloads/bench-4layer.yaml", "--gpus", "10000000"}, {"--gpus", "1048576"}},
       {"bench sim: --repeat huge", "flags-bench", {}, {"bench", "sim", "--cluster", "{src}/configs/clusters/dgx-a100.yaml", "--workload",
@@ -827,7 +951,13 @@ std::vector<Case> catalogue() {
        {"bench", "progress", "--sizes", "1KiB,2KiB,3KiB,4KiB,5KiB,6KiB,7KiB,8KiB,9KiB,10KiB,11KiB", "--polls",
         "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1,1.1,1.2,1.3,1.4,1.5,1.6,1.7,1.8"}, {"--sizes x --polls", "200"}},
       {"bench progress: --json a directory", "flags-bench", {}, {"bench", "progress", "--json", "{d}"}, {"--json"}},
-      // ------------------------------------------------------------ the second round (issue 23): data loss
+  };
+}
+
+// the second round (issue 23): data loss
+std::vector<Case> catalogue_part25() {
+  const std::string vplan = validation_plan();
+  return {
       {"loss: study --out the folder of the study file", "loss",
        {{"in/s.yaml", kStudy}, {"in/notes.txt", "mine\n"}, {"in/study.json", "{}\n"}},
        {"study", "{d}/in/s.yaml", "--out", "{d}/in", "--no-plots"}, {"--out", "s.yaml", "input"}},
@@ -861,7 +991,13 @@ std::vector<Case> catalogue() {
       {"loss: bench kernels --export into a user's folder", "loss", {{"x/notes.txt", "mine\n"}},
        {"bench", "kernels", "--export", "{d}/x", "--repeat", "1"}, {"--export", "did not make"}},
 
-      // ------------------------------------------------------------ wrong answers with exit 0
+  };
+}
+
+// wrong answers with exit 0
+std::vector<Case> catalogue_part26() {
+  const std::string vplan = validation_plan();
+  return {
       {"answer: whatif gpus when no candidate fits the GPU's memory", "answer",
        {{W, sub(kWorkload, "[64, 256, 256, 1]", "[64, 20000, 20000, 1]")}},
        {"whatif", "gpus", "--cluster", "{src}/configs/clusters/dgx-a100.yaml", "--workload", "{d}/workload.yaml", "--epochs", "1", "--budget",
@@ -898,7 +1034,13 @@ std::vector<Case> catalogue() {
       {"answer: fit --collectives with a time of 1e12 us", "answer", {{"m.json", jset(kAllreduce, "/points/0/out_of_place/time_us", "1e14")}},
        fit_with("--collectives"), {"m.json", "time_us", "to a year"}},
 
-      // ------------------------------------------------------------ hangs and unbounded work
+  };
+}
+
+// hangs and unbounded work
+std::vector<Case> catalogue_part27() {
+  const std::string vplan = validation_plan();
+  return {
       {"work: simulate with grid_size 2^31-1", "work", {{W, sub(kWorkload, "grid_size: 5", "grid_size: 2147483647")}},
        {"simulate", "--cluster", "{src}/configs/clusters/finisterrae3.yaml", "--workload", "{d}/workload.yaml", "--gpus", "1,2,4,8"},
        {"workload.yaml:", "kan.grid_size", "at most 1000"}},
@@ -942,7 +1084,13 @@ std::vector<Case> catalogue() {
         "--iterations", "1000", "--max-events", "1000000", "--set", "gpus=512"}, {"--set gpus=512", "--max-events"}},
       {"work: bench interference --bytes 1e15B", "work", {}, {"bench", "interference", "--bytes", "1e15B"}, {"--bytes", "4GiB"}},
 
-      // ------------------------------------------------------------ unclear messages; every multiplying key has a range
+  };
+}
+
+// unclear messages; every multiplying key has a range
+std::vector<Case> catalogue_part28() {
+  const std::string vplan = validation_plan();
+  return {
       {"range: --set gpus=1000000000000", "range", {}, with(whatif_q("change"), {"--set", "gpus=1000000000000"}),
        {"--set gpus=1000000000000", "1048576"}},
       {"range: cluster of 10^9 nodes", "range", {{C, sub(kCluster, "nodes: 64", "nodes: 1000000000")}},
@@ -984,7 +1132,12 @@ std::vector<Case> catalogue() {
        {"plan.yaml:", "steps", "at most 1000000"}},
       {"range: a validation plan's spline order 17", "range", {{VP, vplan + "spline_order: 17\n"}}, validate_plan(),
        {"plan.yaml:", "spline_order", "at most 16"}},
-      // ------------------------------------------------------------ a new user's probe after the first fixes
+  };
+}
+
+// a new user's probe after the first fixes
+std::vector<Case> catalogue_part29() {
+  return {
       {"probe: bench kernels --json the --export directory", "probe", {},
        {"bench", "kernels", "--export", "{d}/x", "--json", "{d}/x", "--repeat", "1"}, {"--json", "--export"}},
       {"probe: a kernel time of 1e-308 s", "probe", {{"m.json", jset(kKernels, "/rows/0/time_median_s", "1e-308")}}, fit_with("--kernels"),
@@ -1031,6 +1184,13 @@ std::vector<Case> catalogue() {
       {"probe: --min-efficiency 0", "probe", {}, with(whatif_q("gpus"), {"--budget", "2h", "--min-efficiency", "0"}), {"--min-efficiency", "got 0"}},
       {"range: calibrate --max-ranks 0", "range", {{P, kCalibratePlan}}, with(calibrate_plan(), {"--max-ranks", "0"}), {"--max-ranks"}},
   };
+}
+
+std::vector<Case> catalogue() {
+  std::vector<Case> all;
+  for (auto part : {catalogue_part1, catalogue_part2, catalogue_part3, catalogue_part4, catalogue_part5, catalogue_part6, catalogue_part7, catalogue_part8, catalogue_part9, catalogue_part10, catalogue_part11, catalogue_part12, catalogue_part13, catalogue_part14, catalogue_part15, catalogue_part16, catalogue_part17, catalogue_part18, catalogue_part19, catalogue_part20, catalogue_part21, catalogue_part22, catalogue_part23, catalogue_part24, catalogue_part25, catalogue_part26, catalogue_part27, catalogue_part28, catalogue_part29})
+    for (Case& c : part()) all.push_back(std::move(c));
+  return all;
 }
 
 std::string expand(std::string s, const std::string& dir) {

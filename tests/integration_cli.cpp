@@ -18,11 +18,9 @@
 #include <string>
 
 #include "temp_dir.hpp"
+#include "paths.hpp"
 
 namespace {
-
-const std::string kSrc = KANSCALE_SOURCE_DIR;
-const std::string kExe = KANSCALE_EXE;
 
 std::string read_file(const std::string& p) {
   std::ifstream in(p);

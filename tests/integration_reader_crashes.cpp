@@ -12,11 +12,9 @@
 #include <string>
 
 #include "temp_dir.hpp"
+#include "paths.hpp"
 
 namespace {
-
-const std::string kSrc = KANSCALE_SOURCE_DIR;
-const std::string kExe = KANSCALE_EXE;
 
 struct Run {
   int code = -1;  // exit status; -1 when ended by a signal

@@ -14,11 +14,9 @@
 
 #include "process.hpp"
 #include "temp_dir.hpp"
+#include "paths.hpp"
 
 namespace {
-
-const std::string kSrc = KANSCALE_SOURCE_DIR;
-const std::string kExe = KANSCALE_EXE;
 
 // The first line of a CSV that is not a comment, split at commas.
 std::vector<std::string> csv_header(const std::string& text) {

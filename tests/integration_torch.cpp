@@ -15,11 +15,9 @@
 
 #include "process.hpp"
 #include "temp_dir.hpp"
+#include "paths.hpp"
 
 namespace {
-
-const std::string kSrc = KANSCALE_SOURCE_DIR;
-const std::string kExe = KANSCALE_EXE;
 
 // A small KAN: two layers, 6 gradients; a first bucket of 2 KiB splits them in two
 const char* kWorkload = R"(name: torch-small

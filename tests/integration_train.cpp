@@ -25,13 +25,11 @@
 #include "model/kan_model.hpp"
 #include "temp_dir.hpp"
 #include "sim/replay.hpp"
+#include "paths.hpp"
 
 using namespace ks;
 
 namespace {
-
-const std::string kSrc = KANSCALE_SOURCE_DIR;
-const std::string kExe = KANSCALE_EXE;
 
 using Dir = TempDir;
 

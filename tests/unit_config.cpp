@@ -7,7 +7,7 @@
 using namespace ks;
 
 namespace {
-Cluster ft3() { return load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/finisterrae3.yaml"); }
+Cluster ft3_cluster() { return load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/finisterrae3.yaml"); }
 
 // The calibration example of docs/configuration.md, key for key.
 const char* kCalib = R"(
@@ -40,7 +40,7 @@ memory:
 }  // namespace
 
 TEST_CASE("the shipped clusters parse to their datasheet numbers") {
-  const Cluster c = ft3();
+  const Cluster c = ft3_cluster();
   CHECK(c.gpus_per_node == 2);
   CHECK(c.gpu.fp32_flops == 19.5e12);
   CHECK(c.gpu.memory_bandwidth_Bps == 1555e9);
@@ -54,7 +54,7 @@ TEST_CASE("the shipped clusters parse to their datasheet numbers") {
 }
 
 TEST_CASE("the datasheet calibration is derived and labelled so") {
-  const Cluster c = ft3();
+  const Cluster c = ft3_cluster();
   const Calibration k = datasheet_calibration(c, Precision::tf32);
   CHECK(k.source == "datasheet");
   CHECK(k.gemm.flop_rate == 156e12);  // tf32 peak for GEMMs
@@ -67,7 +67,7 @@ TEST_CASE("the datasheet calibration is derived and labelled so") {
 }
 
 TEST_CASE("a calibration file overrides the datasheet values") {
-  const Calibration k = parse_calibration(kCalib, "k.yaml", ft3(), Precision::fp32);
+  const Calibration k = parse_calibration(kCalib, "k.yaml", ft3_cluster(), Precision::fp32);
   CHECK(k.source == "fitted");
   CHECK(k.concurrency == 2);
   CHECK_FALSE(k.gemm.roofline);
@@ -90,7 +90,7 @@ TEST_CASE("a calibration file overrides the datasheet values") {
 TEST_CASE("calibration and cluster errors name file, line and key") {
   std::string bad = kCalib;
   bad.replace(bad.find("jitter_sigma"), 12, "jitter_sigm");
-  CHECK_THROWS_WITH_AS(parse_calibration(bad, "k.yaml", ft3(), Precision::fp32),
+  CHECK_THROWS_WITH_AS(parse_calibration(bad, "k.yaml", ft3_cluster(), Precision::fp32),
                        "k.yaml:10:3: key 'compute.jitter_sigm': unknown key (did you mean 'jitter_sigma'?)", InputError);
   CHECK_THROWS_WITH_AS(
       parse_cluster(R"(name: x
@@ -106,7 +106,7 @@ collectives: {family: nccl, version: "2.21.5", algorithms: [ring], protocols: [S
 }
 
 TEST_CASE("a calibration with the other collective family's terms only is flagged, not silently used") {
-  const Cluster nccl_cluster = ft3();
+  const Cluster nccl_cluster = ft3_cluster();
   const Cluster mpi_cluster = load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/local-cpu.yaml");
   const std::string mpi_only = "name: m\nsource: fitted\nfitted_from: test\nconcurrency: 1\ncollectives:\n  mpi_regimes:\n    - {algorithm: ring, latency: \"5us\"}\n";
   const std::string nccl_only = "name: n\nsource: fitted\nfitted_from: test\nconcurrency: 1\ncollectives:\n  nccl: {bus_bandwidth_intra: \"8GB/s\"}\n";

@@ -21,6 +21,7 @@
 #include "measure/kan_cuda.hpp"
 #include "measure/safetensors.hpp"
 #include "temp_dir.hpp"
+#include "paths.hpp"
 
 using namespace ks;
 
@@ -136,8 +137,6 @@ TEST_CASE("Adam on the device equals the CPU Adam (torch's rule) over three step
 }
 
 namespace {
-const std::string kExe = KANSCALE_EXE;
-const std::string kSrc = KANSCALE_SOURCE_DIR;
 
 int run(const std::string& cmd) {
   const int status = std::system((cmd + " >/dev/null 2>&1").c_str());

@@ -93,7 +93,7 @@ intra_node: {kind: shm, bandwidth: "5GB/s", latency: "1us"}
 network: {nics_per_node: 1, nic_bandwidth: "1GB/s", latency: "10us"}
 collectives: {family: mpi, version: "test"}
 )";
-const char* kWork = R"(
+const char* kIntervalWork = R"(
 name: w
 kan: {widths: [16, 64, 1], grid_size: 5, spline_order: 3}
 batch_per_gpu: 64
@@ -159,12 +159,12 @@ TEST_CASE("calibration file: the fit covariance survives the round trip and the 
 
 TEST_CASE("bands: none without measured uncertainty, wider with a wider fit, around the point prediction") {
   const Cluster c = parse_cluster(kCluster, "c.yaml");
-  const Workload w = parse_workload(kWork, "w.yaml");
+  const Workload w = parse_workload(kIntervalWork, "w.yaml");
   StudyOptions o;
   o.gpus = {1, 2};
   o.interval_samples = 200;
   // the datasheet (which models efficient-kan): no bands, and a note saying why
-  std::string ek = kWork;
+  std::string ek = kIntervalWork;
   ek.replace(ek.find("implementation: kanscale"), 24, "implementation: efficient-kan");
   const StudyResult ds = run_study(c, parse_workload(ek, "ek.yaml"), datasheet_calibration(c, Precision::fp32), o);
   CHECK_FALSE(ds.points[0].iteration_band.has_value());
@@ -299,7 +299,7 @@ TEST_CASE("the composed interval covers new runs drawn from its known parts") {
   cal.jitter_sigma = 0;
   cal.model_error_sigma = 0.08;
   cal.drift_sigma = 0.12;
-  Workload w = parse_workload(kWork, "w.yaml");
+  Workload w = parse_workload(kIntervalWork, "w.yaml");
   StudyOptions o;
   o.gpus = {1};
   o.iterations = 3;

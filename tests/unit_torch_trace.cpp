@@ -30,14 +30,14 @@ nlohmann::json read_json(const std::string& rel) {
   return nlohmann::json::parse(in);
 }
 
-struct Fixture {
+struct TraceFixture {
   Workload w;
   nlohmann::json meta;
   std::vector<TorchTraceEvent> events;
 };
 
-Fixture load(const std::string& name) {
-  Fixture f;
+TraceFixture load(const std::string& name) {
+  TraceFixture f;
   f.meta = read_json(name + ".json");
   f.w = parse_workload(f.meta["workload"].get<std::string>(), name + ".json");
   f.events = read_torch_trace(read_json(name + ".trace.json"), name + ".trace.json");
@@ -46,7 +46,7 @@ Fixture load(const std::string& name) {
 
 void check_parity(const std::string& name, int layers) {
   CAPTURE(name);
-  const Fixture f = load(name);
+  const TraceFixture f = load(name);
   const KanShape shape{f.w.widths, f.w.grid_size, f.w.spline_order};
   REQUIRE(shape.layers() == layers);
   REQUIRE(f.meta["ranks"] == 2);
