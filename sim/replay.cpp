@@ -189,11 +189,11 @@ class Sim {
       const auto e = q_.pop();
       // the next event's rank, fetched while this one is handled (the
       // ranks come in no order: at scale each is a cache miss)
-      if (Payload next{}; q_.peek(next) && next.kind() == kWorkDone) {
-        const RankState* ns = &ranks_[static_cast<std::size_t>(next.id())];
-        __builtin_prefetch(ns);
-        __builtin_prefetch(reinterpret_cast<const char*>(ns) + 64);
-      }
+      if (Payload next{}; q_.peek(next) && next.kind() == kWorkDone) prefetch_rank(next);
+      // and those of the events a bucket ahead, when the queue moves on
+      q_.visit_upcoming([this](Payload p) {
+        if (p.kind() == kWorkDone) prefetch_rank(p);
+      });
       if (e.payload.kind() == kWorkDone) work_done(e.payload.id(), e.time);
       else step_end(e.payload.id(), e.time);
     }
@@ -208,6 +208,11 @@ class Sim {
   }
 
  private:
+  void prefetch_rank(Payload p) const {
+    const RankState* ns = &ranks_[static_cast<std::size_t>(p.id())];
+    __builtin_prefetch(ns);
+    __builtin_prefetch(reinterpret_cast<const char*>(ns) + 64);
+  }
   const IterPlan& plan(int iter) const { return (iter == 0 && in_.include_first) ? plans_[0] : plans_[1]; }
 
   void add_coll(int iter, int bucket, double bytes, const CollectiveEstimate& est) {

@@ -101,6 +101,36 @@ TEST_CASE("random schedules, cancels and batches pop in (time, sequence) order")
   CHECK(got == want);
 }
 
+// The far tier's edges: times over twelve decades (most events land past
+// the buckets, in the overflow, and come back through several rebuilds),
+// all events at one time (the buckets have no width), and events scheduled
+// between now and the buckets' base (earlier than every bucketed event).
+TEST_CASE("the bucketed far tier keeps (time, sequence) order at its edges") {
+  EventQueue<int> q;
+  Rng rng(11);
+  std::vector<std::pair<double, int>> want;  // (time, payload), payloads in scheduling order
+  for (int i = 0; i < 3000; ++i) {
+    const double t = i % 7 == 0 ? 5.0 : std::pow(10.0, 12.0 * rng.uniform(1, static_cast<std::uint64_t>(i)) - 6.0);
+    q.schedule(t, i);
+    want.emplace_back(t, i);
+  }
+  std::stable_sort(want.begin(), want.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<int> got;
+  // pop 100, then schedule an event at now + a little (below every bucket
+  // still waiting) and expect it next
+  for (int i = 0; i < 100; ++i) got.push_back(q.pop().payload);
+  q.schedule(q.now() + 1e-12, -1);
+  CHECK(q.pop().payload == -1);
+  while (!q.empty()) got.push_back(q.pop().payload);
+  std::vector<int> order;
+  for (const auto& w : want) order.push_back(w.second);
+  CHECK(got == order);
+  // all at one time: FIFO
+  EventQueue<int> same;
+  for (int i = 0; i < 500; ++i) same.schedule(2.5, i);
+  for (int i = 0; i < 500; ++i) CHECK(same.pop().payload == i);
+}
+
 TEST_CASE("no time travel: scheduling before now is refused") {
   EventQueue<int> q;
   q.schedule(5.0, 1);
