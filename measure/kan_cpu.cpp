@@ -47,6 +47,30 @@ inline float exp_vec(float x) {
   return y * scale;
 }
 
+// Times the scope into one phase when a KernelPhases is given.
+class PhaseTimer {
+ public:
+  PhaseTimer(KernelPhases* p, KernelPhases::Phase phase) : p_(p), phase_(phase) {
+    if (p_) t0_ = std::chrono::steady_clock::now();
+  }
+  // Ends the current phase and starts `next`.
+  void next(KernelPhases::Phase next) {
+    if (!p_) return;
+    const auto t = std::chrono::steady_clock::now();
+    p_->seconds[phase_] += std::chrono::duration<double>(t - t0_).count();
+    t0_ = t;
+    phase_ = next;
+  }
+  ~PhaseTimer() {
+    if (p_) p_->seconds[phase_] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  }
+
+ private:
+  KernelPhases* p_;
+  KernelPhases::Phase phase_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
 inline float silu_f(float x) { return x / (1.0f + exp_vec(-x)); }
 
 inline float dsilu_f(float x) {
@@ -54,6 +78,12 @@ inline float dsilu_f(float x) {
   return s + x * s * (1.0f - s);
 }
 }  // namespace
+
+const char* KernelPhases::name(int p) {
+  static const char* const names[count] = {"weights", "bases", "base GEMM", "spline GEMM", "base grads",
+                                           "spline grads", "per-weight", "input grad", "loss"};
+  return p >= 0 && p < count ? names[p] : "?";
+}
 
 void set_cpu_threads(int threads) {
 #ifdef _OPENMP
@@ -245,16 +275,23 @@ void layer_forward_cpu(const KanLayer& L, const float* x, int B, float* y, Layer
   w.dval.resize(static_cast<std::size_t>(B) * in * k1);
   w.act.resize(static_cast<std::size_t>(B) * in);
   w.bmat.resize(static_cast<std::size_t>(B) * IC);
-  w.wt.resize(IC * out);
-  // scaled, transposed spline weight: wt[i][c][o] = scaler[o][i] * spline[o][i][c]
+  w.ws.resize(IC * out);
+  PhaseTimer clock(w.phases, KernelPhases::weight_layout);
+  // scaled spline weight in the spline weight's own layout:
+  // ws[o][i][c] = scaler[o][i] * spline[o][i][c], read and written in order.
+  // (Laid out transposed, [i][c][o], it was written with a stride of `out`
+  // floats: 4 ns a weight, as long as the spline GEMM itself at small
+  // batches; Eigen packs a transposed operand at no extra cost.)
 #pragma omp parallel for schedule(static)
-  for (int i = 0; i < in; ++i)
-    for (int o = 0; o < out; ++o) {
+  for (int o = 0; o < out; ++o)
+    for (int i = 0; i < in; ++i) {
       const std::size_t oi = static_cast<std::size_t>(o) * in + i;
-      for (int c = 0; c < C; ++c) w.wt[(static_cast<std::size_t>(i) * C + c) * out + o] = L.spline_scaler[oi] * L.spline_weight[oi * C + c];
+      const float sc = L.spline_scaler[oi];
+      for (int c = 0; c < C; ++c) w.ws[oi * C + c] = sc * L.spline_weight[oi * C + c];
     }
   // Bases by local support (k+1 per sample and input, O(k^2) work), laid
   // into the rows of a [B][in*C] matrix so the contraction is one GEMM.
+  clock.next(KernelPhases::bases);
   std::vector<UniformGrid> ug(static_cast<std::size_t>(in));
   bool all_uniform = L.k >= 1;
   for (int i = 0; i < in; ++i) {
@@ -286,15 +323,18 @@ void layer_forward_cpu(const KanLayer& L, const float* x, int B, float* y, Layer
     }
   }
   }
+  clock.next(KernelPhases::base_gemm);
   Map Y(y, B, out);
   Y.noalias() = MapC(w.act.data(), B, in) * MapC(L.base_weight.data(), out, in).transpose();
-  Y.noalias() += MapC(w.bmat.data(), B, static_cast<Eigen::Index>(IC)) * MapC(w.wt.data(), static_cast<Eigen::Index>(IC), out);
+  clock.next(KernelPhases::spline_gemm);
+  Y.noalias() += MapC(w.bmat.data(), B, static_cast<Eigen::Index>(IC)) * MapC(w.ws.data(), out, static_cast<Eigen::Index>(IC)).transpose();
 }
 
 void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* dy, const LayerWork& w, BackwardScratch& sc,
                         float* d_base, float* d_spline, float* d_scaler, float* dx) {
   const int in = L.in, out = L.out, C = L.C(), k1 = L.k + 1;
   const auto IC = static_cast<Eigen::Index>(in) * C;
+  PhaseTimer clock(w.phases, KernelPhases::base_grads);
   // base weight: dWb = dy^T silu(x)
   Map(d_base, out, in).noalias() = MapC(dy, B, out).transpose() * MapC(w.act.data(), B, in);
   // gt[o][i][c] = sum_s dy[s,o] b[s,i,c]: the spline weight's own layout,
@@ -302,8 +342,10 @@ void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* d
   // out [i][c][o], it read gt with a stride of `out` floats, all in*C rows
   // again for every output; with a power-of-two `out` those rows share
   // cache sets, and at small batches the loop took 3-5 ns a weight.)
+  clock.next(KernelPhases::spline_grads);
   sc.gt.resize(static_cast<std::size_t>(IC) * out);
   Map(sc.gt.data(), out, IC).noalias() = MapC(dy, B, out).transpose() * MapC(w.bmat.data(), B, IC);
+  clock.next(KernelPhases::per_weight);
   // spline weight and scaler
 #pragma omp parallel for schedule(static)
   for (int o = 0; o < out; ++o)
@@ -318,11 +360,14 @@ void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* d
       d_scaler[oi] = acc;
     }
   if (!dx) return;
-  // input: silu'(x) (dy Wb) + sum over the k+1 local bases of b'(x) (dy wt^T)[s, i*C+c]
+  // input: silu'(x) (dy Wb) + sum over the k+1 local bases of b'(x) (dy ws)[s, i*C+c]
+  clock.next(KernelPhases::base_grads);
   sc.tmp.resize(static_cast<std::size_t>(B) * in);
   Map(sc.tmp.data(), B, in).noalias() = MapC(dy, B, out) * MapC(L.base_weight.data(), out, in);
+  clock.next(KernelPhases::spline_grads);
   sc.dsp.resize(static_cast<std::size_t>(B) * IC);
-  Map(sc.dsp.data(), B, IC).noalias() = MapC(dy, B, out) * MapC(w.wt.data(), IC, out).transpose();
+  Map(sc.dsp.data(), B, IC).noalias() = MapC(dy, B, out) * MapC(w.ws.data(), out, IC);
+  clock.next(KernelPhases::input_grad);
 #pragma omp parallel for schedule(static)
   for (int smp = 0; smp < B; ++smp) {
     const float* ds = &sc.dsp[static_cast<std::size_t>(smp) * IC];
@@ -374,6 +419,11 @@ KanCpuNet::KanCpuNet(KanNet& net) : net_(net) {
   }
 }
 
+void KanCpuNet::time_phases(KernelPhases* p) {
+  phases_ = p;
+  for (auto& w : work_) w.phases = p;
+}
+
 double KanCpuNet::forward(const float* X, const float* T, int B, const std::function<void(int)>& after_layer) {
   B_ = B;
   const auto& ls = net_.layers;
@@ -384,6 +434,7 @@ double KanCpuNet::forward(const float* X, const float* T, int B, const std::func
     if (after_layer) after_layer(static_cast<int>(l));
   }
   const auto& y = acts_.back();
+  PhaseTimer clock(phases_, KernelPhases::loss);
   target_.assign(T, T + y.size());
   double loss = 0;
   for (std::size_t j = 0; j < y.size(); ++j) {
@@ -397,8 +448,11 @@ void KanCpuNet::backward(const std::function<void(int)>& ready, const std::funct
   const auto& ls = net_.layers;
   const auto& y = acts_.back();
   dy_.resize(y.size());
-  const float scale = 2.0f / static_cast<float>(y.size());
-  for (std::size_t j = 0; j < y.size(); ++j) dy_[j] = scale * (y[j] - target_[j]);
+  {
+    PhaseTimer clock(phases_, KernelPhases::loss);
+    const float scale = 2.0f / static_cast<float>(y.size());
+    for (std::size_t j = 0; j < y.size(); ++j) dy_[j] = scale * (y[j] - target_[j]);
+  }
   for (std::size_t l = ls.size(); l-- > 0;) {
     const bool need_dx = l > 0;
     dx_.resize(need_dx ? static_cast<std::size_t>(B_) * ls[l].in : 0);

@@ -34,14 +34,35 @@ struct BackwardScratch {
   std::size_t floats() const { return gt.size() + tmp.size() + dsp.size(); }
 };
 
+// Seconds each phase of the CPU path took, summed over calls: kanscale
+// bench kernels' breakdown. A net times its phases only when given one
+// (KanCpuNet::time_phases); otherwise no clock is read.
+struct KernelPhases {
+  enum Phase : int {
+    weight_layout,  // forward: the scaled spline weight laid out [in][C][out]
+    bases,          // forward: SiLU and the k+1 local bases per (sample, input)
+    base_gemm,      // forward: silu(x) Wb^T
+    spline_gemm,    // forward: bases x scaled spline weight
+    base_grads,     // backward: dWb = dy^T silu(x), dy Wb
+    spline_grads,   // backward: the spline weight's and the input's GEMMs over the bases
+    per_weight,     // backward: the spline weight's and scaler's gradients, a pass over the weights
+    input_grad,     // backward: dx from the k+1 basis derivatives and silu'
+    loss,           // the MSE and its gradient
+    count
+  };
+  double seconds[count] = {};
+  static const char* name(int p);
+};
+
 // What a layer's forward keeps for its backward.
 struct LayerWork {
+  KernelPhases* phases = nullptr;  // where to add each phase's time; null: untimed
   int B = 0;
   std::vector<int> first;     // [B*in] index of the first non-zero basis (may be < 0); INT_MIN: none
   std::vector<float> bmat;    // [B][in*C] bases (k+1 non-zero per input)
   std::vector<float> dval;    // [B*in][k+1] derivatives of the local bases
   std::vector<float> act;     // [B*in] silu(x)
-  std::vector<float> wt;      // [in][C][out] spline_scaler * spline_weight, transposed
+  std::vector<float> ws;      // [out][in][C] spline_scaler * spline_weight
 };
 
 // Bases at x from the knots t (G+2k+1 of them): writes the index of the
@@ -71,6 +92,8 @@ class KanCpuNet {
   // `piece(l)` is called after layer l's backward (progress, timing).
   void backward(const std::function<void(int)>& ready, const std::function<void(int)>& piece);
   std::vector<std::vector<float>>& grads() { return grads_; }
+  // Adds each phase's time to `p` from now on (null: stop timing).
+  void time_phases(KernelPhases* p);
   const std::vector<float>& output() const { return acts_.back(); }
   KanNet& net() { return net_; }
 
@@ -83,6 +106,7 @@ class KanCpuNet {
   std::vector<float> dy_, dx_;
   std::vector<float> target_;
   std::vector<std::vector<float>> grads_;
+  KernelPhases* phases_ = nullptr;
 };
 
 // MSE (mean over n) of y against t, and its gradient dy = 2(y-t)/n.

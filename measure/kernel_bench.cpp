@@ -199,7 +199,7 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
     std::vector<float> db(L.base_weight.size()), ds(L.spline_weight.size()), dsc(L.spline_scaler.size());
     const auto fw = kanscale_layer_forward(s.in, s.out, s.G, s.k, s.batch);
     const Stat tf = time_op(comm, [&] { layer_forward_cpu(L, x.data(), B, y.data(), w); }, plan.warmup, plan.repeats);
-    const double ws = 4.0 * static_cast<double>(w.bmat.size() + w.dval.size() + w.act.size() + w.wt.size() + w.first.size());
+    const double ws = 4.0 * static_cast<double>(w.bmat.size() + w.dval.size() + w.act.size() + w.ws.size() + w.first.size());
     add_row("kan_forward", "", fw.flops, fw.bytes, tf, ws);
     for (bool need_dx : {true, false}) {
       const auto bw = kanscale_layer_backward(s.in, s.out, s.G, s.k, s.batch, need_dx);

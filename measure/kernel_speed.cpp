@@ -61,6 +61,40 @@ nlohmann::json time_kernel_case(KanNet& net, const KernelCase& c, const KernelBa
     cpu.forward(b.X.data(), b.T.data(), b.rows);
     cpu.backward([](int) {}, nullptr);
   });
+  // The breakdown, on runs of their own (reading the clock ~30 times an
+  // iteration must not touch the headline figure): each phase's median over
+  // the repetitions, and Adam's step over the same gradients.
+  std::vector<std::vector<double>> per_phase(KernelPhases::count);
+  KernelPhases ph;
+  cpu.time_phases(&ph);
+  for (int i = 0; i < reps + 2; ++i) {
+    ph = KernelPhases{};
+    cpu.forward(b.X.data(), b.T.data(), b.rows);
+    cpu.backward([](int) {}, nullptr);
+    if (i < 2) continue;  // warm-up
+    for (int p = 0; p < KernelPhases::count; ++p) per_phase[p].push_back(ph.seconds[p]);
+  }
+  cpu.time_phases(nullptr);
+  nlohmann::json phases = nlohmann::json::object();
+  for (int p = 0; p < KernelPhases::count; ++p) phases[KernelPhases::name(p)] = median(per_phase[p]);
+  {
+    Adam adam;
+    auto prefs = kan_parameter_refs(net);
+    std::vector<std::size_t> sizes;
+    std::vector<float*> pp;
+    std::vector<const float*> gp;
+    for (auto& p : prefs) {
+      sizes.push_back(p.size());
+      pp.push_back(p.data);
+    }
+    for (auto& g : cpu.grads()) gp.push_back(g.data());
+    adam.init(sizes);
+    // Adam moves the weights: time it on a copy of the net's parameters
+    std::vector<std::vector<float>> saved;
+    for (auto& p : prefs) saved.emplace_back(p.data, p.data + p.size());
+    phases["adam"] = time_calls(Repeats{2, reps}, [&] { adam.update(pp, gp); }).median;
+    for (std::size_t i = 0; i < prefs.size(); ++i) std::copy(saved[i].begin(), saved[i].end(), prefs[i].data);
+  }
   const double gf = flops / s.median / 1e9;
   out << std::setw(22) << shape_text(c.widths) << std::setw(4) << c.G << std::setw(9) << threads << std::setw(12)
             << format_time(s.median) << std::setw(14) << fmt(b.rows / s.median, 0) << std::setw(10) << fmt(gf, 1) << std::setw(10)
@@ -69,7 +103,7 @@ nlohmann::json time_kernel_case(KanNet& net, const KernelCase& c, const KernelBa
   return {{"widths", c.widths},       {"grid_size", c.G},          {"threads", threads},
           {"batch", b.rows},          {"time_s", s.median},        {"samples_per_s", b.rows / s.median},
           {"executed_flops", flops},  {"gflops", gf},              {"gemm_peak_gflops", peak / 1e9},
-          {"dense_equivalent_gflops", dense / s.median / 1e9}};
+          {"dense_equivalent_gflops", dense / s.median / 1e9}, {"phases_s", phases}};
 }
 
 // --export: the case's weights, inputs and the fp64 reference's loss and
