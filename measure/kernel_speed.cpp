@@ -26,6 +26,23 @@ std::string fmt(double v, int p) {
 }
 
 
+// Adam (PyTorch's defaults) over a net's parameters, reading a CPU net's gradients.
+struct NetAdam {
+  Adam adam;
+  std::vector<float*> params;
+  std::vector<const float*> grads;
+  NetAdam(KanNet& net, KanCpuNet& cpu) {
+    std::vector<std::size_t> sizes;
+    for (auto& p : kan_parameter_refs(net)) {
+      sizes.push_back(p.size());
+      params.push_back(p.data);
+    }
+    for (auto& g : cpu.grads()) grads.push_back(g.data());
+    adam.init(sizes);
+  }
+  void step() { adam.update(params, grads); }
+};
+
 std::string shape_text(const std::vector<std::int64_t>& widths) {
   std::string shape = "[";
   for (std::size_t i = 0; i < widths.size(); ++i) shape += (i ? "," : "") + std::to_string(widths[i]);
@@ -78,21 +95,12 @@ nlohmann::json time_kernel_case(KanNet& net, const KernelCase& c, const KernelBa
   nlohmann::json phases = nlohmann::json::object();
   for (int p = 0; p < KernelPhases::count; ++p) phases[KernelPhases::name(p)] = median(per_phase[p]);
   {
-    Adam adam;
-    auto prefs = kan_parameter_refs(net);
-    std::vector<std::size_t> sizes;
-    std::vector<float*> pp;
-    std::vector<const float*> gp;
-    for (auto& p : prefs) {
-      sizes.push_back(p.size());
-      pp.push_back(p.data);
-    }
-    for (auto& g : cpu.grads()) gp.push_back(g.data());
-    adam.init(sizes);
-    // Adam moves the weights: time it on a copy of the net's parameters
+    NetAdam adam(net, cpu);
+    // Adam moves the weights: put them back once it is timed
+    const auto prefs = kan_parameter_refs(net);
     std::vector<std::vector<float>> saved;
     for (auto& p : prefs) saved.emplace_back(p.data, p.data + p.size());
-    phases["adam"] = time_calls(Repeats{2, reps}, [&] { adam.update(pp, gp); }).median;
+    phases["adam"] = time_calls(Repeats{2, reps}, [&] { adam.step(); }).median;
     for (std::size_t i = 0; i < prefs.size(); ++i) std::copy(saved[i].begin(), saved[i].end(), prefs[i].data);
   }
   const double gf = flops / s.median / 1e9;
@@ -136,21 +144,11 @@ void trainer_overhead_row(const KernelCase& c, int batch, int reps, std::ostream
   KanNet net = init_kan(c.widths, c.G, 3, 1);
   const KernelBatch b = random_batch(c, batch, 11);
   KanCpuNet cpu(net);
-  Adam adam;
-  auto prefs = kan_parameter_refs(net);
-  std::vector<std::size_t> sizes;
-  std::vector<float*> pp;
-  std::vector<const float*> gp;
-  for (auto& p : prefs) {
-    sizes.push_back(p.size());
-    pp.push_back(p.data);
-  }
-  for (auto& g : cpu.grads()) gp.push_back(g.data());
-  adam.init(sizes);
+  NetAdam adam(net, cpu);
   const Stat bare = time_calls(Repeats{3, reps}, [&] {
     cpu.forward(b.X.data(), b.T.data(), batch);
     cpu.backward([](int) {}, nullptr);
-    adam.update(pp, gp);
+    adam.step();
   });
   TrainOptions o;
   o.workload.name = "bench";
