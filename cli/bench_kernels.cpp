@@ -66,30 +66,6 @@ void check_memory(const std::vector<KernelCase>& cases, int batch) {
                      format_bytes(memory));
 }
 
-// Where each row's time goes: the median milliseconds of each phase per
-// iteration (forward + backward + loss, as in the table above; Adam's step
-// beside it), and each phase's share of their sum.
-void print_phase_table(const nlohmann::json& rows, std::ostream& out) {
-  out << "\nper phase (ms per iteration, median over the repetitions; share of forward+backward+loss):\n";
-  out << std::left << std::setw(22) << "shape" << std::setw(4) << "G" << std::setw(4) << "thr";
-  for (int p = 0; p < KernelPhases::count; ++p) out << std::setw(14) << KernelPhases::name(p);
-  out << "adam\n";
-  for (const auto& r : rows) {
-    std::string shape = "[";
-    for (std::size_t i = 0; i < r["widths"].size(); ++i) shape += (i ? "," : "") + std::to_string(r["widths"][i].get<long long>());
-    shape += "]";
-    const auto& ph = r["phases_s"];
-    double sum = 0;
-    for (int p = 0; p < KernelPhases::count; ++p) sum += ph[KernelPhases::name(p)].get<double>();
-    out << std::setw(22) << shape << std::setw(4) << r["grid_size"].get<int>() << std::setw(4) << r["threads"].get<int>();
-    for (int p = 0; p < KernelPhases::count; ++p) {
-      const double v = ph[KernelPhases::name(p)].get<double>();
-      out << std::setw(14) << (printf_number("%.3f", v * 1e3) + " " + printf_number("%.0f%%", sum > 0 ? 100 * v / sum : 0));
-    }
-    out << printf_number("%.3f", ph["adam"].get<double>() * 1e3) << "\n";
-  }
-}
-
 }  // namespace
 
 int bench_kernels(const std::vector<std::string>& args) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "model/kan_model.hpp"
@@ -47,28 +48,28 @@ inline float exp_vec(float x) {
   return y * scale;
 }
 
-// Times the scope into one phase when a KernelPhases is given.
+// Times the scope into one phase when a KernelPhases is given (the
+// workbench's Stopwatch; no clock is read without one).
 class PhaseTimer {
  public:
   PhaseTimer(KernelPhases* p, KernelPhases::Phase phase) : p_(p), phase_(phase) {
-    if (p_) t0_ = std::chrono::steady_clock::now();
+    if (p_) watch_.emplace();
   }
   // Ends the current phase and starts `next`.
   void next(KernelPhases::Phase next) {
     if (!p_) return;
-    const auto t = std::chrono::steady_clock::now();
-    p_->seconds[phase_] += std::chrono::duration<double>(t - t0_).count();
-    t0_ = t;
+    p_->seconds[phase_] += watch_->seconds();
+    watch_->restart();
     phase_ = next;
   }
   ~PhaseTimer() {
-    if (p_) p_->seconds[phase_] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    if (p_) p_->seconds[phase_] += watch_->seconds();
   }
 
  private:
   KernelPhases* p_;
   KernelPhases::Phase phase_;
-  std::chrono::steady_clock::time_point t0_;
+  std::optional<Stopwatch> watch_;
 };
 
 inline float silu_f(float x) { return x / (1.0f + exp_vec(-x)); }

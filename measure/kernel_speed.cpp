@@ -83,14 +83,22 @@ nlohmann::json time_kernel_case(KanNet& net, const KernelCase& c, const KernelBa
   // the repetitions, and Adam's step over the same gradients.
   std::vector<std::vector<double>> per_phase(KernelPhases::count);
   KernelPhases ph;
-  cpu.time_phases(&ph);
-  for (int i = 0; i < reps + 2; ++i) {
+  bool sampling = false;  // the warm-up's phases are dropped
+  const auto take_sample = [&] {
+    if (sampling)
+      for (int p = 0; p < KernelPhases::count; ++p) per_phase[p].push_back(ph.seconds[p]);
     ph = KernelPhases{};
-    cpu.forward(b.X.data(), b.T.data(), b.rows);
-    cpu.backward([](int) {}, nullptr);
-    if (i < 2) continue;  // warm-up
-    for (int p = 0; p < KernelPhases::count; ++p) per_phase[p].push_back(ph.seconds[p]);
-  }
+    sampling = true;
+  };
+  cpu.time_phases(&ph);
+  time_calls(
+      Repeats{2, reps},
+      [&] {
+        cpu.forward(b.X.data(), b.T.data(), b.rows);
+        cpu.backward([](int) {}, nullptr);
+      },
+      TimerHooks{{}, {}, take_sample});
+  take_sample();  // the last sample's
   cpu.time_phases(nullptr);
   nlohmann::json phases = nlohmann::json::object();
   for (int p = 0; p < KernelPhases::count; ++p) phases[KernelPhases::name(p)] = median(per_phase[p]);
@@ -112,6 +120,25 @@ nlohmann::json time_kernel_case(KanNet& net, const KernelCase& c, const KernelBa
           {"batch", b.rows},          {"time_s", s.median},        {"samples_per_s", b.rows / s.median},
           {"executed_flops", flops},  {"gflops", gf},              {"gemm_peak_gflops", peak / 1e9},
           {"dense_equivalent_gflops", dense / s.median / 1e9}, {"phases_s", phases}};
+}
+
+void print_phase_table(const nlohmann::json& rows, std::ostream& out) {
+  out << "\nper phase (ms per iteration, median over the repetitions; share of forward+backward+loss):\n";
+  out << std::left << std::setw(22) << "shape" << std::setw(4) << "G" << std::setw(4) << "thr";
+  for (int p = 0; p < KernelPhases::count; ++p) out << std::setw(14) << KernelPhases::name(p);
+  out << "adam\n";
+  for (const auto& r : rows) {
+    const auto& ph = r.at("phases_s");
+    double sum = 0;
+    for (int p = 0; p < KernelPhases::count; ++p) sum += ph.at(KernelPhases::name(p)).get<double>();
+    out << std::setw(22) << shape_text(r.at("widths").get<std::vector<std::int64_t>>()) << std::setw(4) << r.at("grid_size").get<int>()
+        << std::setw(4) << r.at("threads").get<int>();
+    for (int p = 0; p < KernelPhases::count; ++p) {
+      const double v = ph.at(KernelPhases::name(p)).get<double>();
+      out << std::setw(14) << (fmt(v * 1e3, 3) + " " + fmt(sum > 0 ? 100 * v / sum : 0, 0) + "%");
+    }
+    out << fmt(ph.at("adam").get<double>() * 1e3, 3) << "\n";
+  }
 }
 
 // --export: the case's weights, inputs and the fp64 reference's loss and

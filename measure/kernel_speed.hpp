@@ -29,6 +29,10 @@ KernelBatch random_batch(const KernelCase& c, int batch, unsigned seed);
 // the FLOPs executed and those of efficient-kan's dense formulation; the
 // row is printed to `out` and returned.
 nlohmann::json time_kernel_case(KanNet& net, const KernelCase& c, const KernelBatch& b, int threads, int reps, double peak, std::ostream& out);
+// Where each row's time goes (rows as time_kernel_case returns them): the
+// median milliseconds of each phase per iteration (forward + backward +
+// loss; Adam's step beside them), and each phase's share of their sum.
+void print_phase_table(const nlohmann::json& rows, std::ostream& out);
 // --export: the case's weights, inputs and the fp64 reference's loss and
 // gradients (as fp32), for bench/pytorch_efficient_kan.py.
 void export_kernel_case(KanNet& net, const KernelCase& c, const KernelBatch& b, const std::string& export_dir);

@@ -141,12 +141,12 @@ class EventQueue {
   // Each time the near heap is refilled from a bucket, the payloads of the
   // bucket after it (events a few pops away, cancelled ones included): a
   // hint for prefetching what those events will touch, early enough for the
-  // memory to answer. Returns how many it visited; none between refills.
+  // memory to answer. Visits none between refills.
   template <typename F>
-  std::size_t visit_upcoming(F&& f) {
-    if (refills_ == visited_refills_) return 0;
+  void visit_upcoming(F&& f) {
+    if (refills_ == visited_refills_) return;
     visited_refills_ = refills_;
-    if (cur_ == kNoBucket || cur_ + 1 >= buckets_used_) return 0;
+    if (cur_ == kNoBucket || cur_ + 1 >= buckets_used_) return;
     const std::vector<Node>& b = buckets_[cur_ + 1];
     for (const Node& e : b) {
       Payload p;
@@ -154,7 +154,6 @@ class EventQueue {
       std::memcpy(&p, &bits, sizeof p);
       f(p);
     }
-    return b.size();
   }
 
   void reserve(std::size_t n) {
