@@ -1,5 +1,6 @@
 #include "commands.hpp"
 #include "model/limits.hpp"
+#include "formats/provenance.hpp"
 #include "formats/config_files.hpp"
 
 #include <sys/resource.h>
@@ -132,19 +133,24 @@ int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
   check_calibration_covers(workload, calib, c.calibration);
   const StudyOptions o = checked_study_options(a, vm, cluster, workload, calib);
   const std::string buckets_path = buckets_path_of(c.csv);
-  const std::vector<std::pair<std::string, std::string>> outputs = {
-      {c.json, "--json"}, {c.csv, "--csv"}, {buckets_path, "--csv (its bucket plans)"}, {c.trace, "--trace"}};
+  const std::vector<std::pair<std::string, std::string>> outputs = {{c.json, "--json"},
+                                                                     {c.csv, "--csv"},
+                                                                     {csv_meta_path(c.csv), "--csv (its .meta.json)"},
+                                                                     {buckets_path, "--csv (its bucket plans)"},
+                                                                     {csv_meta_path(buckets_path), "--csv (its bucket plans' .meta.json)"},
+                                                                     {c.trace, "--trace"}};
   check_output_paths(outputs);
-  check_outputs_spare_inputs({c.cluster, c.workload, c.calibration},
-                             {{c.json, "--json"}, {c.csv, "--csv"}, {buckets_path, "--csv (its bucket plans)"}, {c.trace, "--trace"}});
+  std::vector<OutputPath> spare;
+  for (const auto& [path, what] : outputs) spare.push_back({path, what});
+  check_outputs_spare_inputs({c.cluster, c.workload, c.calibration}, spare);
   const StudyResult result = run_study(cluster, workload, calib, o);
   RunInfo info{cmdline, &cluster, &workload, &calib, o, c.calibration};
   // All outputs are built first and land together, or none does.
   std::vector<std::pair<std::string, std::string>> files;
   if (!c.json.empty()) files.emplace_back(c.json, study_json(result, info).dump(2) + "\n");
   if (!c.csv.empty()) {
-    files.emplace_back(c.csv, study_csv(result, info));
-    files.emplace_back(buckets_path, buckets_csv(result, info));
+    add_csv_output(files, c.csv, study_csv(result), run_provenance(info));
+    add_csv_output(files, buckets_path, buckets_csv(result), run_provenance(info));
   }
   if (!c.trace.empty()) files.emplace_back(c.trace, trace_json(result, info).dump() + "\n");
   write_files_atomic(files);

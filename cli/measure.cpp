@@ -21,6 +21,7 @@
 #include "model/kan_model.hpp"
 #include "model/limits.hpp"
 #include "model/units.hpp"
+#include "formats/provenance.hpp"
 #include "formats/yaml_reader.hpp"
 #include "options.hpp"
 
@@ -126,9 +127,9 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
   if (!resume.empty() && json.empty()) json = resume;  // continue writing the same file
   if (vm.count("shapes") && shapes.empty()) throw InputError("--shapes: an empty list; expected B:IN:OUT:G:K items, e.g. 8:16:128:5:3");
   if (json.empty() && csv.empty()) throw InputError("give --json and/or --csv: the measurements are for kanscale fit");
-  check_output_paths({{json, resume.empty() ? "--json" : "--resume"}, {csv, "--csv"}});
+  check_output_paths({{json, resume.empty() ? "--json" : "--resume"}, {csv, "--csv"}, {csv_meta_path(csv), "--csv (its .meta.json)"}});
   const int max_shapes = plan.max_shapes;
-  check_outputs_spare_inputs({plan_file}, {{json, resume.empty() ? "--json" : "--resume"}, {csv, "--csv"}});
+  check_outputs_spare_inputs({plan_file}, {{json, resume.empty() ? "--json" : "--resume"}, {csv, "--csv"}, {csv_meta_path(csv), "--csv (its .meta.json)"}});
   plan = shapes.empty() ? load_kernel_plan(plan_file) : KernelPlan{};
   plan.max_shapes = max_shapes;
   if (!shapes.empty()) plan.shapes = parse_shapes(shapes);
@@ -209,7 +210,7 @@ int measure(const std::vector<std::string>& args, const std::string& cmdline) {
   SweepOptions& o = parsed.options;
   o.command_line = cmdline;
   const std::string& backend = parsed.backend;
-  check_output_paths({{o.json, o.resume.empty() ? "--json" : "--resume"}, {o.csv, "--csv"}});
+  check_output_paths({{o.json, o.resume.empty() ? "--json" : "--resume"}, {o.csv, "--csv"}, {csv_meta_path(o.csv), "--csv (its .meta.json)"}});
   if (parsed.check_only) return 0;
   if (backend == "gloo") {
     if (o.root >= parsed.ranks) throw InputError("-r: the root must be a rank, 0.." + std::to_string(parsed.ranks - 1));

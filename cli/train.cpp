@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "commands.hpp"
+#include "formats/provenance.hpp"
 #include "formats/measurement_records.hpp"
 #include "measure/comm.hpp"
 #include "measure/interference.hpp"
@@ -87,11 +88,11 @@ int train_on_ranks(const TrainOptions& o, const std::string& backend) {
 // one it started from stays as it was.
 void check_train_outputs(const CommonOptions& c, const std::string& checkpoint, const std::string& resume) {
   const std::string state = checkpoint.empty() ? "" : optimizer_state_path(checkpoint);
-  check_output_paths({{c.json, "--json"}, {c.csv, "--csv"}, {c.trace, "--trace"}, {checkpoint, "--checkpoint"},
-                      {state, "--checkpoint (its optimizer state)"}});
+  check_output_paths({{c.json, "--json"}, {c.csv, "--csv"}, {csv_meta_path(c.csv), "--csv (its .meta.json)"}, {c.trace, "--trace"},
+                      {checkpoint, "--checkpoint"}, {state, "--checkpoint (its optimizer state)"}});
   check_outputs_spare_inputs({c.workload, resume, resume.empty() ? "" : optimizer_state_path(resume)},
-                             {{c.json, "--json"}, {c.csv, "--csv"}, {c.trace, "--trace"}, {checkpoint, "--checkpoint"},
-                              {state, "--checkpoint (its optimizer state)"}});
+                             {{c.json, "--json"}, {c.csv, "--csv"}, {csv_meta_path(c.csv), "--csv (its .meta.json)"}, {c.trace, "--trace"},
+                              {checkpoint, "--checkpoint"}, {state, "--checkpoint (its optimizer state)"}});
 }
 
 // The options only a PyTorch run reads (workloads with implementation: pytorch).

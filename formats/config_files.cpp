@@ -71,6 +71,20 @@ static Cluster read_cluster(YamlMap m) {
     }
   }
   col.finish();
+  // a job's fixed costs (time to train): the cluster's own figures, else the documented defaults
+  c.job = job_costs_default(c.collectives.family);
+  if (auto job = m.map_opt("job")) {
+    c.job.startup_s = job->quantity_opt("startup", Quantity::time, Bound::non_negative).value_or(c.job.startup_s);
+    c.job.communicator_init_s = job->quantity_opt("communicator_init", Quantity::time, Bound::non_negative).value_or(c.job.communicator_init_s);
+    c.job.communicator_init_per_rank_s =
+        job->quantity_opt("communicator_init_per_rank", Quantity::time, Bound::non_negative).value_or(c.job.communicator_init_per_rank_s);
+    c.job.source = job->string("source");
+    // (a day bounds any of them; beyond it the figure is a typo)
+    if (c.job.startup_s > 86400) job->fail("startup", "expected at most a day (86400 s)");
+    if (c.job.communicator_init_s > 86400) job->fail("communicator_init", "expected at most a day (86400 s)");
+    if (c.job.communicator_init_per_rank_s > 1) job->fail("communicator_init_per_rank", "expected at most 1 s per rank");
+    job->finish();
+  }
   if (auto price = m.map_opt("price")) {
     // what a GPU-hour costs here (kanscale whatif cluster compares money too)
     c.price_per_gpu_hour = price->number_opt("per_gpu_hour", Bound::positive);

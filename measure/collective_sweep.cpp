@@ -220,7 +220,6 @@ void write_sweep_files(const SweepOptions& o, const nlohmann::json& meta, const 
   if (!o.csv.empty()) {
     std::ostringstream c;
     c << std::setprecision(9);
-    for (auto it = meta.begin(); it != meta.end(); ++it) c << "# " << it.key() << ": " << it.value().dump() << "\n";
     c << "size_bytes,count,type,redop,root,oop_time_us,oop_algbw_GBps,oop_busbw_GBps,oop_wrong,ip_time_us,ip_algbw_GBps,"
          "ip_busbw_GBps,ip_wrong\n";
     for (const auto& p : pts) {
@@ -229,7 +228,7 @@ void write_sweep_files(const SweepOptions& o, const nlohmann::json& meta, const 
         << *a.busbw_GBps << "," << *a.wrong << "," << *b.time_us << "," << *b.algbw_GBps << "," << *b.busbw_GBps << "," << *b.wrong
         << "\n";
     }
-    files.emplace_back(o.csv, c.str());
+    add_csv_output(files, o.csv, c.str(), provenance_of(meta), {{"metadata", meta}});
   }
   write_files_atomic(files);
 }

@@ -361,14 +361,13 @@ void write_kernels_files(const std::string& json, const std::string& csv, const 
   if (!csv.empty()) {
     std::ostringstream c;
     c << std::setprecision(9);
-    for (auto it = meta.begin(); it != meta.end(); ++it) c << "# " << it.key() << ": " << it.value().dump() << "\n";
     c << "op,batch,in,out,grid_size,spline_order,detail,flops,bytes,time_median_s,time_iqr_s,time_cv,unstable,workspace_bytes,rank\n";
     for (const KernelRecord& r : done.rows) {
       c << r.op << "," << r.batch << "," << r.in << "," << r.out << "," << r.grid_size << "," << r.spline_order << "," << r.detail << ","
         << r.flops << "," << r.bytes << "," << r.time_median_s << "," << r.time_iqr_s << "," << r.time_cv << "," << (r.unstable ? 1 : 0)
         << "," << r.workspace_bytes << "," << r.rank << "\n";
     }
-    files.emplace_back(csv, c.str());
+    add_csv_output(files, csv, c.str(), provenance_of(meta), {{"metadata", meta}});
   }
   write_files_atomic(files);
 }

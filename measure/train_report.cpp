@@ -143,7 +143,6 @@ TrainResult report(const TrainOptions& o, Comm& comm, const KanNet& net, const s
   nlohmann::json per_iter = nlohmann::json::array();
   std::ostringstream csv;
   csv << std::setprecision(9);
-  csv << "# " << describe(provenance()) << "; " << o.command_line << "\n";
   csv << "step,rank,batch,first_iteration,iteration_time_s,compute_time_s,communication_time_s,exposed_communication_s,loss\n";
   ChromeTrace trace;
   std::vector<std::string> op_order;
@@ -217,16 +216,17 @@ TrainResult report(const TrainOptions& o, Comm& comm, const KanNet& net, const s
   for (const auto& v : bucket_meds) summary.bucket_communication_s.push_back(summarize(v).median);
   for (const auto& name : op_order) summary.op_s.emplace_back(name, summarize(op_meds[name]).median);
   std::vector<std::pair<std::string, std::string>> files;
+  nlohmann::json prov = to_json(provenance(o.command_line));
+  prov.update({{"seed", o.seed}, {"workload", {{"name", w.name}, {"file", w.file}}}, {"ranks", world},
+               {"backend", c.backend}, {"threads_per_rank", o.threads}, {"hosts", hosts}});
   if (!o.json.empty()) {
     nlohmann::json j;
-    j[kProvenanceKey] = to_json(provenance(o.command_line));
-    j[kProvenanceKey].update({{"seed", o.seed}, {"workload", {{"name", w.name}, {"file", w.file}}}, {"ranks", world},
-                       {"backend", c.backend}, {"threads_per_rank", o.threads}, {"hosts", hosts}});
+    j[kProvenanceKey] = prov;
     j["summary"] = to_json(summary);
     j["iterations"] = per_iter;
     files.emplace_back(o.json, j.dump(2) + "\n");
   }
-  if (!o.csv.empty()) files.emplace_back(o.csv, csv.str());
+  if (!o.csv.empty()) add_csv_output(files, o.csv, csv.str(), prov);
   if (!o.trace.empty())
     files.emplace_back(o.trace, trace.json().dump() + "\n");
   write_files_atomic(files);

@@ -167,6 +167,37 @@ double cold_fraction_for(const Calibration& cal, double ws) {
   return std::clamp((hi - bw) / (hi - lo), 0.0, 1.0);
 }
 
+JobCosts job_costs_default(CollFamily family) {
+  // docs/models.md, "A job's fixed costs": measured on the 2-core Intel Xeon
+  // VM of 3 Dec 2026 (median of 5 runs each) and, for NCCL's
+  // initialisation, NVIDIA/nccl issue #534.
+  JobCosts j;
+  if (family == CollFamily::mpi) {
+    // mpirun starting kanscale through MPI_Init: 0.31 s at 1 and at 2 ranks
+    // (no difference to measure between them on one node)
+    j.startup_s = 0.31;
+    j.source = "default: mpirun + MPI_Init measured on a 2-core Intel Xeon VM (docs/models.md)";
+    return j;
+  }
+  // the interpreter and `import torch, torch.distributed` (Debian's torch
+  // 1.13): 0.78 s; a CUDA context comes on top on a GPU (not measured here)
+  j.startup_s = 0.78;
+  if (family == CollFamily::gloo) {
+    // init_process_group("gloo") at 2 ranks over loopback: 1.01 s (the
+    // store's 1 s retry when a rank comes first; 0.02 s otherwise)
+    j.communicator_init_s = 1.01;
+    j.source = "default: import torch and a gloo process group measured on a 2-core Intel Xeon VM (docs/models.md)";
+    return j;
+  }
+  // NCCL (NVIDIA/nccl#534, V100 + InfiniBand): one communicator took
+  // 16.3 s / 8 = 2.04 s at 8 ranks and 130 s / 32 = 4.06 s at 32; the line
+  // through them: 1.36 s + 84.4 ms per rank
+  j.communicator_init_s = 1.3625;
+  j.communicator_init_per_rank_s = 0.084375;
+  j.source = "default: import torch measured on a CPU VM, NCCL's initialisation from NVIDIA/nccl#534 (docs/models.md)";
+  return j;
+}
+
 const char* to_string(CollFamily f) { return f == CollFamily::nccl ? "nccl" : f == CollFamily::mpi ? "mpi" : "gloo"; }
 
 std::string collective_family_mismatch(const Cluster& c, const Calibration& cal) {

@@ -61,6 +61,25 @@ struct CollectiveLibrary {
   int channels = 0;                 // nccl: channels per communicator
 };
 
+// A job's fixed costs, paid once per job on top of its iterations (time to
+// train): start-up (processes launched, the interpreter and its imports,
+// the device context) and the communicator's initialisation, which grows
+// with the ranks it joins. Each term has its source: the cluster file's
+// `job:` keys, or the documented defaults of docs/models.md, "A job's fixed
+// costs" (job_costs_default).
+struct JobCosts {
+  double startup_s = 0;
+  double communicator_init_s = 0;           // fixed part, a job of two or more ranks
+  double communicator_init_per_rank_s = 0;  // x the job's ranks
+  std::string source;                       // where the figures come from
+  double communicator_init(int ranks) const { return ranks > 1 ? communicator_init_s + communicator_init_per_rank_s * ranks : 0.0; }
+  double total(int ranks) const { return startup_s + communicator_init(ranks); }
+};
+
+// The documented defaults of a cluster without `job:` keys, by collective
+// family (docs/models.md, "A job's fixed costs", for their sources).
+JobCosts job_costs_default(CollFamily family);
+
 struct Cluster {
   std::string name;
   std::string file;
@@ -71,6 +90,7 @@ struct Cluster {
   IntraNodeLink intra;
   Network net;
   CollectiveLibrary collectives;
+  JobCosts job;
   // optional `price: {per_gpu_hour: 2.40, currency: EUR}`
   std::optional<double> price_per_gpu_hour;
   std::string currency;

@@ -47,6 +47,8 @@ std::string bucket_choices(const std::vector<BucketRow>& rows) {
   return s;
 }
 
+}  // namespace
+
 nlohmann::json run_provenance(const RunInfo& info) {
   nlohmann::json j = to_json(provenance(info.command_line, Dated::no));
   j["seed"] = info.options.seed;
@@ -63,6 +65,8 @@ nlohmann::json run_provenance(const RunInfo& info) {
   if (info.options.gpus_per_node) j["gpus_per_node_override"] = *info.options.gpus_per_node;
   return j;
 }
+
+namespace {
 
 nlohmann::json stat_json(const Stat& s) { return {{"median", s.median}, {"p95", s.p95}}; }
 
@@ -105,6 +109,7 @@ nlohmann::json point_json(const ScalingPoint& p) {
           {"samples_per_s", p.samples_per_s},
           {"epoch_time_s", p.epoch_s},
           {"time_to_train_s", p.time_to_train_s},
+          {"job_fixed_s", p.job_fixed_s},
           {"gpu_hours", p.gpu_hours},
           {"speedup", p.speedup},
           {"efficiency", p.efficiency},
@@ -131,14 +136,6 @@ nlohmann::json point_json(const ScalingPoint& p) {
           {"buckets_steady", buckets_json(p.steady_plan)}};
 }
 
-std::string csv_header_comment(const RunInfo& info) {
-  return "# " + describe(provenance()) + "; cluster " + info.cluster->name +
-         " (" + info.cluster->file + "); workload " + info.workload->name + " (" + info.workload->file +
-         "); calibration " + info.calibration->name + " (" + info.calibration->source +
-         (info.calibration_file.empty() ? "" : ", " + info.calibration_file) + "); scaling " +
-         to_string(info.options.scaling) + "; seed " + std::to_string(info.options.seed) + "\n# " + info.command_line +
-         "\n";
-}
 
 }  // namespace
 
@@ -195,7 +192,8 @@ void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info) {
                                          [](const ScalingPoint& a, const ScalingPoint& b) { return a.gpus < b.gpus; });
     os << "  N=" << last.gpus << ": first iteration " << format_time(last.first_iteration_s.median) << " (buckets "
        << bucket_choices(last.first_plan) << "); time to train " << w.epochs << " epoch(s) "
-       << format_time(last.time_to_train_s) << ", " << fixed(last.gpu_hours, 3) << " GPU-hours; parameter-to-memory "
+       << format_time(last.time_to_train_s) << " (of it the job's start-up and communicator set-up " << format_time(last.job_fixed_s)
+       << ": " << info.cluster->job.source << "), " << fixed(last.gpu_hours, 3) << " GPU-hours; parameter-to-memory "
        << fixed(100 * last.memory.parameter_to_memory_ratio(), 2) << "%\n";
   }
   for (const auto& wmsg : r.warnings) os << "  WARNING: " << wmsg << "\n";
@@ -212,6 +210,11 @@ nlohmann::json study_json(const StudyResult& r, const RunInfo& info) {
                 {"implementation", to_string(w.implementation)},
                 {"precision", to_string(w.precision)}};
   j["collective_family"] = r.collective_family;
+  const JobCosts& job = info.cluster->job;
+  j["job_fixed_costs"] = {{"startup_s", job.startup_s},
+                          {"communicator_init_s", job.communicator_init_s},
+                          {"communicator_init_per_rank_s", job.communicator_init_per_rank_s},
+                          {"source", job.source}};
   j["baseline_1gpu"] = point_json(r.baseline);
   nlohmann::json pts = nlohmann::json::array();
   for (const auto& p : r.points) pts.push_back(point_json(p));
@@ -221,14 +224,13 @@ nlohmann::json study_json(const StudyResult& r, const RunInfo& info) {
   return j;
 }
 
-std::string study_csv(const StudyResult& r, const RunInfo& info) {
+std::string study_csv(const StudyResult& r) {
   std::ostringstream os;
   os << std::setprecision(9);
-  os << csv_header_comment(info);
   os << "gpus,nodes,batch_per_gpu,iterations_per_epoch,iteration_time_s,iteration_time_p95_s,first_iteration_time_s,"
         "compute_time_s,communication_time_s,exposed_communication_s,overhead_exposed,overhead_total,samples_per_s,"
         "epoch_time_s,time_to_train_s,gpu_hours,speedup,efficiency,peak_memory_bytes,parameter_to_memory_ratio,"
-        "buckets_steady,iteration_time_lo_s,iteration_time_hi_s,speedup_lo,speedup_hi\n";
+        "buckets_steady,iteration_time_lo_s,iteration_time_hi_s,speedup_lo,speedup_hi,job_fixed_s\n";
   for (const auto& p : r.points) {
     os << p.gpus << "," << p.nodes << "," << p.batch_per_gpu << "," << p.iterations_per_epoch << ","
        << p.iteration_s.median << "," << p.iteration_s.p95 << "," << p.first_iteration_s.median << ","
@@ -237,17 +239,17 @@ std::string study_csv(const StudyResult& r, const RunInfo& info) {
        << p.gpu_hours << "," << p.speedup << "," << p.efficiency << "," << p.memory.peak_bytes << ","
        << p.memory.parameter_to_memory_ratio() << "," << csv_escape(bucket_choices(p.steady_plan));
     if (p.iteration_band && p.speedup_band)
-      os << "," << p.iteration_band->lo << "," << p.iteration_band->hi << "," << p.speedup_band->lo << "," << p.speedup_band->hi << "\n";
+      os << "," << p.iteration_band->lo << "," << p.iteration_band->hi << "," << p.speedup_band->lo << "," << p.speedup_band->hi;
     else
-      os << ",,,,\n";
+      os << ",,,,";
+    os << "," << p.job_fixed_s << "\n";
   }
   return os.str();
 }
 
-std::string buckets_csv(const StudyResult& r, const RunInfo& info) {
+std::string buckets_csv(const StudyResult& r) {
   std::ostringstream os;
   os << std::setprecision(9);
-  os << csv_header_comment(info);
   os << "gpus,plan,bucket,bytes,algorithm_protocol,start_s,end_s,parameters\n";
   for (const auto& p : r.points) {
     for (int plan = 0; plan < 2; ++plan) {

@@ -31,8 +31,13 @@ std::string csv_escape(const std::string& s);
 
 void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info);
 nlohmann::json study_json(const StudyResult& r, const RunInfo& info);
-std::string study_csv(const StudyResult& r, const RunInfo& info);
-std::string buckets_csv(const StudyResult& r, const RunInfo& info);
+// What made a run's outputs (its JSON's provenance, its CSVs' sidecar):
+// this build, the command, the seed, the cluster, workload and calibration.
+nlohmann::json run_provenance(const RunInfo& info);
+// The CSVs start with their header row (provenance: run_provenance, in the
+// sidecar add_csv_output writes).
+std::string study_csv(const StudyResult& r);
+std::string buckets_csv(const StudyResult& r);
 nlohmann::json trace_json(const StudyResult& r, const RunInfo& info);
 
 }  // namespace ks

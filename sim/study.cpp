@@ -279,7 +279,9 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
   pt.samples_per_s = static_cast<double>(gpus) * static_cast<double>(pt.batch_per_gpu) / pt.iteration_s.median;
   pt.epoch_s = static_cast<double>(pt.iterations_per_epoch) * pt.iteration_s.median + w.epoch_overhead_s;
   const double total_iters = static_cast<double>(pt.iterations_per_epoch) * w.epochs;
-  pt.time_to_train_s = pt.first_iteration_s.median + (total_iters - 1) * pt.iteration_s.median + w.epochs * w.epoch_overhead_s;
+  pt.job_fixed_s = c.job.total(gpus);
+  pt.time_to_train_s =
+      pt.job_fixed_s + pt.first_iteration_s.median + (total_iters - 1) * pt.iteration_s.median + w.epochs * w.epoch_overhead_s;
   pt.gpu_hours = gpus * pt.time_to_train_s / 3600.0;
   pt.memory = point_memory(c, w, cal, layout, pt.batch_per_gpu);
 
@@ -368,7 +370,8 @@ void add_bands(const Cluster& c, const Workload& w, const Calibration& cal, cons
         iter[k - 1].push_back(m.steady_s);
         ScalingPoint& pt = sr.points[k - 1];
         const double total_iters = static_cast<double>(pt.iterations_per_epoch) * w.epochs;
-        pt.time_to_train_samples.push_back(pt.first_iteration_s.median + (total_iters - 1) * m.steady_s + w.epochs * w.epoch_overhead_s);
+        pt.time_to_train_samples.push_back(pt.job_fixed_s + pt.first_iteration_s.median + (total_iters - 1) * m.steady_s +
+                                           w.epochs * w.epoch_overhead_s);
       }
     }
     for (std::size_t i = 0; i < layouts.size(); ++i) {
@@ -383,6 +386,16 @@ void add_bands(const Cluster& c, const Workload& w, const Calibration& cal, cons
   sr.interval_samples = o.interval_samples;
 }
 }  // namespace
+
+std::string batch_change_note(const Workload& w, Scaling scaling, const ScalingPoint& p) {
+  const std::int64_t asked = scaling == Scaling::strong_global_batch ? w.global_batch.value_or(w.batch_per_gpu) / p.gpus : w.batch_per_gpu;
+  if (p.batch_per_gpu == asked) return "";
+  const std::int64_t per_rank = (p.dataset_size + p.gpus - 1) / p.gpus;
+  return "N=" + std::to_string(p.gpus) + ": batch per GPU " + std::to_string(p.batch_per_gpu) + ", not the workload's " +
+         std::to_string(asked) + ": the dataset's " + std::to_string(p.dataset_size) + " samples over " + std::to_string(p.gpus) +
+         " GPUs leave each ceil(" + std::to_string(p.dataset_size) + "/" + std::to_string(p.gpus) + ") = " + std::to_string(per_rank) +
+         " per epoch, one iteration of " + std::to_string(p.batch_per_gpu);
+}
 
 StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& cal, const StudyOptions& o) {
   if (o.gpus.empty()) throw InputError("--gpus: give at least one GPU count");
@@ -407,6 +420,7 @@ StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& ca
       pt.speedup = sr.baseline.epoch_s / pt.epoch_s;
     }
     pt.efficiency = pt.speedup / n;
+    if (const std::string note = batch_change_note(w, o.scaling, pt); !note.empty()) sr.warnings.push_back(note);
     if (pt.memory.exceeds_capacity()) {
       sr.warnings.push_back("N=" + std::to_string(n) + ": predicted peak memory " + format_bytes(pt.memory.peak_bytes) +
                             " exceeds the " + c.gpu.model + "'s " + format_bytes(pt.memory.capacity_bytes) +

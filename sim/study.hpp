@@ -91,7 +91,8 @@ struct ScalingPoint {
   double overhead_total = 0;    // communication / iteration
   double samples_per_s = 0;
   double epoch_s = 0;
-  double time_to_train_s = 0;
+  double time_to_train_s = 0;  // the job's fixed costs (job_fixed_s) included
+  double job_fixed_s = 0;       // start-up and communicator initialisation (Cluster::job)
   double gpu_hours = 0;
   double speedup = 0, efficiency = 0;
   MemoryEstimate memory;
@@ -130,6 +131,12 @@ struct StudyResult {
   // layout or batch split the sample's values made impossible)
   int unknown_samples = 0, unknown_skipped = 0;
 };
+
+// "" when point p's batch per GPU is the one the workload asks for (its
+// batch_per_gpu; global_batch / N under strong-global-batch); else a note
+// naming both and why: the dataset's share per rank is smaller than the
+// batch (DistributedSampler), so the epoch is one short iteration.
+std::string batch_change_note(const Workload& w, Scaling scaling, const ScalingPoint& p);
 
 StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& cal, const StudyOptions& o);
 

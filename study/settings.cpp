@@ -74,12 +74,47 @@ double parse_factor(const std::string& text) {
 namespace {
 
 // ---------------------------------------------------------------- the network keys
+std::string gbps(double Bps) { return printf_number("%.3g GB/s", Bps / 1e9); }
+
+// Why a factor on a network value moves nothing: the level it scales is not
+// used, or another term holds the cost (the link that bounds NCCL's bus
+// bandwidth; the calibration's fitted MPI regime). whatif change answers
+// with this; a study refuses such a sweep value with it.
 std::string network_idle(const CaseRef& c, const SettingValue& v, const Layout& l, const char* what) {
   if (network_factor_moves(c.cluster, c.cal, l, what, v.number)) return "";
-  const bool one_node_inter = std::string(what).rfind("inter", 0) == 0 && l.nodes == 1;
-  if (c.cluster.collectives.family == CollFamily::nccl)
-    return one_node_inter ? "NCCL stays within one node" : "NCCL's bus bandwidth is bounded by another link, or the level is not used";
-  return one_node_inter ? "MPI stays within one node" : "the calibration's fitted MPI regimes hold the latency and bandwidth";
+  const std::string w = what;
+  const bool inter = w.rfind("inter", 0) == 0, bandwidth = w.find("bandwidth") != std::string::npos;
+  const Cluster& cl = c.cluster;
+  const bool nccl = cl.collectives.family == CollFamily::nccl;
+  const std::string intra_link = std::string("the intra-node link (") + to_string(cl.intra.kind) + ") at " + gbps(cl.intra.bandwidth_Bps);
+  const std::string nics = "the node's NICs at " + std::to_string(cl.net.nics_per_node) + " x " + gbps(cl.net.nic_bandwidth_Bps);
+  if (inter && l.nodes == 1)
+    return std::string(nccl ? "NCCL" : "MPI") + " stays within one node at " + std::to_string(l.ranks) +
+           " rank(s): the inter-node network carries nothing; " + (nccl ? "bounded by " + intra_link : "the intra-node costs hold it");
+  if (nccl) {
+    if (bandwidth && l.nodes > 1 && !c.cal.nccl_bus_bw_inter_Bps) {
+      const bool link_bounds = cl.intra.bandwidth_Bps <= cl.net.nics_per_node * cl.net.nic_bandwidth_Bps;
+      return "bounded by " + (link_bounds ? intra_link : nics) + ", the slower of it and " + (link_bounds ? nics : intra_link) +
+             " (NCCL's bus bandwidth across nodes)";
+    }
+    return "NCCL's chosen algorithms and protocols at these sizes take their " + std::string(bandwidth ? "bandwidth" : "latency") +
+           " from another level";
+  }
+  if (!c.cal.mpi_regimes.empty()) {
+    const double bytes = c.workload.ddp.bucket_cap_bytes;
+    const MpiRegime* r = &c.cal.mpi_regimes.back();
+    for (const auto& x : c.cal.mpi_regimes)
+      if (bytes < x.max_bytes) {
+        r = &x;
+        break;
+      }
+    std::string t = "bounded by the calibration's fitted MPI regime for a bucket of " + format_bytes(bytes) + " (" + to_string(r->algorithm);
+    if (r->latency_s) t += ", " + format_time(*r->latency_s) + " per step";
+    if (r->bandwidth_Bps) t += ", " + gbps(*r->bandwidth_Bps);
+    return t + ", measured over " + c.cal.name + "'s transport); the cluster's " + (inter ? "inter-node" : "intra-node") +
+           " value is not in it";
+  }
+  return "the MPI model's terms at these sizes do not use it";
 }
 
 void network_apply(CaseRef& c, const SettingValue& v, const char* what) {

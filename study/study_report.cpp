@@ -142,7 +142,7 @@ Panels make_panels(const StudySpec& s) {
     comm.columns.push_back(c);
   DimensionTable size{"model_size", "Model-size scaling: epoch time and memory per GPU", kCommonColumns, {}};
   for (const char* c : {"epoch_time_s", "epoch_time_lo_s", "epoch_time_hi_s", "time_to_train_s", "peak_memory_per_gpu_bytes",
-                        "memory_capacity_bytes", "parameters_per_memory_byte", "parameter_to_memory_ratio", "exceeds_capacity",
+                        "memory_capacity_bytes", "parameter_to_memory_ratio", "exceeds_capacity",
                         "epoch_time_scenario_lo_s", "epoch_time_scenario_hi_s"})
     size.columns.push_back(c);
 
@@ -208,9 +208,7 @@ void add_point(Panels& pn, ScenarioSeries& ss, const StudySpec& s, std::size_t i
     s_se.outer.push_back(outer(s_eff, 100));
     const double per_iter = static_cast<double>(p.iterations_per_epoch);
     size.rows.push_back(row({p.epoch_s, band_lo(p.iteration_band, per_iter), band_hi(p.iteration_band, per_iter), p.time_to_train_s,
-                             p.memory.peak_bytes, p.memory.capacity_bytes,
-                             p.memory.peak_bytes > 0 ? static_cast<double>(r.parameters) / p.memory.peak_bytes : 0.0,
-                             p.memory.parameter_to_memory_ratio(), p.memory.exceeds_capacity(), band_lo(s_ep), band_hi(s_ep)}));
+                             p.memory.peak_bytes, p.memory.capacity_bytes, p.memory.parameter_to_memory_ratio(), p.memory.exceeds_capacity(), band_lo(s_ep), band_hi(s_ep)}));
     if (p.gpus == max_gpus && sc.options.scaling == Scaling::strong) {
       const std::string g = size_group(s, sc);
       if (!size_series.count(g)) {
@@ -296,9 +294,9 @@ StudyOutputs study_outputs(const StudySpec& s, const std::vector<StudyResult>& r
   return o;
 }
 
-std::string table_csv(const DimensionTable& t, const std::string& header_comment) {
+std::string table_csv(const DimensionTable& t) {
   std::ostringstream os;
-  os << std::setprecision(10) << header_comment;
+  os << std::setprecision(10);
   for (std::size_t c = 0; c < t.columns.size(); ++c) os << (c ? "," : "") << t.columns[c];
   os << "\n";
   for (const auto& row : t.rows) {
@@ -388,13 +386,13 @@ std::vector<std::vector<std::string>> summary_rows(const DimensionTable& t, std:
                      opt_pct(cell(r, "overhead_total_scenario_lo"), cell(r, "overhead_total_scenario_hi")),
                      cell(r, "buckets_steady").get<std::string>()});
   } else {
-    head = {"scenario", "N", "parameters", "epoch", "epoch 90%", "epoch (unknowns)", "peak memory/GPU", "parameters/byte", "fits"};
+    head = {"scenario", "N", "parameters", "epoch", "epoch 90%", "epoch (unknowns)", "peak memory/GPU", "parameter-to-memory", "fits"};
     for (const auto& r : t.rows)
       out.push_back({r[label].get<std::string>(), r[gpus].dump(), cell(r, "parameters").dump(), format_time(num(cell(r, "epoch_time_s"))),
                      opt_time(cell(r, "epoch_time_lo_s"), cell(r, "epoch_time_hi_s")),
                      opt_time(cell(r, "epoch_time_scenario_lo_s"), cell(r, "epoch_time_scenario_hi_s")),
                      format_bytes(num(cell(r, "peak_memory_per_gpu_bytes"))),
-                     fixed(num(cell(r, "parameters_per_memory_byte")), 4), cell(r, "exceeds_capacity").get<bool>() ? "NO (exceeds)" : "yes"});
+                     fixed(100 * num(cell(r, "parameter_to_memory_ratio")), 2) + "%", cell(r, "exceeds_capacity").get<bool>() ? "NO (exceeds)" : "yes"});
   }
   return out;
 }
@@ -533,10 +531,9 @@ std::string study_markdown(const StudySpec& s, const StudyOutputs& o) {
 std::vector<std::pair<std::string, std::string>> study_files(const StudySpec& s, const StudyOutputs& o) {
   std::vector<std::pair<std::string, std::string>> files;
   const json& prov = o.study["provenance"];
-  const std::string comment = "# " + describe(provenance()) + "; study " + s.name + " (" + s.file +
-                              "); seed " + std::to_string(s.seed) + "\n# " + prov["command_line"].get<std::string>() + "\n";
   for (const auto& t : o.tables) {
-    files.emplace_back(t.name + ".csv", table_csv(t, comment));
+    files.emplace_back(t.name + ".csv", table_csv(t));
+    files.emplace_back(t.name + ".meta.json", csv_meta_text(t.name + ".csv", prov));
     files.emplace_back(t.name + ".json", table_json(t, prov).dump(2) + "\n");
   }
   for (const auto& p : o.plots) {

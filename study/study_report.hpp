@@ -36,7 +36,7 @@ struct StudyOutputs {
 // `results[i]` is scenario i's.
 StudyOutputs study_outputs(const StudySpec& s, const std::vector<StudyResult>& results, const std::string& command_line);
 
-std::string table_csv(const DimensionTable& t, const std::string& header_comment);
+std::string table_csv(const DimensionTable& t);
 nlohmann::json table_json(const DimensionTable& t, const nlohmann::json& provenance);
 // The tables on a terminal: one block per dimension, the main columns only.
 std::string tables_text(const StudySpec& s, const StudyOutputs& o);

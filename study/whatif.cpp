@@ -101,6 +101,11 @@ std::string few_iterations(const ScalingPoint& p) {
          " samples per GPU (a short last batch is timed as a full one): time and GPU-hours move in whole iterations here";
 }
 
+// Where the chosen point's batch per GPU is not the workload's: says so.
+void note_batch(WhatifAnswer& a, const WhatifBase& b, const ScalingPoint& p) {
+  if (const std::string n = batch_change_note(b.workload, b.options.scaling, p); !n.empty()) a.reasoning.push_back(n);
+}
+
 // The median iteration split into compute and exposed communication.
 std::string breakdown(const ScalingPoint& p) {
   const double it = p.iteration_s.median, cp = p.compute_s.median, ex = p.exposed_s.median;
@@ -399,6 +404,7 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
   } else {
     explain_missed(a, pts, q, budget);
   }
+  if (a.chosen >= 0) note_batch(a, b, pts[a.chosen]);
   a.reasoning.push_back(confidence_words(pts, q.confidence, wc.calibration.name));
   if (const std::string m = memory.line(); !m.empty()) a.reasoning.push_back(m);
   for (const auto& s : skipped) a.reasoning.push_back("skipped " + s);
@@ -734,6 +740,7 @@ WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q) {
     for (const auto& wc : b.clusters) names += (names.empty() ? "" : "', '") + wc.calibration.name;
     a.reasoning.push_back(confidence_words(pts, q.confidence, names));
   }
+  if (a.chosen >= 0) note_batch(a, b, cands[a.chosen].p);
   if (const std::string m = memory.line(); !m.empty()) a.reasoning.push_back(m);
   return a;
 }
@@ -754,10 +761,13 @@ struct Case {
 struct Parsed {
   const Setting* setting = nullptr;
   SettingValue value;
+  std::string idle;  // why it moves nothing in the model in use (the bound that holds the cost); empty: it acts
 };
 
-// Parses --set KEY=VALUE against the case it changes and applies it;
-// refused when the key moves nothing in the model in use on that case.
+// Parses --set KEY=VALUE against the case it changes and applies it. A
+// value that moves nothing in the model in use is an answer (0%, and the
+// bound that holds it: Parsed::idle), except a restriction of NCCL's
+// choice on a cluster without NCCL, which is a mistake and refused.
 Parsed apply_change(Case& k, const Change& ch) {
   const std::string where = "--set " + ch.key + "=" + ch.value;
   Parsed p;
@@ -771,9 +781,10 @@ Parsed apply_change(Case& k, const Change& ch) {
   }
   if (p.setting->idle) {
     const Layout l = layout_for(k.cluster, k.gpus, k.options.gpus_per_node);
-    if (const std::string why = p.setting->idle(c, p.value, l); !why.empty())
-      throw InputError(where + " moves nothing in the collective model in use at " + std::to_string(k.gpus) + " GPU(s) on " +
-                       std::to_string(l.nodes) + " node(s): " + why);
+    if (std::string why = p.setting->idle(c, p.value, l); !why.empty()) {
+      if (std::string(p.setting->key).rfind("nccl_", 0) == 0) throw InputError(where + ": " + why);
+      p.idle = std::move(why);
+    }
   }
   p.setting->apply(c, p.value);
   if (const std::string why = kan_size_problem(KanShape{k.w.widths, k.w.grid_size, k.w.spline_order}); !why.empty())
@@ -816,8 +827,8 @@ WhatifAnswer whatif_change(const WhatifBase& b, int gpus, const std::vector<Chan
   }
   const ScalingPoint p0 = predict_case(before);
   Case after = before;
+  std::vector<std::pair<std::string, std::string>> still;  // (KEY=VALUE, why) for each change that alone moves nothing
   for (const Change& ch : changes) {
-    // alone, every change must move the prediction
     Case alone = before;
     const Parsed parsed = apply_change(alone, ch);
     ScalingPoint pa;
@@ -827,15 +838,14 @@ WhatifAnswer whatif_change(const WhatifBase& b, int gpus, const std::vector<Chan
       throw InputError("--set " + ch.key + "=" + ch.value + ": " + e.what());
     }
     if (same_prediction(pa, p0)) {
-      // why, where the key says
-      std::string why = "the prediction (iteration, memory, time to train) is identical";
-      if (const std::string w = parsed.setting->why_same ? parsed.setting->why_same(before.ref(), parsed.value) : ""; !w.empty())
-        why = w;
-      else if (std::string(parsed.setting->key) == "bucket_cap" && pa.steady_plan.size() == p0.steady_plan.size())  // from the predictions
+      // why: the bound the key's setting names, else what the key says, else from the predictions
+      std::string why = parsed.idle;
+      if (why.empty()) why = parsed.setting->why_same ? parsed.setting->why_same(before.ref(), parsed.value) : "";
+      if (why.empty() && std::string(parsed.setting->key) == "bucket_cap" && pa.steady_plan.size() == p0.steady_plan.size())
         why = "the bucket plan is the same (" + std::to_string(p0.steady_plan.size()) +
               " bucket(s)): the model's gradients are split alike with either cap";
-      throw InputError("--set " + ch.key + "=" + ch.value + " moves nothing in the model in use at " + std::to_string(gpus) +
-                       " GPU(s): " + why + "; drop it or change what it acts on");
+      if (why.empty()) why = "the prediction (iteration, memory, time to train) is identical";
+      still.emplace_back(ch.key + "=" + ch.value, why);
     }
     apply_change(after, ch);
   }
@@ -872,6 +882,14 @@ WhatifAnswer whatif_change(const WhatifBase& b, int gpus, const std::vector<Chan
   a.answer = list + ": iteration " + format_time(it0) + " -> " + format_time(it1) + " (" + printf_number("%+.1f%%", 100 * (it1 / it0 - 1)) +
              "), time to train " + format_time(p0.time_to_train_s) + " -> " + format_time(p1.time_to_train_s) + " (" +
              printf_number("%+.1f%%", 100 * (p1.time_to_train_s / p0.time_to_train_s - 1)) + ") at " + std::to_string(p1.gpus) + " GPU(s)";
+  if (still.size() == changes.size()) {  // nothing moves: the answer is 0%, and what holds the cost
+    std::string whys;
+    for (const auto& w : still) whys += (whys.empty() ? "" : "; ") + w.second;
+    a.answer = list + ": 0% at " + std::to_string(p1.gpus) + " GPU(s) (iteration " + format_time(it0) + ", time to train " +
+               format_time(p0.time_to_train_s) + "): " + whys;
+  }
+  if (changes.size() > 1)  // (one change: the answer says it)
+    for (const auto& w : still) a.reasoning.push_back("alone, " + w.first + " moves nothing in the model in use: " + w.second);
   // (differences below 1e-9 of the iteration are rounding: shown as 0)
   auto settle = [&](double x) { return std::abs(x) < 1e-9 * it0 ? 0.0 : x; };
   const double dc = settle(p1.compute_s.median - p0.compute_s.median), de = settle(p1.exposed_s.median - p0.exposed_s.median);
@@ -883,6 +901,9 @@ WhatifAnswer whatif_change(const WhatifBase& b, int gpus, const std::vector<Chan
   }
   a.reasoning.push_back("before: " + breakdown(p0));
   a.reasoning.push_back("after: " + breakdown(p1));
+  const std::string n0 = batch_change_note(before.w, before.options.scaling, p0), n1 = batch_change_note(after.w, after.options.scaling, p1);
+  if (!n0.empty()) a.reasoning.push_back("before: " + n0);
+  if (!n1.empty()) a.reasoning.push_back("after: " + n1);
   if (p1.memory.exceeds_capacity() && !p0.memory.exceeds_capacity()) {
     const std::string oom = "after the change the run no longer fits the GPU: peak " + format_bytes(p1.memory.peak_bytes) + " of " +
                             format_bytes(p1.memory.capacity_bytes);

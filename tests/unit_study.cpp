@@ -51,11 +51,64 @@ TEST_CASE("strong scaling: speedup and efficiency on a hand-checked case") {
   CHECK(r.points[2].speedup == doctest::Approx(10.0 / 3.0));
   CHECK(r.points[2].efficiency == doctest::Approx(10.0 / 12.0));
   CHECK(r.points[1].speedup == doctest::Approx(2.0));
-  // time to train 2 epochs at N=2: first iteration + (2*5 - 1) steady ones
-  CHECK(r.points[1].time_to_train_s == doctest::Approx(r.points[1].first_iteration_s.median + 9 * T).scale(0));
+  // time to train 2 epochs at N=2: the job's fixed costs (no job: keys, so
+  // the mpi family's documented default: 0.31 s start-up, no communicator
+  // cost; docs/models.md) + first iteration + (2*5 - 1) steady ones
+  CHECK(r.points[1].job_fixed_s == doctest::Approx(0.31));
+  CHECK(r.points[1].time_to_train_s == doctest::Approx(0.31 + r.points[1].first_iteration_s.median + 9 * T).scale(0));
   CHECK(r.points[1].gpu_hours == doctest::Approx(2 * r.points[1].time_to_train_s / 3600));
   CHECK(r.points[1].samples_per_s == doctest::Approx(200 / T));
   CHECK(r.points[0].overhead_exposed == doctest::Approx(0.0).epsilon(1e-9));
+}
+
+TEST_CASE("a job's fixed costs: the cluster's own start-up and communicator set-up, once per job") {
+  // job: startup 2 s, communicator 1 s + 0.5 s per rank: at N=1 2 s (no
+  // communicator), at N=4 2 + 1 + 4 x 0.5 = 5 s, added to the time to train
+  // and to no iteration or epoch
+  const std::string text = std::string(kFreeNet) +
+                           "job: {startup: \"2s\", communicator_init: \"1s\", communicator_init_per_rank: \"0.5s\", source: \"test\"}\n";
+  const Cluster c = parse_cluster(text, "freenet.yaml");
+  const Workload w = parse_workload(kWork, "tiny.yaml");
+  const Calibration k = datasheet_calibration(c, w.precision);
+  StudyOptions o;
+  o.gpus = {1, 4};
+  const auto r = run_study(c, w, k, o);
+  CHECK(r.points[0].job_fixed_s == doctest::Approx(2.0));
+  CHECK(r.points[1].job_fixed_s == doctest::Approx(5.0));
+  const double T = r.points[1].iteration_s.median;  // 2 epochs of 3 iterations at N=4
+  CHECK(r.points[1].time_to_train_s == doctest::Approx(5.0 + r.points[1].first_iteration_s.median + 5 * T).scale(0));
+  CHECK(r.points[1].epoch_s == doctest::Approx(3 * T).epsilon(1e-9).scale(0));
+  // the defaults by family when the file has no job: keys (docs/models.md)
+  CHECK(job_costs_default(CollFamily::nccl).total(8) == doctest::Approx(0.78 + 1.3625 + 8 * 0.084375));
+  CHECK(job_costs_default(CollFamily::gloo).total(1) == doctest::Approx(0.78));
+  // a bad value: one line naming the key
+  CHECK_THROWS_WITH_AS(parse_cluster(std::string(kFreeNet) + "job: {startup: \"25h\", source: \"x\"}\n", "c.yaml"),
+                       doctest::Contains("job.startup"), InputError);
+  CHECK_THROWS_WITH_AS(parse_cluster(std::string(kFreeNet) + "job: {startup: \"2s\"}\n", "c.yaml"), doctest::Contains("source"),
+                       InputError);
+}
+
+TEST_CASE("a batch per GPU the dataset shrinks is named, in the warnings and nowhere silently") {
+  // tiny: batch 100, 1000 samples. N=8: ceil(1000/8) = 125 per rank, still
+  // batches of 100 (no note); the cluster's 8 GPUs are its most, so N=8 with
+  // batch 200: 125 < 200, one batch of 125 per epoch.
+  const Cluster c = parse_cluster(kFreeNet, "freenet.yaml");
+  Workload w = parse_workload(kWork, "tiny.yaml");
+  const Calibration k = datasheet_calibration(c, w.precision);
+  StudyOptions o;
+  o.gpus = {1, 8};
+  auto r = run_study(c, w, k, o);
+  CHECK(r.points[1].batch_per_gpu == 100);
+  CHECK(r.warnings.empty());
+  w.batch_per_gpu = 200;
+  r = run_study(c, w, k, o);
+  CHECK(r.points[1].batch_per_gpu == 125);
+  REQUIRE(r.warnings.size() == 1);
+  CHECK(r.warnings[0] == "N=8: batch per GPU 125, not the workload's 200: the dataset's 1000 samples over 8 GPUs leave each "
+                         "ceil(1000/8) = 125 per epoch, one iteration of 125");
+  // strong-global-batch asks for global / N: 400 / 8 = 50, which 125 samples hold: no note
+  o.scaling = Scaling::strong_global_batch;
+  CHECK(batch_change_note(w, o.scaling, run_study(c, w, k, o).points[1]).empty());
 }
 
 TEST_CASE("a per-epoch fixed cost does not scale: Amdahl's law on the hand-checked case") {
@@ -76,7 +129,7 @@ TEST_CASE("a per-epoch fixed cost does not scale: Amdahl's law on the hand-check
   CHECK(r.points[2].epoch_s == rel(13 * T));
   CHECK(r.points[2].speedup == rel(20.0 / 13.0));
   CHECK(r.points[2].efficiency == rel(20.0 / 52.0));
-  CHECK(r.points[1].time_to_train_s == rel(r.points[1].first_iteration_s.median + 9 * T + 2 * 10 * T));
+  CHECK(r.points[1].time_to_train_s == rel(0.31 + r.points[1].first_iteration_s.median + 9 * T + 2 * 10 * T));  // 0.31 s: as above
   // the iteration itself is unchanged
   CHECK(r.points[2].iteration_s.median == rel(T));
   // and the workload key reads as a time

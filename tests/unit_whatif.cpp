@@ -32,7 +32,9 @@ std::string cluster_yaml(const char* name, const char* net_latency, const char* 
          "runtime_memory: \"0B\"}\n"
          "intra_node: {kind: shm, bandwidth: \"1000000000PB/s\", latency: \"0.1ms\"}\n"
          "network: {nics_per_node: 1, nic_bandwidth: \"1000000000PB/s\", latency: \"" +
-         net_latency + "\"}\ncollectives: {family: mpi, version: \"test\"}\n" + price;
+         net_latency + "\"}\ncollectives: {family: mpi, version: \"test\"}\n" +
+         // no fixed job costs: the times to train below are iterations alone
+         "job: {startup: \"0s\", communicator_init: \"0s\", communicator_init_per_rank: \"0s\", source: \"none (a hand case)\"}\n" + price;
 }
 
 Workload workload(const char* widths, const char* ddp = "broadcast_buffers: false") {
@@ -234,7 +236,7 @@ TEST_CASE("whatif cluster: fewest GPU-hours and least money can be different clu
   CHECK(a.rows[a.chosen][1] == 8);  // 88 ms, the fastest
 }
 
-TEST_CASE("whatif change: a before/after table; a change that moves nothing is refused with the reason") {
+TEST_CASE("whatif change: a before/after table; a change that moves nothing answers 0% with the bound that holds it") {
   // 4 GPUs on 2 nodes: 0.8 + 2 x 0.5 = 1.8 ms; network latency doubled:
   // 0.8 + 2 x 1.0 = 2.8 ms; 10 epochs of 16 iterations: 288 -> 448 ms.
   WhatifBase b = base();
@@ -252,16 +254,24 @@ TEST_CASE("whatif change: a before/after table; a change that moves nothing is r
   // 8 iterations per epoch: (1.6 + 2.0) ms x 80 = 288 ms
   a = whatif_change(b, 4, {{"network.latency", "2x"}, {"batch_per_gpu", "2x"}});
   CHECK(num(a.rows[a.chosen][3]) == rel(3.6e-3));
-  // on one node the inter-node latency is not used
-  try {
-    whatif_change(b, 2, {{"network.latency", "2x"}});
-    FAIL("expected a refusal");
-  } catch (const InputError& e) {
-    CHECK(std::string(e.what()).find("moves nothing") != std::string::npos);
-    CHECK(std::string(e.what()).find("one node") != std::string::npos);
-  }
-  // the workload's own bucket cap: nothing moves
-  CHECK_THROWS_WITH_AS(whatif_change(b, 4, {{"bucket_cap", "25MiB"}}), doctest::Contains("moves nothing"), InputError);
+  // on one node the inter-node latency is not used: an answer of 0%, with why
+  a = whatif_change(b, 2, {{"network.latency", "2x"}});
+  CHECK(a.answer.find("network.latency=2x: 0% at 2 GPU(s)") == 0);
+  CHECK(a.answer.find("stays within one node") != std::string::npos);
+  CHECK(num(a.rows[a.chosen][2]) == num(a.rows[a.chosen][3]));
+  // the workload's own bucket cap: nothing moves, and the plan says why
+  a = whatif_change(b, 4, {{"bucket_cap", "25MiB"}});
+  CHECK(a.answer.find("bucket_cap=25MiB: 0%") == 0);
+  CHECK(a.answer.find("the bucket plan is the same") != std::string::npos);
+  // a factor on a host overhead of 0 leaves it at 0: 0%, and what to give instead
+  a = whatif_change(b, 4, {{"host_overhead", "2x"}});
+  CHECK(a.answer.find("host_overhead=2x: 0%") == 0);
+  CHECK(a.answer.find("leaves it at 0; give a time") != std::string::npos);
+  // one change that moves and one that does not: the answer is the first's, the other named
+  a = whatif_change(b, 2, {{"network.latency", "2x"}, {"batch_per_gpu", "2x"}});
+  CHECK(a.answer.find(": 0%") == std::string::npos);
+  CHECK(num(a.rows[a.chosen][3]) > num(a.rows[a.chosen][2]));
+  CHECK(a.reasoning.front().find("alone, network.latency=2x moves nothing") == 0);
   // NCCL's restrictions on an MPI cluster
   CHECK_THROWS_WITH_AS(whatif_change(b, 4, {{"nccl_algo", "ring"}}), doctest::Contains("MPI collectives"), InputError);
   CHECK_THROWS_WITH_AS(whatif_change(b, 4, {{"nonsense", "1"}}), doctest::Contains("unknown key"), InputError);
