@@ -4,6 +4,7 @@
 #include <fstream>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include "commands.hpp"
@@ -12,6 +13,7 @@
 #include "formats/yaml_reader.hpp"
 #include "options.hpp"
 #include "validation/repeatability.hpp"
+#include "validation/site.hpp"
 #include "validation/validate.hpp"
 
 namespace po = boost::program_options;
@@ -21,7 +23,7 @@ namespace ks::cli {
 namespace {
 
 struct ValidateArgs {
-  std::string plan_file, out = "validation-report", emit, collect, calibration;
+  std::string plan_file, out = "validation-report", emit, collect, calibration, site;
   std::vector<std::string> repeat;
   bool published = false;
   int rounds = 0, steps = 0, max_ranks = 0;
@@ -36,6 +38,8 @@ void validate_options(po::options_description& desc, ValidateArgs& a) {
       ("steps", po::value(&a.steps), "steps per live run (default: the plan's)")
       ("max-ranks", po::value(&a.max_ranks), "the most ranks a live job may start here (default: this machine's cores x 16)")
       ("emit", po::value(&a.emit)->value_name("DIR"), "write the schedule as job scripts (Slurm, mpirun) into DIR; run nothing")
+      ("site", po::value(&a.site)->value_name("FILE"),
+       "with --emit: the cluster's site file (configs/sites/): scheduler, partition, account, modules, launcher, scratch")
       ("collect", po::value(&a.collect)->value_name("DIR"), "compare what the emitted scripts left in DIR")
       ("published", po::bool_switch(&a.published), "only the comparison with the plan's published figures (no live runs)")
       ("repeatability", po::value(&a.repeat)->multitoken()->value_name("RUN..."),
@@ -76,6 +80,7 @@ void check_outputs(const ValidationPlan& plan, const ValidateArgs& a) {
   std::vector<std::string> inputs = plan_inputs(plan);
   inputs.insert(inputs.end(), a.repeat.begin(), a.repeat.end());
   if (!a.collect.empty()) inputs.push_back(a.collect);
+  if (!a.site.empty()) inputs.push_back(a.site);
   const std::string& dir = a.emit.empty() ? a.out : a.emit;
   const std::string what = a.emit.empty() ? "--out" : "--emit";
   check_outputs_spare_inputs(inputs, {{dir, what, true}});
@@ -103,11 +108,13 @@ int repeatability_of_runs(const ValidationPlan& plan, const ValidateArgs& a, con
   return write_repeatability_report(runs, rep, plan, a.out, cmdline) ? 0 : 1;
 }
 
-int emit_scripts(const ValidationPlan& plan, const std::string& emit, const std::string& self) {
+int emit_scripts(const ValidationPlan& plan, const std::string& emit, const std::string& self, const std::optional<Site>& site) {
   if (plan.cases.empty()) throw InputError(plan.file + ": no cases to emit (the plan has only a published: section)");
-  emit_validation(plan, emit, self);
-  std::cout << "kanscale validate: wrote " << emit << "/run-slurm.sbatch and " << emit << "/run-mpirun.sh (" << plan.rounds << " rounds, "
-            << plan.cases.size() << " cases); afterwards: kanscale validate " << plan.file << " --collect " << emit << "\n";
+  emit_validation(plan, emit, self, site ? &*site : nullptr);
+  const std::string scripts = !site ? emit + "/run-slurm.sbatch and " + emit + "/run-mpirun.sh"
+                                    : emit + (site->scheduler == "slurm" ? "/run-slurm.sbatch" : "/run-mpirun.sh") + " for site " + site->name;
+  std::cout << "kanscale validate: wrote " << scripts << " (" << plan.rounds << " rounds, " << plan.cases.size()
+            << " cases); afterwards: kanscale validate " << plan.file << " --collect " << emit << "\n";
   return 0;
 }
 
@@ -122,7 +129,7 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
   po::variables_map vm;
   if (!parse_args(args, desc,
                   "usage: kanscale validate PLAN [--out DIR] [--rounds R] [--steps S]\n"
-                  "       kanscale validate PLAN --emit DIR      (then run DIR/run-slurm.sbatch or DIR/run-mpirun.sh)\n"
+                  "       kanscale validate PLAN --emit DIR [--site FILE]  (then run DIR/run-slurm.sbatch or DIR/run-mpirun.sh)\n"
                   "       kanscale validate PLAN --collect DIR [--out REPORT]\n"
                   "       kanscale validate PLAN --published [--out REPORT]\n"
                   "       kanscale validate PLAN --repeatability RUN RUN... [--out REPORT]",
@@ -134,14 +141,20 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
   const std::string self = self_executable();
   if (!a.emit.empty() + !a.collect.empty() + a.published + !a.repeat.empty() > 1)
     throw InputError("validate: give at most one of --emit, --collect, --published, --repeatability");
-  if (plan.runs > 1 && (!a.emit.empty() || !a.collect.empty()))
-    throw InputError(plan.file + ": key 'runs': " + std::to_string(plan.runs) +
-                     " runs are run and judged here; --emit and --collect take one run (judge separate runs with --repeatability)");
+  if (plan.runs > 1 && (!a.emit.empty() || !a.collect.empty())) {
+    // one run is emitted or collected; the repeat-run verdict takes the runs made here, or --repeatability those made elsewhere
+    std::cerr << "kanscale validate: " << plan.file << " says runs: " << plan.runs << "; --" << (a.emit.empty() ? "collect" : "emit")
+              << " takes one run (judge several collected runs with --repeatability)\n";
+    plan.runs = 1;
+  }
+  if (!a.site.empty() && a.emit.empty()) throw InputError("--site: goes with --emit (it says how the emitted scripts run on a cluster)");
+  std::optional<Site> site;
+  if (!a.site.empty()) site = load_site(a.site);
   check_outputs(plan, a);
   check_sweep_options(plan);
   if (a.published) return published_comparison(plan, a.out, cmdline);
   if (!a.repeat.empty()) return repeatability_of_runs(plan, a, cmdline);
-  if (!a.emit.empty()) return emit_scripts(plan, a.emit, self);
+  if (!a.emit.empty()) return emit_scripts(plan, a.emit, self, site);
   if (!a.collect.empty()) return collect_validation(plan, a.collect, a.out, cmdline);
   if (plan.runs >= 3) return run_repeated_validation(plan, a.out, self, cmdline);
   return run_validation(plan, a.out, self, cmdline);

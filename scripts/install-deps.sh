@@ -13,6 +13,7 @@ PKGS=(
   gnuplot-nox                          # plots of kanscale study (run as a process from the .gp scripts it writes)
   python3-torch python3-numpy          # real PyTorch DDP jobs of efficient-kan (kanscale train, implementation: pytorch)
   libopenblas0-pthread                 # the BLAS torch runs on (the reference libblas3 is 2-3x slower)
+  shellcheck                           # the tests check every job script validate --emit writes
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -902,8 +902,6 @@ std::vector<Case> catalogue_part23() {
        {"plan.yaml", "runs"}},
       {"validate: a verdict threshold out of range", "flags-validate", {{VP, "verdict: {coverage_min_pct: 150}\n" + vplan}},
        {"validate", "{d}/plan.yaml", "--out", "{d}/o"}, {"plan.yaml", "verdict.coverage_min_pct", "0 to 100"}},
-      {"validate: runs: 3 with --emit", "flags-validate", {{VP, "runs: 3\n" + vplan}}, {"validate", "{d}/plan.yaml", "--emit", "{d}/e"},
-       {"plan.yaml", "runs", "--emit"}},
       {"validate: --emit and --collect", "flags-validate", {{VP, vplan}},
        {"validate", "{d}/plan.yaml", "--emit", "{d}/a", "--collect", "{d}/b"}, {"--emit"}},
       {"validate: --collect a missing directory", "flags-validate", {{VP, vplan}},
@@ -1180,9 +1178,40 @@ std::vector<Case> catalogue_part29() {
   };
 }
 
+// site files (validate --emit --site)
+const std::string kSite = read_file(kSrc + "/configs/sites/finisterrae3.yaml");
+std::vector<std::string> emit_site() { return {"validate", "{d}/plan.yaml", "--emit", "{d}/e", "--site", "{d}/site.yaml"}; }
+std::vector<Case> catalogue_part30() {
+  const std::string vplan = validation_plan();
+  auto site = [&](const std::string& text) { return std::vector<File>{{VP, vplan}, {"site.yaml", text}}; };
+  return {
+      {"site: unknown scheduler", "site", site(sub(kSite, "scheduler: slurm", "scheduler: pbs")), emit_site(),
+       {"site.yaml:", "scheduler", "slurm"}},
+      {"site: missing partition", "site", site(sub(kSite, "partition: short\n", "")), emit_site(), {"site.yaml:", "partition", "missing"}},
+      {"site: a scratch path with a newline", "site", site(sub(kSite, "scratch: \"$LUSTRE\"", "scratch: \"/shared\\nscratch\"")), emit_site(),
+       {"site.yaml:", "scratch", "control character"}},
+      {"site: scratch in /tmp", "site", site(sub(kSite, "scratch: \"$LUSTRE\"", "scratch: /tmp/runs")), emit_site(),
+       {"site.yaml:", "scratch", "node-local"}},
+      {"site: a relative scratch", "site", site(sub(kSite, "scratch: \"$LUSTRE\"", "scratch: runs")), emit_site(),
+       {"site.yaml:", "scratch", "absolute path"}},
+      {"site: a partition with a space", "site", site(sub(kSite, "partition: short", "partition: \"short --exclusive\"")), emit_site(),
+       {"site.yaml:", "partition", "#SBATCH"}},
+      {"site: a module with shell syntax", "site", site(sub(kSite, "cuda/11.7.0]", "\"cuda;rm\"]")), emit_site(),
+       {"site.yaml:", "modules", "module name"}},
+      {"site: srun without Slurm", "site", site(sub(sub(sub(sub(sub(kSite, "scheduler: slurm", "scheduler: none"), "partition: short\n", ""),
+                                                               "account: \"\"\n", ""), "time_limit: \"02:00:00\"\n", ""),
+                                                   "cpus_per_task: 32\n", "")),
+       emit_site(), {"site.yaml:", "launcher", "slurm"}},
+      {"site: an unknown key", "site", site(kSite + "qos: debug\n"), emit_site(), {"site.yaml:", "qos"}},
+      {"site: --site without --emit", "site", site(kSite), {"validate", "{d}/plan.yaml", "--out", "{d}/o", "--site", "{d}/site.yaml"},
+       {"--site", "--emit"}},
+      {"site: a missing site file", "site", {{VP, vplan}}, emit_site(), {"site.yaml"}},
+  };
+}
+
 std::vector<Case> catalogue() {
   std::vector<Case> all;
-  for (auto part : {catalogue_part1, catalogue_part2, catalogue_part3, catalogue_part4, catalogue_part5, catalogue_part6, catalogue_part7, catalogue_part8, catalogue_part9, catalogue_part10, catalogue_part11, catalogue_part12, catalogue_part13, catalogue_part14, catalogue_part15, catalogue_part16, catalogue_part17, catalogue_part18, catalogue_part19, catalogue_part20, catalogue_part21, catalogue_part22, catalogue_part23, catalogue_part24, catalogue_part25, catalogue_part26, catalogue_part27, catalogue_part28, catalogue_part29})
+  for (auto part : {catalogue_part1, catalogue_part2, catalogue_part3, catalogue_part4, catalogue_part5, catalogue_part6, catalogue_part7, catalogue_part8, catalogue_part9, catalogue_part10, catalogue_part11, catalogue_part12, catalogue_part13, catalogue_part14, catalogue_part15, catalogue_part16, catalogue_part17, catalogue_part18, catalogue_part19, catalogue_part20, catalogue_part21, catalogue_part22, catalogue_part23, catalogue_part24, catalogue_part25, catalogue_part26, catalogue_part27, catalogue_part28, catalogue_part29, catalogue_part30})
     for (Case& c : part()) all.push_back(std::move(c));
   return all;
 }

@@ -764,8 +764,61 @@ TEST_CASE("validate --emit writes Slurm and mpirun scripts whose jobs --collect 
   const auto j = nlohmann::json::parse(slurp(d / "rep/results.json"));
   CHECK(j["cases"].size() == 2);
   CHECK(slurp(d / "rep/report.md").find("## Cases") != std::string::npos);
-  // the Slurm script goes to the run directory (Slurm runs a spooled copy)
-  CHECK(sb.find("RUN_DIR=" + (d / "run") + "\ncd \"${KANSCALE_RUN_DIR:-$RUN_DIR}\"") != std::string::npos);
+  // the Slurm script works where it was submitted from (Slurm runs a spooled copy); no path of this machine's in it
+  CHECK(sb.find("cd \"${KANSCALE_RUN_DIR:-${SLURM_SUBMIT_DIR:-.}}\" || exit 1") != std::string::npos);
+  CHECK(sb.find(d.path) == std::string::npos);
+}
+
+TEST_CASE("validate --emit --site: a FinisTerrae III job run through stand-in sbatch and srun, one step failing, then --collect") {
+  Dir d;
+  std::string err;
+  const std::string in_src = "cd " + kSrc + " && ";
+  const std::string plan = "validation/plans/ci-small.yaml --rounds 1";
+  REQUIRE(sh(in_src + kExe + " validate " + plan + " --emit " + (d / "run") + " --site configs/sites/finisterrae3.yaml", &err, &d) == 0);
+  REQUIRE_FALSE(std::ifstream(d / "run/run-mpirun.sh"));  // the site's scheduler's script only
+  const std::string sb = slurp(d / "run/run-slurm.sbatch");
+  CHECK(sb.find("#SBATCH --partition=short\n") != std::string::npos);
+  CHECK(sb.find("srun --mpi=pmix --nodes=1 --ntasks=2 --ntasks-per-node=2 --cpus-per-task=32 \"$KANSCALE\" train") != std::string::npos);
+  CHECK(sb.find("# module load cuda/11.7.0\n") != std::string::npos);
+  CHECK(sb.find("set -e") == std::string::npos);
+  CHECK(sb.find("OMPI_ALLOW_RUN_AS_ROOT") == std::string::npos);  // the site does not run as root
+  CHECK(sb.find("--oversubscribe") == std::string::npos);
+  CHECK(sb.find(d.path) == std::string::npos);  // paths relative to the run directory
+  CHECK(sh("bash -n " + (d / "run/run-slurm.sbatch"), &err, &d) == 0);
+  if (std::system("command -v shellcheck >/dev/null 2>&1") == 0) {
+    CHECK(sh("shellcheck " + (d / "run/run-slurm.sbatch"), &err, &d) == 0);
+    CAPTURE(err);
+  } else {
+    MESSAGE("shellcheck is not installed (scripts/install-deps.sh installs it): the emitted script was checked with bash -n only");
+  }
+  // stand-ins: sbatch runs the script here from the submit directory; srun
+  // starts its --ntasks ranks with mpirun (one rank: the command itself)
+  std::filesystem::create_directories(d / "bin");
+  std::ofstream(d / "bin/sbatch") << "#!/bin/sh\nSLURM_SUBMIT_DIR=$PWD SLURM_JOB_ID=1 exec bash \"$1\"\n";
+  std::ofstream(d / "bin/srun") << "#!/bin/sh\nn=1\nwhile [ $# -gt 0 ]; do case $1 in --ntasks=*) n=${1#--ntasks=}; shift;; --*) shift;; *) break;; esac; done\n"
+                                   "if [ \"$n\" -gt 1 ]; then exec env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np \"$n\" "
+                                   "--oversubscribe \"$@\"; fi\nexec \"$@\"\n";
+  std::filesystem::permissions(d / "bin/sbatch", std::filesystem::perms::owner_all);
+  std::filesystem::permissions(d / "bin/srun", std::filesystem::perms::owner_all);
+  // one step made to fail: the 2-rank case's workload is gone
+  std::filesystem::remove(d / "run/cases/case1.yaml");
+  const int job = sh("cd " + (d / "run") + " && PATH=" + (d / "bin") + ":$PATH KANSCALE=" + kExe + " timeout 180 sbatch run-slurm.sbatch", &err, &d);
+  CHECK(job == 1);  // a step failed; the others ran
+  const std::string steps = slurp(d / "run/results/steps.tsv");
+  CHECK(steps.rfind("step\texit_status\tjob\n", 0) == 0);
+  CHECK(steps.find("\t0\tkernels\n") != std::string::npos);
+  CHECK(steps.find("\t0\tnp1 [32-256-32] G5 b8 cap 1.00 MiB\n") != std::string::npos);  // the step after... and before the failed one ran
+  CHECK(steps.find("\t2\tnp2 [32-256-32] G5 b8 cap 1.00 MiB shm\n") != std::string::npos);
+  // --collect judges the complete case, names the missing one, exit 1: never met
+  const int rc = sh(in_src + kExe + " validate " + plan + " --collect " + (d / "run") + " --out " + (d / "rep"), &err, &d);
+  CHECK(rc == 1);
+  const auto j = nlohmann::json::parse(slurp(d / "rep/results.json"));
+  CHECK(j["incomplete"] == true);
+  CHECK(j["bound_met"] == false);
+  CHECK(j["cases"].size() == 1);
+  CHECK(j["cases_total"] == 2);
+  CHECK(j["missing"][0].get<std::string>().find("results/live-c1-r0.json") == 0);
+  CHECK(slurp(d / "rep/report.md").find("incomplete: 1 of 2 cases judged") != std::string::npos);
 }
 
 TEST_CASE("validate --emit: oversubscribed ranks stay on one node under srun; a plan's bad sweep options fail before anything runs") {

@@ -215,6 +215,14 @@ nlohmann::json cases_json(const std::vector<CaseResult>& results) {
 
 }  // namespace
 
+std::string ValidationOutcome::incomplete_text() const {
+  std::string list;
+  for (std::size_t i = 0; i < missing.size() && i < 8; ++i) list += (i ? ", " : "") + missing[i];
+  if (missing.size() > 8) list += ", ... (" + std::to_string(missing.size()) + " files)";
+  return "incomplete: " + std::to_string(results.size()) + " of " + std::to_string(cases_total) + " cases judged (not judged as met); missing " +
+         list;
+}
+
 bool write_validation_report(const ValidationPlan& plan, const std::string& dir, const std::string& out_dir, const std::string& cmdline,
                              const ValidationOutcome& o) {
   const std::string table = cases_table(o.results);
@@ -267,7 +275,7 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
      << "judged.\n\n"
      << "## Summary\n\n" << sum.str() << "\nCommunication-heavy cases (measured communication at least 30% of the iteration): "
      << heavy << " of " << judged << " judged.\n\nBound on the iteration time: " << bound.str() << ": **"
-     << (o.ok ? "met" : "exceeded: " + o.why) << "**\n\n" << coverage_text(o.coverage, plan) << "\n\n"
+     << (o.incomplete() ? o.incomplete_text() : o.ok ? "met" : "exceeded: " + o.why) << "**\n\n" << coverage_text(o.coverage, plan) << "\n\n"
      << "## Cases\n\n" << table << "\n![predicted vs measured](predicted_vs_measured.svg)\n\n"
      << "Predicted against measured iteration time, log axes (dotted: equal; error bars: the prediction's interval). "
      << "gnuplot renders it from predicted_vs_measured.gp and .dat beside it.\n\n"
@@ -287,7 +295,7 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
     }
   };
   const std::string tf = dir + "/" + trace_file(o.shown);
-  if (!plan.cases.empty() && std::ifstream(tf)) {
+  if (!plan.cases.empty() && !o.sim_slices.empty() && std::ifstream(tf)) {
     std::ifstream in(tf);
     const auto live = live_iteration(nlohmann::json::parse(in), plan.steps);
     add_plot(timeline_plot(o.sim_slices, live, "rank 0, one steady iteration: " + plan.cases[o.shown].label()));
@@ -317,7 +325,8 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
                   {"worst_case", s.worst_case}});
   files.emplace_back(out_dir + "/report.md", md.str());
   files.emplace_back(out_dir + "/results.json",
-                     nlohmann::json{{"plan", plan.file}, {"bound_met", o.ok}, {"why", o.why}, {"mean_noise_pct", mean_noise},
+                     nlohmann::json{{"plan", plan.file}, {"bound_met", o.ok && !o.incomplete()}, {"why", o.why}, {"mean_noise_pct", mean_noise},
+                                    {"incomplete", o.incomplete()}, {"missing", o.missing}, {"cases_total", o.cases_total},
                                     {"communication_heavy_cases", heavy}, {"judged_cases", judged}, {"machine", o.machine},
                                     {"intervals", {{"samples", plan.interval_samples}, {"level", 0.9}, {"cases", o.coverage.cases},
                                                    {"inside", o.coverage.inside}, {"coverage_pct", o.coverage.pct()},
@@ -333,9 +342,9 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
   // the plots are rendered last: a failure costs the pictures, never the run's results
   render_plots_or_warn("validate", out_dir, plots);
   std::cout << "kanscale validate: " << plan.name << " (" << o.results.size() << " cases x " << plan.rounds << " rounds)\n\n"
-            << sum.str() << "\n" << table << "\nbound " << (o.ok ? "met" : "EXCEEDED: " + o.why) << "; "
+            << sum.str() << "\n" << table << "\nbound " << (o.incomplete() ? o.incomplete_text() : o.ok ? "met" : "EXCEEDED: " + o.why) << "; "
             << coverage_text(o.coverage, plan) << "; report: " << out_dir << "/report.md\n";
-  return o.ok;
+  return o.ok && !o.incomplete();
 }
 
 }  // namespace ks

@@ -43,6 +43,12 @@ struct ValidationOutcome {
   Coverage coverage;                   // of the predictions' intervals
   std::string machine;                 // where the calibration was measured (its fingerprint), "" when unrecorded
   std::string live_runs;               // what the live runs ran on (PyTorch: machine, torch, BLAS), "" when unrecorded
+  // --collect of a run whose jobs did not all leave their files: the
+  // missing files; the cases judged are those complete (never met then)
+  std::vector<std::string> missing;
+  std::size_t cases_total = 0;
+  bool incomplete() const { return !missing.empty(); }
+  std::string incomplete_text() const;  // "incomplete: N of M cases judged; missing: ..."
 };
 // Writes report.md, results.json and the plots into out_dir (dir: the run
 // directory, for the live trace) and prints the summary; returns ok.

@@ -29,6 +29,7 @@
 #include "validation/calibration_live.hpp"
 #include "base/process.hpp"
 #include "base/progress.hpp"
+#include "validation/site.hpp"
 
 namespace ks {
 
@@ -226,27 +227,41 @@ std::vector<std::string> launch_local(const Job& j) {
   return w;
 }
 
-// The same as a line of a script (the environment first).
-std::string launch_local_line(const Job& j) {
-  const auto w = launch_local(j);
-  return w.empty() ? "" : shell_words(kRootEnv) + " " + shell_words(w) + " ";
-}
-
-std::string launch_srun(const Job& j, int per_node, bool gpus) {
+// The words before the executable in an emitted script: the environment
+// (`env VAR=value ...`, only where needed), then the launcher. An emitted
+// job starts as many ranks as it has: --oversubscribe (mpirun) and
+// --overcommit (srun) only for a case that oversubscribes on purpose; Open
+// MPI's run-as-root switches only where the site runs as root (without a
+// site: when the emitting user is root).
+std::vector<std::string> emitted_launch(const Job& j, const Site& site, int per_node, bool gpus) {
   std::vector<std::string> env;
-  for (const auto& [key, value] : transport_mca(j.transport)) env.push_back("OMPI_MCA_" + key + "=" + value);
-  // oversubscribed: every rank on one node, more tasks than its CPUs
-  // kanscale train starts the PyTorch ranks itself, on one node; no MPI
-  // (srun's PMI variables would read as an mpirun launch)
-  if (j.self_launched)
-    return (env.empty() ? "" : shell_words(env) + " ") + "srun --mpi=none --nodes=1 --ntasks=1 --cpus-per-task=" + std::to_string(j.ranks * j.threads_per_rank) + " ";
-  const int nodes = j.oversubscribed ? 1 : (j.ranks + per_node - 1) / per_node;
-  const int on_node = j.oversubscribed ? j.ranks : std::min(j.ranks, per_node);
-  std::vector<std::string> w = {"srun", "--nodes=" + std::to_string(nodes), "--ntasks=" + std::to_string(j.ranks),
-                                "--ntasks-per-node=" + std::to_string(on_node)};
-  if (j.oversubscribed) w.push_back("--overcommit");
-  if (gpus) w.push_back("--gpus-per-task=1");
-  return (env.empty() ? "" : shell_words(env) + " ") + shell_words(w) + " ";
+  if (site.run_as_root && !j.self_launched && site.launcher == "mpirun") env.insert(env.end(), kRootEnv.begin(), kRootEnv.end());
+  std::vector<std::string> w;
+  if (site.launcher == "srun") {
+    for (const auto& [key, value] : transport_mca(j.transport)) env.push_back("OMPI_MCA_" + key + "=" + value);
+    if (j.self_launched) {
+      // kanscale train starts the PyTorch ranks itself, on one node; no MPI
+      // (srun's PMI variables would read as an mpirun launch)
+      w = {"srun", "--mpi=none", "--nodes=1", "--ntasks=1", "--cpus-per-task=" + std::to_string(j.ranks * j.threads_per_rank)};
+    } else {
+      const int nodes = j.oversubscribed ? 1 : (j.ranks + per_node - 1) / per_node;
+      const int on_node = j.oversubscribed ? j.ranks : std::min(j.ranks, per_node);
+      w = {"srun"};
+      w.insert(w.end(), site.launcher_flags.begin(), site.launcher_flags.end());
+      w.insert(w.end(), {"--nodes=" + std::to_string(nodes), "--ntasks=" + std::to_string(j.ranks), "--ntasks-per-node=" + std::to_string(on_node)});
+      if (j.oversubscribed) w.push_back("--overcommit");
+      if (gpus && site.gpu_binding == "per_task") w.push_back("--gpus-per-task=1");
+      if (site.cpus_per_task) w.push_back("--cpus-per-task=" + std::to_string(*site.cpus_per_task));
+    }
+  } else if (!j.self_launched && !(j.ranks <= 1 && j.transport.empty() && !build::have_mpi)) {
+    w = {"mpirun", "-np", std::to_string(j.ranks)};
+    if (j.oversubscribed) w.push_back("--oversubscribe");
+    w.insert(w.end(), site.launcher_flags.begin(), site.launcher_flags.end());
+    for (const auto& [key, value] : transport_mca(j.transport)) w.insert(w.end(), {"--mca", key, value});
+  }
+  if (!env.empty()) env.insert(env.begin(), "env");
+  env.insert(env.end(), w.begin(), w.end());
+  return env;
 }
 
 // Runs kanscale (or anything) in the run directory with its output in `log`
@@ -347,7 +362,87 @@ std::string slurm_job_name(const std::string& name) {
 
 }  // namespace
 
-void emit_validation(const ValidationPlan& p, const std::string& dir, const std::string& exe) {
+namespace {
+
+// The site emit uses without --site: this host's mpirun and a Slurm batch
+// job with srun, run as root only when the emitting user is; kanscale is
+// this build's executable.
+Site default_site(const std::string& scheduler, const std::string& exe) {
+  Site s;
+  s.name = "this host";
+  s.scheduler = scheduler;
+  s.launcher = scheduler == "slurm" ? "srun" : "mpirun";
+  s.kanscale = exe;
+  s.run_as_root = geteuid() == 0;
+  return s;
+}
+
+// One job script: a header (#SBATCH lines for Slurm), the run directory,
+// the modules, kanscale's command, then every job as a step that records
+// its exit status in results/steps.tsv and lets the next one run; the
+// script's own exit status is 1 when any step failed.
+std::string job_script(const ValidationPlan& p, const std::vector<std::vector<Job>>& rounds, const Site& site, int per_node, int max_ranks,
+                       const std::string& emitted_from) {
+  const bool slurm = site.scheduler == "slurm", gpus = p.backend == "cuda";
+  std::ostringstream o;
+  o << "#!/usr/bin/env bash\n";
+  if (slurm) {
+    o << "#SBATCH --job-name=" << slurm_job_name(p.name) << "\n";
+    if (!site.partition.empty()) o << "#SBATCH --partition=" << site.partition << "\n";
+    if (!site.account.empty()) o << "#SBATCH --account=" << site.account << "\n";
+    o << "#SBATCH --nodes=" << (max_ranks + per_node - 1) / per_node << "\n#SBATCH --ntasks-per-node=" << per_node << "\n";
+    if (site.cpus_per_task) o << "#SBATCH --cpus-per-task=" << *site.cpus_per_task << "\n";
+    if (gpus && site.gpu_binding == "per_task") o << "#SBATCH --gpus-per-task=1\n";
+    o << "#SBATCH --time=" << site.time_limit << "\n";
+  }
+  o << emitted_from << "# Site: " << site.name << (site.file.empty() ? "" : " (" + site.file + ")") << ".\n"
+    << "# Every step runs, a failed one too; each step's exit status goes to results/steps.tsv.\n"
+    << "# Afterwards: kanscale validate " << p.file << " --collect <this directory> --out <report directory>\n"
+    << "set -uo pipefail\n";
+  // the run directory: where the script was submitted from (Slurm runs a
+  // copy of it from its spool) or where it lies; KANSCALE_RUN_DIR overrides
+  if (slurm)
+    o << "cd \"${KANSCALE_RUN_DIR:-${SLURM_SUBMIT_DIR:-.}}\" || exit 1\n";
+  else
+    o << "cd \"${KANSCALE_RUN_DIR:-$(dirname \"$0\")}\" || exit 1\n";
+  if (!site.scratch.empty())
+    o << "case \"$PWD/\" in\n  " << scratch_shell_word(site.scratch) << "/*) ;;\n  *) echo \"warning: the run directory $PWD is not under the shared scratch\" "
+      << scratch_shell_word(site.scratch) << " >&2 ;;\nesac\n";
+  for (const auto& m : site.modules) o << (site.load_modules ? "" : "# ") << "module load " << m << "\n";
+  if (!site.modules.empty() && !site.load_modules) o << "# (the module lines above are the site file's: uncomment and edit them for this cluster)\n";
+  // the command is data to the shell: quoted on a line of its own, never expanded
+  o << "KANSCALE_DEFAULT=" << shell_quote(site.kanscale) << "\nKANSCALE=\"${KANSCALE:-$KANSCALE_DEFAULT}\"\n"
+    << "failed=0\n"
+    << "step() {  # step N WHAT COMMAND...: runs it, records its exit status, goes on\n"
+    << "  local n=$1 what=$2 rc\n"
+    << "  shift 2\n"
+    << "  echo \"step $n: $what\"\n"
+    << "  \"$@\"\n"
+    << "  rc=$?\n"
+    << "  printf '%s\\t%s\\t%s\\n' \"$n\" \"$rc\" \"$what\" >> results/steps.tsv\n"
+    << "  if [ \"$rc\" -ne 0 ]; then\n"
+    << "    failed=$((failed + 1))\n"
+    << "    echo \"step $n failed (exit status $rc): $what\" >&2\n"
+    << "  fi\n"
+    << "}\n"
+    << "printf 'step\\texit_status\\tjob\\n' > results/steps.tsv\n";
+  int n = 0;
+  for (std::size_t r = 0; r < rounds.size(); ++r) {
+    o << "\n# round " << r + 1 << "\n";
+    for (const auto& j : rounds[r]) {
+      const auto launch = emitted_launch(j, site, per_node, gpus);
+      o << "step " << ++n << " " << shell_quote(j.what) << " " << (launch.empty() ? "" : shell_words(launch) + " ") << "\"$KANSCALE\" "
+        << shell_words(j.args) << "\n";
+    }
+  }
+  o << "\necho \"$failed of " << n << " step(s) failed (results/steps.tsv)\"\n"
+    << "if [ \"$failed\" -gt 0 ]; then exit 1; fi\n";
+  return o.str();
+}
+
+}  // namespace
+
+void emit_validation(const ValidationPlan& p, const std::string& dir, const std::string& exe, const Site* site) {
   for (const auto* text : {&p.file, &dir, &exe})
     for (unsigned char ch : *text)
       if (ch < 0x20 || ch == 0x7f) throw InputError("validate --emit: the plan's path, the directory or the executable's path holds a control character; "
@@ -364,7 +459,7 @@ void emit_validation(const ValidationPlan& p, const std::string& dir, const std:
   }
   prepare_dir(p, dir);
   {  // what the scripts' jobs will leave is kanscale's too: a second --emit or --collect finds it listed
-    std::vector<std::string> leaves;
+    std::vector<std::string> leaves = {"results/steps.tsv"};
     for (const auto& r : rounds)
       for (const auto& j : r)
         for (auto& l : job_leaves(j)) leaves.push_back(std::move(l));
@@ -375,49 +470,33 @@ void emit_validation(const ValidationPlan& p, const std::string& dir, const std:
   int max_ranks = 1;
   for (const auto& r : rounds)
     for (const auto& j : r) max_ranks = std::max(max_ranks, j.ranks);
-  std::ostringstream sh, sb;
-  const std::string about =
-      "# Written by kanscale validate --emit from " + p.file + " (" + describe(provenance()) + ").\n"
-      "# Rounds of microbenchmarks and live runs, interleaved; every job leaves a file in results/.\n"
-      "# Afterwards: kanscale validate " + p.file + " --collect <this directory> --out <report directory>\n"
-      "set -euo pipefail\n";
-  // the executable's path is data to the shell: quoted, never expanded
-  const std::string tail = "KANSCALE_BUILT=" + shell_quote(exe) + "\nKANSCALE=\"${KANSCALE:-$KANSCALE_BUILT}\"\n";
-  // Slurm runs a copy of the batch script from its spool directory: it goes
-  // to the directory written here (KANSCALE_RUN_DIR if the files moved)
-  std::string abs_dir = dir;
-  {
-    char buf[4096];
-    if (dir.empty() || dir[0] != '/') {
-      if (getcwd(buf, sizeof buf)) abs_dir = std::string(buf) + "/" + dir;
-    }
-  }
-  const std::string head = about + "cd \"$(dirname \"$0\")\"\n" + tail;
-  const std::string head_slurm = about + "RUN_DIR=" + shell_quote(abs_dir) + "\ncd \"${KANSCALE_RUN_DIR:-$RUN_DIR}\"\n" + tail;
-  sh << "#!/usr/bin/env bash\n" << head;
-  sb << "#!/usr/bin/env bash\n#SBATCH --job-name=" << slurm_job_name(p.name) << "\n#SBATCH --nodes="
-     << (max_ranks + per_node - 1) / per_node << "\n#SBATCH --ntasks-per-node=" << per_node << "\n";
-  if (p.backend == "cuda") sb << "#SBATCH --gres=gpu:" << per_node << "\n";
-  sb << "#SBATCH --time=02:00:00\n" << head_slurm;
-  for (std::size_t r = 0; r < rounds.size(); ++r) {
-    sh << "\n# round " << r + 1 << "\n";
-    sb << "\n# round " << r + 1 << "\n";
-    for (const auto& j : rounds[r]) {
-      sh << "echo " << shell_quote(j.what) << "\n" << launch_local_line(j) << "\"$KANSCALE\" " << shell_words(j.args) << "\n";
-      sb << "echo " << shell_quote(j.what) << "\n" << launch_srun(j, per_node, p.backend == "cuda") << "\"$KANSCALE\" " << shell_words(j.args)
-         << "\n";
-    }
-  }
+  const std::string from = "# Written by kanscale validate --emit from " + p.file + " (" + describe(provenance()) + ").\n";
+  std::vector<std::pair<std::string, std::string>> files;
+  std::vector<std::string> scripts;
   std::ostringstream readme;
-  readme << "kanscale validate: " << p.name << " (" << p.file << ")\n\n"
-         << "run-mpirun.sh     runs every round here, with mpirun (as on a workstation or inside an allocation)\n"
-         << "run-slurm.sbatch  the same as a Slurm batch job (srun per job; " << per_node << " ranks per node)\n"
-         << "cases/            the live cases' workloads\n"
-         << "results/          where every job writes its JSON\n\n"
-         << "Then: kanscale validate " << p.file << " --collect " << dir << " --out REPORT_DIR\n";
-  write_owned_files(dir, {{dir + "/run-mpirun.sh", sh.str()}, {dir + "/run-slurm.sbatch", sb.str()}, {dir + "/README.txt", readme.str()}});
-  chmod((dir + "/run-mpirun.sh").c_str(), 0755);
-  chmod((dir + "/run-slurm.sbatch").c_str(), 0755);
+  readme << "kanscale validate: " << p.name << " (" << p.file << ")\n\n";
+  if (!site || site->scheduler == "none") {
+    const Site s = site ? *site : default_site("none", exe);
+    files.emplace_back(dir + "/run-mpirun.sh", job_script(p, rounds, s, per_node, max_ranks, from));
+    scripts.push_back("run-mpirun.sh");
+    readme << "run-mpirun.sh     runs every round on this host with mpirun (or inside an allocation)\n";
+  }
+  if (!site || site->scheduler == "slurm") {
+    const Site s = site ? *site : default_site("slurm", exe);
+    files.emplace_back(dir + "/run-slurm.sbatch", job_script(p, rounds, s, per_node, max_ranks, from));
+    scripts.push_back("run-slurm.sbatch");
+    readme << "run-slurm.sbatch  every round as a Slurm batch job (srun per job; " << per_node
+           << " ranks per node); submit it from this directory: cd DIR && sbatch run-slurm.sbatch\n";
+  }
+  readme << "cases/            the live cases' workloads\n"
+         << "results/          where every job writes its JSON; steps.tsv: each step's exit status\n\n"
+         << "A failed step does not stop the job; the script ends with exit status 1 when any failed.\n";
+  if (site && !site->scratch.empty()) readme << "Put this directory on the site's shared scratch (" << site->scratch << ") before submitting.\n";
+  readme << "Then: kanscale validate " << p.file << " --collect DIR --out REPORT_DIR (judges what is there; "
+         << "an incomplete run is named so, never met)\n";
+  files.emplace_back(dir + "/README.txt", readme.str());
+  write_owned_files(dir, files);
+  for (const auto& sc : scripts) chmod((dir + "/" + sc).c_str(), 0755);
 }
 
 // Fits the calibration(s) from the rounds' microbenchmarks (the fit of

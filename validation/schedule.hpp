@@ -50,9 +50,14 @@ void run_job(const Job& job, const std::string& dir, const std::string& exe);
 // Runs every job of every round here, in order, with a progress bar on a
 // terminal (one line per job otherwise).
 void run_schedule(const std::vector<std::vector<Job>>& rounds, const std::string& dir, const std::string& exe);
-// Writes the schedule as job scripts into dir (run-mpirun.sh, run-slurm.sbatch,
-// the case workloads, README.txt) without running anything.
-void emit_validation(const ValidationPlan& plan, const std::string& dir, const std::string& exe);
+// Writes the schedule as job scripts into dir (the case workloads,
+// README.txt and, without a site, run-mpirun.sh and run-slurm.sbatch; with
+// one, its scheduler's script) without running anything. Every job is a
+// step whose failure is recorded (results/steps.tsv) and does not stop the
+// others. Paths are relative to the run directory; kanscale is `exe`
+// without a site, the site's command with one.
+struct Site;
+void emit_validation(const ValidationPlan& plan, const std::string& dir, const std::string& exe, const Site* site = nullptr);
 // The plan's sweep options, checked before anything runs by measure's own
 // parser, as the job will receive them; one error line naming the key.
 void check_sweep_options(const ValidationPlan& plan);

@@ -61,26 +61,37 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
     struct stat st {};
     if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) throw InputError(dir + ": no such directory (written by --emit?)");
   }
-  {  // every job of the schedule must have left its file
-    std::vector<std::string> missing;
-    for (const auto& round : make_schedule(plan))
-      for (const auto& j : round)
-        if (!std::ifstream(dir + "/" + j.output)) missing.push_back(j.output);
-    if (!missing.empty()) {
-      std::string list;
-      for (std::size_t i = 0; i < missing.size() && i < 5; ++i) list += (i ? ", " : "") + missing[i];
-      throw InputError(dir + ": " + std::to_string(missing.size()) + " job output(s) missing (" + list +
-                       (missing.size() > 5 ? ", ..." : "") + "): did every job of the schedule run?");
-    }
+  // What the jobs left. The calibration's own jobs must all have run (no
+  // prediction without them); of the cases, those with every round are
+  // judged, the rest listed as missing, and the run is then incomplete.
+  std::vector<std::string> missing_calibration, missing;
+  std::set<std::string> case_outputs;
+  for (std::size_t i = 0; i < plan.cases.size(); ++i)
+    for (int r = 0; r < plan.rounds; ++r) case_outputs.insert(live_file(i, r));
+  for (const auto& round : make_schedule(plan))
+    for (const auto& j : round)
+      if (!std::ifstream(dir + "/" + j.output)) (case_outputs.count(j.output) ? missing : missing_calibration).push_back(j.output + " (" + j.what + ")");
+  if (!missing_calibration.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < missing_calibration.size() && i < 5; ++i) list += (i ? ", " : "") + missing_calibration[i];
+    std::cout << "kanscale validate: incomplete: 0 of " << plan.cases.size() << " cases judged: the calibration's job output(s) "
+              << list << (missing_calibration.size() > 5 ? ", ..." : "") << " missing (" << missing_calibration.size() << " in all, "
+              << missing.size() << " of the cases'); see " << dir << "/results/steps.tsv\n";
+    return 1;
   }
+  std::vector<bool> complete(plan.cases.size(), true);
+  for (std::size_t i = 0; i < plan.cases.size(); ++i)
+    for (int r = 0; r < plan.rounds; ++r)
+      if (!std::ifstream(dir + "/" + live_file(i, r))) complete[i] = false;
   if (plan.measure.enabled) fit_measured(plan, dir);
-  std::vector<CaseResult> results(plan.cases.size());
+  std::vector<CaseResult> all(plan.cases.size());
   const std::size_t shown = timeline_case(plan);
   std::vector<TraceSlice> sim_slices;
   std::string machine;
   for (std::size_t i = 0; i < plan.cases.size(); ++i) {
+    if (!complete[i]) continue;
     const ValidationCase& vc = plan.cases[i];
-    results[i].c = vc;
+    all[i].c = vc;
     const Workload w = load_workload(dir + "/cases/case" + std::to_string(i) + ".yaml");
     // predictions: from the calibration only (microbenchmarks or datasheet), never from the live cases
     const Calibration cal = plan.datasheet ? datasheet_calibration(cluster, w.precision)
@@ -94,13 +105,16 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
     Cluster cl = cluster;
     if (vc.ranks > cluster.gpus_per_node * cluster.nodes) cl.gpus_per_node = vc.ranks;  // oversubscribed
     const ScalingPoint pt = run_study(cl, w, cal, o).points.front();
-    results[i].interval = pt.iteration_band;
-    Metrics& m = results[i].predicted;
+    all[i].interval = pt.iteration_band;
+    Metrics& m = all[i].predicted;
     m = {pt.iteration_s.median, pt.compute_s.median, pt.comm_s.median, pt.exposed_s.median, pt.samples_per_s, pt.memory.peak_bytes, {}};
     for (const auto& b : pt.steady_plan) m.bucket_s.push_back(b.end_s - b.start_s);
     if (i == shown) sim_slices = simulated_iteration(pt);
-    for (int r = 0; r < plan.rounds; ++r) results[i].rounds.push_back(live_metrics(dir + "/" + live_file(i, r), plan.backend));
+    for (int r = 0; r < plan.rounds; ++r) all[i].rounds.push_back(live_metrics(dir + "/" + live_file(i, r), plan.backend));
   }
+  std::vector<CaseResult> results;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (complete[i]) results.push_back(std::move(all[i]));
   for (auto& r : results) {
     r.live = median_of(r.rounds);
     // noise floors: the robust standard deviation of the rounds' medians,
@@ -113,10 +127,9 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
   std::string why;
   const bool ok = judge(results, plan, &why);
   const std::string live_runs = plan.implementation == "pytorch" && !plan.cases.empty() ? torch_run_environment(dir + "/" + live_file(0, 0)) : "";
-  return write_validation_report(plan, dir, out_dir, cmdline,
-                                 {results, summary, ok, why, shown, sim_slices, interval_coverage(results), machine, live_runs})
-             ? 0
-             : 1;
+  ValidationOutcome outcome{results, summary, ok, why, shown, sim_slices, interval_coverage(results), machine, live_runs, missing,
+                            plan.cases.size()};
+  return write_validation_report(plan, dir, out_dir, cmdline, outcome) ? 0 : 1;
 }
 
 int run_validation(const ValidationPlan& plan, const std::string& out_dir, const std::string& exe, const std::string& cmdline) {
