@@ -32,6 +32,14 @@ struct PlotSeries {
   // a wider band around it, point by point (a study's scenario band over its
   // unknowns); empty or NaN: none
   std::vector<std::array<double, 2>> outer = {};
+  // which panel of a set of small multiples it belongs to (split_panels); "": the one panel
+  std::string panel = {};
+};
+
+// A published figure drawn as a point with its stated precision (or range)
+// as error bars: x in [xlo, xhi], y in [lo, hi].
+struct PlotMarker {
+  double x = 0, y = 0, xlo = 0, xhi = 0, lo = 0, hi = 0;
 };
 
 enum class Axis { linear, log2, log10 };
@@ -52,7 +60,32 @@ struct PlotSpec {
   std::vector<std::pair<double, std::string>> yticks = {};
   // the x axis's range and tick step (0: gnuplot's own)
   double xmin = 0, xmax = 0, xtic = 0;
+  // the bands' key entries (one each, whichever series draws one first)
+  std::string band_title = "90 percent interval", outer_title = "scenario range over the unknowns";
+  // published figures (one key entry, published_title), written to the data
+  // file after the series' blocks
+  std::vector<PlotMarker> published = {};
+  std::string published_title = "published";
+  // vertical marks at x with a label (where the batch per GPU changes)
+  std::vector<std::pair<double, std::string>> xmarks = {};
 };
+
+// At most this many series in one panel: more become small multiples.
+inline constexpr std::size_t kMaxSeriesPerPanel = 8;
+
+// The plot split into one panel per distinct PlotSeries::panel, in order of
+// first appearance (NAME-1, NAME-2, ... with the panel's name in the
+// title); a panel still holding more than kMaxSeriesPerPanel series is cut
+// into chunks of that many. A plot within the limit comes back as it is.
+std::vector<PlotSpec> split_panels(const PlotSpec& p);
+
+// Series whose points are all equal become one, their titles joined with
+// " = " (lines drawn over each other would hide each other).
+void merge_identical_series(PlotSpec& p);
+
+// A tick label with an SI prefix: 500000 -> "500k", 1200000 -> "1.2M",
+// 0.25 -> "0.25" (no prefix below 1e4 in magnitude).
+std::string si_label(double v);
 
 // `s` with every character plot_safe_name refuses replaced by a space (for
 // titles made of data, such as a case's label).

@@ -5,10 +5,12 @@
 #include <boost/program_options.hpp>
 
 #include <iostream>
+#include <optional>
 
 #include "commands.hpp"
 #include "model/calibration_fit.hpp"
 #include "formats/calibration_file.hpp"
+#include "formats/config_files.hpp"
 #include "formats/measurement_records.hpp"
 #include "base/output_files.hpp"
 #include "formats/yaml_reader.hpp"
@@ -21,7 +23,7 @@ namespace ks::cli {
 int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   std::vector<std::string> kernels, collectives, nccl_logs;
   std::vector<std::string> interference, runtime_files, progress, torch_ops;
-  std::string out, name;
+  std::string out, name, cluster_file;
   po::options_description desc("fit options");
   desc.add_options()
       ("help,h", "show this help")
@@ -33,6 +35,8 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
       ("torch-ops", po::value(&torch_ops)->multitoken(), "kanscale measure torch-ops JSON file(s): PyTorch's op classes")
       ("runtime-memory", po::value(&runtime_files)->multitoken(),
        "kanscale measure kernels JSON file(s) at other ranks per node: only their runtime memory is read")
+      ("cluster", po::value(&cluster_file)->value_name("FILE"),
+       "the cluster the NCCL sweeps ran on: their held-out sizes (every fourth) predicted by its NCCL model")
       ("name", po::value(&name), "calibration name (default: from the output file)")
       ("out", po::value(&out)->value_name("FILE"), "calibration YAML to write (configs/calibrations/)");
   po::variables_map vm;
@@ -44,6 +48,7 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
     std::vector<std::string> inputs;
     for (const auto* list : {&kernels, &collectives, &interference, &progress, &nccl_logs, &runtime_files, &torch_ops})
       inputs.insert(inputs.end(), list->begin(), list->end());
+    if (!cluster_file.empty()) inputs.push_back(cluster_file);
     check_outputs_spare_inputs(inputs, {{out, "--out"}});
   }
   if (kernels.empty() && collectives.empty() && nccl_logs.empty() && progress.empty() && torch_ops.empty())
@@ -52,10 +57,27 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
     name = out.substr(out.find_last_of('/') + 1);
     name = name.substr(0, name.rfind('.'));
   }
-  const FitInputs inputs = read_fit_inputs(kernels, collectives, interference, nccl_logs, runtime_files, progress, torch_ops);
+  std::optional<Cluster> cluster;
+  if (!cluster_file.empty()) {
+    cluster = load_cluster(cluster_file);
+    if (cluster->collectives.family != CollFamily::nccl)
+      throw InputError("--cluster " + cluster_file + ": its collectives are " + to_string(cluster->collectives.family) +
+                       ", not nccl: it cannot predict NCCL sweeps");
+  }
+  FitInputs inputs = read_fit_inputs(kernels, collectives, interference, nccl_logs, runtime_files, progress, torch_ops);
+  if (cluster) {
+    bool nccl = !inputs.nccl_tests.empty();
+    for (const auto& c : inputs.collectives) nccl = nccl || (c.has_metadata && c.backend == "nccl");
+    if (!nccl) throw InputError("--cluster " + cluster_file + ": predicts NCCL sweeps' held-out sizes; give --nccl-tests logs or NCCL --collectives");
+    inputs.cluster = &*cluster;
+  }
   const CalibrationFit fit = fit_calibration(inputs, name);
   write_files_atomic({{out, write_calibration(fit.file, fit_header(cmdline))}});
-  std::cout << fit.report << "wrote " << out << "\n";
+  std::cout << fit.report;
+  if (kernels.empty() && torch_ops.empty() && interference.empty() && runtime_files.empty())
+    std::cout << "collectives only: compute, memory and the job's costs stay at the cluster file's datasheet values wherever this "
+                 "calibration is used (simulate --cluster C --calibration " << out << ")\n";
+  std::cout << "wrote " << out << "\n";
   return 0;
 }
 

@@ -159,6 +159,7 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
       if (f.nccl_bus_bw_inter_Bps)
         y << "    bus_bandwidth_inter: " << num(*f.nccl_bus_bw_inter_Bps * 1e-9, "GB/s") << "   # from " << f.nccl_inter_sweeps
           << " multi-node sweep(s)\n";
+      if (!f.nccl_held_out_note.empty()) y << "    # held out: " << f.nccl_held_out_note << "\n";
     }
   }
   if (!f.live.empty()) {

@@ -79,6 +79,7 @@ static Cluster read_cluster(YamlMap m) {
     c.job.communicator_init_per_rank_s =
         job->quantity_opt("communicator_init_per_rank", Quantity::time, Bound::non_negative).value_or(c.job.communicator_init_per_rank_s);
     c.job.source = job->string("source");
+    c.job.defaulted = false;
     // (a day bounds any of them; beyond it the figure is a typo)
     if (c.job.startup_s > 86400) job->fail("startup", "expected at most a day (86400 s)");
     if (c.job.communicator_init_s > 86400) job->fail("communicator_init", "expected at most a day (86400 s)");

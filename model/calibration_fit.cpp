@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -312,21 +313,87 @@ void fit_torch_ops(const std::vector<TorchOpsFile>& files, std::ostringstream& f
 
 // One NCCL all-reduce sweep: nccl-tests' log or kanscale's own (--backend nccl).
 struct NcclSweep {
-  int nodes = 1;
+  int nodes = 1, ranks = 0;
   std::vector<std::pair<double, double>> bytes_busbw;  // per size: the better of in and out of place, GB/s
+  std::vector<double> time_s;                          // per size: the faster of in and out of place
 };
 
-// Collectives, nccl family: the bus bandwidth per level from NCCL sweeps.
-void fit_nccl_sweeps(const std::vector<NcclSweep>& sweeps, CalibrationFile& out, std::ostream& report) {
+// Every fourth size of a sweep (the 4th, 8th, ...) is held out of the fit,
+// never the largest (a sweep's largest size is its best bus bandwidth) and
+// none of a sweep of fewer than four sizes.
+bool held_out_size(std::size_t i, std::size_t sizes) { return sizes >= 4 && i % 4 == 3 && i + 1 < sizes; }
+constexpr double kLargeBytes = 32.0 * 1048576;
+
+// The held-out sizes against the fit: with the cluster, each held-out
+// size's time as the NCCL model predicts it there with the fitted bus
+// bandwidths; without, each held-out size >= 32 MiB's busbw against the
+// fitted bus bandwidth of its level (what the fit claims there).
+std::string nccl_held_out(const std::vector<NcclSweep>& sweeps, const CalibrationFile& out, const Cluster* cluster) {
+  std::vector<double> errs;
+  int timed = 0, bandwidth = 0;  // sizes checked each way
+  std::string skipped;
+  for (const auto& sw : sweeps) {
+    const std::optional<double>& fitted = sw.nodes <= 1 ? out.nccl_bus_bw_intra_Bps : out.nccl_bus_bw_inter_Bps;
+    if (!fitted) continue;
+    std::unique_ptr<NcclModel> model;
+    // the cluster predicts a sweep only where its layout fits it
+    const bool fits = cluster && sw.ranks > 1 && sw.nodes >= 1 && sw.ranks % sw.nodes == 0 && sw.nodes <= cluster->nodes &&
+                      sw.ranks / sw.nodes <= cluster->gpus_per_node;
+    if (cluster && !fits)
+      skipped += (skipped.empty() ? "" : ", ") + std::to_string(sw.ranks) + " ranks on " + std::to_string(sw.nodes) + " node(s)";
+    if (fits) {
+      Calibration cal = datasheet_calibration(*cluster, Precision::fp32);
+      cal.nccl_bus_bw_intra_Bps = out.nccl_bus_bw_intra_Bps;
+      cal.nccl_bus_bw_inter_Bps = out.nccl_bus_bw_inter_Bps;
+      model = std::make_unique<NcclModel>(*cluster, cal);
+    }
+    for (std::size_t i = 0; i < sw.bytes_busbw.size(); ++i) {
+      if (!held_out_size(i, sw.bytes_busbw.size())) continue;
+      const double bytes = sw.bytes_busbw[i].first;
+      if (model && i < sw.time_s.size() && sw.time_s[i] > 0) {
+        const double predicted = model->allreduce(bytes, Layout{sw.ranks, sw.nodes}).time_s;
+        errs.push_back(std::fabs(predicted / sw.time_s[i] - 1));
+        ++timed;
+      } else if (!model && bytes >= kLargeBytes && sw.bytes_busbw[i].second > 0) {
+        errs.push_back(std::fabs(*fitted * 1e-9 / sw.bytes_busbw[i].second - 1));
+        ++bandwidth;
+      }
+    }
+  }
+  if (errs.empty()) return "";
+  double sum = 0, most = 0;
+  for (double e : errs) {
+    sum += e;
+    most = std::max(most, e);
+  }
+  std::ostringstream o;
+  std::string name = cluster ? cluster->name : "";
+  for (char& ch : name)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';  // it goes into a YAML comment
+  o << std::setprecision(3) << errs.size() << " size(s)";
+  if (timed) o << (bandwidth ? " (" + std::to_string(timed) + " every fourth" : " (every fourth)") << ", times predicted by NCCL's model on " << name
+               << (bandwidth ? ")" : "");
+  if (bandwidth)
+    o << (timed ? " and " + std::to_string(bandwidth) + " >= 32 MiB" : " >= 32 MiB (every fourth size)") << ", busbw against the fitted bus bandwidth";
+  o << ": mean |error| " << 100 * sum / errs.size() << "%, max " << 100 * most << "%";
+  if (!skipped.empty()) o << "; not on " << name << "'s layout: " << skipped;
+  return o.str();
+}
+
+// Collectives, nccl family: the bus bandwidth per level from NCCL sweeps
+// (every fourth size held out and checked).
+void fit_nccl_sweeps(const std::vector<NcclSweep>& sweeps, const Cluster* cluster, CalibrationFile& out, std::ostream& report) {
   double intra = 0, inter = 0;
   int n_intra = 0, n_inter = 0;
   for (const auto& sw : sweeps) {
     // NCCL's busbw at large sizes is its model's bus bandwidth (latency
     // amortised): take the best of the sizes >= 32 MiB, or of all sizes.
     double best_large = 0, best = 0;
-    for (const auto& [bytes, b] : sw.bytes_busbw) {
+    for (std::size_t i = 0; i < sw.bytes_busbw.size(); ++i) {
+      if (held_out_size(i, sw.bytes_busbw.size())) continue;
+      const auto& [bytes, b] = sw.bytes_busbw[i];
       best = std::max(best, b);
-      if (bytes >= 32.0 * 1048576) best_large = std::max(best_large, b);
+      if (bytes >= kLargeBytes) best_large = std::max(best_large, b);
     }
     const double v = best_large > 0 ? best_large : best;
     if (sw.nodes <= 1) {
@@ -355,6 +422,10 @@ void fit_nccl_sweeps(const std::vector<NcclSweep>& sweeps, CalibrationFile& out,
   } else {
     report << "  inter-node bus bandwidth: no multi-node log; stays at the cluster's value\n";
   }
+  out.nccl_held_out_note = nccl_held_out(sweeps, out, cluster);
+  report << "  held out: " << (out.nccl_held_out_note.empty() ? "none (no held-out size to check; fewer than 4 sizes, or none >= 32 MiB without --cluster)"
+                                                               : out.nccl_held_out_note)
+         << "\n";
 }
 
 }  // namespace
@@ -612,12 +683,15 @@ void fit_collectives(const FitInputs& in, CalibrationFile& out, FitData& d) {
                        " sweep: only NCCL all-reduce sweeps are fitted (the NCCL model derives its broadcast from the ring)");
     NcclSweep sw;
     sw.nodes = std::max<int>(1, static_cast<int>(std::set<std::string>(s.hosts.begin(), s.hosts.end()).size()));
+    sw.ranks = s.ranks.value_or(0);
     if (!s.has_points) throw InputError(path + ": no points");
     for (std::size_t i = 0; i < s.points.size(); ++i) {
       const CollectivePoint& p = s.points[i];
       if (!p.out_of_place || !p.in_place) throw InputError(path + ": point " + std::to_string(i) + " lacks timings");
       sw.bytes_busbw.emplace_back(p.size_bytes, std::max(need(p.out_of_place->busbw_GBps, "busbw_GBps", s, i),
                                                          need(p.in_place->busbw_GBps, "busbw_GBps", s, i)));
+      const double a_us = p.out_of_place->time_us.value_or(0), b_us = p.in_place->time_us.value_or(0);
+      sw.time_s.push_back(1e-6 * (a_us > 0 && b_us > 0 ? std::min(a_us, b_us) : std::max(a_us, b_us)));
     }
     append(from, path + " (NCCL sweep, " + std::to_string(s.ranks.value_or(0)) + " ranks on " + std::to_string(sw.nodes) + " node(s))");
     nccl.push_back(std::move(sw));
@@ -627,12 +701,17 @@ void fit_collectives(const FitInputs& in, CalibrationFile& out, FitData& d) {
                      (log.nccl_version.empty() ? "" : ", NCCL " + log.nccl_version) + ")");
     NcclSweep sw;
     sw.nodes = log.nodes;
-    for (const auto& r : log.rows) sw.bytes_busbw.emplace_back(r.bytes, std::max(r.busbw_GBps[0], r.busbw_GBps[1]));
+    sw.ranks = log.ranks;
+    for (const auto& r : log.rows) {
+      sw.bytes_busbw.emplace_back(r.bytes, std::max(r.busbw_GBps[0], r.busbw_GBps[1]));
+      const double a_us = r.time_us[0], b_us = r.time_us[1];
+      sw.time_s.push_back(1e-6 * (a_us > 0 && b_us > 0 ? std::min(a_us, b_us) : std::max(a_us, b_us)));
+    }
     nccl.push_back(std::move(sw));
   }
   if (!mpi_sweeps.empty()) fit_mpi_collectives(mpi_sweeps, from, out, report);
   if (!gloo_sweeps.empty()) fit_gloo_collectives(gloo_sweeps, from, out, report);
-  if (!nccl.empty()) fit_nccl_sweeps(nccl, out, report);
+  if (!nccl.empty()) fit_nccl_sweeps(nccl, in.cluster, out, report);
 }
 
 void fit_memory(const FitInputs& in, CalibrationFile& out, FitData& d) {

@@ -18,6 +18,10 @@ struct FitInputs {
   std::vector<KernelsFile> runtime_memory;       // kernels files at other ranks per node: only their runtime memory
   std::vector<ProgressFile> progress;            // bench progress (one transport's)
   std::vector<TorchOpsFile> torch_ops;           // measure torch-ops (PyTorch's op classes)
+  // fit --cluster: the cluster the NCCL sweeps ran on, whose NCCL model
+  // predicts their held-out sizes' times (without it, only the held-out
+  // large sizes' bus bandwidth is checked)
+  const Cluster* cluster = nullptr;
 };
 
 struct CalibrationFit {

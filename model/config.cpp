@@ -172,6 +172,7 @@ JobCosts job_costs_default(CollFamily family) {
   // VM of 3 Dec 2026 (median of 5 runs each) and, for NCCL's
   // initialisation, NVIDIA/nccl issue #534.
   JobCosts j;
+  j.defaulted = true;
   if (family == CollFamily::mpi) {
     // mpirun starting kanscale through MPI_Init: 0.31 s at 1 and at 2 ranks
     // (no difference to measure between them on one node)

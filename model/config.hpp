@@ -72,6 +72,7 @@ struct JobCosts {
   double communicator_init_s = 0;           // fixed part, a job of two or more ranks
   double communicator_init_per_rank_s = 0;  // x the job's ranks
   std::string source;                       // where the figures come from
+  bool defaulted = false;                   // the documented defaults, not the cluster file's
   double communicator_init(int ranks) const { return ranks > 1 ? communicator_init_s + communicator_init_per_rank_s * ranks : 0.0; }
   double total(int ranks) const { return startup_s + communicator_init(ranks); }
 };

@@ -63,6 +63,7 @@ struct CalibrationFile {
   bool nccl = false;
   std::optional<double> nccl_bus_bw_intra_Bps, nccl_bus_bw_inter_Bps;
   int nccl_intra_sweeps = 0, nccl_inter_sweeps = 0;
+  std::string nccl_held_out_note;  // the held-out sizes' error, for the file's comment
 
   // memory
   std::optional<double> runtime_bytes;                 // one rank per node

@@ -163,7 +163,11 @@ Panels make_panels(const StudySpec& s) {
                                 "% interval over the calibration's Monte Carlo samples (fit covariances, jitter, model error)" +
                                 (s.unknowns.empty() ? std::string(".")
                                                     : "; hatched: the scenario band, the envelope over the unknowns' ranges.");
-  for (PlotSpec* p : {&sp, &se, &wt, &me, &co}) p->note = band_note;
+  for (PlotSpec* p : {&sp, &se, &wt, &me, &co}) {
+    p->note = band_note;
+    p->band_title = printf_number("%g", 100 * s.interval_level) + " percent interval";
+    p->outer_title = "scenario range over the unknowns";
+  }
 
   return Panels{strong, weak, comm, size, sp, se, wt, co, me, mm, {}, max_gpus};
 }
@@ -231,7 +235,11 @@ void add_point(Panels& pn, ScenarioSeries& ss, const StudySpec& s, std::size_t i
                              p.samples_per_s / n, band_lo(per_gpu), band_hi(per_gpu), p.efficiency, band_lo(eff), band_hi(eff),
                              p.epoch_s, band_lo(s_thr), band_hi(s_thr), band_lo(s_eff), band_hi(s_eff)}));
     s_wt.points.push_back({n, p.samples_per_s / n, per_gpu ? per_gpu->lo : kNaN, per_gpu ? per_gpu->hi : kNaN});
-    s_wt.outer.push_back(outer(s_thr));
+    // throughput per GPU scales with the batch: an envelope over unknown
+    // batch sizes mixes setups rather than bounding one (the table keeps it)
+    bool batch_unknown = false;
+    for (const auto& u : s.unknowns) batch_unknown |= u.key == "batch_per_gpu" || u.key == "global_batch" || u.key == "batch_mode";
+    s_wt.outer.push_back(batch_unknown ? outer(std::nullopt) : outer(s_thr));
   }
   comm.rows.push_back(row({p.iteration_s.median, p.compute_s.median, p.comm_s.median, p.exposed_s.median, p.overhead_exposed,
                            p.overhead_total, p.broadcast_label, bucket_choices(p.steady_plan), band_lo(s_ex), band_hi(s_ex),
@@ -242,12 +250,69 @@ void add_point(Panels& pn, ScenarioSeries& ss, const StudySpec& s, std::size_t i
   s_ct.points.push_back({n, 100 * p.overhead_total, kNaN, kNaN});
 }
 
+// The dimension small multiples split by: of the swept keys and the
+// cluster, the one with the fewest values (at least two); "" when nothing
+// varies.
+std::string panel_dimension(const StudySpec& s) {
+  std::map<std::string, std::set<std::string>> values;
+  for (const auto& sc : s.scenarios) {
+    values["cluster"].insert(s.clusters[sc.cluster].label);
+    for (const auto& [key, value] : sc.settings) values[key].insert(value);
+  }
+  std::string best;
+  std::size_t fewest = 0;
+  for (const auto& [key, vals] : values) {
+    // a plot holds one scaling mode, and GPU counts are its x axis
+    if (vals.size() < 2 || key == "scaling" || key == "gpus") continue;
+    if (best.empty() || vals.size() < fewest) best = key, fewest = vals.size();
+  }
+  return best;
+}
+
+std::string panel_of(const StudySpec& s, const Scenario& sc, const std::string& dim) {
+  if (dim.empty()) return "";
+  if (dim == "cluster") return plot_safe_text(s.clusters[sc.cluster].label);
+  for (const auto& [key, value] : sc.settings)
+    if (key == dim) return plot_safe_text(key + "=" + value);
+  return "";
+}
+
+// The study's published figures on the plots, each with its stated
+// precision (half a unit of its last digit) as the error bar: the speedup
+// and the efficiency at their GPU count, the overhead's range over 2..N.
+void add_published_markers(const StudySpec& s, PlotSpec& sp, PlotSpec& se, PlotSpec& co) {
+  const PublishedFigures& f = s.published;
+  if (!f.given) return;
+  const double g = f.gpus;
+  // (the source is the report's and the script's note: a key entry that long would not fit beside the plot)
+  const std::string from = "published";
+  for (PlotSpec* p : {&sp, &se, &co})
+    if (!f.source.empty()) p->note += " Published figures: " + f.source + ".";
+  if (f.speedup) {
+    sp.published.push_back({g, *f.speedup, g, g, *f.speedup - f.speedup_tol, *f.speedup + f.speedup_tol});
+    sp.published_title = from + ", error bar its stated precision";
+  }
+  if (f.efficiency) {
+    se.published.push_back({g, 100 * *f.efficiency, g, g, 100 * (*f.efficiency - f.efficiency_tol), 100 * (*f.efficiency + f.efficiency_tol)});
+    se.published_title = from + ", error bar its stated precision";
+  }
+  if (f.overhead) {
+    const auto [lo, hi] = *f.overhead;
+    co.published.push_back({std::sqrt(2 * g), 50 * (lo + hi), 2, g, 100 * (lo - f.overhead_tol), 100 * (hi + f.overhead_tol)});
+    co.published_title = from + ": the overhead range over 2 to " + std::to_string(f.gpus) + " GPUs";
+  }
+}
+
 }  // namespace
 
 StudyOutputs study_outputs(const StudySpec& s, const std::vector<StudyResult>& results, const std::string& command_line) {
   StudyOutputs o;
   Panels pn = make_panels(s);
   auto& [strong, weak, comm, size, sp, se, wt, co, me, mm, size_series, max_gpus] = pn;
+  const std::string panel_dim = panel_dimension(s);
+  // per scaling mode (0 strong, 1 weak): the smallest GPU count where a
+  // scenario's batch per GPU falls below the workload's, and that batch
+  std::pair<int, std::int64_t> batch_marks[2] = {{0, 0}, {0, 0}};
   bool any_strong = false;
   for (const auto& sc : s.scenarios) any_strong |= strong_mode(sc.options.scaling);
   json scenarios = json::array();
@@ -255,12 +320,20 @@ StudyOutputs study_outputs(const StudySpec& s, const std::vector<StudyResult>& r
     const Scenario& sc = s.scenarios[i];
     const StudyResult& r = results[i];
     const bool is_strong = strong_mode(sc.options.scaling);
-    PlotSeries s_sp{series_title(sc, Scaling::strong), {}, false, 0}, s_se = s_sp;
-    PlotSeries s_wt{series_title(sc, Scaling::weak), {}, false, 0};
+    const std::string panel = panel_of(s, sc, panel_dim);
+    PlotSeries s_sp{series_title(sc, Scaling::strong), {}, false, 0, {}, panel}, s_se = s_sp;
+    PlotSeries s_wt{series_title(sc, Scaling::weak), {}, false, 0, {}, panel};
     const int color = static_cast<int>(co.series.size() / 2) + 1;  // exposed and total of one scenario alike
-    ScenarioSeries ss{s_sp, s_se, s_wt, {series_title(sc, Scaling::strong) + " exposed", {}, false, color},
-                      {series_title(sc, Scaling::strong) + " total", {}, true, color}};
-    for (const ScalingPoint& p : r.points) add_point(pn, ss, s, i, r, p);
+    ScenarioSeries ss{s_sp, s_se, s_wt, {series_title(sc, Scaling::strong) + " exposed", {}, false, color, {}, panel},
+                      {series_title(sc, Scaling::strong) + " total", {}, true, color, {}, panel}};
+    for (const ScalingPoint& p : r.points) {
+      add_point(pn, ss, s, i, r, p);
+      // where the batch per GPU first falls below the workload's, per scaling mode: marked on its plots
+      if (!batch_change_note(sc.workload, sc.options.scaling, p).empty()) {
+        auto& first = batch_marks[is_strong ? 0 : 1];
+        if (first.first == 0 || p.gpus < first.first) first = {p.gpus, p.batch_per_gpu};
+      }
+    }
     if (is_strong) {
       sp.series.push_back(std::move(ss.s_sp));
       se.series.push_back(std::move(ss.s_se));
@@ -287,8 +360,19 @@ StudyOutputs study_outputs(const StudySpec& s, const std::vector<StudyResult>& r
   bool sizes = false;
   for (const auto& series : me.series) sizes |= series.points.size() > 1;
   if (!sizes) me.series.clear(), mm.series.clear();
-  for (PlotSpec* p : {&sp, &se, &wt, &co, &me, &mm})
-    if (!p->series.empty()) o.plots.push_back(std::move(*p));
+  add_published_markers(s, sp, se, co);
+  auto mark = [&](PlotSpec& p, int mode) {
+    const auto [n, batch] = batch_marks[mode];
+    if (n > 0) p.xmarks.emplace_back(n, "batch per GPU below the workload from N=" + std::to_string(n) + " (" + std::to_string(batch) + ")");
+  };
+  mark(sp, 0), mark(se, 0), mark(wt, 1), mark(co, any_strong ? 0 : 1);
+  for (PlotSpec* p : {&sp, &se, &wt, &co, &me, &mm}) {
+    if (p->series.empty()) continue;
+    if (p->series.size() <= kMaxSeriesPerPanel)
+      for (auto& series : p->series) series.panel.clear();  // within the limit: one panel
+    merge_identical_series(*p);
+    for (auto& panel : split_panels(*p)) o.plots.push_back(std::move(panel));
+  }
   o.study = {{"provenance", provenance_json(s, command_line)}, {"scenarios", scenarios}};
   o.published = check_published(s, results);
   return o;
@@ -492,8 +576,8 @@ std::string study_markdown(const StudySpec& s, const StudyOutputs& o) {
     md << "\n## " << t.title << "\n\n";
     for (const auto& p : o.plots) {
       const bool mine = (t.name == "strong_scaling" && p.name.rfind("strong_", 0) == 0) ||
-                        (t.name == "weak_scaling" && p.name == "weak_throughput") ||
-                        (t.name == "communication" && p.name == "communication_overhead") ||
+                        (t.name == "weak_scaling" && p.name.rfind("weak_throughput", 0) == 0) ||
+                        (t.name == "communication" && p.name.rfind("communication_overhead", 0) == 0) ||
                         (t.name == "model_size" && p.name.rfind("model_size", 0) == 0);
       if (mine) md << "![" << p.title << "](" << p.name << ".svg)\n\n";
     }

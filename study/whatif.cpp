@@ -882,7 +882,7 @@ WhatifAnswer whatif_change(const WhatifBase& b, int gpus, const std::vector<Chan
   a.answer = list + ": iteration " + format_time(it0) + " -> " + format_time(it1) + " (" + printf_number("%+.1f%%", 100 * (it1 / it0 - 1)) +
              "), time to train " + format_time(p0.time_to_train_s) + " -> " + format_time(p1.time_to_train_s) + " (" +
              printf_number("%+.1f%%", 100 * (p1.time_to_train_s / p0.time_to_train_s - 1)) + ") at " + std::to_string(p1.gpus) + " GPU(s)";
-  if (still.size() == changes.size()) {  // nothing moves: the answer is 0%, and what holds the cost
+  if (still.size() == changes.size() && same_prediction(p1, p0)) {  // nothing moves: the answer is 0%, and what holds the cost
     std::string whys;
     for (const auto& w : still) whys += (whys.empty() ? "" : "; ") + w.second;
     a.answer = list + ": 0% at " + std::to_string(p1.gpus) + " GPU(s) (iteration " + format_time(it0) + ", time to train " +

@@ -260,6 +260,36 @@ TEST_CASE("formats: every CSV starts with its header row (Python's csv module, p
   CHECK_FALSE(std::ifstream("/dev/stdout.meta.json").good());
 }
 
+TEST_CASE("fit --nccl-tests alone: a collectives-only calibration, its held-out error, used by simulate on dgx-h100") {
+  TempDir d;
+  const std::string cluster = kSrc + "/configs/clusters/dgx-h100.yaml";
+  Run r = run("fit --nccl-tests " + kSrc + "/tests/fixtures/nccl-tests/h100_2node_16rank_allreduce.log --cluster " + cluster + " --out " +
+                  d.path + "/h100.yaml",
+              d);
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  // 31 sizes (8 B .. 8 GiB): the 4th, 8th, ... 28th held out, 7 of them, predicted by NCCL's model on dgx-h100
+  CHECK(r.out.find("held out: 7 size(s) (every fourth), times predicted by NCCL's model on dgx-h100: mean |error| ") != std::string::npos);
+  CHECK(r.out.find("collectives only: compute, memory and the job's costs stay at the cluster file's datasheet values") != std::string::npos);
+  const std::string cal = read_file(d.path + "/h100.yaml");
+  CHECK(cal.find("bus_bandwidth_inter: \"338.82GB/s\"") != std::string::npos);  // the 8 GiB row's out-of-place busbw (a training size)
+  CHECK(cal.find("# held out: 7 size(s)") != std::string::npos);
+  r = run("simulate --cluster " + cluster + " --workload " + kSrc + "/configs/workloads/default.yaml --calibration " + d.path +
+              "/h100.yaml --gpus 8,16 --json " + d.path + "/s.json",
+          d);
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(read_file(d.path + "/s.json"));
+  CHECK(j["provenance"]["calibration"]["name"] == "h100");
+  CHECK(j["points"].size() == 2);
+  // an MPI cluster cannot predict NCCL sweeps
+  r = run("fit --nccl-tests " + kSrc + "/tests/fixtures/nccl-tests/h100_2node_16rank_allreduce.log --cluster " + kSrc +
+              "/configs/clusters/local-cpu.yaml --out " + d.path + "/x.yaml",
+          d);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("not nccl") != std::string::npos);
+}
+
 TEST_CASE("cli: when one output cannot be written, none is") {
   TempDir d;
   const std::string base = default_job("--gpus 2 --json " + d.path + "/ok.json");

@@ -271,6 +271,24 @@ TEST_CASE("study: mpirun -np 3 splits the scenarios and writes the serial study 
     CAPTURE(n);
     CHECK(slurp(d / "mpi/out/" + n) == slurp(d / "serial/out/" + n));
   }
+  // every plot: at most 8 series a panel, the key outside the data; the
+  // published speedup (10x at 16 GPUs) drawn from the data file
+  int scripts = 0;
+  for (const std::string& n : names) {
+    if (n.size() < 3 || n.substr(n.size() - 3) != ".gp") continue;
+    ++scripts;
+    CAPTURE(n);
+    const std::string gp = slurp(d / "serial/out/" + n);
+    const auto at = gp.find("array names[");
+    REQUIRE(at != std::string::npos);
+    CHECK(std::stoi(gp.substr(at + 12)) <= 8);
+    CHECK(gp.find("set key outside") != std::string::npos);
+  }
+  CHECK(scripts >= 4);
+  const std::string sp_dat = slurp(d / "serial/out/strong_speedup.dat");
+  CHECK(sp_dat.find("# published figures") != std::string::npos);
+  CHECK(sp_dat.find("\n16 10 16 16 ") != std::string::npos);
+  CHECK(slurp(d / "serial/out/strong_speedup.gp").find("with xyerrorbars") != std::string::npos);
   // the bands came through the split (the pcie scenarios have them)
   CHECK(slurp(d / "mpi/out/strong_scaling.csv").find("pcie") != std::string::npos);
   const auto rows = nlohmann::json::parse(slurp(d / "mpi/out/strong_scaling.json"))["rows"];

@@ -142,6 +142,35 @@ TEST_CASE("fit: a broadcast sweep gives the binomial tree's latency and bandwidt
   CHECK_THROWS_WITH_AS(fit_calibration(in, "t"), "b.json: point 3 has wrong results", InputError);
 }
 
+TEST_CASE("fit --nccl-tests: every fourth size held out of the bus bandwidth and checked against it") {
+  // 16 ranks on 2 nodes, 9 sizes of 32 MiB .. 8 GiB (all >= 32 MiB): busbw
+  // 100 GB/s at the training sizes (0, 1, 2, 4, 5, 6 and the largest, 8),
+  // 80 and 125 at the held-out 4th and 8th. Fitted: the best training busbw,
+  // 100 (125 is held out); the held-out errors |100/80 - 1| = 25% and
+  // |100/125 - 1| = 20%: mean 22.5%, max 25%.
+  NcclTestsLog log;
+  log.file = "h.log";
+  log.ranks = 16;
+  log.nodes = 2;
+  for (int i = 0; i < 9; ++i) {
+    NcclTestsRow r;
+    r.bytes = 33554432.0 * std::pow(2.0, i);
+    const double bw = i == 3 ? 80 : i == 7 ? 125 : 100;
+    r.busbw_GBps[0] = r.busbw_GBps[1] = bw;
+    r.time_us[0] = r.time_us[1] = 1e6 * r.bytes / (bw * 1e9);
+    log.rows.push_back(r);
+  }
+  FitInputs in;
+  in.nccl_tests.push_back(log);
+  const CalibrationFit f = fit_calibration(in, "h");
+  REQUIRE(f.file.nccl_bus_bw_inter_Bps.has_value());
+  CHECK(*f.file.nccl_bus_bw_inter_Bps == doctest::Approx(100e9));
+  CHECK(f.file.nccl_held_out_note.find("2 size(s) >= 32 MiB") == 0);
+  CHECK(f.file.nccl_held_out_note.find("mean |error| 22.5%, max 25%") != std::string::npos);
+  CHECK(f.report.find("held out: 2 size(s)") != std::string::npos);
+  CHECK(write_calibration(f.file, "").find("    # held out: 2 size(s)") != std::string::npos);
+}
+
 TEST_CASE("fit: kanscale's own NCCL all-reduce sweeps give the nccl family's bus bandwidth, not MPI terms") {
   // one host: intra-node; the best busbw at >= 32 MiB (in or out of place): 150 GB/s
   CollectiveSweepFile s;

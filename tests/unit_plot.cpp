@@ -54,6 +54,73 @@ TEST_CASE("plot: data blocks per series, bands only where given") {
   CHECK(gnuplot_script(p).find("filledcurves") == std::string::npos);
 }
 
+TEST_CASE("plot: a key outside the data, a key entry per kind of band, published figures in the data, SI ticks") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  PlotSpec p{"w", "Throughput", "GPUs", "samples/s per GPU", Axis::log2, Axis::linear, true, false, "", "",
+             {{"solid", {{1, 400000, 390000, 410000}, {2, 500000, 480000, 520000}}, false, 0},
+              {"dashed", {{1, 300000, 290000, 310000}, {2, 350000, 340000, 360000}}, true, 0}}};
+  p.published = {{2, 450000, 2, 2, 440000, 460000}};
+  p.published_title = "published, error bar its stated precision";
+  p.xmarks = {{2, "batch per GPU 489 from N=2"}};
+  const std::string gp = gnuplot_script(p), data = gnuplot_data(p);
+  CHECK(gp.find("set key outside right top") != std::string::npos);
+  // one key entry each for the solid line's band and the dashed line's
+  // (cross-hatched, so that two bands stay apart), none twice
+  CHECK(gp.find("title '90 percent interval (shaded)'") != std::string::npos);
+  CHECK(gp.find("fs transparent pattern 2 lc colors[2] title '90 percent interval (dashed lines, cross-hatched)'") != std::string::npos);
+  // the published figure: the third block, after the two series', with its error bar
+  CHECK(data.find("\n\n\n# published figures") != std::string::npos);
+  CHECK(data.find("2 450000 2 2 440000 460000\n") != std::string::npos);
+  CHECK(gp.find("index 2 using 1:2:3:4:5:6 with xyerrorbars") != std::string::npos);
+  CHECK(gp.find("title 'published, error bar its stated precision'") != std::string::npos);
+  // y from 290,000 to 520,000: a span of 230k, about six ticks of a 1-2-5
+  // step: 230k / 6 = 38k -> 50k, from 250k (290k floored) to 550k, labelled with SI prefixes
+  CHECK(gp.find("set ytics ('250k' 250000, '300k' 300000, '350k' 350000, '400k' 400000, '450k' 450000, '500k' 500000, '550k' 550000)") !=
+        std::string::npos);
+  CHECK(gp.find("set xtics") == std::string::npos);  // 1 .. 2 GPUs: gnuplot's own numbers
+  CHECK(gp.find("set arrow 1 from 2, graph 0 to 2, graph 1 nohead") != std::string::npos);
+  CHECK(gp.find("set label 1 'batch per GPU 489 from N=2'") != std::string::npos);
+  // SI labels by hand: 500000 = 500 x 10^3, 1.2 x 10^6, 12345 = 12.3 x 10^3 (3 significant digits)
+  CHECK(si_label(500000) == "500k");
+  CHECK(si_label(1200000) == "1.2M");
+  CHECK(si_label(12345) == "12.3k");
+  CHECK(si_label(2048) == "2048");
+  CHECK(si_label(0.25) == "0.25");
+  CHECK(si_label(3e9) == "3G");
+  (void)nan;
+}
+
+TEST_CASE("plot: at most 8 series a panel: small multiples by panel, then in chunks; identical lines merge") {
+  auto series = [](const std::string& t, double y, const std::string& panel) {
+    return PlotSeries{t, {{1, y, NAN, NAN}, {2, 2 * y, NAN, NAN}}, false, 0, {}, panel};
+  };
+  PlotSpec p{"s", "Speedup", "GPUs", "speedup", Axis::log2, Axis::log2, true, true, "ideal", "", {}};
+  for (int i = 0; i < 10; ++i) p.series.push_back(series("c" + std::to_string(i), i + 1, ""));
+  auto panels = split_panels(p);  // 10 series, no panels: chunks of 8 and 2
+  REQUIRE(panels.size() == 2);
+  CHECK(panels[0].name == "s-1");
+  CHECK(panels[0].series.size() == 8);
+  CHECK(panels[1].series.size() == 2);
+  CHECK(panels[1].title == "Speedup: part 2 of 2");
+  for (int i = 0; i < 10; ++i) p.series[static_cast<std::size_t>(i)].panel = i < 5 ? "cluster a" : "cluster b";
+  panels = split_panels(p);  // by panel: 5 and 5
+  REQUIRE(panels.size() == 2);
+  CHECK(panels[0].title == "Speedup: cluster a");
+  CHECK(panels[1].series.front().title == "c5");
+  p.series.resize(3);
+  p.series[0].panel = p.series[1].panel = p.series[2].panel = "";
+  CHECK(split_panels(p).size() == 1);  // within the limit: as it is
+  CHECK(split_panels(p)[0].name == "s");
+  // two series with the same points: one line named for both
+  p.series[2] = series("c0 copy", 1, "");
+  merge_identical_series(p);
+  REQUIRE(p.series.size() == 2);
+  CHECK(p.series[0].title == "c0 = c0 copy");
+  // a script of a panel declares its series: at most 8
+  const std::string gp = gnuplot_script(panels[0]);
+  CHECK(gp.find("array names[5]") != std::string::npos);
+}
+
 TEST_CASE("plot: gnuplot renders a script, and a broken script fails the render with gnuplot's reason") {
   if (!in_path("gnuplot")) {
     MESSAGE("SKIPPED: gnuplot is not installed (Debian: gnuplot-nox); .ci/run installs it");

@@ -250,13 +250,24 @@ std::vector<std::string> emitted_launch(const Job& j, const Site& site, int per_
       w.insert(w.end(), site.launcher_flags.begin(), site.launcher_flags.end());
       w.insert(w.end(), {"--nodes=" + std::to_string(nodes), "--ntasks=" + std::to_string(j.ranks), "--ntasks-per-node=" + std::to_string(on_node)});
       if (j.oversubscribed) w.push_back("--overcommit");
-      if (gpus && site.gpu_binding == "per_task") w.push_back("--gpus-per-task=1");
+      // (an oversubscribed case has more tasks than GPUs: --overcommit covers CPUs only)
+      if (gpus && site.gpu_binding == "per_task" && !j.oversubscribed) w.push_back("--gpus-per-task=1");
       if (site.cpus_per_task) w.push_back("--cpus-per-task=" + std::to_string(*site.cpus_per_task));
     }
   } else if (!j.self_launched && !(j.ranks <= 1 && j.transport.empty() && !build::have_mpi)) {
     w = {"mpirun", "-np", std::to_string(j.ranks)};
     if (j.oversubscribed) w.push_back("--oversubscribe");
-    w.insert(w.end(), site.launcher_flags.begin(), site.launcher_flags.end());
+    // more ranks than cores cannot each be bound to one: an oversubscribed
+    // case drops the site's --bind-to and binds to nothing
+    for (std::size_t k = 0; k < site.launcher_flags.size(); ++k) {
+      const std::string& f = site.launcher_flags[k];
+      if (j.oversubscribed && (f == "--bind-to" || f.rfind("--bind-to=", 0) == 0)) {
+        if (f == "--bind-to") ++k;
+        continue;
+      }
+      w.push_back(f);
+    }
+    if (j.oversubscribed) w.insert(w.end(), {"--bind-to", "none"});
     for (const auto& [key, value] : transport_mca(j.transport)) w.insert(w.end(), {"--mca", key, value});
   }
   if (!env.empty()) env.insert(env.begin(), "env");
@@ -425,6 +436,7 @@ std::string job_script(const ValidationPlan& p, const std::vector<std::vector<Jo
     << "    echo \"step $n failed (exit status $rc): $what\" >&2\n"
     << "  fi\n"
     << "}\n"
+    << "mkdir -p results\n"
     << "printf 'step\\texit_status\\tjob\\n' > results/steps.tsv\n";
   int n = 0;
   for (std::size_t r = 0; r < rounds.size(); ++r) {
@@ -443,7 +455,8 @@ std::string job_script(const ValidationPlan& p, const std::vector<std::vector<Jo
 }  // namespace
 
 void emit_validation(const ValidationPlan& p, const std::string& dir, const std::string& exe, const Site* site) {
-  for (const auto* text : {&p.file, &dir, &exe})
+  const std::string site_file = site ? site->file : "";
+  for (const auto* text : {&p.file, &dir, &exe, &site_file})
     for (unsigned char ch : *text)
       if (ch < 0x20 || ch == 0x7f) throw InputError("validate --emit: the plan's path, the directory or the executable's path holds a control character; "
                          "it cannot go into a job script");

@@ -97,14 +97,17 @@ Site load_site(const std::string& path) {
   check_script_text(m, "scratch", s.scratch);
   {
     std::string name;
-    if (s.scratch.empty() || (s.scratch[0] != '/' && variable_prefix(s.scratch, &name) == 0))
+    const std::size_t var = variable_prefix(s.scratch, &name);
+    if (s.scratch.empty() || (s.scratch[0] != '/' && var == 0) || (var > 0 && var < s.scratch.size() && s.scratch[var] != '/'))
       m.fail("scratch", "\"" + s.scratch + "\": expected an absolute path or $NAME[/rest] (a directory every node shares)");
+    while (s.scratch.size() > 1 && s.scratch.back() == '/') s.scratch.pop_back();
     if (s.scratch == "/tmp" || s.scratch.rfind("/tmp/", 0) == 0)
       m.fail("scratch", "\"" + s.scratch + "\": /tmp is node-local on most clusters; give the shared scratch");
   }
   s.kanscale = m.string_opt("kanscale").value_or(s.kanscale);
   check_script_text(m, "kanscale", s.kanscale);
-  if (s.kanscale.empty()) m.fail("kanscale", "expected the command that runs kanscale on the nodes, e.g. kanscale");
+  if (s.kanscale.empty() || s.kanscale.find_first_of(" \t") != std::string::npos)
+    m.fail("kanscale", "\"" + s.kanscale + "\": expected one executable's name or path on the nodes (no spaces; a container wrapper goes in a script of its own)");
   s.run_as_root = m.boolean_opt("run_as_root").value_or(false);
   m.finish();
   return s;

@@ -126,7 +126,11 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
   const auto summary = summarize(results);
   std::string why;
   const bool ok = judge(results, plan, &why);
-  const std::string live_runs = plan.implementation == "pytorch" && !plan.cases.empty() ? torch_run_environment(dir + "/" + live_file(0, 0)) : "";
+  std::size_t first_complete = 0;
+  while (first_complete < complete.size() && !complete[first_complete]) ++first_complete;
+  const std::string live_runs = plan.implementation == "pytorch" && first_complete < plan.cases.size()
+                                    ? torch_run_environment(dir + "/" + live_file(first_complete, 0))
+                                    : "";
   ValidationOutcome outcome{results, summary, ok, why, shown, sim_slices, interval_coverage(results), machine, live_runs, missing,
                             plan.cases.size()};
   return write_validation_report(plan, dir, out_dir, cmdline, outcome) ? 0 : 1;
