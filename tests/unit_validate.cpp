@@ -10,6 +10,7 @@
 
 #include "formats/yaml_reader.hpp"
 #include "measure/kernel_bench.hpp"
+#include "measure/torch_run.hpp"
 #include "validation/calibration_live.hpp"
 #include "validation/report.hpp"
 #include "validation/validate.hpp"
@@ -178,6 +179,26 @@ TEST_CASE("the shipped plans load, with the case counts their comments state") {
   CHECK(gpu.backend == "cuda");
   const ValidationPlan ci = load_validation_plan("validation/plans/ci-small.yaml");
   CHECK(ci.cases.size() == 2);
+  // the PyTorch plan of issue 27: 3 shapes x 3 batches at 1 rank, x 2 bucket
+  // caps at 2: 9 + 18 = 27 judged cases (at least 24), batches 4 to 256,
+  // judged over 3 runs with a group bias within +-5%
+  const ValidationPlan torch = load_validation_plan("validation/plans/pytorch-cpu.yaml");
+  CHECK(torch.cases.size() == 27);
+  CHECK(torch.implementation == "pytorch");
+  CHECK(torch.runs == 3);
+  CHECK(torch.verdict.group_bias_pct == 5);
+  std::set<std::int64_t> batches;
+  std::set<double> caps;
+  std::set<int> ranks;
+  for (const auto& c : torch.cases) {
+    batches.insert(c.batch);
+    ranks.insert(c.ranks);
+    if (c.ranks > 1) caps.insert(c.bucket_cap_bytes);
+  }
+  CHECK(*batches.begin() == 4);
+  CHECK(*batches.rbegin() == 256);
+  CHECK(caps.size() == 2);
+  CHECK(ranks == std::set<int>{1, 2});
 }
 
 TEST_CASE("honest by construction: no validation case's layer is among its calibration's measured shapes") {
@@ -199,11 +220,23 @@ TEST_CASE("honest by construction: no validation case's layer is among its calib
     fs::current_path(KANSCALE_SOURCE_DIR);  // plans name their files from the repository root
     const ValidationPlan p = load_validation_plan(e.path().string());
     std::set<Shape> measured;
-    if (p.measure.enabled) {
+    // a PyTorch plan's calibration comes from configs/calibrate/pytorch-cpu.yaml
+    // (its own measure: section, or the shipped file that plan made): the
+    // op-class plan's every (widths, G, batch)
+    std::string torch_ops = p.measure.enabled ? p.measure.torch_ops_plan : "";
+    if (torch_ops.empty() && p.implementation == "pytorch" && !p.datasheet)
+      torch_ops = load_validation_plan("configs/calibrate/pytorch-cpu.yaml", false).measure.torch_ops_plan;
+    if (!torch_ops.empty()) {
+      const TorchOpsPlan t = load_torch_ops_plan(torch_ops);
+      for (const auto& w : t.widths)
+        for (std::size_t l = 0; l + 1 < w.size(); ++l)
+          for (int g : t.grid_sizes)
+            for (std::int64_t b : t.batches) measured.emplace(b, w[l], w[l + 1], g, t.spline_order);
+    } else if (p.measure.enabled) {
       for (const auto& s : load_kernel_plan(p.measure.kernels_plan).shapes) measured.emplace(s.batch, s.in, s.out, s.G, s.k);
-      for (const auto& lc : p.measure.live)
-        for (const auto& s : layers(lc, p.spline_order)) measured.insert(s);
     }
+    for (const auto& lc : p.measure.live)
+      for (const auto& s : layers(lc, p.spline_order)) measured.insert(s);
     fs::current_path(cwd);
     if (measured.empty()) continue;
     ++plans;
@@ -213,7 +246,7 @@ TEST_CASE("honest by construction: no validation case's layer is among its calib
       for (const auto& s : layers(c, p.spline_order)) CHECK(measured.count(s) == 0);
     }
   }
-  CHECK(plans >= 3);  // ci-small, local-cpu, single-gpu (and finisterrae3) measure
+  CHECK(plans >= 4);  // ci-small, local-cpu, local-cpu-heldout, pytorch-cpu (and the GPU plans) measure
 }
 
 TEST_CASE("validate's plots go through gnuplot: the scatter, the error per case and the timeline render") {
