@@ -235,4 +235,16 @@ TEST_CASE("kanscale calibrate with a pytorch plan: torch ops and gloo sweeps fit
                                             d.path, 60);
   CHECK(refused.exit_code == 2);
   CHECK(refused.err.find("configs/calibrate/pytorch-cpu.yaml") != std::string::npos);
+  // the same plan with cases: validate measures the calibration in its round
+  // and predicts the PyTorch cases from it (a repeat-run verdict's runs then
+  // each measure their own); no case shares a layer with the op plan
+  d.write("cases.yaml", slurp(d / "plan.yaml") + "steps: 6\ncases:\n  ranks: [1, 2]\n  widths: [[5, 9, 1]]\n  grid_sizes: [3]\n"
+                                                 "  batch_per_gpu: [4]\n  bucket_caps: [\"1MiB\"]\n");
+  const ProcessResult v = run_process({kExe, "validate", d / "cases.yaml", "--out", d / "v"}, d.path, 300);
+  CAPTURE(v.err);
+  CHECK((v.exit_code == 0 || v.exit_code == 1));  // judged either way
+  const auto j = nlohmann::json::parse(slurp(d / "v/results.json"));
+  CHECK(j["cases"].size() == 2);
+  CHECK(std::ifstream(d / "v/work/results/calibration-gloo.yaml").good());
+  CHECK(slurp(d / "v/report.md").find("fitted from microbenchmarks measured in every round") != std::string::npos);
 }

@@ -290,9 +290,6 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
   if (p.implementation == "pytorch") {
     // PyTorch ranks are started by kanscale train on this node, over gloo's TCP (or nccl)
     if (p.launcher == "srun") m.fail("launcher", "a pytorch plan's ranks are started by kanscale train on one node: use mpirun (the default)");
-    if (p.measure.enabled && m.has("cases"))
-      m.fail("calibration", "a pytorch plan with cases takes a calibration file or datasheet; make the file first with kanscale calibrate "
-                            "(a plan with calibration: measure: and no cases, such as configs/calibrate/pytorch-cpu.yaml)");
     if (p.measure.enabled && p.backend != "cpu")
       m.fail("backend", "a pytorch calibration measures gloo on CPUs: backend cpu");
   }
@@ -302,7 +299,7 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
       c.fail("transports", "MPI transports do not apply to a pytorch plan (its ranks talk over gloo)");
     p.cases = case_matrix(c);
 
-    if (p.measure.enabled) {
+    if (p.measure.enabled && p.implementation != "pytorch") {  // (a pytorch plan's ranks talk over gloo, which it measures)
       for (const auto& vc : p.cases) {
         if (vc.ranks < 2) continue;
         if (std::find(p.measure.transports.begin(), p.measure.transports.end(), vc.transport) == p.measure.transports.end())

@@ -580,7 +580,8 @@ void fit_measured(const ValidationPlan& p, const std::string& dir) {
 
 std::string calibration_label(const ValidationPlan& p, const std::string& dir, const ValidationCase& c) {
   if (p.datasheet) return "the datasheet calibration of " + p.cluster_file;
-  if (p.measure.enabled) return dir + "/" + calibration_out(c.ranks > 1 ? c.transport : p.measure.transports.front());
+  // (a pytorch plan's cases name no MPI transport: its one calibration is gloo's)
+  if (p.measure.enabled) return dir + "/" + calibration_out(c.ranks > 1 && !c.transport.empty() ? c.transport : p.measure.transports.front());
   return p.calibration_file;
 }
 
