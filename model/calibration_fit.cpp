@@ -318,6 +318,10 @@ struct NcclSweep {
   std::vector<double> time_s;                          // per size: the faster of in and out of place
 };
 
+// The faster of a size's out-of-place and in-place times (us), in seconds;
+// one missing (0): the other.
+double faster_s(double a_us, double b_us) { return 1e-6 * (a_us > 0 && b_us > 0 ? std::min(a_us, b_us) : std::max(a_us, b_us)); }
+
 // Every fourth size of a sweep (the 4th, 8th, ...) is held out of the fit,
 // never the largest (a sweep's largest size is its best bus bandwidth) and
 // none of a sweep of fewer than four sizes.
@@ -690,8 +694,7 @@ void fit_collectives(const FitInputs& in, CalibrationFile& out, FitData& d) {
       if (!p.out_of_place || !p.in_place) throw InputError(path + ": point " + std::to_string(i) + " lacks timings");
       sw.bytes_busbw.emplace_back(p.size_bytes, std::max(need(p.out_of_place->busbw_GBps, "busbw_GBps", s, i),
                                                          need(p.in_place->busbw_GBps, "busbw_GBps", s, i)));
-      const double a_us = p.out_of_place->time_us.value_or(0), b_us = p.in_place->time_us.value_or(0);
-      sw.time_s.push_back(1e-6 * (a_us > 0 && b_us > 0 ? std::min(a_us, b_us) : std::max(a_us, b_us)));
+      sw.time_s.push_back(faster_s(p.out_of_place->time_us.value_or(0), p.in_place->time_us.value_or(0)));
     }
     append(from, path + " (NCCL sweep, " + std::to_string(s.ranks.value_or(0)) + " ranks on " + std::to_string(sw.nodes) + " node(s))");
     nccl.push_back(std::move(sw));
@@ -704,8 +707,7 @@ void fit_collectives(const FitInputs& in, CalibrationFile& out, FitData& d) {
     sw.ranks = log.ranks;
     for (const auto& r : log.rows) {
       sw.bytes_busbw.emplace_back(r.bytes, std::max(r.busbw_GBps[0], r.busbw_GBps[1]));
-      const double a_us = r.time_us[0], b_us = r.time_us[1];
-      sw.time_s.push_back(1e-6 * (a_us > 0 && b_us > 0 ? std::min(a_us, b_us) : std::max(a_us, b_us)));
+      sw.time_s.push_back(faster_s(r.time_us[0], r.time_us[1]));
     }
     nccl.push_back(std::move(sw));
   }

@@ -199,11 +199,13 @@ ProgressRun progress_run(double alone_s, int steps, double compute_alone_s, doub
 
 MpiModel::MpiModel(const Cluster& c, const Calibration& cal) : c_(c), regimes_(cal.mpi_regimes), bcast_(cal.mpi_broadcast), progress_(cal.mpi_progress) {}
 
-const MpiRegime& MpiModel::regime(double bytes) const {
-  for (const auto& r : regimes_)
+const MpiRegime& mpi_regime_for(const std::vector<MpiRegime>& regimes, double bytes) {
+  for (const auto& r : regimes)
     if (bytes < r.max_bytes) return r;
-  return regimes_.back();
+  return regimes.back();
 }
+
+const MpiRegime& MpiModel::regime(double bytes) const { return mpi_regime_for(regimes_, bytes); }
 
 namespace {
 // A host-memory collective's step over the cluster's links (MPI and gloo

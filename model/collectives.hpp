@@ -104,6 +104,10 @@ struct ProgressRun {
 };
 ProgressRun progress_run(double alone_s, int steps, double compute_alone_s, double poll_interval_s, double interference);
 
+// The regime a message of `bytes` falls in: the first whose max_bytes is
+// above it, else the last (regimes: non-empty, in ascending max_bytes).
+const MpiRegime& mpi_regime_for(const std::vector<MpiRegime>& regimes, double bytes);
+
 class MpiModel : public CollectiveModel {
  public:
   MpiModel(const Cluster& c, const Calibration& cal);

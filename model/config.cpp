@@ -199,6 +199,11 @@ JobCosts job_costs_default(CollFamily family) {
   return j;
 }
 
+double JobCosts::total(int ranks, Implementation impl) const {
+  const double startup = defaulted && impl == Implementation::kanscale ? job_costs_default(CollFamily::mpi).startup_s : startup_s;
+  return startup + communicator_init(ranks);
+}
+
 const char* to_string(CollFamily f) { return f == CollFamily::nccl ? "nccl" : f == CollFamily::mpi ? "mpi" : "gloo"; }
 
 std::string collective_family_mismatch(const Cluster& c, const Calibration& cal) {

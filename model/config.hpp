@@ -74,7 +74,11 @@ struct JobCosts {
   std::string source;                       // where the figures come from
   bool defaulted = false;                   // the documented defaults, not the cluster file's
   double communicator_init(int ranks) const { return ranks > 1 ? communicator_init_s + communicator_init_per_rank_s * ranks : 0.0; }
-  double total(int ranks) const { return startup_s + communicator_init(ranks); }
+  // A job of `ranks` running `impl`: its start-up, and the communicator's
+  // set-up at two ranks or more. The defaults' start-up imports torch;
+  // kanscale's own trainer starts as the mpi family's default measures it
+  // (docs/models.md).
+  double total(int ranks, Implementation impl = Implementation::pytorch) const;
 };
 
 // The documented defaults of a cluster without `job:` keys, by collective

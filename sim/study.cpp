@@ -279,11 +279,7 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
   pt.samples_per_s = static_cast<double>(gpus) * static_cast<double>(pt.batch_per_gpu) / pt.iteration_s.median;
   pt.epoch_s = static_cast<double>(pt.iterations_per_epoch) * pt.iteration_s.median + w.epoch_overhead_s;
   const double total_iters = static_cast<double>(pt.iterations_per_epoch) * w.epochs;
-  pt.job_fixed_s = c.job.total(gpus);
-  // the defaults' start-up imports torch; kanscale's own trainer starts as
-  // the mpi family's default measures it (docs/models.md)
-  if (c.job.defaulted && w.implementation == Implementation::kanscale)
-    pt.job_fixed_s += job_costs_default(CollFamily::mpi).startup_s - c.job.startup_s;
+  pt.job_fixed_s = c.job.total(gpus, w.implementation);
   pt.time_to_train_s =
       pt.job_fixed_s + pt.first_iteration_s.median + (total_iters - 1) * pt.iteration_s.median + w.epochs * w.epoch_overhead_s;
   pt.gpu_hours = gpus * pt.time_to_train_s / 3600.0;

@@ -102,12 +102,7 @@ std::string network_idle(const CaseRef& c, const SettingValue& v, const Layout& 
   }
   if (!c.cal.mpi_regimes.empty()) {
     const double bytes = c.workload.ddp.bucket_cap_bytes;
-    const MpiRegime* r = &c.cal.mpi_regimes.back();
-    for (const auto& x : c.cal.mpi_regimes)
-      if (bytes < x.max_bytes) {
-        r = &x;
-        break;
-      }
+    const MpiRegime* r = &mpi_regime_for(c.cal.mpi_regimes, bytes);
     std::string t = "bounded by the calibration's fitted MPI regime for a bucket of " + format_bytes(bytes) + " (" + to_string(r->algorithm);
     if (r->latency_s) t += ", " + format_time(*r->latency_s) + " per step";
     if (r->bandwidth_Bps) t += ", " + gbps(*r->bandwidth_Bps);

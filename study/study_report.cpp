@@ -114,6 +114,10 @@ struct Panels {
   PlotSpec sp, se, wt, co, me, mm;
   std::map<std::string, std::size_t> size_series;  // group -> index in me/mm
   int max_gpus;
+  // throughput per GPU scales with the batch: where an unknown is the batch,
+  // weak throughput's envelope over it would mix setups rather than bound
+  // one, and is left off the plot (the table keeps it)
+  bool weak_band = true;
 };
 
 // One scenario's lines in the plots.
@@ -169,12 +173,14 @@ Panels make_panels(const StudySpec& s) {
     p->outer_title = "scenario range over the unknowns";
   }
 
-  return Panels{strong, weak, comm, size, sp, se, wt, co, me, mm, {}, max_gpus};
+  bool weak_band = true;
+  for (const auto& u : s.unknowns) weak_band = weak_band && u.key != "batch_per_gpu" && u.key != "global_batch" && u.key != "batch_mode";
+  return Panels{strong, weak, comm, size, sp, se, wt, co, me, mm, {}, max_gpus, weak_band};
 }
 
 // Point p of scenario i: its rows in the tables, its points in the plots.
 void add_point(Panels& pn, ScenarioSeries& ss, const StudySpec& s, std::size_t i, const StudyResult& r, const ScalingPoint& p) {
-  auto& [strong, weak, comm, size, sp, se, wt, co, me, mm, size_series, max_gpus] = pn;
+  auto& [strong, weak, comm, size, sp, se, wt, co, me, mm, size_series, max_gpus, weak_band] = pn;
   auto& [s_sp, s_se, s_wt, s_ce, s_ct] = ss;
   const Scenario& sc = s.scenarios[i];
   const bool is_strong = strong_mode(sc.options.scaling);
@@ -235,11 +241,7 @@ void add_point(Panels& pn, ScenarioSeries& ss, const StudySpec& s, std::size_t i
                              p.samples_per_s / n, band_lo(per_gpu), band_hi(per_gpu), p.efficiency, band_lo(eff), band_hi(eff),
                              p.epoch_s, band_lo(s_thr), band_hi(s_thr), band_lo(s_eff), band_hi(s_eff)}));
     s_wt.points.push_back({n, p.samples_per_s / n, per_gpu ? per_gpu->lo : kNaN, per_gpu ? per_gpu->hi : kNaN});
-    // throughput per GPU scales with the batch: an envelope over unknown
-    // batch sizes mixes setups rather than bounding one (the table keeps it)
-    bool batch_unknown = false;
-    for (const auto& u : s.unknowns) batch_unknown |= u.key == "batch_per_gpu" || u.key == "global_batch" || u.key == "batch_mode";
-    s_wt.outer.push_back(batch_unknown ? outer(std::nullopt) : outer(s_thr));
+    s_wt.outer.push_back(weak_band ? outer(s_thr) : outer(std::nullopt));
   }
   comm.rows.push_back(row({p.iteration_s.median, p.compute_s.median, p.comm_s.median, p.exposed_s.median, p.overhead_exposed,
                            p.overhead_total, p.broadcast_label, bucket_choices(p.steady_plan), band_lo(s_ex), band_hi(s_ex),
@@ -285,21 +287,20 @@ void add_published_markers(const StudySpec& s, PlotSpec& sp, PlotSpec& se, PlotS
   if (!f.given) return;
   const double g = f.gpus;
   // (the source is the report's and the script's note: a key entry that long would not fit beside the plot)
-  const std::string from = "published";
   for (PlotSpec* p : {&sp, &se, &co})
     if (!f.source.empty()) p->note += " Published figures: " + f.source + ".";
   if (f.speedup) {
     sp.published.push_back({g, *f.speedup, g, g, *f.speedup - f.speedup_tol, *f.speedup + f.speedup_tol});
-    sp.published_title = from + ", error bar its stated precision";
+    sp.published_title = "published, error bar its stated precision";
   }
   if (f.efficiency) {
     se.published.push_back({g, 100 * *f.efficiency, g, g, 100 * (*f.efficiency - f.efficiency_tol), 100 * (*f.efficiency + f.efficiency_tol)});
-    se.published_title = from + ", error bar its stated precision";
+    se.published_title = "published, error bar its stated precision";
   }
   if (f.overhead) {
     const auto [lo, hi] = *f.overhead;
     co.published.push_back({std::sqrt(2 * g), 50 * (lo + hi), 2, g, 100 * (lo - f.overhead_tol), 100 * (hi + f.overhead_tol)});
-    co.published_title = from + ": the overhead range over 2 to " + std::to_string(f.gpus) + " GPUs";
+    co.published_title = "published: the overhead range over 2 to " + std::to_string(f.gpus) + " GPUs";
   }
 }
 
@@ -308,7 +309,7 @@ void add_published_markers(const StudySpec& s, PlotSpec& sp, PlotSpec& se, PlotS
 StudyOutputs study_outputs(const StudySpec& s, const std::vector<StudyResult>& results, const std::string& command_line) {
   StudyOutputs o;
   Panels pn = make_panels(s);
-  auto& [strong, weak, comm, size, sp, se, wt, co, me, mm, size_series, max_gpus] = pn;
+  auto& [strong, weak, comm, size, sp, se, wt, co, me, mm, size_series, max_gpus, weak_band] = pn;
   const std::string panel_dim = panel_dimension(s);
   // per scaling mode (0 strong, 1 weak): the smallest GPU count where a
   // scenario's batch per GPU falls below the workload's, and that batch

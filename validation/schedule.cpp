@@ -215,13 +215,16 @@ namespace {
 // Open MPI refuses to run as root without these (CI and containers run as root).
 const std::vector<std::string> kRootEnv = {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"};
 
-// How a job's ranks start here (mpirun, oversubscribed when asked) or in an
-// emitted script: the words before the executable. One rank starts under
-// mpirun too, as under srun, so that every job has MPI started (its memory
-// is the runtime's).
+// Whether a job starts under mpirun (here, or in an emitted mpirun script).
+// One rank does too, as under srun, so that every job has MPI started (its
+// memory is the runtime's); not kanscale train's own PyTorch ranks, nor one
+// rank of a build without MPI.
+bool under_mpirun(const Job& j) { return !j.self_launched && !(j.ranks <= 1 && j.transport.empty() && !build::have_mpi); }
+
+// How a job's ranks start here (mpirun, oversubscribed when asked): the
+// words before the executable.
 std::vector<std::string> launch_local(const Job& j) {
-  if (j.self_launched) return {};
-  if (j.ranks <= 1 && j.transport.empty() && !build::have_mpi) return {};  // a build without MPI runs one rank alone
+  if (!under_mpirun(j)) return {};
   std::vector<std::string> w = {"mpirun", "-np", std::to_string(j.ranks), "--oversubscribe"};
   for (const auto& [key, value] : transport_mca(j.transport)) w.insert(w.end(), {"--mca", key, value});
   return w;
@@ -254,7 +257,7 @@ std::vector<std::string> emitted_launch(const Job& j, const Site& site, int per_
       if (gpus && site.gpu_binding == "per_task" && !j.oversubscribed) w.push_back("--gpus-per-task=1");
       if (site.cpus_per_task) w.push_back("--cpus-per-task=" + std::to_string(*site.cpus_per_task));
     }
-  } else if (!j.self_launched && !(j.ranks <= 1 && j.transport.empty() && !build::have_mpi)) {
+  } else if (under_mpirun(j)) {
     w = {"mpirun", "-np", std::to_string(j.ranks)};
     if (j.oversubscribed) w.push_back("--oversubscribe");
     // more ranks than cores cannot each be bound to one: an oversubscribed

@@ -65,12 +65,17 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
   // prediction without them); of the cases, those with every round are
   // judged, the rest listed as missing, and the run is then incomplete.
   std::vector<std::string> missing_calibration, missing;
-  std::set<std::string> case_outputs;
+  std::map<std::string, std::size_t> case_of;  // a live output -> its case
   for (std::size_t i = 0; i < plan.cases.size(); ++i)
-    for (int r = 0; r < plan.rounds; ++r) case_outputs.insert(live_file(i, r));
+    for (int r = 0; r < plan.rounds; ++r) case_of[live_file(i, r)] = i;
+  std::vector<bool> complete(plan.cases.size(), true);
   for (const auto& round : make_schedule(plan))
-    for (const auto& j : round)
-      if (!std::ifstream(dir + "/" + j.output)) (case_outputs.count(j.output) ? missing : missing_calibration).push_back(j.output + " (" + j.what + ")");
+    for (const auto& j : round) {
+      if (std::ifstream(dir + "/" + j.output)) continue;
+      const auto c = case_of.find(j.output);
+      if (c != case_of.end()) complete[c->second] = false;
+      (c != case_of.end() ? missing : missing_calibration).push_back(j.output + " (" + j.what + ")");
+    }
   if (!missing_calibration.empty()) {
     std::string list;
     for (std::size_t i = 0; i < missing_calibration.size() && i < 5; ++i) list += (i ? ", " : "") + missing_calibration[i];
@@ -79,19 +84,16 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
               << missing.size() << " of the cases'); see " << dir << "/results/steps.tsv\n";
     return 1;
   }
-  std::vector<bool> complete(plan.cases.size(), true);
-  for (std::size_t i = 0; i < plan.cases.size(); ++i)
-    for (int r = 0; r < plan.rounds; ++r)
-      if (!std::ifstream(dir + "/" + live_file(i, r))) complete[i] = false;
   if (plan.measure.enabled) fit_measured(plan, dir);
-  std::vector<CaseResult> all(plan.cases.size());
+  std::vector<CaseResult> results;
   const std::size_t shown = timeline_case(plan);
   std::vector<TraceSlice> sim_slices;
   std::string machine;
   for (std::size_t i = 0; i < plan.cases.size(); ++i) {
     if (!complete[i]) continue;
     const ValidationCase& vc = plan.cases[i];
-    all[i].c = vc;
+    CaseResult& res = results.emplace_back();
+    res.c = vc;
     const Workload w = load_workload(dir + "/cases/case" + std::to_string(i) + ".yaml");
     // predictions: from the calibration only (microbenchmarks or datasheet), never from the live cases
     const Calibration cal = plan.datasheet ? datasheet_calibration(cluster, w.precision)
@@ -105,16 +107,13 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
     Cluster cl = cluster;
     if (vc.ranks > cluster.gpus_per_node * cluster.nodes) cl.gpus_per_node = vc.ranks;  // oversubscribed
     const ScalingPoint pt = run_study(cl, w, cal, o).points.front();
-    all[i].interval = pt.iteration_band;
-    Metrics& m = all[i].predicted;
+    res.interval = pt.iteration_band;
+    Metrics& m = res.predicted;
     m = {pt.iteration_s.median, pt.compute_s.median, pt.comm_s.median, pt.exposed_s.median, pt.samples_per_s, pt.memory.peak_bytes, {}};
     for (const auto& b : pt.steady_plan) m.bucket_s.push_back(b.end_s - b.start_s);
     if (i == shown) sim_slices = simulated_iteration(pt);
-    for (int r = 0; r < plan.rounds; ++r) all[i].rounds.push_back(live_metrics(dir + "/" + live_file(i, r), plan.backend));
+    for (int r = 0; r < plan.rounds; ++r) res.rounds.push_back(live_metrics(dir + "/" + live_file(i, r), plan.backend));
   }
-  std::vector<CaseResult> results;
-  for (std::size_t i = 0; i < all.size(); ++i)
-    if (complete[i]) results.push_back(std::move(all[i]));
   for (auto& r : results) {
     r.live = median_of(r.rounds);
     // noise floors: the robust standard deviation of the rounds' medians,
