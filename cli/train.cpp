@@ -318,8 +318,8 @@ void report_interference(const InterferenceResult& r, const InterferenceFile& f,
 }  // namespace
 
 int bench_interference(const std::vector<std::string>& args, const std::string& cmdline) {
-  std::string wl = "configs/workloads/default.yaml", bytes = "64MiB", json;
-  int repeats = 20, threads = 1;
+  std::string wl = "configs/workloads/default.yaml", bytes = "64MiB", json, backend = "mpi", python, port_range = "29500-29999";
+  int repeats = 20, threads = 1, ranks = 2;
   po::options_description desc("bench interference options");
   desc.add_options()
       ("help,h", "show this help")
@@ -327,15 +327,39 @@ int bench_interference(const std::vector<std::string>& args, const std::string& 
       ("bytes", po::value(&bytes)->default_value(bytes), "all-reduce size")
       ("repeat", po::value(&repeats)->default_value(repeats), "rounds alone and with communication")
       ("threads", po::value(&threads)->default_value(threads), "CPU threads per rank")
+      ("backend", po::value(&backend)->default_value(backend), "mpi (kanscale's trainer under mpirun) | gloo (PyTorch: efficient-kan "
+                                                                "and torch.distributed's gloo, --ranks processes kanscale starts)")
+      ("ranks", po::value(&ranks)->default_value(ranks), "gloo: ranks kanscale starts (one process each)")
+      ("python", po::value(&python)->value_name("PATH"), "gloo: the interpreter (default $KANSCALE_PYTHON, else /usr/bin/python3)")
+      ("port-range", po::value(&port_range)->default_value(port_range), "gloo: where to look for a free rendezvous port")
       ("json", po::value(&json)->value_name("FILE"), "results as JSON");
   po::variables_map vm;
-  if (!parse_args(args, desc, "usage: mpirun -np P kanscale bench interference [--workload W] [--bytes 64MiB]", vm)) return 0;
+  if (!parse_args(args, desc, "usage: mpirun -np P kanscale bench interference [--workload W] [--bytes 64MiB]\n"
+                              "       kanscale bench interference --backend gloo --ranks 2 [--workload W] [--bytes 1MiB]", vm))
+    return 0;
   if (repeats < 3 || repeats > 1000) throw InputError("--repeat: expected 3 to 1000, got " + std::to_string(repeats));
+  if (backend != "mpi" && backend != "gloo") throw InputError("--backend: expected mpi or gloo, got \"" + backend + "\"");
   check_threads(threads, "--threads");
   check_outputs_spare_inputs({wl}, {{json, "--json"}});
   const double nbytes = interference_bytes(bytes);
   check_output_paths({{json, "--json"}});
   const Workload w = load_workload(wl);
+  if (backend == "gloo") {
+    if (ranks < 2 || ranks > 64) throw InputError("--ranks: expected 2 to 64 (an all-reduce needs two), got " + std::to_string(ranks));
+    if (launched_by_mpirun()) throw InputError("--backend gloo: kanscale starts the ranks itself; run it without mpirun");
+    if (json.empty()) throw InputError("--backend gloo: give --json FILE (rank 0 writes the measurement there)");
+    TorchInterferenceOptions o;
+    o.widths = w.widths;
+    o.grid_size = w.grid_size;
+    o.spline_order = w.spline_order;
+    o.batch = w.batch_per_gpu;
+    o.bytes = nbytes;
+    o.repeat = repeats;
+    o.threads = threads;
+    o.ranks = ranks;
+    o.json = json;
+    return run_torch_interference(o, resolve_python(python), port_range, cmdline);
+  }
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
   set_cpu_threads(threads);
   KanNet net = init_kan(w.widths, w.grid_size, w.spline_order, w.seed);

@@ -89,18 +89,21 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
       << ", collective_library: " << nlohmann::json(m.collective_library).dump() << "}   # where the measurements were taken\n";
   }
   if (f.has_compute()) {
-    y << "compute:\n  jitter_sigma: " << f.jitter_sigma << "   # from the median spread (CV) of the layer timings\n"
+    y << "compute:\n  jitter_sigma: " << f.jitter_sigma
+      << (f.ops.empty() ? "   # not measured" : "   # from the median spread (CV) of the layer timings") << "\n"
       << "  interference: " << f.interference.value_or(0.0)
       << (f.interference ? "   # compute lost per second of collective in flight" : "   # not measured (kanscale bench interference)")
       << "\n"
-      << "  host_overhead: \"0s\"   # the trainer's host work is in load_batch; no separate term\n";
+      << "  host_overhead: \"0s\"   # "
+      << (f.ops.empty() ? "PyTorch's host work is in its op classes (torch_ops)" : "the trainer's host work is in load_batch; no separate term")
+      << "\n";
     if (!f.cache_probe.empty()) {
       y << "  cache_probe:   # read bandwidth against buffer size, all ranks at once: [bytes, GB/s]\n    [";
       for (std::size_t c = 0; c < f.cache_probe.size(); ++c)
         y << (c ? ", " : "") << "[" << f.cache_probe[c].first << ", " << f.cache_probe[c].second << "]";
       y << "]\n";
     }
-    y << "  ops:\n";
+    if (!f.ops.empty()) y << "  ops:\n";
     for (const auto& o : f.ops) write_op(y, o);
     if (!f.ops_cold.empty()) y << "  ops_cold:   # the same ops with the caches evicted before each repetition\n";
     for (const auto& o : f.ops_cold) write_op(y, o);

@@ -4,9 +4,11 @@
 #include <cmath>
 #include <limits>
 
+#include "kanscale/build_info.hpp"
 #include "formats/yaml_reader.hpp"
 #include "model/kan_model.hpp"
 #include "model/limits.hpp"
+#include "model/machine.hpp"
 
 namespace ks {
 
@@ -31,6 +33,7 @@ static Cluster read_cluster(YamlMap m) {
   c.gpu.memory_bytes = g.quantity("memory", Quantity::size, Bound::positive);
   c.gpu.kernel_launch_s = g.quantity("kernel_launch", Quantity::time, Bound::non_negative);
   c.gpu.runtime_memory_bytes = g.quantity("runtime_memory", Quantity::size, Bound::non_negative);
+  c.gpu.launch_queue_depth = static_cast<int>(g.integer_opt("launch_queue_depth", 1, 1 << 24).value_or(c.gpu.launch_queue_depth));
   g.finish();
 
   if (auto cpu = m.map_opt("cpu")) {
@@ -387,6 +390,20 @@ Calibration load_calibration(const std::string& path, const Cluster& c, Precisio
 }
 Calibration parse_calibration(const std::string& text, const std::string& name, const Cluster& c, Precision precision) {
   return read_calibration(YamlMap::load_string(text, name), c, precision);
+}
+
+std::string shipped_pytorch_calibration_path() { return std::string(build::source_dir) + "/configs/calibrations/pytorch-cpu.yaml"; }
+
+const HostTerms& shipped_pytorch_host_terms() {
+  static const HostTerms terms = [] {
+    const std::string path = shipped_pytorch_calibration_path();
+    Cluster any;  // the op classes do not depend on the cluster
+    any.collectives.family = CollFamily::gloo;
+    const Calibration cal = load_calibration(path, any, Precision::fp32);
+    if (cal.torch_ops.empty()) throw InputError(path + ": key 'torch_ops': the shipped PyTorch calibration has no op classes");
+    return host_terms_of(cal, path + " (measured on " + (cal.machine.empty() ? std::string("an unrecorded machine") : describe(cal.machine)) + ")");
+  }();
+  return terms;
 }
 
 

@@ -16,5 +16,12 @@ Workload parse_workload(const std::string& yaml_text, const std::string& name);
 Calibration load_calibration(const std::string& path, const Cluster& c, Precision precision);
 Calibration parse_calibration(const std::string& yaml_text, const std::string& name, const Cluster& c,
                               Precision precision);
+// The shipped PyTorch CPU calibration (configs/calibrations/pytorch-cpu.yaml
+// in the source tree) as host terms: what a pytorch workload on a CUDA
+// cluster whose calibration has no PyTorch op classes takes its host costs
+// from. Read once; InputError when it cannot be read.
+const HostTerms& shipped_pytorch_host_terms();
+// Where that file is.
+std::string shipped_pytorch_calibration_path();
 
 }  // namespace ks

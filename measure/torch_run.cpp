@@ -258,6 +258,18 @@ int run_torch_ops(const TorchOpsPlan& p, const std::string& json, const std::str
   return run_torch_ranks(python, "kanscale_torch.op_bench", args, 1, p.threads, port_range, "kanscale measure torch-ops");
 }
 
+int run_torch_interference(const TorchInterferenceOptions& o, const std::string& python, const std::string& port_range,
+                           const std::string& command_line) {
+  probe_gloo(python);
+  std::string widths;
+  for (auto w : o.widths) widths += (widths.empty() ? "" : ",") + std::to_string(w);
+  std::vector<std::string> args = {"--widths", widths, "--grid-size", std::to_string(o.grid_size), "--spline-order", std::to_string(o.spline_order),
+                                   "--batch", std::to_string(o.batch), "--bytes", number(o.bytes), "--repeat", std::to_string(o.repeat),
+                                   "--threads", std::to_string(o.threads), "--json", o.json};
+  for (auto& a : provenance_args(command_line)) args.push_back(std::move(a));
+  return run_torch_ranks(python, "kanscale_torch.interference", args, o.ranks, o.threads, port_range, "kanscale bench interference");
+}
+
 int run_torch_sweep(const SweepOptions& o, int ranks, const std::string& python, const std::string& port_range, const std::string& command_line) {
   probe_gloo(python);
   std::vector<std::string> args = {"--op", o.op, "--min-bytes", number(o.min_bytes), "--max-bytes", number(o.max_bytes), "--factor", number(o.factor),

@@ -76,5 +76,17 @@ int run_torch_ops(const TorchOpsPlan& plan, const std::string& json, const std::
 // `ranks` processes (python -m kanscale_torch.collective_sweep) into o.json.
 int run_torch_sweep(const SweepOptions& o, int ranks, const std::string& python, const std::string& port_range,
                     const std::string& command_line);
+// How much compute slows while gloo's threads run an all-reduce (python -m
+// kanscale_torch.interference on `ranks` processes): the JSON of kanscale
+// bench interference, into `json`.
+struct TorchInterferenceOptions {
+  std::vector<std::int64_t> widths;
+  int grid_size = 5, spline_order = 3, repeat = 20, threads = 1, ranks = 2;
+  std::int64_t batch = 1;
+  double bytes = 0;
+  std::string json;
+};
+int run_torch_interference(const TorchInterferenceOptions& o, const std::string& python, const std::string& port_range,
+                           const std::string& command_line);
 
 }  // namespace ks

@@ -220,6 +220,15 @@ std::string collective_family_mismatch(const Cluster& c, const Calibration& cal)
          ": its collectives stay at the cluster's datasheet values";
 }
 
+HostTerms host_terms_of(const Calibration& cal, const std::string& from) {
+  HostTerms h;
+  h.ops = cal.torch_ops;
+  const Calibration::LiveTerm* one = live_term_for(cal, 1);
+  h.factor = one && one->ranks == 1 ? one->compute_factor : 1.0;
+  h.from = from;
+  return h;
+}
+
 void check_calibration_covers(const Workload& w, const Calibration& cal, const std::string& calibration_file) {
   if (w.implementation != Implementation::pytorch || cal.ops.empty() || !cal.torch_ops.empty()) return;
   throw InputError((calibration_file.empty() ? "calibration '" + cal.name + "'" : calibration_file) +

@@ -37,6 +37,13 @@ struct GpuSpec {
   double memory_bandwidth_Bps = 0;  // datasheet peak
   double memory_bytes = 0;          // capacity
   double kernel_launch_s = 0;       // fixed cost per kernel (launch and dispatch)
+  // Kernel launches a stream queues before the next launch blocks the host
+  // (the replay's host track). Default: about 1,000, as measured with
+  // back-to-back launches of a 190 us kernel (launches took 4-5 us for the
+  // first ~1,000, then each waited for a kernel to finish: NVIDIA developer
+  // forums, "CUDA stream are blocked when launch lots of kernels (>1000)",
+  // 2018); cluster key gpu.launch_queue_depth.
+  int launch_queue_depth = 1024;
   double runtime_memory_bytes = 0;  // context and allocator overhead per process
 };
 
@@ -309,6 +316,20 @@ double cold_fraction_for(const Calibration& cal, double working_set_bytes);
 
 // The live term for a node with `ranks_per_node` ranks (null: none).
 const Calibration::LiveTerm* live_term_for(const Calibration& cal, int ranks_per_node);
+
+// The host's share of PyTorch's ops, for a device that runs them behind the
+// host (a pytorch workload on a CUDA cluster: sim/replay's host track): each
+// op class's fixed cost per call from a PyTorch CPU fit (Python, the
+// dispatcher, autograd's bookkeeping; its per-element cost is the CPU's
+// arithmetic and is left out), times `factor`, that fit's one-rank live
+// compute factor where it has one (what a whole step costs beyond the
+// classes timed alone; 1: none).
+struct HostTerms {
+  std::map<std::string, TorchOpCost> ops;
+  double factor = 1;
+  std::string from;  // the calibration and the machine it was measured on
+};
+HostTerms host_terms_of(const Calibration& cal, const std::string& from);
 
 // The calibration a cluster file implies from datasheet numbers alone.
 Calibration datasheet_calibration(const Cluster& c, Precision precision);

@@ -86,7 +86,8 @@ struct CalibrationFile {
   int drift_rounds = 0;
   std::string live_from;  // the files, for people
 
-  bool has_compute() const { return !ops.empty() || !ops_cold.empty(); }
+  // a compute: section (kanscale's kernels, or a measured interference alone: PyTorch's gloo threads)
+  bool has_compute() const { return !ops.empty() || !ops_cold.empty() || interference.has_value(); }
   bool has_memory() const {
     return runtime_bytes || runtime_per_local_peer_bytes || collective_in_flight || memory_fit;
   }

@@ -34,7 +34,58 @@ struct IterPlan {
   // being complete by then (a function of the plan alone, so no rank keeps
   // its own ready flags).
   std::vector<int> launch_upto;
+  // What each op advances its stage's work coordinate by: its nominal time
+  // with one track; with a host track, how far it moves the device's
+  // frontier (two_track_stage).
+  std::vector<double> work;
+  // A host track (ReplayInput::op_host_s): the host's nominal time at the
+  // end of the main stage, and the tail's host-bound length: the most, over
+  // its ops j, of the host's time to issue ops 1..j plus the device's for
+  // ops j..n (tail_work is the device's alone).
+  bool two_track = false;
+  double main_host = 0, tail_host = 0;
 };
+
+// One stage's ops on a host track and a device track that start together
+// at 0: the host issues op i after op i-1 (and, for a device op, once the
+// device op launch_queue_depth launches back is done: the launch queue);
+// the device runs it once issued and once the previous one is done. Each
+// op's work is how far it moves the frontier (when both tracks are past
+// it); returns the host's time at the stage's end.
+double two_track_stage(const ReplayInput& in, const std::vector<int>& idx, std::vector<double>& work) {
+  const std::size_t depth = static_cast<std::size_t>(std::max(1, in.launch_queue_depth));
+  std::vector<double> ring(std::min(depth, idx.size()), 0.0);  // device ends of the last `depth` device ops
+  std::size_t launched = 0;
+  double host = 0, frontier = 0;
+  for (int i : idx) {
+    const double d = in.op_time_s[static_cast<std::size_t>(i)];
+    const bool device = d > 0;
+    if (device && launched >= depth) host = std::max(host, ring[launched % depth]);
+    host += in.op_host_s[static_cast<std::size_t>(i)];
+    const double before = frontier;
+    frontier = std::max(frontier, host) + d;
+    if (device) ring[launched++ % depth] = frontier;
+    work[static_cast<std::size_t>(i)] = frontier - before;
+  }
+  return host;
+}
+
+// The tail with a host track: its device time alone (the sum), and its
+// host-bound length C = max_j (h_1 + ... + h_j + d_j + ... + d_n), so that a
+// tail whose device is free from T0 and whose host starts issuing at H0
+// ends at max(T0 + sum, H0 + C) (the launch queue does not bind in the
+// tail: Adam's ops for a KAN are far fewer than its depth).
+void two_track_tail(const ReplayInput& in, const std::vector<int>& idx, double& device_sum, double& host_bound) {
+  device_sum = 0;
+  for (int i : idx) device_sum += in.op_time_s[static_cast<std::size_t>(i)];
+  double host = 0, rest = device_sum;
+  host_bound = 0;
+  for (int i : idx) {
+    host += in.op_host_s[static_cast<std::size_t>(i)];
+    host_bound = std::max(host_bound, host + rest);
+    rest -= in.op_time_s[static_cast<std::size_t>(i)];
+  }
+}
 
 // Whether some collective of the plan moves in steps (progress by polls).
 bool polls_needed(const ReplayInput& in, const PlannedBuckets& pb) {
@@ -51,10 +102,8 @@ IterPlan make_plan(const ReplayInput& in, const PlannedBuckets& pb) {
     const Phase ph = ops[i].phase;
     if (ph == Phase::zero_grad) {
       p.pre_ops.push_back(i);
-      p.pre_work += in.op_time_s[i];
     } else if (ph == Phase::copy_back || ph == Phase::optimizer) {
       p.tail_ops.push_back(i);
-      p.tail_work += in.op_time_s[i];
     } else {
       if (ops[i].ready_param >= 0) {
         if (static_cast<int>(ready_pos.size()) <= ops[i].ready_param) ready_pos.resize(ops[i].ready_param + 1, -1);
@@ -63,8 +112,19 @@ IterPlan make_plan(const ReplayInput& in, const PlannedBuckets& pb) {
       p.main_ops.push_back(i);
     }
   }
+  p.work = in.op_time_s;
+  p.two_track = !in.op_host_s.empty();
+  if (p.two_track) {
+    if (in.op_host_s.size() != in.op_time_s.size()) throw std::invalid_argument("op_host_s needs one host time per op");
+    two_track_stage(in, p.pre_ops, p.work);
+    p.main_host = two_track_stage(in, p.main_ops, p.work);
+    two_track_tail(in, p.tail_ops, p.tail_work, p.tail_host);
+  } else {
+    for (int i : p.tail_ops) p.tail_work += p.work[static_cast<std::size_t>(i)];
+  }
+  for (int i : p.pre_ops) p.pre_work += p.work[static_cast<std::size_t>(i)];
   std::vector<double> cum(p.main_ops.size() + 1, 0.0);
-  for (std::size_t j = 0; j < p.main_ops.size(); ++j) cum[j + 1] = cum[j] + in.op_time_s[p.main_ops[j]];
+  for (std::size_t j = 0; j < p.main_ops.size(); ++j) cum[j + 1] = cum[j] + p.work[static_cast<std::size_t>(p.main_ops[j])];
   p.main_work = cum.back();
   // The segments end where a bucket completes, after the copy of its
   // last-ready gradient (-1: a poll, no bucket).
@@ -137,6 +197,7 @@ struct alignas(64) RankState {
   double exposed_s = 0;     // this iteration's waits so far
   int next_launch = 0;
   int trace_slot = -1;      // index into pieces_, -1: not traced
+  double main_start = 0;    // when this iteration's main stage began (a host track's tail starts from it)
 };
 
 struct Piece {
@@ -287,6 +348,7 @@ class Sim {
     s.stage = kMain;
     s.seg = 0;
     s.work_pos = 0;
+    s.main_start = now;
     begin_work(r, plan(s.iter).seg_end[0], now);
   }
 
@@ -381,7 +443,19 @@ class Sim {
     end_wait(r, now, "wait for all-reduce");
     s.stage = kTail;
     s.work_pos = 0;
-    begin_work(r, plan(s.iter).tail_work, now);
+    const IterPlan& p = plan(s.iter);
+    double work = p.tail_work;
+    if (p.two_track) {
+      // a host track: the host has issued the tail's ops since it left the
+      // main stage; the device runs them from now (two_track_tail). What
+      // the wait cost is what it added to the iteration: the host's
+      // dispatch of the tail hid the rest of it.
+      const double host_at = s.main_start + p.main_host * s.factor;
+      work = std::max(work, (host_at - now) / s.factor + p.tail_host);
+      const double unwaited = std::max(p.tail_work, (host_at - s.wait_start) / s.factor + p.tail_host);
+      s.exposed_s -= std::min(now - s.wait_start, (unwaited - work) * s.factor);
+    }
+    begin_work(r, work, now);
   }
 
   // ---- communication track
@@ -510,8 +584,11 @@ class Sim {
           return pc.t0 + (std::min(work, pc.w1) - pc.w0) / (pc.w1 - pc.w0) * (pc.t1 - pc.t0);
         };
         for (int o : idx) {
-          if (ops[o].host_only) continue;  // no device time (0 s): no slice
-          const double w_end = w + in_.op_time_s[o];
+          const double w_end = w + p.work[static_cast<std::size_t>(o)];
+          if (ops[o].host_only) {  // no device time: no slice (with a host track, the device waits for the host)
+            w = w_end;
+            continue;
+          }
           const double t0 = time_at(w), t1 = time_at(w_end);
           result_.trace.push_back(TraceSlice{r, 0, pcs[i].iter, ops[o].name, to_string(ops[o].phase), t0, t1, 0});
           w = w_end;
@@ -595,6 +672,11 @@ std::string reduction_blocker(const ReplayInput& in, const IterPlan& p) {
   }
   if (last_cpu > 0 && ar.back().time_s < last_cpu * std::max(1.0, 1.0 + in.interference))
     return "the last launches' CPU time can outlast the last all-reduce";
+  // the tail is its device time when the host, already issuing it at the
+  // main stage's end (main_work - main_host ahead of the device), cannot
+  // outlast the device: tail_host <= tail_work + that lead
+  if (p.two_track && p.tail_host > p.tail_work + (p.main_work - p.main_host))
+    return "the host's dispatch of the optimizer can outlast its device time after the last all-reduce";
   return "";
 }
 }  // namespace

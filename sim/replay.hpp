@@ -21,7 +21,21 @@ struct PlannedBuckets {
 struct ReplayInput {
   int ranks = 1;
   std::vector<Op> ops;                   // one iteration, in execution order
-  std::vector<double> op_time_s;         // nominal duration of each op
+  std::vector<double> op_time_s;         // nominal duration of each op (on the device, with a host track)
+  // The host track: where the device runs ops asynchronously behind the
+  // host thread that dispatches them (CUDA), op_host_s[i] is op i's host
+  // time (Python, the dispatcher, autograd's bookkeeping, the launch) and
+  // op_time_s[i] its device time. Per rank and stage the host issues the ops
+  // in order; the device runs each once it is issued and the previous one
+  // is done; the host runs at most launch_queue_depth device ops ahead of
+  // the device (the launch queue). A bucket is ready when the device has
+  // run its last gradient's copy. At the end of backward the host does not
+  // wait for the all-reduces (NCCL's wait makes the device stream wait): it
+  // goes on dispatching the optimizer, which the device runs after the last
+  // all-reduce. Empty: one track, an op runs on the host that dispatches it
+  // (the CPU backend), op_time_s its whole cost.
+  std::vector<double> op_host_s;
+  int launch_queue_depth = 1024;
   PlannedBuckets first;                  // plan of the first iteration
   PlannedBuckets steady;                 // plan of every later iteration
   bool broadcast_buffers = true;
@@ -41,7 +55,8 @@ struct RankIteration {
   double start_s = 0, end_s = 0;
   double compute_s = 0;   // busy time of the compute track
   double comm_s = 0;      // busy time of the communication track (incl. waiting for peers)
-  double exposed_s = 0;   // compute idle while a collective is outstanding
+  double exposed_s = 0;   // compute idle while a collective is outstanding (with a host track: what that wait
+                          // added to the iteration, less what the host's dispatch of the optimizer hid)
   double iteration_s() const { return end_s - start_s; }
 };
 

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "model/units.hpp"
+#include "formats/config_files.hpp"
 #include "formats/yaml_reader.hpp"
 
 namespace ks {
@@ -107,6 +108,51 @@ ReplayInput replay_structure(const Workload& w, const Layout& layout, std::int64
   return in;
 }
 
+bool host_track_applies(const Cluster& c, const Workload& w) {
+  return w.implementation == Implementation::pytorch && c.collectives.family == CollFamily::nccl;
+}
+
+std::string host_terms_note(const Cluster& c, const Workload& w, const Calibration& cal) {
+  if (!host_track_applies(c, w) || !cal.torch_ops.empty()) return "";
+  const HostTerms& h = shipped_pytorch_host_terms();
+  char factor[32];
+  std::snprintf(factor, sizeof factor, "%.3g", h.factor);
+  return "note: the host's cost of PyTorch's ops (Python, the dispatcher, autograd) comes from " + h.from +
+         ": each op class's fixed cost per call x " + factor + " (its one-rank live term), plus the cluster's kernel_launch per kernel; "
+         "calibration '" + cal.name + "' has no PyTorch op classes of its own";
+}
+
+namespace {
+// A pytorch workload on a CUDA cluster: per op the host's time (its class's
+// fixed cost, on the op that carries the class's unit, plus a launch per
+// kernel) and the device's (the roofline without the launch).
+void set_two_track_costs(ReplayInput& in, const Cluster& c, const Calibration& cal, const HostTerms& h) {
+  const std::size_t n = in.ops.size();
+  in.op_time_s.assign(n, 0.0);
+  in.op_host_s.assign(n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Op& o = in.ops[i];
+    double host = 0, device = 0;
+    if (!o.torch_unit.empty() && o.unit_calls > 0) {
+      const auto it = h.ops.find(o.torch_unit);
+      if (it == h.ops.end())
+        throw InputError(h.from + ": no cost for PyTorch op class '" + o.torch_unit + "' (its torch_ops lack it); measure it again with "
+                         "kanscale calibrate configs/calibrate/pytorch-cpu.yaml");
+      host = std::max(0.0, o.unit_calls * it->second.fixed_s * h.factor);
+    }
+    if (!o.host_only) {
+      host += c.gpu.kernel_launch_s;
+      OpCost k = o.kind == OpKind::gemm ? cal.gemm : cal.elementwise;
+      k.fixed_s = 0;  // the launch is the host's
+      device = k.time_s(o.flops, o.bytes);
+    }
+    in.op_host_s[i] = host;
+    in.op_time_s[i] = device;
+  }
+  in.launch_queue_depth = c.gpu.launch_queue_depth;
+}
+}  // namespace
+
 void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, const Calibration& cal, const Layout& layout,
                       std::int64_t batch_per_gpu, const CollectiveModel& coll) {
   check_calibration_covers(w, cal, "");
@@ -118,11 +164,19 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
     const MemoryEstimate m = calibrated_memory(kanscale_memory(shape, batch_per_gpu, w.ddp, 0.0, 0.0), shape, cal);
     cold_fraction = cold_fraction_for(cal, m.peak_bytes - m.runtime_bytes);
   }
-  in.op_time_s = op_times_s(in.ops, cal, cold_fraction);
+  if (host_track_applies(c, w)) {
+    // the device runs the ops behind the host (sim/replay's host track)
+    if (cal.torch_ops.empty()) set_two_track_costs(in, c, cal, shipped_pytorch_host_terms());
+    else set_two_track_costs(in, c, cal, host_terms_of(cal, "calibration '" + cal.name + "'"));
+  } else {
+    in.op_time_s = op_times_s(in.ops, cal, cold_fraction);
+    in.op_host_s.clear();
+  }
   // what live runs on the calibration's shapes cost beyond the microbenchmarks
   // (per ranks on a node), and a drawn model error when sampling intervals
   const Calibration::LiveTerm* live = live_term_for(cal, layout.ranks_per_node());
   for (double& t : in.op_time_s) t *= (live ? live->compute_factor : 1.0) * cal.compute_scale;
+  for (double& t : in.op_host_s) t *= (live ? live->compute_factor : 1.0) * cal.compute_scale;
   for (PlannedBuckets* pb : {&in.first, &in.steady}) {
     pb->allreduce.clear();
     for (const auto& b : pb->buckets) pb->allreduce.push_back(coll.allreduce(b.bytes, layout));
@@ -151,6 +205,7 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
                      c.file + " is out of range (at most 1e12 s per step)");
   };
   for (std::size_t i = 0; i < in.op_time_s.size(); ++i) check_duration(in.op_time_s[i], "op ", &in.ops[i].name);
+  for (std::size_t i = 0; i < in.op_host_s.size(); ++i) check_duration(in.op_host_s[i], "the host's dispatch of op ", &in.ops[i].name);
   for (const auto* pb : {&in.first, &in.steady})
     for (const auto& e : pb->allreduce) check_duration(e.time_s, "an all-reduce");
   check_duration(in.broadcast.time_s, "the buffer broadcast");
@@ -406,6 +461,7 @@ StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& ca
   sr.parameters = kan_parameter_count(KanShape{w.widths, w.grid_size, w.spline_order});
   sr.collective_family = to_string(c.collectives.family);
   if (const std::string m = collective_family_mismatch(c, cal); !m.empty()) sr.warnings.push_back(m);
+  if (const std::string m = host_terms_note(c, w, cal); !m.empty()) sr.warnings.push_back(m);
   StudyOptions base = o;
   base.trace = false;
   const Layout one = layout_for(c, 1, o.gpus_per_node);

@@ -154,6 +154,16 @@ Band central_band(std::vector<double> samples, double level);
 // estimates, host overhead, jitter, interference; InputError on a duration
 // out of range).
 ReplayInput replay_structure(const Workload& w, const Layout& layout, std::int64_t batch_per_gpu);
+// A pytorch workload on a CUDA (NCCL) cluster: the device runs PyTorch's ops
+// behind the host thread that issues them (sim/replay's host track), each
+// op's host time its class's fixed cost from a PyTorch CPU fit (HostTerms:
+// the calibration's own op classes, else the shipped
+// configs/calibrations/pytorch-cpu.yaml) plus the cluster's kernel_launch per
+// kernel, its device time the datasheet roofline.
+bool host_track_applies(const Cluster& c, const Workload& w);
+// The one note a study prints when those host costs come from the shipped
+// calibration ("" otherwise).
+std::string host_terms_note(const Cluster& c, const Workload& w, const Calibration& cal);
 void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, const Calibration& cal, const Layout& layout,
                       std::int64_t batch_per_gpu, const CollectiveModel& coll);
 ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibration& cal, const Layout& layout,

@@ -355,3 +355,116 @@ TEST_CASE("interference slows compute while a step moves data, not while the nex
   CHECK(r.iterations[0][0].compute_s == doctest::Approx(23.0 + 2.0 / 3.0));  // 1 + 10 + 5 + (2 + 3.667) + 2
   CHECK(r.collectives[0].end_s == doctest::Approx(27.0 + 2.0 / 3.0));
 }
+
+// ---- the host track (ReplayInput::op_host_s): a device that runs ops
+// asynchronously behind the host that issues them. The hand iteration of
+// Hand (zero, fwd, A, B, adam) with fwd and adam split in two ops each, so
+// that the queue and the tail's dispatch have something to overlap.
+namespace {
+struct TwoTrack {
+  ReplayInput in;
+  TwoTrack(int ranks, double allreduce_s, std::vector<double> host, std::vector<double> device) {
+    auto op = [&](const char* name, Phase ph, int ready) {
+      Op o;
+      o.name = name;
+      o.phase = ph;
+      o.ready_param = ready;
+      in.ops.push_back(o);
+    };
+    op("zero", Phase::zero_grad, -1);
+    op("fwd1", Phase::forward, -1);
+    op("fwd2", Phase::forward, -1);
+    op("A", Phase::backward, 0);
+    op("B", Phase::backward, 1);
+    op("adam1", Phase::optimizer, -1);
+    op("adam2", Phase::optimizer, -1);
+    in.ranks = ranks;
+    in.op_host_s = std::move(host);
+    in.op_time_s = std::move(device);
+    PlannedBuckets pb;
+    pb.buckets = {Bucket{{0}, 100}, Bucket{{1}, 100}};
+    pb.allreduce = {CollectiveEstimate{allreduce_s, "ring", "Simple"}, CollectiveEstimate{allreduce_s, "ring", "Simple"}};
+    in.first = pb;
+    in.steady = pb;
+    in.broadcast_buffers = false;
+    in.iterations = 3;
+  }
+};
+}  // namespace
+
+TEST_CASE("host track, host-bound: the device waits for each op's dispatch (hand timeline)") {
+  // host 1, 3, 3, 3, 3 | 2, 2; device 0.5, 1, 1, 1, 1 | 0.5, 0.5; no communication.
+  // zero: issued at 1, runs 1..1.5. Main from 1.5 (host and device together):
+  // fwd1 issued 3 runs 3..4, fwd2 6..7, A 9..10 (bucket 0 ready at 11.5), B
+  // 12..13: main ends at 14.5, the host at 13.5. The host issues adam1 at
+  // 15.5 and adam2 at 17.5; each runs 0.5 s after it: the iteration is 18 s,
+  // of which the host is busy 17.
+  TwoTrack t(1, 0.0, {1, 3, 3, 3, 3, 2, 2}, {0.5, 1, 1, 1, 1, 0.5, 0.5});
+  const auto r = replay(t.in);
+  for (const auto& it : r.iterations) {
+    CHECK(it[0].iteration_s() == doctest::Approx(18.0));
+    CHECK(it[0].exposed_s == doctest::Approx(0.0));
+  }
+  REQUIRE(r.collectives.size() == 6);
+  CHECK(r.collectives[0].start_s == doctest::Approx(11.5));
+  CHECK(r.collectives[1].start_s == doctest::Approx(14.5));
+  // one track with the same op costs would be their sum, 17 + 5.5 = 22.5 s
+  TwoTrack one(1, 0.0, {}, {1.5, 4, 4, 4, 4, 2.5, 2.5});
+  CHECK(replay(one.in).iterations[1][0].iteration_s() == doctest::Approx(22.5));
+}
+
+TEST_CASE("host track, device-bound: the host runs ahead and the device never waits (hand timeline)") {
+  // host 0.5 per op; device 1, 10, 10, 5, 5 | 2, 2. Each stage's first op
+  // waits for its dispatch (0.5 s), then the device runs back to back: zero
+  // 0.5..1.5, main 1.5 + 0.5 + 30 = 32, tail 32 + 4 = 36 (the host issued
+  // the tail by 32: it left main at 1.5 + 2 = 3.5).
+  TwoTrack t(1, 0.0, {0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5}, {1, 10, 10, 5, 5, 2, 2});
+  for (const auto& it : replay(t.in).iterations) CHECK(it[0].iteration_s() == doctest::Approx(36.0));
+  SUBCASE("a launch queue of depth 1: the host issues an op only once the device ran the one before") {
+    // fwd1 issued 0.5 runs to 10.5; fwd2 issued at 10.5 + 0.5 = 11, runs
+    // 11..21; A issued 21.5 runs to 26.5; B issued 27 runs to 32: main
+    // takes 32 s (not 30.5), the iteration 1.5 + 32 + 4 = 37.5
+    t.in.launch_queue_depth = 1;
+    for (const auto& it : replay(t.in).iterations) CHECK(it[0].iteration_s() == doctest::Approx(37.5));
+  }
+  SUBCASE("with communication and jitter the reduced median holds (the tail is its device time) and agrees") {
+    // host-bound length of the tail 4.5 <= its device time 4 + the host's
+    // lead at the end of main, 30.5 - 2
+    t.in.ranks = 16;
+    t.in.jitter_sigma = 0.05;
+    t.in.iterations = 5;
+    for (PlannedBuckets* pb : {&t.in.first, &t.in.steady})
+      for (auto& e : pb->allreduce) e.time_s = 3.0;
+    const IterationMedian m = replay_iteration_median(t.in);
+    CHECK(m.reduced);
+    CHECK(m.steady_s == doctest::Approx(replay_iteration_median_full(t.in).steady_s).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("host track: communication hidden behind the optimizer's dispatch (hand timeline)") {
+  // The host-bound case with a 4 s all-reduce per bucket on 2 ranks: bucket
+  // 0 runs 11.5..15.5, bucket 1 (ready at 14.5) 15.5..19.5; the device waits
+  // 14.5..19.5 (5 s exposed) while the host, not waiting, issues adam1 at
+  // 15.5 and adam2 at 17.5: after the all-reduce only the device's 1 s is
+  // left, 19.5..20.5. The communication costs 20.5 - 18 = 2.5 s of its 5 s
+  // wait (its exposed time); with one track (the host waits) the tail would
+  // be all 4.5 s after it.
+  TwoTrack t(2, 4.0, {1, 3, 3, 3, 3, 2, 2}, {0.5, 1, 1, 1, 1, 0.5, 0.5});
+  const auto r = replay(t.in);
+  for (const auto& it : r.iterations)
+    for (const auto& ri : it) {
+      CHECK(ri.iteration_s() == doctest::Approx(20.5));
+      CHECK(ri.exposed_s == doctest::Approx(2.5));
+    }
+}
+
+TEST_CASE("host track: the reduced median replays every rank when the optimizer's dispatch can outlast the all-reduce") {
+  // no communication: the host-bound tail (4.5 s of host-bound length against
+  // 1 s of device time and a 1 s lead) decides the iteration's end
+  TwoTrack t(8, 0.0, {1, 3, 3, 3, 3, 2, 2}, {0.5, 1, 1, 1, 1, 0.5, 0.5});
+  t.in.jitter_sigma = 0.05;
+  t.in.iterations = 4;
+  const IterationMedian m = replay_iteration_median(t.in);
+  CHECK_FALSE(m.reduced);
+  CHECK(m.why_full.find("optimizer") != std::string::npos);
+}

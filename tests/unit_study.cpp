@@ -294,10 +294,14 @@ TEST_CASE("scenario bands widen when an unknown's range widens, and collapse to 
   CHECK(rn.front().unknown_samples == 2 + 4);  // two corners, four inside
   // the same for a network factor and for the batch (whose band moves the
   // iteration time itself)
-  const auto b1 = run_scenarios(ft3_study("unknowns: {samples: 2, batch_per_gpu: [512, 1024]}\n"), 0, 1);
-  const auto b2 = run_scenarios(ft3_study("unknowns: {samples: 2, batch_per_gpu: [128, 1024]}\n"), 0, 1);
+  // (from 1,024 samples down the host's dispatch bounds a step on an A100: a
+  // batch band starting there reaches lower than one starting at 4,096)
+  const auto b1 = run_scenarios(ft3_study("unknowns: {samples: 2, batch_per_gpu: [4096, 8192]}\n"), 0, 1);
+  const auto b2 = run_scenarios(ft3_study("unknowns: {samples: 2, batch_per_gpu: [1024, 8192]}\n"), 0, 1);
   CHECK(band_at(b2, 3).iteration_s.lo < band_at(b1, 3).iteration_s.lo);
-  CHECK(band_at(b2, 3).overhead_exposed.hi > band_at(b1, 3).overhead_exposed.hi);
+  // (at 1,024 the host's dispatch of the optimizer hides most of the wait)
+  CHECK(band_at(b2, 3).overhead_exposed.lo < band_at(b1, 3).overhead_exposed.lo);
+  CHECK(band_at(b2, 3).overhead_exposed.hi >= band_at(b1, 3).overhead_exposed.hi);
   // no range (one value) and the datasheet's no noise: every band is the point
   const StudySpec point = ft3_study("unknowns: {samples: 3, epoch_overhead: [0.5s, 0.5s], host_overhead: [20us, 20us]}\n");
   const auto rp = run_scenarios(point, 0, 1);
@@ -358,7 +362,7 @@ TEST_CASE("published figures: inside or outside the band, the band's half-width,
   // one, the workload's 1024 clamps into [128, 256] as 256
   CHECK(ft3_study("unknowns: {batch_per_gpu: [100, 300]}\n").unknowns[0].nominal == 256);
   // a speedup above the point prediction: outside, and E cannot reach it
-  const StudySpec high = ft3_study("unknowns: {samples: 2, epoch_overhead: [0s, 30s]}\n", "published: {source: test, gpus: 8, speedup: 7.9}\n");
+  const StudySpec high = ft3_study("unknowns: {samples: 2, epoch_overhead: [0s, 30s]}\n", "published: {source: test, gpus: 8, speedup: 7.99}\n");
   const auto hc = check_published(high, run_scenarios(high, 0, 1));
   REQUIRE(hc.size() == 1);
   CHECK_FALSE(hc[0].inside);

@@ -16,6 +16,11 @@
 #include "model/config.hpp"
 #include "model/cost.hpp"
 #include "model/kan_model.hpp"
+#include "model/records.hpp"
+#include "sim/replay.hpp"
+#include "sim/study.hpp"
+
+#include <tuple>
 
 using namespace ks;
 
@@ -196,4 +201,64 @@ TEST_CASE("a PyTorch workload refuses a calibration of kanscale's kernels only, 
   torch.torch_ops["adam"] = TorchOpCost{};
   CHECK_NOTHROW(check_calibration_covers(w, torch, ""));
   CHECK_NOTHROW(check_calibration_covers(w, Calibration{}, ""));
+}
+
+TEST_CASE("gloo's threads slow the compute while a bucket's all-reduce runs: measured, fitted, replayed (hand case)") {
+  // three rounds of kanscale bench interference --backend gloo: compute lost
+  // per second of collective in flight 0.4, 0.5, 0.7; the fit keeps the median
+  FitInputs in;
+  in.torch_ops = {exact_records(10e-6, 2e-9)};
+  for (double v : {0.4, 0.7, 0.5}) {
+    InterferenceFile f;
+    f.path = "interference-" + std::to_string(v) + ".json";
+    f.ranks = 2;
+    f.allreduce_bytes = 1048576;
+    f.per_collective_second = v;
+    in.interference.push_back(f);
+  }
+  const CalibrationFit fit = fit_calibration(in, "gloo-hand");
+  CHECK(fit.file.interference == 0.5);
+  const Cluster c = parse_cluster(kGlooCluster, "gloo-test.yaml");
+  Calibration cal = parse_calibration(write_calibration(fit.file, ""), "gloo-hand", c, Precision::fp32);
+  CHECK(cal.interference == 0.5);
+  // it reaches the replay of a PyTorch job on the gloo cluster (one track:
+  // the ops run on the host, so no host track), every op class costed 1 us
+  Workload w;
+  w.widths = {4, 8, 1};
+  w.batch_per_gpu = 2;
+  w.implementation = Implementation::pytorch;
+  for (const Op& op : efficient_kan_iteration(KanShape{w.widths, 5, 3}, 2, false, true))
+    if (!op.torch_unit.empty()) cal.torch_ops[op.torch_unit] = TorchOpCost{1e-6, 0};
+  const ReplayInput ri = make_replay_input(c, w, cal, layout_for(c, 2, std::nullopt), 2, 1);
+  CHECK(ri.interference == 0.5);
+  CHECK(ri.op_host_s.empty());
+  // By hand, a rank's iteration of zero_grad 1, forward 10, backward A 5
+  // (bucket 0 ready), B 5 (bucket 1), Adam 2 with 3 s all-reduces: bucket 0
+  // runs 16..19 on gloo's thread, while B computes at 1 / 1.5 the speed (2 s
+  // of its work by 19), the rest 19..22; bucket 1 runs 22..25; Adam 25..27:
+  // 27 s. Without the contention B ends at 21, bucket 1 runs 21..24, Adam
+  // 24..26: 26 s. Both wait 3 s for bucket 1.
+  ReplayInput h;
+  h.ranks = 2;
+  for (auto [name, ph, ready] : {std::tuple{"zero", Phase::zero_grad, -1}, {"fwd", Phase::forward, -1}, {"A", Phase::backward, 0},
+                                 {"B", Phase::backward, 1}, {"adam", Phase::optimizer, -1}}) {
+    Op o;
+    o.name = name;
+    o.phase = ph;
+    o.ready_param = ready;
+    h.ops.push_back(o);
+  }
+  h.op_time_s = {1, 10, 5, 5, 2};
+  PlannedBuckets pb;
+  pb.buckets = {Bucket{{0}, 100}, Bucket{{1}, 100}};
+  pb.allreduce = {CollectiveEstimate{3, "ring", "gloo"}, CollectiveEstimate{3, "ring", "gloo"}};
+  h.first = h.steady = pb;
+  h.broadcast_buffers = false;
+  h.iterations = 2;
+  h.interference = cal.interference;
+  const ReplayResult r = replay(h);
+  CHECK(r.iterations[1][0].iteration_s() == doctest::Approx(27.0));
+  CHECK(r.iterations[1][0].exposed_s == doctest::Approx(3.0));
+  h.interference = 0;
+  CHECK(replay(h).iterations[1][0].iteration_s() == doctest::Approx(26.0));
 }

@@ -19,6 +19,7 @@
 #include "formats/torch_trace.hpp"
 #include "model/buckets.hpp"
 #include "model/kan_model.hpp"
+#include "sim/study.hpp"
 
 using namespace ks;
 
@@ -85,6 +86,31 @@ void check_parity(const std::string& name, int layers) {
 
   // gradients ready in the order torch's autograd produced them (DDP's record)
   CHECK(f.meta["ddp"]["grad_ready_order"].get<std::vector<int>>() == kan_ready_order(shape));
+
+  // The replay's host track on a CUDA cluster issues exactly these ops: as
+  // many per class as torch ran, each with a host time, the host-only ones
+  // (views, autograd's nodes) with no device time and every other with a
+  // launch (the cluster's kernel_launch) on the host
+  const Cluster ft3 = load_cluster(std::string(KANSCALE_SOURCE_DIR) + "/configs/clusters/finisterrae3.yaml");
+  Workload w = f.w;
+  w.ddp.broadcast_buffers = true;
+  const ReplayInput in = make_replay_input(ft3, w, datasheet_calibration(ft3, Precision::fp32), layout_for(ft3, 2, std::nullopt),
+                                           w.batch_per_gpu, 1);
+  REQUIRE(in.op_host_s.size() == in.ops.size());
+  std::map<std::string, int> issued;
+  for (std::size_t i = 0; i < in.ops.size(); ++i) {
+    const Op& op = in.ops[i];
+    if (!op.torch_class.empty()) ++issued[op.torch_class];
+    CAPTURE(op.name);
+    if (op.host_only) {
+      CHECK(in.op_time_s[i] == 0.0);
+    } else {
+      CHECK(in.op_time_s[i] > 0.0);
+      CHECK(in.op_host_s[i] >= ft3.gpu.kernel_launch_s);
+    }
+  }
+  CHECK(issued == torch);
+  CHECK(in.launch_queue_depth == ft3.gpu.launch_queue_depth);
 }
 
 }  // namespace

@@ -224,8 +224,12 @@ TEST_CASE("honest by construction: no validation case's layer is among its calib
     // (its own measure: section, or the shipped file that plan made): the
     // op-class plan's every (widths, G, batch)
     std::string torch_ops = p.measure.enabled ? p.measure.torch_ops_plan : "";
-    if (torch_ops.empty() && p.implementation == "pytorch" && !p.datasheet)
-      torch_ops = load_validation_plan("configs/calibrate/pytorch-cpu.yaml", false).measure.torch_ops_plan;
+    std::vector<ValidationCase> live = p.measure.live;
+    if (torch_ops.empty() && p.implementation == "pytorch" && !p.datasheet) {
+      const ValidationPlan shipped = load_validation_plan("configs/calibrate/pytorch-cpu.yaml", false);
+      torch_ops = shipped.measure.torch_ops_plan;
+      live = shipped.measure.live;
+    }
     if (!torch_ops.empty()) {
       const TorchOpsPlan t = load_torch_ops_plan(torch_ops);
       for (const auto& w : t.widths)
@@ -235,7 +239,7 @@ TEST_CASE("honest by construction: no validation case's layer is among its calib
     } else if (p.measure.enabled) {
       for (const auto& s : load_kernel_plan(p.measure.kernels_plan).shapes) measured.emplace(s.batch, s.in, s.out, s.G, s.k);
     }
-    for (const auto& lc : p.measure.live)
+    for (const auto& lc : live)
       for (const auto& s : layers(lc, p.spline_order)) measured.insert(s);
     fs::current_path(cwd);
     if (measured.empty()) continue;

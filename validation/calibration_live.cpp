@@ -149,7 +149,8 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
   std::vector<LivePoint> points;
   for (std::size_t i = 0; i < p.measure.live.size(); ++i) {
     const ValidationCase& lc = p.measure.live[i];
-    if (lc.ranks > 1 && lc.transport != transport) continue;
+    // (a pytorch plan's runs name no transport: its one calibration is gloo's)
+    if (lc.ranks > 1 && lc.transport != transport && p.implementation != "pytorch") continue;
     LivePoint lp;
     lp.ranks = lc.ranks;
     lp.index = i;
@@ -165,8 +166,8 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
   }
   std::map<int, std::vector<const LivePoint*>> by_ranks;
   for (const auto& lp : points) by_ranks[lp.ranks].push_back(&lp);
-  report << "live (kanscale train on the calibration's own shapes; measured - predicted non-compute = compute_factor x predicted "
-            "compute + host_overhead):\n";
+  report << "live (" << (p.implementation == "pytorch" ? "PyTorch DDP" : "kanscale's trainer")
+         << " on the calibration's own shapes; measured - predicted non-compute = compute_factor x predicted compute + host_overhead):\n";
   // each shape alone: the trainer against the microbenchmark terms
   if (by_ranks.count(1)) {
     report << "  1 rank, measured / predicted per shape:";

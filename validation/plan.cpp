@@ -122,10 +122,23 @@ std::vector<std::string> plan_inputs(const ValidationPlan& p) {
 // (kernels, collectives, interference, progress, transports, live runs)
 // A pytorch plan's: PyTorch's op classes (measure torch-ops) and gloo's
 // all-reduce and broadcast through torch.distributed; one calibration, "gloo".
+// calibration.measure.interference: bench interference's all-reduce size
+static void read_interference_bytes(YamlMap& ms, ValidationPlan& p) {
+  p.measure.interference_bytes = ms.string_opt("interference").value_or("");
+  if (p.measure.interference_bytes.empty()) return;
+  try {
+    const double b = parse_size_bytes(p.measure.interference_bytes);
+    if (!(b >= kProgressMinBytes && b <= kProgressMaxBytes)) throw UnitError("expected a size from 4B to 4GiB (bench interference --bytes)");
+  } catch (const UnitError& e) {
+    ms.fail("interference", e.what());
+  }
+}
+
 static void read_torch_measure_section(YamlMap& ms, ValidationPlan& p) {
-  for (const char* mpi_only : {"kernels", "interference", "progress", "transports", "live"})
+  for (const char* mpi_only : {"kernels", "progress", "transports"})
     if (ms.has(mpi_only))
-      ms.fail(mpi_only, "for implementation kanscale; a pytorch plan measures torch_ops and gloo's allreduce and broadcast");
+      ms.fail(mpi_only, "for implementation kanscale; a pytorch plan measures torch_ops, gloo's allreduce and broadcast, "
+                        "the interference of gloo's threads, and live runs");
   p.measure.enabled = true;
   p.measure.ranks = static_cast<int>(ms.integer("ranks", 2, kMaxGpus));
   p.measure.torch_ops_plan = ms.string("torch_ops");
@@ -137,7 +150,19 @@ static void read_torch_measure_section(YamlMap& ms, ValidationPlan& p) {
   }
   p.measure.allreduce = ms.string_opt("allreduce").value_or(p.measure.allreduce);
   p.measure.broadcast = ms.string_opt("broadcast").value_or("");
+  // how much compute slows while gloo's threads run an all-reduce
+  // (bench interference --backend gloo, on configs/workloads/interference-pytorch.yaml)
+  read_interference_bytes(ms, p);
   p.measure.transports = {"gloo"};
+  // live PyTorch DDP jobs on the calibration's own shapes: what a whole
+  // step costs beyond the op classes measured one at a time (the autograd
+  // graph a forward records, the working set of a whole step, the Python
+  // between ops, gloo's threads beside the compute; calibration_live)
+  if (ms.has_map("live")) {
+    YamlMap l = ms.map("live");
+    if (l.has("transports")) l.fail("transports", "a pytorch plan's live runs use gloo, its one transport; leave transports out");
+    p.measure.live = case_matrix(l);
+  }
 }
 
 static void read_measure_section(YamlMap& ms, ValidationPlan& p) {
@@ -158,15 +183,7 @@ static void read_measure_section(YamlMap& ms, ValidationPlan& p) {
       ms.fail("broadcast", "expected sweep options such as \"-b 8 -e 1M -f 2 -n 50 -w 10\"");
     if (p.measure.ranks < 2) ms.fail("broadcast", "a broadcast sweep needs ranks of 2 or more");
   }
-  p.measure.interference_bytes = ms.string_opt("interference").value_or("");
-  if (!p.measure.interference_bytes.empty()) {
-    try {
-      const double b = parse_size_bytes(p.measure.interference_bytes);
-      if (!(b >= kProgressMinBytes && b <= kProgressMaxBytes)) throw UnitError("expected a size from 4B to 4GiB (bench interference --bytes)");
-    } catch (const UnitError& e) {
-      ms.fail("interference", e.what());
-    }
-  }
+  read_interference_bytes(ms, p);
   p.measure.progress_sizes = ms.string_opt("progress").value_or("");
   if (!p.measure.progress_sizes.empty()) {
     try {

@@ -103,6 +103,11 @@ void torch_measure_jobs(const ValidationPlan& p, int r, std::vector<Job>& jobs) 
   if (!p.measure.broadcast.empty())
     jobs.push_back({"broadcast sweep gloo", n, "", false, sweep_args("broadcast", p.measure.broadcast, p, broadcast_file("gloo", r)),
                     broadcast_file("gloo", r), true, 1});
+  if (!p.measure.interference_bytes.empty())
+    jobs.push_back({"interference gloo", n, "", false,
+                    {"bench", "interference", "--backend", "gloo", "--ranks", std::to_string(n), "--workload", "interference-workload.yaml",
+                     "--bytes", p.measure.interference_bytes, "--json", interference_file(r)},
+                    interference_file(r), true, 1});
 }
 }  // namespace
 
@@ -143,13 +148,18 @@ std::vector<std::vector<Job>> make_schedule(const ValidationPlan& p) {
                            "--json", interference_file(r)},
                           interference_file(r)});
       }
-      // live runs on the calibration's own shapes (calibration_live)
+    }
+    // live runs on the calibration's own shapes (calibration_live): kanscale's
+    // trainer, or PyTorch DDP jobs that kanscale starts
+    if (p.measure.enabled) {
+      const bool torch = p.implementation == "pytorch";
       for (std::size_t c = 0; c < p.measure.live.size(); ++c) {
         const auto& lc = p.measure.live[c];
-        jobs.push_back({"calibration run " + lc.label(), lc.ranks, lc.transport, lc.oversubscribed,
-                        {"train", "--quiet", "--backend", p.backend, "--workload", live_cal_workload(c), "--steps", std::to_string(p.steps),
-                         "--json", live_cal_file(c, r)},
-                        live_cal_file(c, r)});
+        std::vector<std::string> args = {"train", "--quiet", "--backend", p.backend, "--workload", live_cal_workload(c), "--steps",
+                                         std::to_string(p.steps), "--json", live_cal_file(c, r)};
+        if (torch) args.insert(args.end(), {"--ranks", std::to_string(lc.ranks), "--threads", std::to_string(p.threads_per_rank)});
+        jobs.push_back({"calibration run " + lc.label(), lc.ranks, lc.transport, lc.oversubscribed, args, live_cal_file(c, r), torch,
+                        torch ? p.threads_per_rank : 1});
       }
     }
     for (std::size_t c = 0; c < p.cases.size(); ++c) {
@@ -204,6 +214,8 @@ void prepare_dir(const ValidationPlan& p, const std::string& dir) {
     files.emplace_back(dir + "/" + live_cal_workload(i), case_workload(p.measure.live[i], p, static_cast<int>(i)));
   if (p.measure.enabled && !p.measure.torch_ops_plan.empty()) {
     files.emplace_back(dir + "/torch-ops-plan.yaml", slurp(p.measure.torch_ops_plan));
+    if (!p.measure.interference_bytes.empty())
+      files.emplace_back(dir + "/interference-workload.yaml", slurp("configs/workloads/interference-pytorch.yaml"));
   } else if (p.measure.enabled) {
     files.emplace_back(dir + "/measure-plan.yaml", slurp(p.measure.kernels_plan));
     files.emplace_back(dir + "/interference-workload.yaml", slurp("configs/workloads/default.yaml"));
