@@ -176,7 +176,8 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
       << "  terms:\n";
     for (const auto& l : f.live)
       y << "    - {ranks: " << l.term.ranks << ", compute_factor: " << l.term.compute_factor << ", host_overhead: "
-        << num(l.term.host_overhead_s * 1e6, "us") << "}   # "
+        << num(l.term.host_overhead_s * 1e6, "us")
+        << (l.term.per_bucket_s > 0 ? ", per_bucket: " + num(l.term.per_bucket_s * 1e6, "us") : std::string()) << "}   # "
         << (l.none_because.empty() ? fit_quality(l.fit, false) : l.none_because) << "\n";
   }
   if (f.has_memory()) {

@@ -326,6 +326,7 @@ static void read_calibration_live(YamlMap& m, Calibration& cal) {
       lt.compute_factor = t.number("compute_factor", Bound::positive);
       if (lt.compute_factor > 100) t.fail("compute_factor", "must be at most 100, got " + std::to_string(lt.compute_factor));
       lt.host_overhead_s = t.quantity_opt("host_overhead", Quantity::time, Bound::non_negative).value_or(0.0);
+      lt.per_bucket_s = t.quantity_opt("per_bucket", Quantity::time, Bound::non_negative).value_or(0.0);
       t.finish();
       cal.live_terms.push_back(lt);
     }

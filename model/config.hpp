@@ -265,11 +265,14 @@ struct Calibration {
   double host_overhead_s = 0;  // per iteration
   // What live trainer runs on the calibration's own shapes cost beyond the
   // microbenchmarks' prediction, per ranks on a node: every compute op's
-  // time x compute_factor, plus host_overhead_s per iteration. The study
-  // uses the term with the most ranks up to its ranks per node.
+  // time x compute_factor, plus host_overhead_s per iteration, plus
+  // per_bucket_s per steady bucket (PyTorch: what each bucket's all-reduce
+  // costs the rank beyond the sweep's time: the reducer's hand-off to gloo's
+  // worker thread, its future's callback). The study uses the term with the
+  // most ranks up to its ranks per node.
   struct LiveTerm {
     int ranks = 1;
-    double compute_factor = 1, host_overhead_s = 0;
+    double compute_factor = 1, host_overhead_s = 0, per_bucket_s = 0;
   };
   std::vector<LiveTerm> live_terms;
   // The live runs' remaining relative spread around the corrected prediction

@@ -192,7 +192,7 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
       for (auto& e : pb->allreduce) e.steps = 1;
     in.broadcast.steps = 1;
   }
-  in.host_overhead_s = cal.host_overhead_s + (live ? live->host_overhead_s : 0.0);
+  in.host_overhead_s = cal.host_overhead_s + (live ? live->host_overhead_s + live->per_bucket_s * static_cast<double>(in.steady.buckets.size()) : 0.0);
   // A rate or time at the edge of the double range (a FLOP rate of 1e-300,
   // an overhead of 1e300 s) makes durations the event core cannot order:
   // refuse any beyond ~30,000 years, naming where they came from.

@@ -547,3 +547,45 @@ TEST_CASE("the microbenchmarks' drift: two kernels files whose second round ran 
   in.kernels = {f1};
   CHECK_FALSE(fit_calibration(in, "t").file.kernel_drift_sigma.has_value());
 }
+
+TEST_CASE("the live terms with a cost per bucket: exact runs give back the terms that made them, and the Wald test sees each") {
+  // 2-rank PyTorch-like runs made from compute_factor 1.5, host 0.2 ms and
+  // 0.6 ms per bucket: measured = rest + 1.5 c + 0.2 ms + 0.6 ms x buckets,
+  // over 6 runs with 1, 2 or 4 buckets (two bucket counts or more: the fit
+  // adds the per-bucket column)
+  std::vector<LiveRun> runs;
+  const double c[] = {1e-3, 2e-3, 4e-3, 8e-3, 3e-3, 6e-3};
+  const int b[] = {1, 2, 4, 1, 4, 2};
+  for (int i = 0; i < 6; ++i) {
+    LiveRun r{"s" + std::to_string(i), 2, c[i], 1e-4, 0.0, b[i]};
+    r.measured_s = r.rest_s + 1.5 * c[i] + 0.2e-3 + 0.6e-3 * b[i];
+    runs.push_back(r);
+  }
+  const auto terms = fit_live_term_set(runs, nullptr);
+  REQUIRE(terms.size() == 1);
+  CHECK(terms[0].none_because.empty());
+  CHECK(terms[0].term.compute_factor == doctest::Approx(1.5).epsilon(1e-9));
+  CHECK(terms[0].term.host_overhead_s == doctest::Approx(0.2e-3).epsilon(1e-9));
+  CHECK(terms[0].term.per_bucket_s == doctest::Approx(0.6e-3).epsilon(1e-9));
+  // one bucket count: no per-bucket column (it would be the overhead's twin)
+  for (auto& r : runs) r.buckets = 1;
+  CHECK(fit_live_term_set(runs, nullptr)[0].fit.features.size() == 2);
+  // the Wald test over three terms: a fit at none (factor 1, the rest 0)
+  // with a small covariance does not differ; one 5 standard errors off the
+  // factor (chi-square 25 > 7.815) does; so does one off only in the
+  // per-bucket term, through the covariance
+  LinearFit f;
+  f.features = {"compute_factor", "host_overhead_s", "per_bucket_s"};
+  f.coef = {1.0, 0.0, 0.0};
+  f.active = {true, true, true};
+  f.std_err = {0.01, 1e-5, 1e-5};
+  f.cov = {{1e-4, 0, 0}, {0, 1e-10, 0}, {0, 0, 1e-10}};
+  CHECK_FALSE(live_term_differs_from_none(f));
+  f.coef[0] = 1.05;
+  CHECK(live_term_differs_from_none(f));
+  f.coef[0] = 1.0;
+  f.coef[2] = 3e-5;  // (3e-5)^2 / 1e-10 = 9 > 7.815
+  CHECK(live_term_differs_from_none(f));
+  f.coef[2] = 2e-5;  // 4 < 7.815
+  CHECK_FALSE(live_term_differs_from_none(f));
+}

@@ -2,6 +2,7 @@
 #include "formats/config_files.hpp"
 #include "formats/calibration_file.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <map>
@@ -43,14 +44,49 @@ ScalingPoint predict(const LivePoint& lp, const Calibration& cal) {
 
 bool live_term_differs_from_none(const LinearFit& f) {
   // a Wald test at 95%: chi-square with one degree of freedom per term the
-  // fit kept (3.841, 5.991), the two terms together through their covariance
-  const double d0 = f.active.at(0) ? f.coef.at(0) - 1.0 : 0.0, d1 = f.active.at(1) ? f.coef.at(1) : 0.0;
-  if (f.active[0] && f.active[1] && f.cov.size() == 2) {
-    const double a = f.cov[0][0], b = f.cov[0][1], c = f.cov[1][1], det = a * c - b * b;
-    if (det > 0) return (d0 * d0 * c - 2 * d0 * d1 * b + d1 * d1 * a) / det > 5.991;
+  // fit kept (3.841, 5.991, 7.815), the kept terms together through their
+  // covariance. None is the compute factor 1 and every other term 0.
+  std::vector<std::size_t> kept;
+  for (std::size_t j = 0; j < f.coef.size(); ++j)
+    if (f.active.at(j)) kept.push_back(j);
+  if (kept.empty()) return false;
+  auto d_of = [&](std::size_t j) { return f.coef[j] - (j == 0 ? 1.0 : 0.0); };
+  const std::size_t k = kept.size();
+  bool have_cov = k <= 3 && f.cov.size() == f.coef.size();
+  // Gauss-Jordan on [cov | d] with partial pivoting: row c ends with its
+  // pivot in column c, x_c = a[c][k] / a[c][c], and the statistic is d' x
+  std::vector<std::vector<double>> a(k, std::vector<double>(k + 1, 0.0));
+  for (std::size_t r = 0; r < k && have_cov; ++r) {
+    for (std::size_t c = 0; c < k; ++c) a[r][c] = f.cov[kept[r]][kept[c]];
+    a[r][k] = d_of(kept[r]);
   }
-  auto one = [](double d, double se) { return se > 0 ? d * d / (se * se) > 3.841 : d != 0; };
-  return (f.active[0] && one(d0, f.std_err.at(0))) || (f.active[1] && one(d1, f.std_err.at(1)));
+  for (std::size_t c = 0; c < k && have_cov; ++c) {
+    std::size_t piv = c;
+    for (std::size_t r = c + 1; r < k; ++r)
+      if (std::fabs(a[r][c]) > std::fabs(a[piv][c])) piv = r;
+    std::swap(a[c], a[piv]);
+    if (!(std::fabs(a[c][c]) > 0)) {
+      have_cov = false;
+      break;
+    }
+    for (std::size_t r = 0; r < k; ++r) {
+      if (r == c) continue;
+      const double m = a[r][c] / a[c][c];
+      for (std::size_t cc = c; cc <= k; ++cc) a[r][cc] -= m * a[c][cc];
+    }
+  }
+  if (have_cov) {
+    static const double kChi2_95[] = {3.841, 5.991, 7.815};
+    double stat = 0;
+    for (std::size_t c = 0; c < k; ++c) stat += d_of(kept[c]) * a[c][k] / a[c][c];
+    return stat > kChi2_95[k - 1];
+  }
+  // no usable covariance: each kept term on its own
+  for (std::size_t j : kept) {
+    const double d = d_of(j), se = f.std_err.at(j);
+    if (se > 0 ? d * d / (se * se) > 3.841 : d != 0) return true;
+  }
+  return false;
 }
 
 std::vector<CalibrationFile::FittedLive> fit_live_term_set(const std::vector<LiveRun>& runs, std::ostream* report) {
@@ -65,45 +101,57 @@ std::vector<CalibrationFile::FittedLive> fit_live_term_set(const std::vector<Liv
     const std::vector<const LiveRun*>& pts = entry.second;
     std::vector<std::vector<double>> X;
     std::vector<double> y;
+    // a cost per bucket where the runs have two bucket counts or more
+    std::set<int> counts;
+    for (const LiveRun* r : pts)
+      if (r->buckets > 0) counts.insert(r->buckets);
+    const bool per_bucket = counts.size() >= 2;
     for (const LiveRun* r : pts) {
       const double target = r->measured_s - r->rest_s;
       if (!(target > 0) || !(r->compute_s > 0)) continue;
-      X.push_back({r->compute_s, 1.0});
+      if (per_bucket) X.push_back({r->compute_s, 1.0, static_cast<double>(r->buckets)});
+      else X.push_back({r->compute_s, 1.0});
       y.push_back(target);
     }
     // an explicit none, so that these ranks never fall back on the term of
     // fewer ranks
     auto none = [&](const std::string& why, const LinearFit& f) {
       CalibrationFile::FittedLive fl;
-      fl.term = Calibration::LiveTerm{ranks, 1.0, 0.0};
+      fl.term = Calibration::LiveTerm{ranks, 1.0, 0.0, 0.0};
       fl.fit = f;
       fl.none_because = why;
       out.push_back(fl);
       rep << "  " << ranks << " rank(s): " << why << "\n";
     };
-    if (X.size() < 3) {
-      none("none: " + std::to_string(X.size()) + " usable run(s), too few for two terms", LinearFit{});
+    const std::size_t terms = per_bucket ? 3 : 2;
+    if (X.size() < terms + 1) {
+      none("none: " + std::to_string(X.size()) + " usable run(s), too few for " + std::to_string(terms) + " terms", LinearFit{});
       continue;
     }
-    const LinearFit f = fit_relative_nonneg({"compute_factor", "host_overhead_s"}, X, y, std::vector<bool>(X.size(), false));
+    const LinearFit f = fit_relative_nonneg(per_bucket ? std::vector<std::string>{"compute_factor", "host_overhead_s", "per_bucket_s"}
+                                                       : std::vector<std::string>{"compute_factor", "host_overhead_s"},
+                                            X, y, std::vector<bool>(X.size(), false));
     if (!f.active[0] || !(f.coef[0] > 0)) {
       none("none: the compute factor came out 0", f);
       continue;
     }
     CalibrationFile::FittedLive fl;
-    fl.term = Calibration::LiveTerm{ranks, f.coef[0], f.active[1] ? f.coef[1] : 0.0};
+    fl.term = Calibration::LiveTerm{ranks, f.coef[0], f.active[1] ? f.coef[1] : 0.0, per_bucket && f.active[2] ? f.coef[2] : 0.0};
     fl.fit = f;
     if (!live_term_differs_from_none(f)) {
       std::ostringstream why;
       why << std::setprecision(4) << X.size() << " runs: none: fitted compute_factor " << f.coef[0] << " +- " << f.std_err[0]
-          << ", host_overhead " << fl.term.host_overhead_s * 1e6 << " +- " << f.std_err[1] * 1e6 << " us, not told from none at 95%";
+          << ", host_overhead " << fl.term.host_overhead_s * 1e6 << " +- " << f.std_err[1] * 1e6 << " us";
+      if (per_bucket) why << ", per bucket " << fl.term.per_bucket_s * 1e6 << " +- " << f.std_err[2] * 1e6 << " us";
+      why << ", not told from none at 95%";
       none(why.str(), f);
       continue;
     }
     out.push_back(fl);
     rep << std::setprecision(4) << "  " << ranks << " rank(s), " << X.size() << " runs: compute_factor " << fl.term.compute_factor
-        << " (+- " << f.std_err[0] << "), host_overhead " << fl.term.host_overhead_s * 1e6 << " us (+- " << f.std_err[1] * 1e6
-        << "), rms relative residual " << f.rms_rel_residual << "\n";
+        << " (+- " << f.std_err[0] << "), host_overhead " << fl.term.host_overhead_s * 1e6 << " us (+- " << f.std_err[1] * 1e6 << ")";
+    if (per_bucket) rep << ", per bucket " << fl.term.per_bucket_s * 1e6 << " us (+- " << f.std_err[2] * 1e6 << ")";
+    rep << ", rms relative residual " << f.rms_rel_residual << "\n";
   }
   return out;
 }
@@ -190,8 +238,9 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
   std::vector<LiveRun> runs;
   for (const auto& lp : points) {
     const ScalingPoint& pt = lp.predicted;
+    // (PyTorch's runs: their steady buckets, for a cost per bucket)
     runs.push_back({shape_of(p.measure.live[lp.index]), lp.ranks, pt.compute_s.median, pt.iteration_s.median - pt.compute_s.median,
-                    lp.measured_s});
+                    lp.measured_s, p.implementation == "pytorch" ? static_cast<int>(pt.steady_plan.size()) : 0});
   }
   file.live = fit_live_term_set(runs, &report);
   // the spread that is left, with the terms applied: in sample, and out of

@@ -35,8 +35,12 @@ struct LiveRun {
   std::string shape;
   int ranks = 1;
   double compute_s = 0, rest_s = 0, measured_s = 0;
+  // steady buckets of the run; with runs of 2 or more bucket counts at a
+  // rank count (PyTorch plans) the fit adds a cost per bucket
+  int buckets = 0;
 };
-// The live terms, per rank count: measured - rest = compute_factor x
+// The live terms, per rank count (+ per_bucket x buckets for PyTorch runs,
+// see LiveRun::buckets): measured - rest = compute_factor x
 // compute + host_overhead (relative least squares, non-negative; an
 // explicit none with fewer than 3 runs or where the fit does not differ
 // from none at 95%). The report's lines go to `report` when given.
