@@ -16,6 +16,7 @@ int model(const std::vector<std::string>& args, const std::string& cmdline);
 int validate(const std::vector<std::string>& args, const std::string& cmdline);
 int calibrate(const std::vector<std::string>& args, const std::string& cmdline);
 int study(const std::vector<std::string>& args, const std::string& cmdline);
+int import_cmd(const std::vector<std::string>& args, const std::string& cmdline);
 int train(const std::vector<std::string>& args, const std::string& cmdline);
 int eval(const std::vector<std::string>& args, const std::string& cmdline);
 }  // namespace ks::cli

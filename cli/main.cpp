@@ -28,7 +28,8 @@ static void usage(std::ostream& os) {
         "  model      query a cost model point by point (model allreduce, model layer)\n"
         "  validate   live runs beside predictions, with the error stated (validate PLAN [--emit|--collect|--published])\n"
         "  eval       predictions of a trained checkpoint for the rows of a CSV file\n"
-        "  bench      benchmarks of kanscale itself (bench sim, bench kernels, bench interference, bench study)\n\n"
+        "  bench      benchmarks of kanscale itself (bench sim, bench kernels, bench interference, bench study)\n"
+        "  import     a user's own job checked against the model (import torch-profile TRACE.json --workload W)\n\n"
         "kanscale <command> --help shows a command's options. kanscale --version prints the build.\n";
 }
 
@@ -72,6 +73,7 @@ int main(int argc, char** argv) {
     if (cmd == "calibrate") return ks::cli::calibrate(rest, cmdline);
     if (cmd == "study") return ks::cli::study(rest, cmdline);
     if (cmd == "whatif") return ks::cli::whatif(rest);
+    if (cmd == "import") return ks::cli::import_cmd(rest, cmdline);
     std::cerr << "kanscale: unknown command '" << cmd << "'\n";
     usage(std::cerr);
     return 2;

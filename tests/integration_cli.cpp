@@ -521,3 +521,26 @@ TEST_CASE("an input that never ends (a device, a FIFO) is refused, not read fore
     CHECK(r.err.find("not a regular file") != std::string::npos);
   }
 }
+
+TEST_CASE("cli: import torch-profile reads a real trace against its workload; a file that is no trace is one error line") {
+  TempDir d;
+  const auto meta = nlohmann::json::parse(read_file(kSrc + "/tests/fixtures/torch/parity-2-layers.json"));
+  const std::string w = d.write("w.yaml", meta["workload"].get<std::string>());
+  const std::string trace = kSrc + "/tests/fixtures/torch/parity-2-layers.trace.json";
+  Run r = run("import torch-profile " + trace + " --workload " + w + " --json " + d.path + "/p.json", d);
+  CAPTURE(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("all units") != std::string::npos);
+  CHECK(r.out.find("communication comm:all_reduce: 1 event(s)") != std::string::npos);
+  const auto j = nlohmann::json::parse(read_file(d.path + "/p.json"));
+  CHECK(j["iterations"] == 1);
+  CHECK(j["unknown_classes"].empty());
+  CHECK(j.contains("provenance"));
+  // not a trace: exit 2, one line naming the file; no output
+  const std::string bad = d.write("bad.json", "{\"events\": 1}\n");
+  r = run("import torch-profile " + bad + " --workload " + w + " --json " + d.path + "/q.json", d);
+  CHECK(r.code == 2);
+  CHECK(r.err.find(bad) != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_FALSE(std::ifstream(d.path + "/q.json").good());
+}

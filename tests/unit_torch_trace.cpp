@@ -20,6 +20,7 @@
 #include "model/buckets.hpp"
 #include "model/kan_model.hpp"
 #include "sim/study.hpp"
+#include "validation/torch_profile.hpp"
 
 using namespace ks;
 
@@ -144,4 +145,71 @@ TEST_CASE("torch traces: nesting by time, the profiler's own events left out, ba
   CHECK(torch_class_counts(read_torch_trace(nlohmann::json{{"traceEvents", t}}, "t.json")) == n);
   CHECK_THROWS_AS(read_torch_trace(nlohmann::json{{"events", 1}}, "x.json"), InputError);
   CHECK_THROWS_AS(read_torch_trace(nlohmann::json::parse(R"([{"name": "a", "ph": "X", "ts": 0, "tid": 1}])"), "x.json"), InputError);
+}
+
+TEST_CASE("import torch-profile: a real trace maps onto the model's ops exactly, unknown ops are listed, steps split") {
+  const TraceFixture f = load("parity-2-layers");
+  const nlohmann::json raw = read_json("parity-2-layers.trace.json");
+  const Cluster c = load_cluster(std::string(KANSCALE_SOURCE_DIR) + "/configs/clusters/local-cpu-gloo.yaml");
+  const Calibration cal = load_calibration(std::string(KANSCALE_SOURCE_DIR) + "/configs/calibrations/pytorch-cpu.yaml", c, Precision::fp32);
+  Workload w = f.w;
+  w.ddp.broadcast_buffers = true;
+  const ProfileComparison p = compare_torch_profile(raw, "t.json", c, w, cal, 2);
+  CHECK(p.iterations == 1);
+  // the op list matches torch's count per class (the parity above): nothing
+  // unknown, short or left over
+  CHECK(p.unknown.empty());
+  CHECK(p.missing.empty());
+  CHECK(p.extra.empty());
+  // measured: every classified event's duration but the collectives';
+  // predicted: the replay's cost of every op
+  double measured = 0;
+  for (const auto& e : f.events)
+    if (!e.cls.empty() && e.cls.rfind("comm:", 0) != 0 && e.cls != "reducer:allreduce") measured += e.dur_us * 1e-6;
+  CHECK(p.measured_total_s == doctest::Approx(measured).epsilon(1e-12));
+  const ReplayInput in = make_replay_input(c, w, cal, layout_for(c, 2, std::nullopt), w.batch_per_gpu, 0);
+  double predicted = 0;
+  for (double t : in.op_time_s) predicted += t;
+  CHECK(p.predicted_total_s == doctest::Approx(predicted).epsilon(1e-12));
+  // one bucket: one all-reduce on gloo's thread, one broadcast of the grids
+  int allreduces = 0;
+  for (const auto& k : p.comm)
+    if (k.cls == "comm:all_reduce") allreduces = k.events;
+  CHECK(allreduces == 1);
+  CHECK(p.dispatch_events > 0);
+  CHECK(profile_report(p).find("all units") != std::string::npos);
+
+  // an op the model does not know, at the top level: listed, not an error
+  nlohmann::json odd = raw;
+  nlohmann::json& list = odd.is_array() ? odd : odd["traceEvents"];
+  list.push_back({{"name", "aten::my_custom_op"}, {"ph", "X"}, {"ts", 1e9}, {"dur", 3}, {"tid", list[0]["tid"]}});
+  const ProfileComparison q = compare_torch_profile(odd, "t.json", c, w, cal, 2);
+  CHECK(q.unknown.count("other:aten::my_custom_op") == 1);
+
+  // two profiler steps (torch.profiler's schedule): the same step twice,
+  // shifted, each inside its ProfilerStep#N: two iterations, each complete
+  nlohmann::json two = nlohmann::json::array();
+  double t_end = 0;
+  for (const auto& e : (raw.is_array() ? raw : raw["traceEvents"]))
+    if (e.value("ph", "") == "X") t_end = std::max(t_end, e.value("ts", 0.0) + e.value("dur", 0.0));
+  for (int s = 0; s < 2; ++s) {
+    const double shift = s * (t_end + 100);
+    two.push_back({{"name", "ProfilerStep#" + std::to_string(s + 1)}, {"ph", "X"}, {"ts", shift - 1}, {"dur", t_end + 2}, {"tid", 1}});
+    for (auto e : (raw.is_array() ? raw : raw["traceEvents"])) {
+      if (e.value("ph", "") != "X") continue;
+      e["ts"] = e.value("ts", 0.0) + shift;
+      if (e.contains("args") && e["args"].contains("id")) {  // ids stay unique across the copies
+        e["args"]["id"] = e["args"]["id"].get<long long>() + s * 1000000;
+        if (e["args"]["parent"].get<long long>() != 0) e["args"]["parent"] = e["args"]["parent"].get<long long>() + s * 1000000;
+      }
+      two.push_back(e);
+    }
+  }
+  const ProfileComparison r = compare_torch_profile(two, "t.json", c, w, cal, 2);
+  CHECK(r.iterations == 2);
+  CHECK(r.missing.empty());
+  CHECK(r.extra.empty());
+  CHECK(r.measured_total_s == doctest::Approx(2 * measured).epsilon(1e-9));
+  // not a trace at all
+  CHECK_THROWS_AS(compare_torch_profile(nlohmann::json{{"events", 1}}, "x.json", c, w, cal, 2), InputError);
 }

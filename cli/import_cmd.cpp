@@ -1,0 +1,79 @@
+// kanscale import torch-profile: a user's own PyTorch DDP job checked
+// against the model without running it again (validation/torch_profile).
+#include <boost/program_options.hpp>
+
+#include <iostream>
+
+#include "base/output_files.hpp"
+#include "commands.hpp"
+#include "formats/config_files.hpp"
+#include "formats/measurement_records.hpp"
+#include "formats/provenance.hpp"
+#include "options.hpp"
+#include "validation/torch_profile.hpp"
+
+namespace po = boost::program_options;
+
+namespace ks::cli {
+
+namespace {
+
+int import_torch_profile(const std::vector<std::string>& args, const std::string& cmdline) {
+  std::string trace_file, workload_file, cluster_file = "configs/clusters/local-cpu-gloo.yaml", calibration_file, json;
+  int ranks = 2;
+  po::options_description desc("import torch-profile options");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("trace", po::value(&trace_file)->value_name("TRACE.json"), "torch.profiler's Chrome trace of the job (rank 0, CPU activity)")
+      ("workload", po::value(&workload_file)->value_name("W"), "the job's workload YAML (its KAN, batch and DDP settings; implementation pytorch)")
+      ("cluster", po::value(&cluster_file)->default_value(cluster_file), "the cluster it ran on")
+      ("calibration", po::value(&calibration_file)->value_name("CAL"),
+       "the calibration that predicts it (default: the shipped configs/calibrations/pytorch-cpu.yaml)")
+      ("ranks", po::value(&ranks)->default_value(ranks), "the job's ranks (the replay's collectives)")
+      ("json", po::value(&json)->value_name("FILE"), "the comparison as JSON");
+  po::positional_options_description pos;
+  pos.add("trace", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw InputError(std::string(e.what()) + " (usage: kanscale import torch-profile TRACE.json --workload W [--cluster C] [--calibration CAL])");
+  }
+  if (vm.count("help")) {
+    std::cout << "usage: kanscale import torch-profile TRACE.json --workload W [--cluster C] [--calibration CAL] [--ranks N] [--json F]\n"
+              << "Maps a torch.profiler trace of a PyTorch DDP job onto the model's op list and sets each op class,\n"
+              << "per iteration, measured against predicted; classes the model does not know are listed.\n\n"
+              << desc;
+    return 0;
+  }
+  if (trace_file.empty()) throw InputError("import torch-profile: give the trace (TRACE.json)");
+  if (workload_file.empty()) throw InputError("import torch-profile: give --workload W (the job's KAN, batch and DDP settings)");
+  if (ranks < 1 || ranks > 1 << 20) throw InputError("--ranks: expected 1 or more, got " + std::to_string(ranks));
+  if (calibration_file.empty()) calibration_file = shipped_pytorch_calibration_path();
+  check_outputs_spare_inputs({trace_file, workload_file, cluster_file, calibration_file}, {{json, "--json"}});
+  check_output_paths({{json, "--json"}});
+  const Workload w = load_workload(workload_file);
+  const Cluster c = load_cluster(cluster_file);
+  const Calibration cal = load_calibration(calibration_file, c, w.precision);
+  const nlohmann::json trace = read_json_file(trace_file, "a torch.profiler Chrome trace");
+  const ProfileComparison p = compare_torch_profile(trace, trace_file, c, w, cal, ranks);
+  std::cout << "kanscale import torch-profile: " << trace_file << " against " << (w.file.empty() ? w.name : w.file) << " on " << c.name
+            << " at " << ranks << " rank(s), calibration " << calibration_file << "\n"
+            << profile_report(p);
+  if (!json.empty()) {
+    nlohmann::json j = profile_json(p);
+    j["provenance"] = to_json(provenance(cmdline));
+    write_files_atomic({{json, j.dump(2) + "\n"}});
+  }
+  return 0;
+}
+
+}  // namespace
+
+int import_cmd(const std::vector<std::string>& args, const std::string& cmdline) {
+  if (!args.empty() && args[0] == "torch-profile") return import_torch_profile({args.begin() + 1, args.end()}, cmdline);
+  throw InputError("import: expected what to import: kanscale import torch-profile TRACE.json --workload W");
+}
+
+}  // namespace ks::cli

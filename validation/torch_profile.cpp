@@ -1,0 +1,209 @@
+#include "torch_profile.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "formats/torch_trace.hpp"
+#include "model/statistics.hpp"
+#include "model/units.hpp"
+#include "sim/study.hpp"
+
+namespace ks {
+
+namespace {
+
+bool is_step(const nlohmann::json& e) {
+  return e.is_object() && e.value("ph", "") == "X" && e.contains("name") && e["name"].is_string() &&
+         e["name"].get<std::string>().rfind("ProfilerStep#", 0) == 0;
+}
+
+// The collectives and their launches: set against the replay's collectives, not its ops.
+bool is_comm(const std::string& cls) { return cls.rfind("comm:", 0) == 0 || cls == "reducer:allreduce"; }
+
+std::string ms(double s) { return format_time(s); }
+
+}  // namespace
+
+std::vector<nlohmann::json> split_profiler_steps(const nlohmann::json& trace, const std::string& what) {
+  const nlohmann::json* list = &trace;
+  if (trace.is_object() && trace.contains("traceEvents")) list = &trace["traceEvents"];
+  if (!list->is_array()) throw InputError(what + ": not a Chrome trace (expected a list of events, or an object with traceEvents)");
+  struct Range {
+    double t0, t1;
+    long long id;
+  };
+  std::vector<Range> steps;
+  for (const auto& e : *list) {
+    if (!is_step(e)) continue;
+    const double ts = e.value("ts", 0.0), dur = e.value("dur", 0.0);
+    long long id = 0;
+    if (e.contains("args") && e["args"].is_object() && e["args"].contains("id") && e["args"]["id"].is_number_integer()) id = e["args"]["id"];
+    steps.push_back({ts, ts + dur, id});
+  }
+  if (steps.empty()) return {*list};
+  std::sort(steps.begin(), steps.end(), [](const Range& a, const Range& b) { return a.t0 < b.t0; });
+  std::vector<nlohmann::json> out(steps.size(), nlohmann::json::array());
+  for (const auto& e : *list) {
+    if (is_step(e) || !e.is_object() || e.value("ph", "") != "X") continue;
+    const double ts = e.value("ts", 0.0);
+    for (std::size_t s = 0; s < steps.size(); ++s) {
+      // (Kineto stamps whole microseconds: an op may start on its step's last one)
+      if (ts < steps[s].t0 || ts > steps[s].t1) continue;
+      nlohmann::json ev = e;
+      // an op whose recorded parent is the step becomes top-level
+      if (ev.contains("args") && ev["args"].is_object() && ev["args"].contains("parent") && ev["args"]["parent"].is_number_integer()) {
+        const long long parent = ev["args"]["parent"];
+        for (const Range& r : steps)
+          if (r.id != 0 && parent == r.id) ev["args"]["parent"] = 0;
+      }
+      out[s].push_back(std::move(ev));
+      break;
+    }
+  }
+  return out;
+}
+
+ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::string& what, const Cluster& c, const Workload& w,
+                                        const Calibration& cal, int ranks) {
+  if (w.implementation != Implementation::pytorch)
+    throw InputError((w.file.empty() ? w.name : w.file) + ": key 'implementation': a torch.profiler trace is of a PyTorch job; expected pytorch");
+  const std::vector<nlohmann::json> steps = split_profiler_steps(trace, what);
+  const ReplayInput in = make_replay_input(c, w, cal, layout_for(c, ranks, std::nullopt), w.batch_per_gpu, 0);
+  // the model's ops per class, in order, and each op's unit and predicted
+  // cost (the host's, where a device runs the ops behind it)
+  const bool two_track = !in.op_host_s.empty();
+  std::map<std::string, std::vector<std::size_t>> by_class;
+  std::vector<std::string> unit_order;
+  std::map<std::string, double> unit_cost;
+  for (std::size_t i = 0; i < in.ops.size(); ++i) {
+    const Op& op = in.ops[i];
+    if (op.torch_class.empty()) continue;
+    by_class[op.torch_class].push_back(i);
+    const std::string unit = op.torch_unit.empty() ? op.torch_class : op.torch_unit;
+    if (!unit_cost.count(unit)) unit_order.push_back(unit);
+    unit_cost[unit] += two_track ? in.op_host_s[i] : in.op_time_s[i];
+  }
+  auto unit_of = [&](std::size_t i) { return in.ops[i].torch_unit.empty() ? in.ops[i].torch_class : in.ops[i].torch_unit; };
+
+  ProfileComparison p;
+  p.iterations = static_cast<int>(steps.size());
+  std::map<std::string, ProfileComm> comm;
+  std::vector<double> dispatch;
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    const std::vector<TorchTraceEvent> ev = read_torch_trace(steps[s], what);
+    std::map<std::string, std::size_t> next;  // per class: the next op to match
+    std::map<std::string, ProfileUnit> units;
+    for (const TorchTraceEvent& e : ev) {
+      if (e.cls.empty()) continue;
+      const double dur = e.dur_us * 1e-6;
+      if (is_comm(e.cls)) {
+        ProfileComm& k = comm[e.cls];
+        k.cls = e.cls;
+        ++k.events;
+        k.measured_s += dur;
+        continue;
+      }
+      const auto it = by_class.find(e.cls);
+      if (it == by_class.end()) {
+        ++p.unknown[e.cls];
+        continue;
+      }
+      std::size_t& k = next[e.cls];
+      if (k >= it->second.size()) {
+        ++p.extra[e.cls];
+        continue;
+      }
+      const std::size_t op = it->second[k++];
+      ProfileUnit& u = units[unit_of(op)];
+      ++u.events;
+      u.measured_s += dur;
+      if (in.ops[op].host_only) dispatch.push_back(dur);
+    }
+    for (const auto& [cls, ops] : by_class) {
+      const std::size_t matched = next.count(cls) ? next.at(cls) : 0;
+      if (matched < ops.size()) p.missing[cls] += static_cast<int>(ops.size() - matched);
+    }
+    for (const std::string& name : unit_order) {
+      ProfileUnit u = units.count(name) ? units.at(name) : ProfileUnit{};
+      u.unit = name;
+      u.iteration = static_cast<int>(s);
+      u.predicted_s = unit_cost.at(name);
+      p.measured_total_s += u.measured_s;
+      p.predicted_total_s += u.predicted_s;
+      p.units.push_back(u);
+    }
+  }
+  for (auto& [cls, k] : comm) {
+    if (cls == "comm:all_reduce" && !in.steady.allreduce.empty()) {
+      double sum = 0;
+      for (const auto& e : in.steady.allreduce) sum += e.time_s;
+      k.predicted_each_s = sum / static_cast<double>(in.steady.allreduce.size());
+    } else if (cls == "comm:broadcast") {
+      k.predicted_each_s = in.broadcast.time_s;
+    }
+    p.comm.push_back(k);
+  }
+  if (!dispatch.empty()) {
+    p.dispatch_median_s = median(dispatch);
+    p.dispatch_events = static_cast<int>(dispatch.size());
+  }
+  return p;
+}
+
+std::string profile_report(const ProfileComparison& p) {
+  std::ostringstream o;
+  char b[256];
+  for (int it = 0; it < p.iterations; ++it) {
+    o << "iteration " << it + 1 << " of " << p.iterations << " (measured: the summed durations of the unit's events; predicted: the replay's cost of its ops)\n";
+    std::snprintf(b, sizeof b, "  %-36s %7s %12s %12s %9s\n", "op class (unit)", "events", "measured", "predicted", "meas/pred");
+    o << b;
+    double m = 0, q = 0;
+    for (const ProfileUnit& u : p.units) {
+      if (u.iteration != it) continue;
+      m += u.measured_s;
+      q += u.predicted_s;
+      std::snprintf(b, sizeof b, "  %-36s %7d %12s %12s %9s\n", u.unit.c_str(), u.events, ms(u.measured_s).c_str(), ms(u.predicted_s).c_str(),
+                    u.predicted_s > 0 ? (std::to_string(u.measured_s / u.predicted_s).substr(0, 5)).c_str() : "-");
+      o << b;
+    }
+    std::snprintf(b, sizeof b, "  %-36s %7s %12s %12s %9s\n", "all units", "", ms(m).c_str(), ms(q).c_str(),
+                  q > 0 ? std::to_string(m / q).substr(0, 5).c_str() : "-");
+    o << b;
+  }
+  auto list = [&](const char* title, const std::map<std::string, int>& m) {
+    if (m.empty()) return;
+    o << title << ":";
+    for (const auto& [cls, n] : m) o << " " << cls << " (" << n << ")";
+    o << "\n";
+  };
+  list("classes the model does not list (events)", p.unknown);
+  list("model classes short of events (ops unmatched)", p.missing);
+  list("classes with more events than the model has ops (events left over)", p.extra);
+  for (const ProfileComm& k : p.comm) {
+    o << "communication " << k.cls << ": " << k.events << " event(s), " << ms(k.measured_s) << " in all";
+    if (k.events > 0) o << ", " << ms(k.measured_s / k.events) << " each";
+    if (k.predicted_each_s > 0) o << "; the replay's " << ms(k.predicted_each_s) << " each";
+    o << "\n";
+  }
+  if (p.dispatch_events > 0)
+    o << "host dispatch per op (the median of the " << p.dispatch_events
+      << " events of ops that launch no work: views, autograd's bookkeeping): " << ms(p.dispatch_median_s) << "\n";
+  return o.str();
+}
+
+nlohmann::json profile_json(const ProfileComparison& p) {
+  nlohmann::json units = nlohmann::json::array();
+  for (const ProfileUnit& u : p.units)
+    units.push_back({{"unit", u.unit}, {"iteration", u.iteration}, {"events", u.events}, {"measured_s", u.measured_s}, {"predicted_s", u.predicted_s}});
+  nlohmann::json comm = nlohmann::json::array();
+  for (const ProfileComm& k : p.comm)
+    comm.push_back({{"class", k.cls}, {"events", k.events}, {"measured_s", k.measured_s}, {"predicted_each_s", k.predicted_each_s}});
+  return {{"iterations", p.iterations}, {"units", units}, {"unknown_classes", p.unknown}, {"missing_ops", p.missing},
+          {"extra_events", p.extra}, {"communication", comm},
+          {"host_dispatch", {{"median_s", p.dispatch_median_s}, {"events", p.dispatch_events}}},
+          {"measured_total_s", p.measured_total_s}, {"predicted_total_s", p.predicted_total_s}};
+}
+
+}  // namespace ks

@@ -1,0 +1,76 @@
+#pragma once
+// A user's own PyTorch DDP job, checked without running it again: its
+// torch.profiler (Kineto) Chrome trace (CPU activity, rank 0) read as the
+// ops torch ran (formats/torch_trace), mapped onto the model's op list of
+// the same workload (model/kan_model's efficient_kan_iteration, the list
+// the replay issues), and set per op class and per iteration against what
+// the model predicts for them (kanscale import torch-profile).
+//
+// Mapping: within an iteration, the k-th event of a class (in time order)
+// is the k-th op of that class in the model's list (the list matches
+// torch.profiler's count per class exactly: tests/unit_torch_trace.cpp).
+// Each op belongs to a measured unit of the calibration (Op::torch_unit:
+// "forward:bases@0", ...); a unit's measured time is the summed duration of
+// its ops' events, its predicted time the replay's cost of its ops (the
+// calibration's calls x fixed + elements x per_element, with its live
+// compute factor). Classes the model does not list are reported, never an
+// error; so are classes with more or fewer events than the model has ops.
+// The collectives (gloo's or nccl's threads) are set against the replay's
+// all-reduce and broadcast per call. Iterations: the trace's ProfilerStep#N
+// ranges when it has them (torch.profiler's schedule), else the whole
+// trace is one.
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/config.hpp"
+
+namespace ks {
+
+struct ProfileUnit {
+  std::string unit;         // the calibration's op class the ops belong to (or their torch class when none)
+  int iteration = 0;
+  int events = 0;           // trace events mapped to its ops
+  double measured_s = 0;    // their summed durations
+  double predicted_s = 0;   // the replay's cost of the unit's ops
+};
+
+struct ProfileComm {
+  std::string cls;  // "comm:all_reduce", "comm:broadcast"
+  int events = 0;
+  double measured_s = 0;   // summed over the trace
+  double predicted_each_s = 0;  // the replay's time per call (steady buckets' mean for all-reduces)
+};
+
+struct ProfileComparison {
+  int iterations = 0;
+  std::vector<ProfileUnit> units;          // per iteration, in the model's order
+  std::map<std::string, int> unknown;      // trace classes the model does not list: events in all
+  std::map<std::string, int> missing;      // model classes short of events: ops left unmatched, over the iterations
+  std::map<std::string, int> extra;        // model classes with more events than ops: events left over
+  std::vector<ProfileComm> comm;
+  // the host's dispatch per op: the durations of the events of ops that
+  // launch no work (views, autograd's bookkeeping), whose whole cost is the
+  // dispatch; their median and count
+  double dispatch_median_s = 0;
+  int dispatch_events = 0;
+  double measured_total_s = 0, predicted_total_s = 0;  // over the mapped units, all iterations
+};
+
+// The trace's steps: events between each ProfilerStep#N range's ends, or
+// all of them in one; the ProfilerStep events themselves left out.
+std::vector<nlohmann::json> split_profiler_steps(const nlohmann::json& trace, const std::string& what);
+
+// Compares a trace (as read from the file) with the model of workload `w`
+// on cluster `c` at `ranks` ranks, costed by `cal`.
+ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::string& what, const Cluster& c, const Workload& w,
+                                        const Calibration& cal, int ranks);
+
+// The comparison as a report (a table per iteration, the lists, the comm
+// and dispatch lines) and as JSON.
+std::string profile_report(const ProfileComparison& p);
+nlohmann::json profile_json(const ProfileComparison& p);
+
+}  // namespace ks
