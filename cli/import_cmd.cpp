@@ -9,6 +9,7 @@
 #include "formats/config_files.hpp"
 #include "formats/measurement_records.hpp"
 #include "formats/provenance.hpp"
+#include "kanscale/build_info.hpp"
 #include "options.hpp"
 #include "validation/torch_profile.hpp"
 
@@ -19,14 +20,14 @@ namespace ks::cli {
 namespace {
 
 int import_torch_profile(const std::vector<std::string>& args, const std::string& cmdline) {
-  std::string trace_file, workload_file, cluster_file = "configs/clusters/local-cpu-gloo.yaml", calibration_file, json;
+  std::string trace_file, workload_file, cluster_file, calibration_file, json;
   int ranks = 2;
   po::options_description desc("import torch-profile options");
   desc.add_options()
       ("help,h", "show this help")
       ("trace", po::value(&trace_file)->value_name("TRACE.json"), "torch.profiler's Chrome trace of the job (rank 0, CPU activity)")
       ("workload", po::value(&workload_file)->value_name("W"), "the job's workload YAML (its KAN, batch and DDP settings; implementation pytorch)")
-      ("cluster", po::value(&cluster_file)->default_value(cluster_file), "the cluster it ran on")
+      ("cluster", po::value(&cluster_file)->value_name("C"), "the cluster it ran on (default: the shipped configs/clusters/local-cpu-gloo.yaml)")
       ("calibration", po::value(&calibration_file)->value_name("CAL"),
        "the calibration that predicts it (default: the shipped configs/calibrations/pytorch-cpu.yaml)")
       ("ranks", po::value(&ranks)->default_value(ranks), "the job's ranks (the replay's collectives)")
@@ -51,6 +52,7 @@ int import_torch_profile(const std::vector<std::string>& args, const std::string
   if (workload_file.empty()) throw InputError("import torch-profile: give --workload W (the job's KAN, batch and DDP settings)");
   if (ranks < 1 || ranks > 1 << 20) throw InputError("--ranks: expected 1 or more, got " + std::to_string(ranks));
   if (calibration_file.empty()) calibration_file = shipped_pytorch_calibration_path();
+  if (cluster_file.empty()) cluster_file = std::string(build::source_dir) + "/configs/clusters/local-cpu-gloo.yaml";
   check_outputs_spare_inputs({trace_file, workload_file, cluster_file, calibration_file}, {{json, "--json"}});
   check_output_paths({{json, "--json"}});
   const Workload w = load_workload(workload_file);

@@ -402,7 +402,8 @@ const HostTerms& shipped_pytorch_host_terms() {
     any.collectives.family = CollFamily::gloo;
     const Calibration cal = load_calibration(path, any, Precision::fp32);
     if (cal.torch_ops.empty()) throw InputError(path + ": key 'torch_ops': the shipped PyTorch calibration has no op classes");
-    return host_terms_of(cal, path + " (measured on " + (cal.machine.empty() ? std::string("an unrecorded machine") : describe(cal.machine)) + ")");
+    return host_terms_of(cal, "the shipped configs/calibrations/pytorch-cpu.yaml (measured on " +
+                                  (cal.machine.empty() ? std::string("an unrecorded machine") : describe(cal.machine)) + ")");
   }();
   return terms;
 }

@@ -299,8 +299,9 @@ TEST_CASE("scenario bands widen when an unknown's range widens, and collapse to 
   const auto b1 = run_scenarios(ft3_study("unknowns: {samples: 2, batch_per_gpu: [4096, 8192]}\n"), 0, 1);
   const auto b2 = run_scenarios(ft3_study("unknowns: {samples: 2, batch_per_gpu: [1024, 8192]}\n"), 0, 1);
   CHECK(band_at(b2, 3).iteration_s.lo < band_at(b1, 3).iteration_s.lo);
-  // (at 1,024 the host's dispatch of the optimizer hides most of the wait)
-  CHECK(band_at(b2, 3).overhead_exposed.lo < band_at(b1, 3).overhead_exposed.lo);
+  // the wider range's overhead band holds the narrower one's (how much of
+  // the wait the host's dispatch hides at 1,024 depends on the host costs)
+  CHECK(band_at(b2, 3).overhead_exposed.lo <= band_at(b1, 3).overhead_exposed.lo);
   CHECK(band_at(b2, 3).overhead_exposed.hi >= band_at(b1, 3).overhead_exposed.hi);
   // no range (one value) and the datasheet's no noise: every band is the point
   const StudySpec point = ft3_study("unknowns: {samples: 3, epoch_overhead: [0.5s, 0.5s], host_overhead: [20us, 20us]}\n");

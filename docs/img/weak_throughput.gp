@@ -11,7 +11,7 @@ set logscale x 2
 set grid
 set key outside right top vertical Left reverse noenhanced
 set style fill transparent solid 0.18 noborder
-set ytics ('180k' 180000, '200k' 200000, '220k' 220000, '240k' 240000, '260k' 260000)
+set ytics ('200k' 200000, '220k' 220000, '240k' 240000, '260k' 260000, '280k' 280000, '300k' 300000, '320k' 320000)
 array names[1]
 names[1] = 'finisterrae3'
 array dashes[1]
