@@ -11,9 +11,7 @@ cost.
 
 The classes, and the elements each counts (B batch, in/out the layer's
 widths, G grid size, k spline order, C = G+k, E = G+2k):
-  per layer, forward (the calls efficient_kan.KANLinear.forward makes,
-  timed with autograd recording as in a training step: the input and the
-  weights need gradients):
+  per layer, forward (the calls efficient_kan.KANLinear.forward makes):
     forward:silu                 F.silu(x)                          B*in
     forward:base_linear          F.linear(silu(x), base_weight)     B*in*out
     forward:bases                b_splines(x, grid, k)              B*in*E
@@ -136,26 +134,22 @@ def run(a):
             i, o = layer.in_features, layer.out_features
             shape = {"in": i, "out": o, "grid_size": G, "spline_order": k, "batch": B, "widths": widths}
             x0 = torch.rand(B, i) * 2 - 1
-            # forward classes: as a hidden layer runs them in a training step,
-            # with autograd recording (its input and the weights need
-            # gradients): each repetition records the op's graph node and
-            # what its backward saves, freed with the output
-            xf = x0.clone().requires_grad_(True)
+            # forward classes: no graph is built (the leaves need no gradient)
             with torch.no_grad():
                 sx = F.silu(x0)
                 bases = b_splines(x0, layer.grid, k)
                 sw = layer.scaled_spline_weight
                 base = F.linear(sx, layer.base_weight)
                 spline = F.linear(bases.view(B, -1), sw.view(o, -1))
-            sxf, basesf, swf, basef, splinef = (t.clone().requires_grad_(True) for t in (sx, bases, sw, base, spline))
-            fwd = [("forward:silu", B * i, lambda: F.silu(xf)),
-                   ("forward:base_linear", B * i * o, lambda: F.linear(sxf, layer.base_weight)),
-                   ("forward:bases", B * i * E, lambda: b_splines(xf, layer.grid, k)),
+            fwd = [("forward:silu", B * i, lambda: F.silu(x0)),
+                   ("forward:base_linear", B * i * o, lambda: F.linear(sx, layer.base_weight)),
+                   ("forward:bases", B * i * E, lambda: b_splines(x0, layer.grid, k)),
                    ("forward:scaled_spline_weight", i * o * C, lambda: layer.spline_weight * layer.spline_scaler.unsqueeze(-1)),
-                   ("forward:spline_linear", B * i * C * o, lambda: F.linear(basesf.view(B, -1), swf.view(o, -1))),
-                   ("forward:add", B * o, lambda: basef + splinef)]
-            for cls, n, fn in fwd:
-                record(cls, shape, 1, n, timed(fn, a.reps, a.warmup))
+                   ("forward:spline_linear", B * i * C * o, lambda: F.linear(bases.view(B, -1), sw.view(o, -1))),
+                   ("forward:add", B * o, lambda: base + spline)]
+            with torch.no_grad():
+                for cls, n, fn in fwd:
+                    record(cls, shape, 1, n, timed(fn, a.reps, a.warmup))
             # backward classes: each op's graph from leaves, kept between repetitions
             for first in (False, True):
                 xg = x0.clone().requires_grad_(not first)
