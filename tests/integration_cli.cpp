@@ -536,11 +536,16 @@ TEST_CASE("cli: import torch-profile reads a real trace against its workload; a 
   CHECK(j["iterations"] == 1);
   CHECK(j["unknown_classes"].empty());
   CHECK(j.contains("provenance"));
-  // not a trace: exit 2, one line naming the file; no output
+  // not a trace, and a trace of another model (3 layers): exit 2, one line
+  // naming the file; no output
   const std::string bad = d.write("bad.json", "{\"events\": 1}\n");
-  r = run("import torch-profile " + bad + " --workload " + w + " --json " + d.path + "/q.json", d);
-  CHECK(r.code == 2);
-  CHECK(r.err.find(bad) != std::string::npos);
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  CHECK_FALSE(std::ifstream(d.path + "/q.json").good());
+  for (const std::string& t : {bad, kSrc + "/tests/fixtures/torch/parity-3-layers.trace.json"}) {
+    CAPTURE(t);
+    r = run("import torch-profile " + t + " --workload " + w + " --json " + d.path + "/q.json", d);
+    CAPTURE(r.err);
+    CHECK(r.code == 2);
+    CHECK(r.err.find(t) != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK_FALSE(std::ifstream(d.path + "/q.json").good());
+  }
 }

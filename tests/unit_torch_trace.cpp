@@ -156,11 +156,8 @@ TEST_CASE("import torch-profile: a real trace maps onto the model's ops exactly,
   w.ddp.broadcast_buffers = true;
   const ProfileComparison p = compare_torch_profile(raw, "t.json", c, w, cal, 2);
   CHECK(p.iterations == 1);
-  // the op list matches torch's count per class (the parity above): nothing
-  // unknown, short or left over
+  // the op list matches torch's count per class (the parity above): nothing unknown
   CHECK(p.unknown.empty());
-  CHECK(p.missing.empty());
-  CHECK(p.extra.empty());
   // measured: every classified event's duration but the collectives';
   // predicted: the replay's cost of every op
   double measured = 0;
@@ -207,9 +204,24 @@ TEST_CASE("import torch-profile: a real trace maps onto the model's ops exactly,
   }
   const ProfileComparison r = compare_torch_profile(two, "t.json", c, w, cal, 2);
   CHECK(r.iterations == 2);
-  CHECK(r.missing.empty());
-  CHECK(r.extra.empty());
   CHECK(r.measured_total_s == doctest::Approx(2 * measured).epsilon(1e-9));
+  // the same two steps without their ProfilerStep ranges: two whole iterations still
+  nlohmann::json bare = nlohmann::json::array();
+  for (const auto& e : two)
+    if (e["name"].get<std::string>().rfind("ProfilerStep#", 0) != 0) bare.push_back(e);
+  const ProfileComparison b = compare_torch_profile(bare, "t.json", c, w, cal, 2);
+  CHECK(b.iterations == 2);
+  CHECK(b.measured_total_s == doctest::Approx(2 * measured).epsilon(1e-9));
+  // a trace of another model (3 layers against the 2-layer workload): refused, naming a class
+  CHECK_THROWS_WITH_AS(compare_torch_profile(read_json("parity-3-layers.trace.json"), "t3.json", c, w, cal, 2),
+                       doctest::Contains("t3.json: not a trace of"), InputError);
+  // a step cut short (its last event dropped): refused the same way
+  nlohmann::json cut = raw.is_array() ? raw : raw["traceEvents"];
+  std::size_t last = 0;
+  for (std::size_t i = 0; i < cut.size(); ++i)
+    if (cut[i].value("ph", "") == "X" && cut[i].value("name", "") == "aten::addcdiv_") last = i;
+  cut.erase(cut.begin() + static_cast<std::ptrdiff_t>(last));
+  CHECK_THROWS_AS(compare_torch_profile(cut, "cut.json", c, w, cal, 2), InputError);
   // not a trace at all
   CHECK_THROWS_AS(compare_torch_profile(nlohmann::json{{"events", 1}}, "x.json", c, w, cal, 2), InputError);
 }

@@ -88,51 +88,66 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
   auto unit_of = [&](std::size_t i) { return in.ops[i].torch_unit.empty() ? in.ops[i].torch_class : in.ops[i].torch_unit; };
 
   ProfileComparison p;
-  p.iterations = static_cast<int>(steps.size());
   std::map<std::string, ProfileComm> comm;
   std::vector<double> dispatch;
+  const std::string model_name = w.file.empty() ? w.name : w.file;
   for (std::size_t s = 0; s < steps.size(); ++s) {
     const std::vector<TorchTraceEvent> ev = read_torch_trace(steps[s], what);
-    std::map<std::string, std::size_t> next;  // per class: the next op to match
-    std::map<std::string, ProfileUnit> units;
+    // the events of each class the model lists, in time order
+    std::map<std::string, std::vector<const TorchTraceEvent*>> seen;
     for (const TorchTraceEvent& e : ev) {
       if (e.cls.empty()) continue;
-      const double dur = e.dur_us * 1e-6;
       if (is_comm(e.cls)) {
         ProfileComm& k = comm[e.cls];
         k.cls = e.cls;
         ++k.events;
-        k.measured_s += dur;
-        continue;
-      }
-      const auto it = by_class.find(e.cls);
-      if (it == by_class.end()) {
+        k.measured_s += e.dur_us * 1e-6;
+      } else if (by_class.count(e.cls)) {
+        seen[e.cls].push_back(&e);
+      } else {
         ++p.unknown[e.cls];
-        continue;
       }
-      std::size_t& k = next[e.cls];
-      if (k >= it->second.size()) {
-        ++p.extra[e.cls];
-        continue;
-      }
-      const std::size_t op = it->second[k++];
-      ProfileUnit& u = units[unit_of(op)];
-      ++u.events;
-      u.measured_s += dur;
-      if (in.ops[op].host_only) dispatch.push_back(dur);
     }
+    // Whole iterations: every class of the model's list k times its ops
+    // (a trace without ProfilerStep ranges may hold several steps); any
+    // other count is a trace of another model or other DDP settings.
+    int k = -1;
+    std::string first_off;
+    int differ = 0;
     for (const auto& [cls, ops] : by_class) {
-      const std::size_t matched = next.count(cls) ? next.at(cls) : 0;
-      if (matched < ops.size()) p.missing[cls] += static_cast<int>(ops.size() - matched);
+      const std::size_t n = seen.count(cls) ? seen.at(cls).size() : 0;
+      const int ki = n % ops.size() == 0 ? static_cast<int>(n / ops.size()) : -1;
+      if (k < 0 && ki > 0) k = ki;
+      if (ki <= 0 || ki != k) {
+        if (differ++ == 0) first_off = cls + ": " + std::to_string(n) + " events where the model has " + std::to_string(ops.size()) + " ops per iteration";
+      }
     }
-    for (const std::string& name : unit_order) {
-      ProfileUnit u = units.count(name) ? units.at(name) : ProfileUnit{};
-      u.unit = name;
-      u.iteration = static_cast<int>(s);
-      u.predicted_s = unit_cost.at(name);
-      p.measured_total_s += u.measured_s;
-      p.predicted_total_s += u.predicted_s;
-      p.units.push_back(u);
+    if (k <= 0 || differ > 0)
+      throw InputError(what + (steps.size() > 1 ? " (ProfilerStep " + std::to_string(s + 1) + ")" : std::string()) +
+                       ": not a trace of " + model_name + "'s model: " + std::to_string(differ) + " op class(es) have other counts than its op list (" +
+                       first_off + "); another model, or other DDP settings (gradient_as_bucket_view, broadcast_buffers)?");
+    std::vector<std::map<std::string, ProfileUnit>> units(static_cast<std::size_t>(k));
+    for (const auto& [cls, events] : seen) {
+      const auto& ops = by_class.at(cls);
+      for (std::size_t j = 0; j < events.size(); ++j) {
+        const std::size_t op = ops[j % ops.size()];
+        ProfileUnit& u = units[j / ops.size()][unit_of(op)];
+        ++u.events;
+        u.measured_s += events[j]->dur_us * 1e-6;
+        if (in.ops[op].host_only) dispatch.push_back(events[j]->dur_us * 1e-6);
+      }
+    }
+    for (int it = 0; it < k; ++it) {
+      for (const std::string& name : unit_order) {
+        ProfileUnit u = units[static_cast<std::size_t>(it)].count(name) ? units[static_cast<std::size_t>(it)].at(name) : ProfileUnit{};
+        u.unit = name;
+        u.iteration = p.iterations;
+        u.predicted_s = unit_cost.at(name);
+        p.measured_total_s += u.measured_s;
+        p.predicted_total_s += u.predicted_s;
+        p.units.push_back(u);
+      }
+      ++p.iterations;
     }
   }
   for (auto& [cls, k] : comm) {
@@ -179,8 +194,6 @@ std::string profile_report(const ProfileComparison& p) {
     o << "\n";
   };
   list("classes the model does not list (events)", p.unknown);
-  list("model classes short of events (ops unmatched)", p.missing);
-  list("classes with more events than the model has ops (events left over)", p.extra);
   for (const ProfileComm& k : p.comm) {
     o << "communication " << k.cls << ": " << k.events << " event(s), " << ms(k.measured_s) << " in all";
     if (k.events > 0) o << ", " << ms(k.measured_s / k.events) << " each";
@@ -200,8 +213,7 @@ nlohmann::json profile_json(const ProfileComparison& p) {
   nlohmann::json comm = nlohmann::json::array();
   for (const ProfileComm& k : p.comm)
     comm.push_back({{"class", k.cls}, {"events", k.events}, {"measured_s", k.measured_s}, {"predicted_each_s", k.predicted_each_s}});
-  return {{"iterations", p.iterations}, {"units", units}, {"unknown_classes", p.unknown}, {"missing_ops", p.missing},
-          {"extra_events", p.extra}, {"communication", comm},
+  return {{"iterations", p.iterations}, {"units", units}, {"unknown_classes", p.unknown}, {"communication", comm},
           {"host_dispatch", {{"median_s", p.dispatch_median_s}, {"events", p.dispatch_events}}},
           {"measured_total_s", p.measured_total_s}, {"predicted_total_s", p.predicted_total_s}};
 }

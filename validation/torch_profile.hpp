@@ -14,11 +14,14 @@
 // its ops' events, its predicted time the replay's cost of its ops (the
 // calibration's calls x fixed + elements x per_element, with its live
 // compute factor). Classes the model does not list are reported, never an
-// error; so are classes with more or fewer events than the model has ops.
+// error; a class the model lists with a count that is not the same whole
+// number of iterations as every other's is a trace of another model (or
+// other DDP settings): an InputError that says which class.
 // The collectives (gloo's or nccl's threads) are set against the replay's
 // all-reduce and broadcast per call. Iterations: the trace's ProfilerStep#N
-// ranges when it has them (torch.profiler's schedule), else the whole
-// trace is one.
+// ranges when it has them (torch.profiler's schedule), else as many as the
+// trace holds whole (the k-th op of a class in iteration i is its event
+// number i x the model's count + k).
 #include <map>
 #include <string>
 #include <vector>
@@ -48,8 +51,6 @@ struct ProfileComparison {
   int iterations = 0;
   std::vector<ProfileUnit> units;          // per iteration, in the model's order
   std::map<std::string, int> unknown;      // trace classes the model does not list: events in all
-  std::map<std::string, int> missing;      // model classes short of events: ops left unmatched, over the iterations
-  std::map<std::string, int> extra;        // model classes with more events than ops: events left over
   std::vector<ProfileComm> comm;
   // the host's dispatch per op: the durations of the events of ops that
   // launch no work (views, autograd's bookkeeping), whose whole cost is the
