@@ -285,11 +285,13 @@ std::string gnuplot_script(const PlotSpec& p) {
     os << si_ticks(p, p.y, true);
   }
   os << std::setprecision(12);
+  // a mark's label on an opaque box: readable where a curve passes under it
+  if (!p.xmarks.empty()) os << "set style textbox opaque noborder\n";
   for (std::size_t i = 0; i < p.xmarks.size(); ++i) {
     const auto& [x, text] = p.xmarks[i];
     os << "set arrow " << i + 1 << " from " << x << ", graph 0 to " << x << ", graph 1 nohead dt 4 lw 1.2 lc rgb 'gray30'\n"
-       << "set label " << i + 1 << " " << quoted(text, "mark") << " at " << x << ", graph " << 0.96 - 0.05 * static_cast<double>(i)
-       << " right offset -0.5,0 font ',10' noenhanced\n";
+       << "set label " << i + 1 << " " << quoted(text, "mark") << " at " << x << ", graph " << 0.04 + 0.05 * static_cast<double>(i)
+       << " right offset -0.5,0 font ',10' noenhanced front boxed\n";
   }
   const std::size_t n = p.series.size();
   if (n > 0) {

@@ -11,8 +11,9 @@ set logscale x 2
 set grid
 set key outside right top vertical Left reverse noenhanced
 set style fill transparent solid 0.18 noborder
+set style textbox opaque noborder
 set arrow 1 from 1024, graph 0 to 1024, graph 1 nohead dt 4 lw 1.2 lc rgb 'gray30'
-set label 1 'batch per GPU below the workload from N=1024 (977)' at 1024, graph 0.96 right offset -0.5,0 font ',10' noenhanced
+set label 1 'batch per GPU below the workload from N=1024 (977)' at 1024, graph 0.04 right offset -0.5,0 font ',10' noenhanced front boxed
 array names[4]
 names[1] = 'nvlink network.inter_bandwidth=0.5x'
 names[2] = 'nvlink network.inter_bandwidth=1x'
