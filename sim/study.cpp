@@ -167,7 +167,12 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
   if (host_track_applies(c, w)) {
     // the device runs the ops behind the host (sim/replay's host track)
     if (cal.torch_ops.empty()) set_two_track_costs(in, c, cal, shipped_pytorch_host_terms());
-    else set_two_track_costs(in, c, cal, host_terms_of(cal, "calibration '" + cal.name + "'"));
+    else {
+      // (the calibration's own live term, of this rank count, is applied below)
+      HostTerms own = host_terms_of(cal, "calibration '" + cal.name + "'");
+      own.factor = 1;
+      set_two_track_costs(in, c, cal, own);
+    }
   } else {
     in.op_time_s = op_times_s(in.ops, cal, cold_fraction);
     in.op_host_s.clear();
@@ -192,6 +197,8 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
       for (auto& e : pb->allreduce) e.steps = 1;
     in.broadcast.steps = 1;
   }
+  // (the per-bucket cost at the steady plan's buckets, in every iteration:
+  // the first iteration's single bucket is costed as the steady ones)
   in.host_overhead_s = cal.host_overhead_s + (live ? live->host_overhead_s + live->per_bucket_s * static_cast<double>(in.steady.buckets.size()) : 0.0);
   // A rate or time at the edge of the double range (a FLOP rate of 1e-300,
   // an overhead of 1e300 s) makes durations the event core cannot order:

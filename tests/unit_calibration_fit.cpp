@@ -588,4 +588,12 @@ TEST_CASE("the live terms with a cost per bucket: exact runs give back the terms
   CHECK(live_term_differs_from_none(f));
   f.coef[2] = 2e-5;  // 4 < 7.815
   CHECK_FALSE(live_term_differs_from_none(f));
+  // the overhead and the per-bucket cost perfectly correlated (runs of one
+  // bucket count: the pseudo-inverse's covariance is singular): the terms are
+  // judged one by one, and a fit at none stays none
+  f.coef = {1.0, 0.0, 0.0};
+  f.cov = {{1e-4, 0, 0}, {0, 1e-10, 1e-10}, {0, 1e-10, 1e-10}};
+  CHECK_FALSE(live_term_differs_from_none(f));
+  f.coef[1] = 1e-4;  // 10 standard errors on its own
+  CHECK(live_term_differs_from_none(f));
 }

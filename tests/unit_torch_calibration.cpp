@@ -262,3 +262,28 @@ TEST_CASE("gloo's threads slow the compute while a bucket's all-reduce runs: mea
   h.interference = 0;
   CHECK(replay(h).iterations[1][0].iteration_s() == doctest::Approx(26.0));
 }
+
+TEST_CASE("the host track on a CUDA cluster takes a PyTorch calibration's own live factor once") {
+  // FinisTerrae III (NCCL): a calibration with every op class at 10 us fixed
+  // and a one-rank live factor of 2: each op's host time is (its unit's
+  // calls x 10 us + the cluster's 5 us launch when it runs a kernel) x 2,
+  // the factor applied once (HostTerms' own factor is 1 for the
+  // calibration's own classes; the live term of the rank count scales it)
+  const Cluster ft3 = load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/finisterrae3.yaml");
+  Calibration cal = datasheet_calibration(ft3, Precision::fp32);
+  Workload w;
+  w.widths = {4, 8, 1};
+  w.batch_per_gpu = 2;
+  w.implementation = Implementation::pytorch;
+  for (const Op& op : efficient_kan_iteration(KanShape{w.widths, 5, 3}, 2, false, true))
+    if (!op.torch_unit.empty()) cal.torch_ops[op.torch_unit] = TorchOpCost{10e-6, 0};
+  cal.live_terms.push_back(Calibration::LiveTerm{1, 2.0, 0.0, 0.0});
+  const ReplayInput in = make_replay_input(ft3, w, cal, layout_for(ft3, 1, std::nullopt), 2, 1);
+  REQUIRE(in.op_host_s.size() == in.ops.size());
+  for (std::size_t i = 0; i < in.ops.size(); ++i) {
+    const Op& op = in.ops[i];
+    const double expected = ((op.unit_calls > 0 ? op.unit_calls * 10e-6 : 0.0) + (op.host_only ? 0.0 : ft3.gpu.kernel_launch_s)) * 2.0;
+    CAPTURE(op.name);
+    CHECK(in.op_host_s[i] == doctest::Approx(expected).epsilon(1e-12));
+  }
+}

@@ -189,9 +189,15 @@ TEST_CASE("import torch-profile: a real trace maps onto the model's ops exactly,
   double t_end = 0;
   for (const auto& e : (raw.is_array() ? raw : raw["traceEvents"]))
     if (e.value("ph", "") == "X") t_end = std::max(t_end, e.value("ts", 0.0) + e.value("dur", 0.0));
+  double t_begin = 1e300;
+  for (const auto& e : (raw.is_array() ? raw : raw["traceEvents"]))
+    if (e.value("ph", "") == "X") t_begin = std::min(t_begin, e.value("ts", 0.0));
+  // back to back, as torch.profiler's schedule records them: step 2 begins
+  // on the microsecond step 1 ends, with its first op there
+  const double span = t_end - t_begin;
   for (int s = 0; s < 2; ++s) {
-    const double shift = s * (t_end + 100);
-    two.push_back({{"name", "ProfilerStep#" + std::to_string(s + 1)}, {"ph", "X"}, {"ts", shift - 1}, {"dur", t_end + 2}, {"tid", 1}});
+    const double shift = s * span;
+    two.push_back({{"name", "ProfilerStep#" + std::to_string(s + 1)}, {"ph", "X"}, {"ts", t_begin + shift}, {"dur", span}, {"tid", 1}});
     for (auto e : (raw.is_array() ? raw : raw["traceEvents"])) {
       if (e.value("ph", "") != "X") continue;
       e["ts"] = e.value("ts", 0.0) + shift;

@@ -53,19 +53,29 @@ bool live_term_differs_from_none(const LinearFit& f) {
   auto d_of = [&](std::size_t j) { return f.coef[j] - (j == 0 ? 1.0 : 0.0); };
   const std::size_t k = kept.size();
   bool have_cov = k <= 3 && f.cov.size() == f.coef.size();
-  // Gauss-Jordan on [cov | d] with partial pivoting: row c ends with its
-  // pivot in column c, x_c = a[c][k] / a[c][c], and the statistic is d' x
+  // Gauss-Jordan on [R | z] with partial pivoting, R the correlation matrix
+  // of the kept terms and z their deviations in standard errors (the terms'
+  // units differ by orders of magnitude): row c ends with its pivot in
+  // column c, x_c = a[c][k] / a[c][c], and the statistic is z' x. The fit's
+  // covariance comes from a pseudo-inverse, so a direction the runs cannot
+  // tell apart leaves a pivot at rounding level, not 0: such a matrix falls
+  // back on the terms one by one.
+  std::vector<double> sd(k, 0.0);
+  for (std::size_t r = 0; r < k && have_cov; ++r) {
+    sd[r] = std::sqrt(std::max(0.0, f.cov[kept[r]][kept[r]]));
+    if (!(sd[r] > 0)) have_cov = false;
+  }
   std::vector<std::vector<double>> a(k, std::vector<double>(k + 1, 0.0));
   for (std::size_t r = 0; r < k && have_cov; ++r) {
-    for (std::size_t c = 0; c < k; ++c) a[r][c] = f.cov[kept[r]][kept[c]];
-    a[r][k] = d_of(kept[r]);
+    for (std::size_t c = 0; c < k; ++c) a[r][c] = f.cov[kept[r]][kept[c]] / (sd[r] * sd[c]);
+    a[r][k] = d_of(kept[r]) / sd[r];
   }
   for (std::size_t c = 0; c < k && have_cov; ++c) {
     std::size_t piv = c;
     for (std::size_t r = c + 1; r < k; ++r)
       if (std::fabs(a[r][c]) > std::fabs(a[piv][c])) piv = r;
     std::swap(a[c], a[piv]);
-    if (!(std::fabs(a[c][c]) > 0)) {
+    if (!(std::fabs(a[c][c]) > 1e-9)) {
       have_cov = false;
       break;
     }
@@ -78,7 +88,7 @@ bool live_term_differs_from_none(const LinearFit& f) {
   if (have_cov) {
     static const double kChi2_95[] = {3.841, 5.991, 7.815};
     double stat = 0;
-    for (std::size_t c = 0; c < k; ++c) stat += d_of(kept[c]) * a[c][k] / a[c][c];
+    for (std::size_t c = 0; c < k; ++c) stat += d_of(kept[c]) / sd[c] * a[c][k] / a[c][c];
     return stat > kChi2_95[k - 1];
   }
   // no usable covariance: each kept term on its own
@@ -101,17 +111,21 @@ std::vector<CalibrationFile::FittedLive> fit_live_term_set(const std::vector<Liv
     const std::vector<const LiveRun*>& pts = entry.second;
     std::vector<std::vector<double>> X;
     std::vector<double> y;
-    // a cost per bucket where the runs have two bucket counts or more
+    // a cost per bucket where the usable runs have two bucket counts or
+    // more, and enough of them for three terms
     std::set<int> counts;
-    for (const LiveRun* r : pts)
-      if (r->buckets > 0) counts.insert(r->buckets);
-    const bool per_bucket = counts.size() >= 2;
+    std::vector<const LiveRun*> usable;
     for (const LiveRun* r : pts) {
       const double target = r->measured_s - r->rest_s;
       if (!(target > 0) || !(r->compute_s > 0)) continue;
+      usable.push_back(r);
+      if (r->buckets > 0) counts.insert(r->buckets);
+    }
+    const bool per_bucket = counts.size() >= 2 && usable.size() >= 4;
+    for (const LiveRun* r : usable) {
       if (per_bucket) X.push_back({r->compute_s, 1.0, static_cast<double>(r->buckets)});
       else X.push_back({r->compute_s, 1.0});
-      y.push_back(target);
+      y.push_back(r->measured_s - r->rest_s);
     }
     // an explicit none, so that these ranks never fall back on the term of
     // fewer ranks

@@ -48,19 +48,22 @@ std::vector<nlohmann::json> split_profiler_steps(const nlohmann::json& trace, co
   for (const auto& e : *list) {
     if (is_step(e) || !e.is_object() || e.value("ph", "") != "X") continue;
     const double ts = e.value("ts", 0.0);
-    for (std::size_t s = 0; s < steps.size(); ++s) {
-      // (Kineto stamps whole microseconds: an op may start on its step's last one)
-      if (ts < steps[s].t0 || ts > steps[s].t1) continue;
-      nlohmann::json ev = e;
-      // an op whose recorded parent is the step becomes top-level
-      if (ev.contains("args") && ev["args"].is_object() && ev["args"].contains("parent") && ev["args"]["parent"].is_number_integer()) {
-        const long long parent = ev["args"]["parent"];
-        for (const Range& r : steps)
-          if (r.id != 0 && parent == r.id) ev["args"]["parent"] = 0;
-      }
-      out[s].push_back(std::move(ev));
-      break;
+    // the step that holds it, its end excluded; else one it starts on the
+    // last microsecond of (Kineto stamps whole microseconds)
+    std::size_t at = steps.size();
+    for (std::size_t s = 0; s < steps.size() && at == steps.size(); ++s)
+      if (ts >= steps[s].t0 && ts < steps[s].t1) at = s;
+    for (std::size_t s = 0; s < steps.size() && at == steps.size(); ++s)
+      if (ts >= steps[s].t0 && ts <= steps[s].t1 + 1) at = s;
+    if (at == steps.size()) continue;  // outside every step
+    nlohmann::json ev = e;
+    // an op whose recorded parent is the step becomes top-level
+    if (ev.contains("args") && ev["args"].is_object() && ev["args"].contains("parent") && ev["args"]["parent"].is_number_integer()) {
+      const long long parent = ev["args"]["parent"];
+      for (const Range& r : steps)
+        if (r.id != 0 && parent == r.id) ev["args"]["parent"] = 0;
     }
+    out[at].push_back(std::move(ev));
   }
   return out;
 }
@@ -108,6 +111,9 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
         ++p.unknown[e.cls];
       }
     }
+    // in time order (the trace is read per thread)
+    for (auto& [cls, events] : seen)
+      std::stable_sort(events.begin(), events.end(), [](const TorchTraceEvent* a, const TorchTraceEvent* b) { return a->ts_us < b->ts_us; });
     // Whole iterations: every class of the model's list k times its ops
     // (a trace without ProfilerStep ranges may hold several steps); any
     // other count is a trace of another model or other DDP settings.
