@@ -252,9 +252,9 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
   std::vector<LiveRun> runs;
   for (const auto& lp : points) {
     const ScalingPoint& pt = lp.predicted;
-    // (PyTorch's runs: their steady buckets, for a cost per bucket)
+    // (their steady buckets, for a cost per bucket)
     runs.push_back({shape_of(p.measure.live[lp.index]), lp.ranks, pt.compute_s.median, pt.iteration_s.median - pt.compute_s.median,
-                    lp.measured_s, p.implementation == "pytorch" ? static_cast<int>(pt.steady_plan.size()) : 0});
+                    lp.measured_s, static_cast<int>(pt.steady_plan.size())});
   }
   file.live = fit_live_term_set(runs, &report);
   // the spread that is left, with the terms applied: in sample, and out of

@@ -36,7 +36,7 @@ struct LiveRun {
   int ranks = 1;
   double compute_s = 0, rest_s = 0, measured_s = 0;
   // steady buckets of the run; with runs of 2 or more bucket counts at a
-  // rank count (PyTorch plans) the fit adds a cost per bucket
+  // rank count the fit adds a cost per bucket
   int buckets = 0;
 };
 // The live terms, per rank count (+ per_bucket x buckets for PyTorch runs,
