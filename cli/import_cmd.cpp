@@ -35,19 +35,12 @@ int import_torch_profile(const std::vector<std::string>& args, const std::string
   po::positional_options_description pos;
   pos.add("trace", 1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw InputError(std::string(e.what()) + " (usage: kanscale import torch-profile TRACE.json --workload W [--cluster C] [--calibration CAL])");
-  }
-  if (vm.count("help")) {
-    std::cout << "usage: kanscale import torch-profile TRACE.json --workload W [--cluster C] [--calibration CAL] [--ranks N] [--json F]\n"
-              << "Maps a torch.profiler trace of a PyTorch DDP job onto the model's op list and sets each op class,\n"
-              << "per iteration, measured against predicted; classes the model does not know are listed.\n\n"
-              << desc;
+  if (!parse_args(args, desc,
+                  "usage: kanscale import torch-profile TRACE.json --workload W [--cluster C] [--calibration CAL] [--ranks N] [--json F]\n"
+                  "  maps a torch.profiler trace of a PyTorch DDP job onto the model's op list and sets each op class,\n"
+                  "  per iteration, measured against predicted; classes the model does not know are listed",
+                  vm, &pos))
     return 0;
-  }
   if (trace_file.empty()) throw InputError("import torch-profile: give the trace (TRACE.json)");
   if (workload_file.empty()) throw InputError("import torch-profile: give --workload W (the job's KAN, batch and DDP settings)");
   if (ranks < 1 || ranks > 1 << 20) throw InputError("--ranks: expected 1 or more, got " + std::to_string(ranks));

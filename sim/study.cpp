@@ -124,9 +124,11 @@ std::string host_terms_note(const Cluster& c, const Workload& w, const Calibrati
 
 namespace {
 // A pytorch workload on a CUDA cluster: per op the host's time (its class's
-// fixed cost, on the op that carries the class's unit, plus a launch per
-// kernel) and the device's (the roofline without the launch).
-void set_two_track_costs(ReplayInput& in, const Cluster& c, const Calibration& cal, const HostTerms& h) {
+// fixed cost in `classes` x `factor`, on the op that carries the class's
+// unit, plus a launch per kernel) and the device's (the roofline without the
+// launch); `from` names the classes' calibration in an error.
+void set_two_track_costs(ReplayInput& in, const Cluster& c, const Calibration& cal, const std::map<std::string, TorchOpCost>& classes,
+                         double factor, const std::string& from) {
   const std::size_t n = in.ops.size();
   in.op_time_s.assign(n, 0.0);
   in.op_host_s.assign(n, 0.0);
@@ -134,11 +136,11 @@ void set_two_track_costs(ReplayInput& in, const Cluster& c, const Calibration& c
     const Op& o = in.ops[i];
     double host = 0, device = 0;
     if (!o.torch_unit.empty() && o.unit_calls > 0) {
-      const auto it = h.ops.find(o.torch_unit);
-      if (it == h.ops.end())
-        throw InputError(h.from + ": no cost for PyTorch op class '" + o.torch_unit + "' (its torch_ops lack it); measure it again with "
+      const auto it = classes.find(o.torch_unit);
+      if (it == classes.end())
+        throw InputError(from + ": no cost for PyTorch op class '" + o.torch_unit + "' (its torch_ops lack it); measure it again with "
                          "kanscale calibrate configs/calibrate/pytorch-cpu.yaml");
-      host = std::max(0.0, o.unit_calls * it->second.fixed_s * h.factor);
+      host = std::max(0.0, o.unit_calls * it->second.fixed_s * factor);
     }
     if (!o.host_only) {
       host += c.gpu.kernel_launch_s;
@@ -166,12 +168,12 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
   }
   if (host_track_applies(c, w)) {
     // the device runs the ops behind the host (sim/replay's host track)
-    if (cal.torch_ops.empty()) set_two_track_costs(in, c, cal, shipped_pytorch_host_terms());
-    else {
+    if (cal.torch_ops.empty()) {
+      const HostTerms& h = shipped_pytorch_host_terms();
+      set_two_track_costs(in, c, cal, h.ops, h.factor, h.from);
+    } else {
       // (the calibration's own live term, of this rank count, is applied below)
-      HostTerms own = host_terms_of(cal, "calibration '" + cal.name + "'");
-      own.factor = 1;
-      set_two_track_costs(in, c, cal, own);
+      set_two_track_costs(in, c, cal, cal.torch_ops, 1.0, "calibration '" + cal.name + "'");
     }
   } else {
     in.op_time_s = op_times_s(in.ops, cal, cold_fraction);

@@ -80,15 +80,14 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
   std::map<std::string, std::vector<std::size_t>> by_class;
   std::vector<std::string> unit_order;
   std::map<std::string, double> unit_cost;
+  auto unit_of = [&](std::size_t i) { return in.ops[i].torch_unit.empty() ? in.ops[i].torch_class : in.ops[i].torch_unit; };
   for (std::size_t i = 0; i < in.ops.size(); ++i) {
-    const Op& op = in.ops[i];
-    if (op.torch_class.empty()) continue;
-    by_class[op.torch_class].push_back(i);
-    const std::string unit = op.torch_unit.empty() ? op.torch_class : op.torch_unit;
+    if (in.ops[i].torch_class.empty()) continue;
+    by_class[in.ops[i].torch_class].push_back(i);
+    const std::string unit = unit_of(i);
     if (!unit_cost.count(unit)) unit_order.push_back(unit);
     unit_cost[unit] += two_track ? in.op_host_s[i] : in.op_time_s[i];
   }
-  auto unit_of = [&](std::size_t i) { return in.ops[i].torch_unit.empty() ? in.ops[i].torch_class : in.ops[i].torch_unit; };
 
   ProfileComparison p;
   std::map<std::string, ProfileComm> comm;
