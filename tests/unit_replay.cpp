@@ -1,43 +1,15 @@
-// A hand-made iteration, in seconds so the timelines can be followed on
-// paper: zero_grad 1, forward 10, backward op A 5 (gradient 0 ready),
-// backward op B 5 (gradient 1 ready), optimizer 2. Bucket 0 = {0}, 1 = {1}.
+// The replay on hand-made iterations (tests/hand_replay.hpp: Hand is
+// zero_grad 1, forward 10, backward op A 5 (gradient 0 ready), backward op
+// B 5 (gradient 1 ready), optimizer 2; bucket 0 = {0}, 1 = {1}).
 #include <doctest/doctest.h>
 
+#include "hand_replay.hpp"
 #include "model/rng.hpp"
 #include "replay.hpp"
 
 using namespace ks;
-
-namespace {
-struct Hand {
-  std::vector<Op> ops;
-  ReplayInput in;
-  Hand(int ranks, double allreduce_s) {
-    auto op = [&](const char* name, Phase ph, int ready) {
-      Op o;
-      o.name = name;
-      o.phase = ph;
-      o.ready_param = ready;
-      ops.push_back(o);
-    };
-    op("zero", Phase::zero_grad, -1);
-    op("fwd", Phase::forward, -1);
-    op("A", Phase::backward, 0);
-    op("B", Phase::backward, 1);
-    op("adam", Phase::optimizer, -1);
-    in.ranks = ranks;
-    in.ops = ops;
-    in.op_time_s = {1, 10, 5, 5, 2};
-    PlannedBuckets pb;
-    pb.buckets = {Bucket{{0}, 100}, Bucket{{1}, 100}};
-    pb.allreduce = {CollectiveEstimate{allreduce_s, "ring", "Simple"}, CollectiveEstimate{allreduce_s, "ring", "Simple"}};
-    in.first = pb;
-    in.steady = pb;
-    in.broadcast_buffers = false;
-    in.iterations = 3;
-  }
-};
-}  // namespace
+using ks::test::Hand;
+using ks::test::TwoTrack;
 
 TEST_CASE("with zero communication cost the iteration equals compute") {
   Hand h(4, 0.0);
@@ -357,40 +329,9 @@ TEST_CASE("interference slows compute while a step moves data, not while the nex
 }
 
 // ---- the host track (ReplayInput::op_host_s): a device that runs ops
-// asynchronously behind the host that issues them. The hand iteration of
-// Hand (zero, fwd, A, B, adam) with fwd and adam split in two ops each, so
-// that the queue and the tail's dispatch have something to overlap.
-namespace {
-struct TwoTrack {
-  ReplayInput in;
-  TwoTrack(int ranks, double allreduce_s, std::vector<double> host, std::vector<double> device) {
-    auto op = [&](const char* name, Phase ph, int ready) {
-      Op o;
-      o.name = name;
-      o.phase = ph;
-      o.ready_param = ready;
-      in.ops.push_back(o);
-    };
-    op("zero", Phase::zero_grad, -1);
-    op("fwd1", Phase::forward, -1);
-    op("fwd2", Phase::forward, -1);
-    op("A", Phase::backward, 0);
-    op("B", Phase::backward, 1);
-    op("adam1", Phase::optimizer, -1);
-    op("adam2", Phase::optimizer, -1);
-    in.ranks = ranks;
-    in.op_host_s = std::move(host);
-    in.op_time_s = std::move(device);
-    PlannedBuckets pb;
-    pb.buckets = {Bucket{{0}, 100}, Bucket{{1}, 100}};
-    pb.allreduce = {CollectiveEstimate{allreduce_s, "ring", "Simple"}, CollectiveEstimate{allreduce_s, "ring", "Simple"}};
-    in.first = pb;
-    in.steady = pb;
-    in.broadcast_buffers = false;
-    in.iterations = 3;
-  }
-};
-}  // namespace
+// asynchronously behind the host that issues them. TwoTrack is Hand with
+// fwd and adam split in two ops each, so that the queue and the tail's
+// dispatch have something to overlap.
 
 TEST_CASE("host track, host-bound: the device waits for each op's dispatch (hand timeline)") {
   // host 1, 3, 3, 3, 3 | 2, 2; device 0.5, 1, 1, 1, 1 | 0.5, 0.5; no communication.

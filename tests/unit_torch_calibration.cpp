@@ -17,10 +17,9 @@
 #include "model/cost.hpp"
 #include "model/kan_model.hpp"
 #include "model/records.hpp"
+#include "hand_replay.hpp"
 #include "sim/replay.hpp"
 #include "sim/study.hpp"
-
-#include <tuple>
 
 using namespace ks;
 
@@ -61,6 +60,22 @@ TorchOpsFile exact_records(double fixed_s, double element_s) {
     }
   }
   return f;
+}
+
+// A PyTorch workload of a [4, 8, 1] KAN (G5, k3) at batch 2.
+Workload tiny_pytorch_workload() {
+  Workload w;
+  w.widths = {4, 8, 1};
+  w.batch_per_gpu = 2;
+  w.implementation = Implementation::pytorch;
+  return w;
+}
+
+// Every op class the workload's iteration uses, at fixed_s per call and
+// nothing per element.
+void cost_every_class(Calibration& cal, const Workload& w, double fixed_s) {
+  for (const Op& op : efficient_kan_iteration(KanShape{w.widths, w.grid_size, w.spline_order}, w.batch_per_gpu, false, true))
+    if (!op.torch_unit.empty()) cal.torch_ops[op.torch_unit] = TorchOpCost{fixed_s, 0};
 }
 
 }  // namespace
@@ -223,12 +238,8 @@ TEST_CASE("gloo's threads slow the compute while a bucket's all-reduce runs: mea
   CHECK(cal.interference == 0.5);
   // it reaches the replay of a PyTorch job on the gloo cluster (one track:
   // the ops run on the host, so no host track), every op class costed 1 us
-  Workload w;
-  w.widths = {4, 8, 1};
-  w.batch_per_gpu = 2;
-  w.implementation = Implementation::pytorch;
-  for (const Op& op : efficient_kan_iteration(KanShape{w.widths, 5, 3}, 2, false, true))
-    if (!op.torch_unit.empty()) cal.torch_ops[op.torch_unit] = TorchOpCost{1e-6, 0};
+  const Workload w = tiny_pytorch_workload();
+  cost_every_class(cal, w, 1e-6);
   const ReplayInput ri = make_replay_input(c, w, cal, layout_for(c, 2, std::nullopt), 2, 1);
   CHECK(ri.interference == 0.5);
   CHECK(ri.op_host_s.empty());
@@ -238,22 +249,8 @@ TEST_CASE("gloo's threads slow the compute while a bucket's all-reduce runs: mea
   // of its work by 19), the rest 19..22; bucket 1 runs 22..25; Adam 25..27:
   // 27 s. Without the contention B ends at 21, bucket 1 runs 21..24, Adam
   // 24..26: 26 s. Both wait 3 s for bucket 1.
-  ReplayInput h;
-  h.ranks = 2;
-  for (auto [name, ph, ready] : {std::tuple{"zero", Phase::zero_grad, -1}, {"fwd", Phase::forward, -1}, {"A", Phase::backward, 0},
-                                 {"B", Phase::backward, 1}, {"adam", Phase::optimizer, -1}}) {
-    Op o;
-    o.name = name;
-    o.phase = ph;
-    o.ready_param = ready;
-    h.ops.push_back(o);
-  }
-  h.op_time_s = {1, 10, 5, 5, 2};
-  PlannedBuckets pb;
-  pb.buckets = {Bucket{{0}, 100}, Bucket{{1}, 100}};
-  pb.allreduce = {CollectiveEstimate{3, "ring", "gloo"}, CollectiveEstimate{3, "ring", "gloo"}};
-  h.first = h.steady = pb;
-  h.broadcast_buffers = false;
+  test::Hand hand(2, 3.0);
+  ReplayInput& h = hand.in;
   h.iterations = 2;
   h.interference = cal.interference;
   const ReplayResult r = replay(h);
@@ -267,16 +264,12 @@ TEST_CASE("the host track on a CUDA cluster takes a PyTorch calibration's own li
   // FinisTerrae III (NCCL): a calibration with every op class at 10 us fixed
   // and a one-rank live factor of 2: each op's host time is (its unit's
   // calls x 10 us + the cluster's 5 us launch when it runs a kernel) x 2,
-  // the factor applied once (HostTerms' own factor is 1 for the
-  // calibration's own classes; the live term of the rank count scales it)
+  // the factor applied once (the calibration's own classes are taken as
+  // they are; the live term of the rank count scales them)
   const Cluster ft3 = load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/finisterrae3.yaml");
   Calibration cal = datasheet_calibration(ft3, Precision::fp32);
-  Workload w;
-  w.widths = {4, 8, 1};
-  w.batch_per_gpu = 2;
-  w.implementation = Implementation::pytorch;
-  for (const Op& op : efficient_kan_iteration(KanShape{w.widths, 5, 3}, 2, false, true))
-    if (!op.torch_unit.empty()) cal.torch_ops[op.torch_unit] = TorchOpCost{10e-6, 0};
+  const Workload w = tiny_pytorch_workload();
+  cost_every_class(cal, w, 10e-6);
   cal.live_terms.push_back(Calibration::LiveTerm{1, 2.0, 0.0, 0.0});
   const ReplayInput in = make_replay_input(ft3, w, cal, layout_for(ft3, 1, std::nullopt), 2, 1);
   REQUIRE(in.op_host_s.size() == in.ops.size());
