@@ -44,7 +44,8 @@ void validate_options(po::options_description& desc, ValidateArgs& a) {
       ("published", po::bool_switch(&a.published), "only the comparison with the plan's published figures (no live runs)")
       ("repeatability", po::value(&a.repeat)->multitoken()->value_name("RUN..."),
        "how the plan's live measurements repeat: two or more of its validation runs (report directories or results.json), each "
-       "predicted from the others; exit 1 when that misses the plan's bound")
+       "predicted from the others; exit 1 when that misses the plan's bound. With three or more: also the repeat-run verdict "
+       "(verdict.md; exit 0 pass, 1 fail, 3 inconclusive)")
       ("calibration", po::value(&a.calibration)->value_name("FILE"),
        "predict from this calibration instead of the plan's (what-ifs; negative controls with --collect)");
 }
@@ -105,7 +106,10 @@ int repeatability_of_runs(const ValidationPlan& plan, const ValidateArgs& a, con
       if (!got.count(label)) throw InputError(run.path + ": lacks the case \"" + label + "\" of " + plan.file);
   }
   const Repeatability rep = repeatability(runs);
-  return write_repeatability_report(runs, rep, plan, a.out, cmdline) ? 0 : 1;
+  const bool within = write_repeatability_report(runs, rep, plan, a.out, cmdline);
+  if (runs.size() < 3) return within ? 0 : 1;
+  // three or more runs: the repeat-run verdict judges them, as for a plan's own runs: N
+  return write_repeat_verdict(plan, runs, a.out, std::to_string(runs.size()) + " runs given to --repeatability");
 }
 
 int emit_scripts(const ValidationPlan& plan, const std::string& emit, const std::string& self, const std::optional<Site>& site) {

@@ -177,7 +177,8 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
     for (const auto& l : f.live)
       y << "    - {ranks: " << l.term.ranks << ", compute_factor: " << l.term.compute_factor << ", host_overhead: "
         << num(l.term.host_overhead_s * 1e6, "us")
-        << (l.term.per_bucket_s > 0 ? ", per_bucket: " + num(l.term.per_bucket_s * 1e6, "us") : std::string()) << "}   # "
+        << (l.term.per_bucket_s > 0 ? ", per_bucket: " + num(l.term.per_bucket_s * 1e6, "us") : std::string())
+        << (l.term.comm_factor != 1.0 ? ", comm_factor: " + std::to_string(l.term.comm_factor) : std::string()) << "}   # "
         << (l.none_because.empty() ? fit_quality(l.fit, false) : l.none_because) << "\n";
   }
   if (f.has_memory()) {

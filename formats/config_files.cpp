@@ -327,6 +327,8 @@ static void read_calibration_live(YamlMap& m, Calibration& cal) {
       if (lt.compute_factor > 100) t.fail("compute_factor", "must be at most 100, got " + std::to_string(lt.compute_factor));
       lt.host_overhead_s = t.quantity_opt("host_overhead", Quantity::time, Bound::non_negative).value_or(0.0);
       lt.per_bucket_s = t.quantity_opt("per_bucket", Quantity::time, Bound::non_negative).value_or(0.0);
+      lt.comm_factor = t.number_opt("comm_factor", Bound::positive).value_or(1.0);
+      if (lt.comm_factor > 100) t.fail("comm_factor", "must be at most 100, got " + std::to_string(lt.comm_factor));
       t.finish();
       cal.live_terms.push_back(lt);
     }

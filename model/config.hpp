@@ -268,11 +268,13 @@ struct Calibration {
   // time x compute_factor, plus host_overhead_s per iteration, plus
   // per_bucket_s per steady bucket (PyTorch: what each bucket's all-reduce
   // costs the rank beyond the sweep's time: the reducer's hand-off to gloo's
-  // worker thread, its future's callback). The study uses the term with the
-  // most ranks up to its ranks per node.
+  // worker thread, its future's callback), and every gradient all-reduce's
+  // time x comm_factor (the trainer's all-reduces, launched between its
+  // ops, against the sweep's back-to-back ones). The study uses the term
+  // with the most ranks up to its ranks per node.
   struct LiveTerm {
     int ranks = 1;
-    double compute_factor = 1, host_overhead_s = 0, per_bucket_s = 0;
+    double compute_factor = 1, host_overhead_s = 0, per_bucket_s = 0, comm_factor = 1;
   };
   std::vector<LiveTerm> live_terms;
   // The live runs' remaining relative spread around the corrected prediction

@@ -187,6 +187,8 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
   for (PlannedBuckets* pb : {&in.first, &in.steady}) {
     pb->allreduce.clear();
     for (const auto& b : pb->buckets) pb->allreduce.push_back(coll.allreduce(b.bytes, layout));
+    if (live)
+      for (auto& e : pb->allreduce) e.time_s *= live->comm_factor;
   }
   in.broadcast = coll.broadcast(in.broadcast_bytes, layout);
   // Steps (mpi_progress) are how kanscale's trainer drives MPI: it polls

@@ -23,7 +23,7 @@ struct LivePoint {
   std::size_t index = 0;
   Workload workload;
   Cluster cluster;  // oversubscribed runs get their ranks on one node
-  double measured_s = 0;
+  double measured_s = 0, measured_comm_s = 0, measured_compute_s = 0;
   std::vector<double> rounds_s;  // each round's iteration time
   ScalingPoint predicted;  // from the microbenchmark terms alone
 };
@@ -99,6 +99,41 @@ bool live_term_differs_from_none(const LinearFit& f) {
   return false;
 }
 
+namespace {
+// what the compute terms are fitted to: the run's measured compute where it
+// recorded it, else its iteration less the predicted rest
+double live_target(const LiveRun& r) { return r.measured_compute_s > 0 ? r.measured_compute_s : r.measured_s - r.rest_s; }
+}  // namespace
+
+ShapeCv leave_one_shape_out(const std::vector<const LiveRun*>& runs, const std::vector<std::vector<double>>& X,
+                            const std::vector<double>& y, const std::vector<std::string>& features) {
+  ShapeCv cv;
+  std::set<std::string> shapes;
+  for (const LiveRun* r : runs) shapes.insert(r->shape);
+  double fit2 = 0, none2 = 0;
+  int n = 0;
+  for (const std::string& shape : shapes) {
+    std::vector<std::vector<double>> Xi;
+    std::vector<double> yi;
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      if (runs[i]->shape != shape) Xi.push_back(X[i]), yi.push_back(y[i]);
+    if (Xi.size() < features.size() + 1) continue;  // too few left to fit the terms
+    const LinearFit fi = fit_relative_nonneg(features, Xi, yi, std::vector<bool>(Xi.size(), false));
+    ++cv.folds;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      if (runs[i]->shape != shape) continue;
+      const double p = predict(fi, X[i]);
+      const double e_fit = p > 0 ? std::log(y[i] / p) : std::log(y[i] / 1e-30);
+      const double e_none = std::log(y[i] / X[i][0]);  // none: factor 1, nothing added
+      fit2 += e_fit * e_fit;
+      none2 += e_none * e_none;
+      ++n;
+    }
+  }
+  if (n > 0) cv.fitted_rms = std::sqrt(fit2 / n), cv.none_rms = std::sqrt(none2 / n);
+  return cv;
+}
+
 std::vector<CalibrationFile::FittedLive> fit_live_term_set(const std::vector<LiveRun>& runs, std::ostream* report) {
   std::map<int, std::vector<const LiveRun*>> by_ranks;
   for (const auto& r : runs) by_ranks[r.ranks].push_back(&r);
@@ -116,7 +151,7 @@ std::vector<CalibrationFile::FittedLive> fit_live_term_set(const std::vector<Liv
     std::set<int> counts;
     std::vector<const LiveRun*> usable;
     for (const LiveRun* r : pts) {
-      const double target = r->measured_s - r->rest_s;
+      const double target = live_target(*r);
       if (!(target > 0) || !(r->compute_s > 0)) continue;
       usable.push_back(r);
       if (r->buckets > 0) counts.insert(r->buckets);
@@ -125,7 +160,7 @@ std::vector<CalibrationFile::FittedLive> fit_live_term_set(const std::vector<Liv
     for (const LiveRun* r : usable) {
       if (per_bucket) X.push_back({r->compute_s, 1.0, static_cast<double>(r->buckets)});
       else X.push_back({r->compute_s, 1.0});
-      y.push_back(r->measured_s - r->rest_s);
+      y.push_back(live_target(*r));
     }
     // an explicit none, so that these ranks never fall back on the term of
     // fewer ranks
@@ -152,12 +187,24 @@ std::vector<CalibrationFile::FittedLive> fit_live_term_set(const std::vector<Liv
     CalibrationFile::FittedLive fl;
     fl.term = Calibration::LiveTerm{ranks, f.coef[0], f.active[1] ? f.coef[1] : 0.0, per_bucket && f.active[2] ? f.coef[2] : 0.0};
     fl.fit = f;
-    if (!live_term_differs_from_none(f)) {
+    // kept where it predicts shapes it was not fitted to better than none
+    // does; with fewer than two shapes to leave out, where it differs from
+    // none at 95%
+    const ShapeCv cv = leave_one_shape_out(usable, X, y, f.features);
+    const bool keep = cv.folds >= 2 ? cv.fitted_rms < cv.none_rms : live_term_differs_from_none(f);
+    std::ostringstream how;
+    how << std::setprecision(4);
+    if (cv.folds >= 2)
+      how << "leave one shape out (" << cv.folds << " shapes): RMS log error " << cv.fitted_rms << " with the term, " << cv.none_rms
+          << " with none";
+    else
+      how << (keep ? "told" : "not told") << " from none at 95%";
+    if (!keep) {
       std::ostringstream why;
       why << std::setprecision(4) << X.size() << " runs: none: fitted compute_factor " << f.coef[0] << " +- " << f.std_err[0]
           << ", host_overhead " << fl.term.host_overhead_s * 1e6 << " +- " << f.std_err[1] * 1e6 << " us";
       if (per_bucket) why << ", per bucket " << fl.term.per_bucket_s * 1e6 << " +- " << f.std_err[2] * 1e6 << " us";
-      why << ", not told from none at 95%";
+      why << "; " << how.str();
       none(why.str(), f);
       continue;
     }
@@ -165,13 +212,40 @@ std::vector<CalibrationFile::FittedLive> fit_live_term_set(const std::vector<Liv
     rep << std::setprecision(4) << "  " << ranks << " rank(s), " << X.size() << " runs: compute_factor " << fl.term.compute_factor
         << " (+- " << f.std_err[0] << "), host_overhead " << fl.term.host_overhead_s * 1e6 << " us (+- " << f.std_err[1] * 1e6 << ")";
     if (per_bucket) rep << ", per bucket " << fl.term.per_bucket_s * 1e6 << " us (+- " << f.std_err[2] * 1e6 << ")";
-    rep << ", rms relative residual " << f.rms_rel_residual << "\n";
+    rep << ", rms relative residual " << f.rms_rel_residual << "; " << how.str() << "\n";
   }
   return out;
 }
 
-LiveModelErrors live_model_errors(const std::vector<LiveRun>& runs, const std::vector<CalibrationFile::FittedLive>& all,
-                                  const std::function<double(std::size_t, const std::vector<CalibrationFile::FittedLive>&)>& predict) {
+double fit_comm_factor(const std::vector<const LiveRun*>& runs, std::string& why) {
+  // r = predicted / measured; minimising sum (1 - f r)^2 gives f = sum r / sum r^2
+  std::vector<double> r;
+  for (const LiveRun* x : runs)
+    if (x->comm_s > 0 && x->measured_comm_s > 0) r.push_back(x->comm_s / x->measured_comm_s);
+  std::ostringstream w;
+  w << std::setprecision(4);
+  if (r.size() < 3) {
+    w << "comm_factor none: " << r.size() << " run(s) with communication recorded, too few";
+    why = w.str();
+    return 1.0;
+  }
+  double s1 = 0, s2 = 0;
+  for (double x : r) s1 += x, s2 += x * x;
+  const double f = s1 / s2;
+  double e2 = 0;
+  for (double x : r) e2 += (1 - f * x) * (1 - f * x);
+  const double se = std::sqrt(e2 / static_cast<double>(r.size() - 1) / s2);
+  const bool differs = se > 0 ? (f - 1) * (f - 1) / (se * se) > 3.841 : f != 1.0;
+  w << "comm_factor " << (differs ? "" : "none: fitted ") << f << " +- " << se << " over " << r.size() << " runs"
+    << (differs ? "" : ", not told from 1 at 95%");
+  why = w.str();
+  return differs ? f : 1.0;
+}
+
+LiveModelErrors live_model_errors(
+    const std::vector<LiveRun>& runs, const std::vector<CalibrationFile::FittedLive>& all,
+    const std::function<double(std::size_t, const std::vector<CalibrationFile::FittedLive>&)>& predict,
+    const std::function<std::vector<CalibrationFile::FittedLive>(const std::vector<LiveRun>&)>& fit) {
   LiveModelErrors e;
   auto add = [](double measured, double pred, double& sum2, int& n) {
     if (!(pred > 0) || !(measured > 0)) return std::nan("");
@@ -191,7 +265,7 @@ LiveModelErrors live_model_errors(const std::vector<LiveRun>& runs, const std::v
     std::vector<LiveRun> rest;
     for (const auto& r : runs)
       if (r.shape != shape) rest.push_back(r);
-    const auto terms = fit_live_term_set(rest, nullptr);
+    const auto terms = fit ? fit(rest) : fit_live_term_set(rest, nullptr);
     double s2 = 0;
     int n = 0;
     for (std::size_t i = 0; i < runs.size(); ++i)
@@ -221,7 +295,10 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
     if (lc.ranks > cluster.gpus_per_node * cluster.nodes) lp.cluster.gpus_per_node = lc.ranks;
     std::vector<Metrics> rounds;
     for (int r = 0; r < p.rounds; ++r) rounds.push_back(live_metrics(dir + "/" + live_cal_file(i, r), p.backend));
-    lp.measured_s = median_of(rounds).iteration_s;
+    const Metrics med = median_of(rounds);
+    lp.measured_s = med.iteration_s;
+    lp.measured_comm_s = med.comm_s;
+    lp.measured_compute_s = med.compute_s;
     for (const auto& m : rounds) lp.rounds_s.push_back(m.iteration_s);
     lp.predicted = predict(lp, base);
     points.push_back(std::move(lp));
@@ -249,21 +326,49 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
     }
     report << "\n";
   }
-  std::vector<LiveRun> runs;
-  for (const auto& lp : points) {
-    const ScalingPoint& pt = lp.predicted;
+  auto run_of = [&](std::size_t i, const ScalingPoint& pt) {
+    const LivePoint& lp = points[i];
     // (their steady buckets, for a cost per bucket)
-    runs.push_back({shape_of(p.measure.live[lp.index]), lp.ranks, pt.compute_s.median, pt.iteration_s.median - pt.compute_s.median,
-                    lp.measured_s, static_cast<int>(pt.steady_plan.size())});
-  }
-  file.live = fit_live_term_set(runs, &report);
+    LiveRun r{shape_of(p.measure.live[lp.index]), lp.ranks, pt.compute_s.median, pt.iteration_s.median - pt.compute_s.median,
+              lp.measured_s, static_cast<int>(pt.steady_plan.size())};
+    r.comm_s = pt.comm_s.median;
+    r.measured_comm_s = lp.measured_comm_s;
+    r.point = i;
+    if (p.implementation != "pytorch") r.measured_compute_s = lp.measured_compute_s;
+    return r;
+  };
+  std::vector<LiveRun> runs;
+  for (std::size_t i = 0; i < points.size(); ++i) runs.push_back(run_of(i, points[i].predicted));
+  // kanscale's trainer: first how its all-reduces run against the sweep's
+  // (per rank count), then the compute terms on what that leaves (each run
+  // re-predicted with the factor). PyTorch's runs record no communication.
+  auto fit_terms = [&](const std::vector<LiveRun>& subset, std::ostream* rep) {
+    std::map<int, std::vector<const LiveRun*>> multi;
+    for (const auto& r : subset)
+      if (r.ranks > 1) multi[r.ranks].push_back(&r);
+    std::map<int, double> factor;
+    Calibration c = base;
+    for (const auto& [ranks, rs] : multi) {
+      std::string why;
+      factor[ranks] = fit_comm_factor(rs, why);
+      if (rep) *rep << "  " << ranks << " rank(s): " << why << "\n";
+      if (factor[ranks] != 1.0) c.live_terms.push_back(Calibration::LiveTerm{ranks, 1.0, 0.0, 0.0, factor[ranks]});
+    }
+    std::vector<LiveRun> refit;
+    for (const auto& r : subset) refit.push_back(factor.count(r.ranks) && factor[r.ranks] != 1.0 ? run_of(r.point, predict(points[r.point], c)) : r);
+    auto terms = fit_live_term_set(refit, rep);
+    for (auto& t : terms)
+      if (factor.count(t.term.ranks)) t.term.comm_factor = factor[t.term.ranks];
+    return terms;
+  };
+  file.live = fit_terms(runs, &report);
   // the spread that is left, with the terms applied: in sample, and out of
   // sample (each shape predicted by the terms fitted without its runs), by the replay
   const LiveModelErrors errors = live_model_errors(runs, file.live, [&](std::size_t i, const std::vector<CalibrationFile::FittedLive>& terms) {
     Calibration c = base;
     for (const auto& fl : terms) c.live_terms.push_back(fl.term);
     return predict(points[i], c).iteration_s.median;
-  });
+  }, [&](const std::vector<LiveRun>& subset) { return fit_terms(subset, nullptr); });
   file.model_error_in_sample_sigma = errors.in_sample_sigma;
   file.model_error_sigma = errors.loo_sigma;
   const int n = errors.runs, loo_n = errors.loo_runs;

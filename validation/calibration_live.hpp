@@ -38,12 +38,40 @@ struct LiveRun {
   // steady buckets of the run; with runs of 2 or more bucket counts at a
   // rank count the fit adds a cost per bucket
   int buckets = 0;
+  // the gradient all-reduces' time per iteration, predicted and measured (0:
+  // not recorded: no communication factor from this run)
+  double comm_s = 0, measured_comm_s = 0;
+  // the compute its trainer measured (0: not recorded, as PyTorch's runs:
+  // the compute terms then take measured_s - rest_s)
+  double measured_compute_s = 0;
+  std::size_t point = 0;  // the caller's index of the run (a refit re-predicts it)
 };
+
+// The communication factor of one rank count: measured = comm_factor x
+// predicted all-reduce time per iteration (relative least squares through
+// the origin over the runs that recorded both), kept where it differs from 1
+// at 95% (its standard error from the residuals, at least 3 runs); 1 (none)
+// otherwise. `why` says which, for the report.
+double fit_comm_factor(const std::vector<const LiveRun*>& runs, std::string& why);
+// Whether a rank count's live terms predict shapes they were not fitted to
+// better than none: each shape's runs predicted by the terms fitted (the
+// same features, relative least squares) to the other shapes' runs, RMS of
+// log(target / prediction) with the terms and with none (compute x 1).
+// X, y: the runs' rows as fit_live_term_set builds them. A shape whose rest
+// is too few runs for the terms is not left out (folds counts those that are).
+struct ShapeCv {
+  int folds = 0;
+  double fitted_rms = 0, none_rms = 0;
+};
+ShapeCv leave_one_shape_out(const std::vector<const LiveRun*>& runs, const std::vector<std::vector<double>>& X,
+                            const std::vector<double>& y, const std::vector<std::string>& features);
+
 // The live terms, per rank count (+ per_bucket x buckets for PyTorch runs,
 // see LiveRun::buckets): measured - rest = compute_factor x
 // compute + host_overhead (relative least squares, non-negative; an
-// explicit none with fewer than 3 runs or where the fit does not differ
-// from none at 95%). The report's lines go to `report` when given.
+// explicit none with too few runs, or where it does not predict the shapes
+// left out better than none does: leave_one_shape_out; with fewer than two
+// shapes to leave out, where it does not differ from none at 95%). The report's lines go to `report` when given.
 std::vector<CalibrationFile::FittedLive> fit_live_term_set(const std::vector<LiveRun>& runs, std::ostream* report);
 
 // The model error left with the live terms, as RMS of log(measured /
@@ -56,8 +84,11 @@ struct LiveModelErrors {
   int runs = 0, loo_runs = 0, shapes = 0;
   std::map<std::string, double> loo_rms_by_shape;
 };
-LiveModelErrors live_model_errors(const std::vector<LiveRun>& runs, const std::vector<CalibrationFile::FittedLive>& all,
-                                  const std::function<double(std::size_t, const std::vector<CalibrationFile::FittedLive>&)>& predict);
+// `fit` fits the terms to a subset of the runs (fit_live_term_set when unset).
+LiveModelErrors live_model_errors(
+    const std::vector<LiveRun>& runs, const std::vector<CalibrationFile::FittedLive>& all,
+    const std::function<double(std::size_t, const std::vector<CalibrationFile::FittedLive>&)>& predict,
+    const std::function<std::vector<CalibrationFile::FittedLive>(const std::vector<LiveRun>&)>& fit = nullptr);
 
 // Fits file.live, file.model_error_sigma (leave one shape out: each shape's
 // runs predicted by the terms fitted without them), its in-sample value and

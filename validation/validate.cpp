@@ -179,6 +179,13 @@ int run_repeated_validation(const ValidationPlan& plan, const std::string& out_d
     run_validation(plan, run_dir, exe, cmdline);  // each run's own bound is reported there; the verdict judges them together
     runs.push_back(read_validation_run(run_dir));
   }
+  return write_repeat_verdict(plan, runs, out_dir,
+                              std::to_string(plan.runs) + " runs of the whole plan, calibration included (run-1 ... run-" +
+                                  std::to_string(plan.runs) + ")");
+}
+
+int write_repeat_verdict(const ValidationPlan& plan, const std::vector<ValidationRun>& runs, const std::string& out_dir,
+                         const std::string& what) {
   const RepeatVerdict v = judge_repeat_runs(runs, plan);
   nlohmann::json crit = nlohmann::json::array();
   for (const auto& c : v.criteria) crit.push_back({{"criterion", c.name}, {"pass", c.pass}, {"detail", c.detail}});
@@ -187,11 +194,10 @@ int run_repeated_validation(const ValidationPlan& plan, const std::string& out_d
   const nlohmann::json j = {{"plan", plan.file}, {"runs", run_paths}, {"criteria", crit}, {"others_mean_pct", v.others_mean_pct},
                             {"others_p90_pct", v.others_p90_pct}, {"inconclusive", v.inconclusive}, {"passed", v.passed()},
                             {"exit_code", v.exit_code()}};
-  const std::string md = "# Repeat-run verdict: " + plan.name + " (" + plan.file + ")\n\n" + std::to_string(plan.runs) +
-                         " runs of the whole plan, calibration included (run-1 ... run-" + std::to_string(plan.runs) +
-                         "), judged against how far this machine's own runs repeat (docs/validating.md).\n\n```\n" + v.text() + "```\n";
+  const std::string md = "# Repeat-run verdict: " + plan.name + " (" + plan.file + ")\n\n" + what +
+                         ", judged against how far this machine's own runs repeat (docs/validating.md).\n\n```\n" + v.text() + "```\n";
   write_owned_files(out_dir, {{out_dir + "/verdict.json", j.dump(2) + "\n"}, {out_dir + "/verdict.md", md}});
-  std::cout << "kanscale validate: repeat-run verdict over " << plan.runs << " runs of " << plan.file << "\n" << v.text();
+  std::cout << "kanscale validate: repeat-run verdict over " << runs.size() << " runs of " << plan.file << "\n" << v.text();
   return v.exit_code();
 }
 

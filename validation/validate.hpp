@@ -10,9 +10,11 @@
 // job scripts for a cluster (`--emit DIR`, Slurm and plain mpirun) whose
 // outputs `--collect DIR` compares afterwards.
 #include <string>
+#include <vector>
 
 #include "compare.hpp"
 #include "plan.hpp"
+#include "repeatability.hpp"
 #include "schedule.hpp"
 
 namespace ks {
@@ -26,6 +28,11 @@ int run_validation(const ValidationPlan& plan, const std::string& out_dir, const
 // as out_dir/verdict.md and verdict.json. Returns its exit code: 0 pass, 1
 // fail, 3 inconclusive.
 int run_repeated_validation(const ValidationPlan& plan, const std::string& out_dir, const std::string& exe, const std::string& cmdline);
+// The repeat-run verdict over runs of one plan (at least three), printed and
+// written as out_dir/verdict.md and verdict.json; `what` says where the runs
+// came from. Returns its exit code.
+int write_repeat_verdict(const ValidationPlan& plan, const std::vector<ValidationRun>& runs, const std::string& out_dir,
+                         const std::string& what);
 // Compares what the emitted scripts left in dir; report into out_dir.
 int collect_validation(const ValidationPlan& plan, const std::string& dir, const std::string& out_dir, const std::string& cmdline);
 // The published-figures comparison alone (datasheet calibration; no live runs).
