@@ -873,14 +873,18 @@ TEST_CASE("calibrate: one command measures this machine and fits a calibration t
   REQUIRE(cal.mpi_progress.has_value());  // how the all-reduce progresses (bench progress)
   CHECK(cal.mpi_progress->min_steps >= 1);
   CHECK(slurp(d / "cal/results/fit-report-shm.txt").find("MPI progress") != std::string::npos);
-  // the live runs on the plan's own shapes: a term per rank count (4 runs
-  // each; an explicit none where it does not differ from none at 95%), and
-  // the spread left
+  // the live runs on the plan's own shapes: a term per rank count (an
+  // explicit none where it predicts the shapes left out no better than
+  // none), the 2-rank all-reduces against the sweep's, and the spread left
   CHECK(cal.live_terms.size() == 2);
-  for (const auto& t : cal.live_terms) CHECK((t.compute_factor > 0.2 && t.compute_factor < 5));  // a factor, not a rescue
+  for (const auto& t : cal.live_terms) {
+    CHECK((t.compute_factor > 0.2 && t.compute_factor < 5));  // a factor, not a rescue
+    CHECK((t.comm_factor > 0.2 && t.comm_factor < 5));
+  }
   const std::string fit_report = slurp(d / "cal/results/fit-report-shm.txt");
   CHECK(fit_report.find("1 rank, measured / predicted per shape: 24-48-1-G7 b4 ") != std::string::npos);
   CHECK(fit_report.find("  2 rank(s)") != std::string::npos);  // a term, or none and why
+  CHECK(fit_report.find("  2 rank(s): comm_factor ") != std::string::npos);
   CHECK(cal.model_error_sigma >= 0);
   // the intervals' parts, each on its own line: out-of-sample model error
   // (9 shapes, each left out), in sample beside it, the rounds' drift

@@ -597,3 +597,80 @@ TEST_CASE("the live terms with a cost per bucket: exact runs give back the terms
   f.coef[1] = 1e-4;  // 10 standard errors on its own
   CHECK(live_term_differs_from_none(f));
 }
+
+TEST_CASE("the communication factor by hand: all-reduces at 0.8 x their prediction, a spread around it, too few runs") {
+  // predicted / measured r = 1.25 in every run: f = sum r / sum r^2 = 1 / 1.25
+  // = 0.8 with no residual, so it differs from 1
+  std::vector<LiveRun> runs(3);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    runs[i].ranks = 2;
+    runs[i].comm_s = 1.25e-3 * static_cast<double>(i + 1);
+    runs[i].measured_comm_s = 1e-3 * static_cast<double>(i + 1);
+  }
+  std::vector<const LiveRun*> ptrs{&runs[0], &runs[1], &runs[2]};
+  std::string why;
+  CHECK(fit_comm_factor(ptrs, why) == doctest::Approx(0.8).epsilon(1e-12));
+  // r = 0.9, 1.0, 1.1: f = 3 / 3.02 = 0.99338; residuals 1 - f r = 0.10596,
+  // 0.00662, -0.09272, sum of squares 0.019869; se = sqrt(0.019869 / 2 /
+  // 3.02) = 0.05735; ((f - 1) / se)^2 = 0.0133 < 3.841: none, 1
+  const double r[] = {0.9, 1.0, 1.1};
+  for (int i = 0; i < 3; ++i) runs[i].comm_s = r[i] * runs[i].measured_comm_s;
+  CHECK(fit_comm_factor(ptrs, why) == 1.0);
+  CHECK(why.find("0.9934") != std::string::npos);
+  CHECK(why.find("0.05735") != std::string::npos);
+  // a run that recorded no communication does not count: two left, too few
+  runs[2].measured_comm_s = 0;
+  CHECK(fit_comm_factor(ptrs, why) == 1.0);
+  CHECK(why.find("2 run(s)") != std::string::npos);
+}
+
+TEST_CASE("the compute terms take the compute a run measured where it recorded it") {
+  // six 2-rank runs whose trainer measured compute 1.2 x the predicted + 10
+  // us; their iteration less the predicted rest says 3 x (what the
+  // communication's error would push into the compute): the fit takes the
+  // measured compute, factor 1.2 and 10 us
+  std::vector<LiveRun> runs;
+  const double c[] = {1e-3, 2e-3, 4e-3, 8e-3, 3e-3, 6e-3};
+  for (int i = 0; i < 6; ++i) {
+    LiveRun r{"s" + std::to_string(i), 2, c[i], 1e-4, 1e-4 + 3.0 * c[i], 1};
+    r.measured_compute_s = 1.2 * c[i] + 10e-6;
+    runs.push_back(r);
+  }
+  auto terms = fit_live_term_set(runs, nullptr);
+  REQUIRE(terms.size() == 1);
+  CHECK(terms[0].term.compute_factor == doctest::Approx(1.2).epsilon(1e-9));
+  CHECK(terms[0].term.host_overhead_s == doctest::Approx(10e-6).epsilon(1e-9));
+  // not recorded (PyTorch's runs): iteration - rest, factor 3
+  for (auto& r : runs) r.measured_compute_s = 0;
+  terms = fit_live_term_set(runs, nullptr);
+  CHECK(terms[0].term.compute_factor == doctest::Approx(3.0).epsilon(1e-9));
+}
+
+TEST_CASE("leave one shape out: terms that hold on every shape, against none that misses by log 2") {
+  // three shapes of two runs each, every target exactly 2 x its compute:
+  // each fold's fit on the other four runs is factor 2, host 0, exact on
+  // the shape left out (RMS 0), where none (factor 1) misses by log 2
+  std::vector<LiveRun> runs;
+  std::vector<std::vector<double>> X;
+  std::vector<double> y;
+  const double c[] = {1e-3, 2e-3, 3e-3, 5e-3, 7e-3, 11e-3};
+  for (int i = 0; i < 6; ++i) {
+    runs.push_back({"s" + std::to_string(i / 2), 1, c[i], 0.0, 2.0 * c[i]});
+    X.push_back({c[i], 1.0});
+    y.push_back(2.0 * c[i]);
+  }
+  std::vector<const LiveRun*> ptrs;
+  for (const auto& r : runs) ptrs.push_back(&r);
+  const ShapeCv cv = leave_one_shape_out(ptrs, X, y, {"compute_factor", "host_overhead_s"});
+  CHECK(cv.folds == 3);
+  CHECK(cv.fitted_rms < 1e-9);
+  CHECK(cv.none_rms == doctest::Approx(std::log(2.0)).epsilon(1e-12));
+  // the terms are kept by it
+  CHECK(fit_live_term_set(runs, nullptr)[0].none_because.empty());
+  // every run exactly at none: none predicts every fold exactly, the fit no
+  // better: none is kept
+  for (auto& r : runs) r.measured_s = r.compute_s;
+  const auto none = fit_live_term_set(runs, nullptr);
+  CHECK_FALSE(none[0].none_because.empty());
+  CHECK(none[0].term.compute_factor == 1.0);
+}

@@ -393,6 +393,27 @@ TEST_CASE("the replay takes the progress benchmark's interference for MPI collec
   CHECK(make_replay_input(local, w, cal, two, 32, 1).interference == doctest::Approx(0.2));
 }
 
+TEST_CASE("a live term's communication factor scales each gradient all-reduce of its rank count, and nothing else") {
+  const Cluster local = load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/local-cpu.yaml");
+  const Workload w = load_workload(KANSCALE_SOURCE_DIR "/configs/workloads/local-kanscale.yaml");
+  Calibration cal = load_calibration(KANSCALE_SOURCE_DIR "/configs/calibrations/local-cpu.yaml", local, Precision::fp32);
+  cal.live_terms.clear();
+  const Layout two{2, 1};
+  const ReplayInput base = make_replay_input(local, w, cal, two, 32, 1);
+  cal.live_terms.push_back(Calibration::LiveTerm{2, 1.0, 0.0, 0.0, 1.5});
+  const ReplayInput scaled = make_replay_input(local, w, cal, two, 32, 1);
+  REQUIRE(scaled.steady.allreduce.size() == base.steady.allreduce.size());
+  REQUIRE_FALSE(base.steady.allreduce.empty());
+  for (std::size_t i = 0; i < base.steady.allreduce.size(); ++i) {
+    CHECK(scaled.steady.allreduce[i].time_s == doctest::Approx(1.5 * base.steady.allreduce[i].time_s).epsilon(1e-12));
+    CHECK(scaled.steady.allreduce[i].steps == base.steady.allreduce[i].steps);
+  }
+  CHECK(scaled.first.allreduce.front().time_s == doctest::Approx(1.5 * base.first.allreduce.front().time_s).epsilon(1e-12));
+  CHECK(scaled.broadcast.time_s == base.broadcast.time_s);
+  CHECK(scaled.op_time_s == base.op_time_s);
+  CHECK(scaled.host_overhead_s == base.host_overhead_s);
+}
+
 TEST_CASE("one settings table: its keys, aliases, factors and ranges, and the same refusal at every front door") {
   // --set's names for the network keys resolve to the table's own
   REQUIRE(find_setting("network.latency", kSet) != nullptr);

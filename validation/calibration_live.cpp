@@ -345,7 +345,7 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
   auto fit_terms = [&](const std::vector<LiveRun>& subset, std::ostream* rep) {
     std::map<int, std::vector<const LiveRun*>> multi;
     for (const auto& r : subset)
-      if (r.ranks > 1) multi[r.ranks].push_back(&r);
+      if (r.ranks > 1 && p.implementation != "pytorch") multi[r.ranks].push_back(&r);
     std::map<int, double> factor;
     Calibration c = base;
     for (const auto& [ranks, rs] : multi) {
