@@ -17,6 +17,13 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+// (-march=native: the bases' SiLU and interval search, and the input
+// gradient's SiLU', in AVX-512 where the machine has it; GCC 12 leaves the
+// portable loops scalar: std::floor and the clamps in exp_vec)
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#define KS_KAN_AVX512 1
+#endif
 
 namespace ks {
 
@@ -78,6 +85,36 @@ inline float dsilu_f(float x) {
   const float s = 1.0f / (1.0f + exp_vec(-x));
   return s + x * s * (1.0f - s);
 }
+
+#ifdef KS_KAN_AVX512
+// exp_vec, silu_f and dsilu_f on 16 lanes, operation for operation (no
+// fused multiply-add: the build is ISO C++, where GCC contracts none), so
+// that every lane rounds as the scalar functions do and training stays
+// bit-identical; 2^n by scalef (exact, as the scalar's exponent bits)
+inline __m512 add(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
+inline __m512 mul(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
+inline __m512 splat(float v) { return _mm512_set1_ps(v); }
+inline __m512 exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, splat(-87.0f)), splat(88.0f));
+  const __m512 n = _mm512_roundscale_ps(add(mul(x, splat(1.44269504088896341f)), splat(0.5f)), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  const __m512 r = add(_mm512_sub_ps(x, mul(n, splat(0.693359375f))), mul(n, splat(2.12194440e-4f)));
+  __m512 p = splat(1.9875691500e-4f);
+  p = add(mul(p, r), splat(1.3981999507e-3f));
+  p = add(mul(p, r), splat(8.3334519073e-3f));
+  p = add(mul(p, r), splat(4.1665795894e-2f));
+  p = add(mul(p, r), splat(1.6666665459e-1f));
+  p = add(mul(p, r), splat(5.0000001201e-1f));
+  const __m512 y = add(add(mul(mul(p, r), r), r), splat(1.0f));
+  return _mm512_scalef_ps(y, n);
+}
+inline __m512 silu16(__m512 x) { return _mm512_div_ps(x, add(splat(1.0f), exp16(_mm512_sub_ps(_mm512_setzero_ps(), x)))); }
+inline __m512 dsilu16(__m512 x) {
+  const __m512 s = _mm512_div_ps(splat(1.0f), add(splat(1.0f), exp16(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+  return add(s, mul(mul(x, s), _mm512_sub_ps(splat(1.0f), s)));
+}
+// the first n (1..16) lanes
+inline __mmask16 lanes(int n) { return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u); }
+#endif
 }  // namespace
 
 const char* KernelPhases::name(int p) {
@@ -217,8 +254,25 @@ void bases_uniform(const KanLayer& L, const float* x, int B, LayerWork& w) {
     float* dval = &w.dval[static_cast<std::size_t>(s) * in * k1];
     for (int i0 = 0; i0 < in; i0 += kLanes) {
       const int n = std::min(kLanes, in - i0);
-      float f[kLanes], wv[kMaxOrder + 2][kLanes], lo[kMaxOrder + 2][kLanes];
-      int j0[kLanes];
+      alignas(64) float f[kLanes], wv[kMaxOrder + 2][kLanes], lo[kMaxOrder + 2][kLanes];
+      alignas(64) int j0[kLanes];
+#ifdef KS_KAN_AVX512
+      __mmask16 in_grid;
+      {
+        // lanes past the last input load zeros (every grid term too): computed, never stored
+        const __mmask16 m = lanes(n);
+        const __m512 xv = _mm512_maskz_loadu_ps(m, xs + i0);
+        _mm512_mask_storeu_ps(act + i0, m, silu16(xv));
+        const __m512 t0v = _mm512_maskz_loadu_ps(m, t0.data() + i0);
+        in_grid = m & _mm512_cmp_ps_mask(xv, t0v, _CMP_GE_OQ) & _mm512_cmp_ps_mask(xv, _mm512_maskz_loadu_ps(m, tE.data() + i0), _CMP_LT_OQ);
+        const __m512 u = _mm512_mul_ps(_mm512_sub_ps(xv, t0v), _mm512_maskz_loadu_ps(m, invh.data() + i0));
+        const __m512 fl = _mm512_roundscale_ps(u, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+        // (max and min return their second operand for a NaN: 0, then E - 1)
+        const __m512 jj = _mm512_min_ps(_mm512_max_ps(fl, _mm512_setzero_ps()), _mm512_set1_ps(static_cast<float>(E - 1)));
+        _mm512_store_si512(j0, _mm512_cvttps_epi32(jj));
+        _mm512_storeu_ps(f, _mm512_sub_ps(u, jj));
+      }
+#else
       bool inside[kLanes];
 #pragma omp simd
       for (int l = 0; l < kLanes; ++l) {
@@ -232,6 +286,7 @@ void bases_uniform(const KanLayer& L, const float* x, int B, LayerWork& w) {
         j0[l] = static_cast<int>(jj);
         f[l] = u - jj;
       }
+#endif
       for (int r = 0; r <= k + 1; ++r)
         for (int l = 0; l < kLanes; ++l) wv[r][l] = 0.0f;
       for (int l = 0; l < kLanes; ++l) wv[k][l] = 1.0f;
@@ -246,6 +301,29 @@ void bases_uniform(const KanLayer& L, const float* x, int B, LayerWork& w) {
             wv[r][l] = ((f[l] + a0) * wv[r][l] + (b0 - f[l]) * wv[r + 1][l]) * inv_p[p];
         }
       }
+#ifdef KS_KAN_AVX512
+      {
+        // the same stores as the loop below, 16 lanes at a time: first, then
+        // per r the derivative (dval[i][r]) and the basis into the row where
+        // its column is in [0, C)
+        const __mmask16 m = lanes(n);
+        const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        const __m512i iv = _mm512_add_epi32(_mm512_set1_epi32(i0), lane);
+        const __m512i fiv = _mm512_sub_epi32(_mm512_load_si512(j0), _mm512_set1_epi32(k));
+        _mm512_mask_storeu_epi32(first + i0, m, _mm512_mask_blend_epi32(in_grid, _mm512_set1_epi32(INT_MIN), fiv));
+        const __m512i at_row = _mm512_add_epi32(_mm512_mullo_epi32(iv, _mm512_set1_epi32(C)), fiv);
+        const __m512i at_d = _mm512_mullo_epi32(iv, _mm512_set1_epi32(k1));
+        const __m512 ih = _mm512_maskz_loadu_ps(m, invh.data() + i0);
+        for (int r = 0; r < k1; ++r) {
+          const __m512i rv = _mm512_set1_epi32(r);
+          _mm512_mask_i32scatter_ps(dval, in_grid, _mm512_add_epi32(at_d, rv),
+                                    _mm512_mul_ps(_mm512_sub_ps(_mm512_load_ps(lo[r]), _mm512_load_ps(lo[r + 1])), ih), 4);
+          const __m512i c = _mm512_add_epi32(fiv, rv);
+          const __mmask16 ok = in_grid & _mm512_cmpge_epi32_mask(c, _mm512_setzero_si512()) & _mm512_cmplt_epi32_mask(c, _mm512_set1_epi32(C));
+          _mm512_mask_i32scatter_ps(row, ok, _mm512_add_epi32(at_row, rv), _mm512_load_ps(wv[r]), 4);
+        }
+      }
+#else
       for (int l = 0; l < n; ++l) {
         const int i = i0 + l;
         if (!inside[l]) {
@@ -262,6 +340,7 @@ void bases_uniform(const KanLayer& L, const float* x, int B, LayerWork& w) {
           if (c >= 0 && c < C) row[static_cast<std::size_t>(i) * C + c] = wv[r][l];
         }
       }
+#endif
     }
   }
 }
@@ -372,9 +451,20 @@ void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* d
 #pragma omp parallel for schedule(static)
   for (int smp = 0; smp < B; ++smp) {
     const float* ds = &sc.dsp[static_cast<std::size_t>(smp) * IC];
+    const std::size_t s0 = static_cast<std::size_t>(smp) * in;
+    // silu'(x) (dy Wb) over the row, then the local bases' terms added
+#ifdef KS_KAN_AVX512
+    for (int i0 = 0; i0 < in; i0 += 16) {
+      const __mmask16 m = lanes(in - i0);
+      const __m512 xv = _mm512_maskz_loadu_ps(m, x + s0 + i0);
+      _mm512_mask_storeu_ps(dx + s0 + i0, m, _mm512_mul_ps(dsilu16(xv), _mm512_maskz_loadu_ps(m, &sc.tmp[s0 + i0])));
+    }
+#else
+    for (int i = 0; i < in; ++i) dx[s0 + i] = dsilu_f(x[s0 + i]) * sc.tmp[s0 + i];
+#endif
     for (int i = 0; i < in; ++i) {
-      const std::size_t si = static_cast<std::size_t>(smp) * in + i;
-      float v = dsilu_f(x[si]) * sc.tmp[si];
+      const std::size_t si = s0 + i;
+      float v = dx[si];
       const int f = w.first[si];
       if (f != INT_MIN) {
         for (int r = 0; r < k1; ++r) {
