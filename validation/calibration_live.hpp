@@ -2,15 +2,19 @@
 // The live terms of a calibration: what kanscale train, run on the
 // calibration's own shapes (calibration.measure.live, never a validation
 // case's), costs beyond the prediction from the microbenchmark terms. Per
-// ranks on a node: measured - predicted non-compute time is fitted as
-// compute_factor x predicted compute + host_overhead (relative least
-// squares, non-negative). A term is kept only where it differs from none
-// (factor 1, overhead 0) at 95%, else it is written as an explicit none:
-// otherwise it would carry a few shapes' own errors and the machine's
-// run-to-run drift to every other shape. The one-rank runs' measured /
-// predicted per shape goes to the report (their spread is what the kernel
-// model misses at shapes it never saw). The runs' remaining spread around
-// the corrected prediction is the model error the intervals carry.
+// ranks on a node: first the trainer's gradient all-reduces against the
+// predicted ones (comm_factor), then, re-predicted with it, the compute the
+// trainer measured (PyTorch's runs, which record no split: the measured
+// time less the predicted non-compute) fitted as compute_factor x predicted
+// compute + host_overhead (relative least squares, non-negative). The
+// compute terms are kept only where they predict the shapes left out
+// better than none (factor 1, overhead 0), else written as an explicit
+// none: otherwise they would carry a few shapes' own errors and the
+// machine's run-to-run drift to every other shape. The one-rank runs'
+// measured / predicted per shape goes to the report (their spread is what
+// the kernel model misses at shapes it never saw). The runs' remaining
+// spread around the corrected prediction is the model error the intervals
+// carry.
 #include <functional>
 #include <map>
 #include <ostream>
