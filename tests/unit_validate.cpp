@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -149,14 +150,21 @@ TEST_CASE("plans with a missing file, an unknown backend or zero ranks fail befo
   std::system(("rm -rf " + dir).c_str());
 }
 
+namespace {
+// In the repository root (the plans name their files from there) for the
+// scope, back to the working directory however the test ends.
+struct InSourceDir {
+  char cwd[4096] = {};
+  InSourceDir() {
+    REQUIRE(getcwd(cwd, sizeof cwd) != nullptr);
+    REQUIRE(chdir(KANSCALE_SOURCE_DIR) == 0);
+  }
+  ~InSourceDir() { (void)!chdir(cwd); }
+};
+}  // namespace
+
 TEST_CASE("the shipped plans load, with the case counts their comments state") {
-  // paths in the plans are relative to the repository root
-  struct Back {  // back to the working directory however the test ends
-    char cwd[4096] = {};
-    Back() { REQUIRE(getcwd(cwd, sizeof cwd) != nullptr); }
-    ~Back() { (void)!chdir(cwd); }
-  } back;
-  REQUIRE(chdir(KANSCALE_SOURCE_DIR) == 0);
+  const InSourceDir here;
   auto judged = [](const ValidationPlan& p) {
     int n = 0;
     for (const auto& c : p.cases) n += !c.oversubscribed;
@@ -338,4 +346,27 @@ TEST_CASE("a live term is kept only where (factor, overhead) differs from (1, 0)
   CHECK(live_term_differs_from_none(f));
   set(1.07, 0.0, 0.04, 0.0, 0.0);  // (0.07 / 0.04)^2 = 3.06
   CHECK_FALSE(live_term_differs_from_none(f));
+}
+
+TEST_CASE("the schedule starts the calibration's live runs as it starts the cases: the plan's threads per rank in both") {
+  // local-cpu's plan has live calibration shapes and cases; at 2 threads a
+  // rank every train job, calibration run or case, says --threads 2 and
+  // counts 2 CPUs a rank
+  const InSourceDir here;
+  ValidationPlan p = load_validation_plan("validation/plans/local-cpu.yaml");
+  p.threads_per_rank = 2;
+  int calibration_runs = 0, cases = 0;
+  for (const auto& round : make_schedule(p))
+    for (const Job& j : round) {
+      if (j.args.empty() || j.args[0] != "train") continue;
+      CAPTURE(j.what);
+      const auto at = std::find(j.args.begin(), j.args.end(), "--threads");
+      REQUIRE(at != j.args.end());
+      REQUIRE(at + 1 != j.args.end());
+      CHECK(*(at + 1) == "2");
+      CHECK(j.threads_per_rank == 2);
+      (j.what.rfind("calibration run", 0) == 0 ? calibration_runs : cases) += 1;
+    }
+  CHECK(calibration_runs > 0);
+  CHECK(cases > 0);
 }

@@ -150,25 +150,25 @@ std::vector<std::vector<Job>> make_schedule(const ValidationPlan& p) {
       }
     }
     // live runs on the calibration's own shapes (calibration_live): kanscale's
-    // trainer, or PyTorch DDP jobs that kanscale starts
+    // trainer, or PyTorch DDP jobs that kanscale starts, with the command line
+    // of the cases (their threads per rank too)
+    const bool torch = p.implementation == "pytorch";
+    auto train_args = [&](const std::string& workload, const std::string& json, int ranks) {
+      std::vector<std::string> args = {"train", "--quiet", "--backend", p.backend, "--workload", workload, "--steps", std::to_string(p.steps),
+                                       "--threads", std::to_string(p.threads_per_rank), "--json", json};
+      if (torch) args.insert(args.end(), {"--ranks", std::to_string(ranks)});
+      return args;
+    };
     if (p.measure.enabled) {
-      const bool torch = p.implementation == "pytorch";
       for (std::size_t c = 0; c < p.measure.live.size(); ++c) {
         const auto& lc = p.measure.live[c];
-        std::vector<std::string> args = {"train", "--quiet", "--backend", p.backend, "--workload", live_cal_workload(c), "--steps",
-                                         std::to_string(p.steps), "--json", live_cal_file(c, r)};
-        if (torch) args.insert(args.end(), {"--ranks", std::to_string(lc.ranks), "--threads", std::to_string(p.threads_per_rank)});
-        jobs.push_back({"calibration run " + lc.label(), lc.ranks, lc.transport, lc.oversubscribed, args, live_cal_file(c, r), torch,
-                        torch ? p.threads_per_rank : 1});
+        jobs.push_back({"calibration run " + lc.label(), lc.ranks, lc.transport, lc.oversubscribed,
+                        train_args(live_cal_workload(c), live_cal_file(c, r), lc.ranks), live_cal_file(c, r), torch, p.threads_per_rank});
       }
     }
     for (std::size_t c = 0; c < p.cases.size(); ++c) {
       const auto& vc = p.cases[c];
-      std::vector<std::string> args = {"train", "--quiet", "--backend", p.backend, "--workload", "cases/case" + std::to_string(c) + ".yaml",
-                                       "--steps", std::to_string(p.steps), "--threads", std::to_string(p.threads_per_rank),
-                                       "--json", live_file(c, r)};
-      const bool torch = p.implementation == "pytorch";
-      if (torch) args.insert(args.end(), {"--ranks", std::to_string(vc.ranks)});
+      std::vector<std::string> args = train_args("cases/case" + std::to_string(c) + ".yaml", live_file(c, r), vc.ranks);
       // the live timeline comes from kanscale's trainer (a PyTorch run's profile has no simulator lanes)
       if (r == 0 && c == shown && !torch) args.insert(args.end(), {"--trace", trace_file(c)});
       Job job{vc.label(), vc.ranks, vc.transport, vc.oversubscribed, args, live_file(c, r), torch, p.threads_per_rank};
