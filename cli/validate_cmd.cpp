@@ -44,8 +44,8 @@ void validate_options(po::options_description& desc, ValidateArgs& a) {
       ("published", po::bool_switch(&a.published), "only the comparison with the plan's published figures (no live runs)")
       ("repeatability", po::value(&a.repeat)->multitoken()->value_name("RUN..."),
        "how the plan's live measurements repeat: two or more of its validation runs (report directories or results.json), each "
-       "predicted from the others; exit 1 when that misses the plan's bound. With three or more: also the repeat-run verdict "
-       "(verdict.md; exit 0 pass, 1 fail, 3 inconclusive)")
+       "predicted from the others; exit 1 when that misses the plan's bound. With three or more, the repeat-run verdict "
+       "(verdict.md) decides instead, as for a plan with runs: N (exit 0 pass, 1 fail, 3 inconclusive)")
       ("calibration", po::value(&a.calibration)->value_name("FILE"),
        "predict from this calibration instead of the plan's (what-ifs; negative controls with --collect)");
 }

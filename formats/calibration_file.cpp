@@ -174,12 +174,14 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
       << " round(s)' mean log deviation, a random effect per run" << (f.drift_rounds < 2 ? " (one round: not measured)" : "")
       << (f.kernel_drift_sigma ? "; the microbenchmarks' over the same rounds: " + std::to_string(*f.kernel_drift_sigma) : std::string()) << "\n"
       << "  terms:\n";
-    for (const auto& l : f.live)
+    for (const auto& l : f.live) {
       y << "    - {ranks: " << l.term.ranks << ", compute_factor: " << l.term.compute_factor << ", host_overhead: "
-        << num(l.term.host_overhead_s * 1e6, "us")
-        << (l.term.per_bucket_s > 0 ? ", per_bucket: " + num(l.term.per_bucket_s * 1e6, "us") : std::string())
-        << (l.term.comm_factor != 1.0 ? ", comm_factor: " + std::to_string(l.term.comm_factor) : std::string()) << "}   # "
-        << (l.none_because.empty() ? fit_quality(l.fit, false) : l.none_because) << "\n";
+        << num(l.term.host_overhead_s * 1e6, "us");
+      if (l.term.per_bucket_s > 0) y << ", per_bucket: " << num(l.term.per_bucket_s * 1e6, "us");
+      if (l.term.comm_factor != 1.0) y << ", comm_factor: " << l.term.comm_factor;
+      y << "}   # " << (l.none_because.empty() ? fit_quality(l.fit, false) : l.none_because)
+        << (l.comm_why.empty() ? std::string() : "; " + l.comm_why) << "\n";
+    }
   }
   if (f.has_memory()) {
     y << "memory:\n";

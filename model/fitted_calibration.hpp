@@ -76,7 +76,8 @@ struct CalibrationFile {
   struct FittedLive {
     Calibration::LiveTerm term;
     LinearFit fit;  // measured - predicted non-compute ~ factor x predicted compute + host
-    std::string none_because;  // set: the fit did not differ from none, the term is (1, 0)
+    std::string none_because;  // set: the compute terms are none, (1, 0)
+    std::string comm_why;      // the communication factor's fit, for the file's comment (kanscale's trainer)
   };
   std::vector<FittedLive> live;
   double model_error_sigma = 0;            // leave one shape out: what the intervals carry

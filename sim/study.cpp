@@ -188,7 +188,10 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
     pb->allreduce.clear();
     for (const auto& b : pb->buckets) pb->allreduce.push_back(coll.allreduce(b.bytes, layout));
     if (live)
-      for (auto& e : pb->allreduce) e.time_s *= live->comm_factor;
+      for (auto& e : pb->allreduce) {  // (the launch is part of the time)
+        e.time_s *= live->comm_factor;
+        e.launch_s *= live->comm_factor;
+      }
   }
   in.broadcast = coll.broadcast(in.broadcast_bytes, layout);
   // Steps (mpi_progress) are how kanscale's trainer drives MPI: it polls

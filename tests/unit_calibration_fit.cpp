@@ -622,6 +622,24 @@ TEST_CASE("the communication factor by hand: all-reduces at 0.8 x their predicti
   runs[2].measured_comm_s = 0;
   CHECK(fit_comm_factor(ptrs, why) == 1.0);
   CHECK(why.find("2 run(s)") != std::string::npos);
+  // r = 1/200 in every run: f = 200 exactly, beyond the file's range (at most
+  // 100): none, and why says so
+  for (int i = 0; i < 3; ++i) runs[i].measured_comm_s = 200.0 * runs[i].comm_s;
+  CHECK(fit_comm_factor(ptrs, why) == 1.0);
+  CHECK(why.find("outside") != std::string::npos);
+  // a fitted factor goes into the file and back unchanged, its fit beside it
+  CalibrationFile f;
+  f.name = "t";
+  CalibrationFile::FittedLive fl;
+  fl.term = Calibration::LiveTerm{2, 1.0, 0.0, 0.0, 0.7715};
+  fl.none_because = "none: test";
+  fl.comm_why = "comm_factor 0.7715 +- 0.06 over 9 runs";
+  f.live = {fl};
+  const std::string text = write_calibration(f, "");
+  CHECK(text.find("comm_factor: 0.7715}   # none: test; comm_factor 0.7715 +- 0.06 over 9 runs") != std::string::npos);
+  const Calibration back = round_trip(f, local_cpu());
+  REQUIRE(back.live_terms.size() == 1);
+  CHECK(back.live_terms[0].comm_factor == 0.7715);
 }
 
 TEST_CASE("the compute terms take the compute a run measured where it recorded it") {

@@ -393,7 +393,7 @@ TEST_CASE("the replay takes the progress benchmark's interference for MPI collec
   CHECK(make_replay_input(local, w, cal, two, 32, 1).interference == doctest::Approx(0.2));
 }
 
-TEST_CASE("a live term's communication factor scales each gradient all-reduce of its rank count, and nothing else") {
+TEST_CASE("a live term's communication factor scales each gradient all-reduce, its launch within it, and nothing else") {
   const Cluster local = load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/local-cpu.yaml");
   const Workload w = load_workload(KANSCALE_SOURCE_DIR "/configs/workloads/local-kanscale.yaml");
   Calibration cal = load_calibration(KANSCALE_SOURCE_DIR "/configs/calibrations/local-cpu.yaml", local, Precision::fp32);
@@ -407,6 +407,7 @@ TEST_CASE("a live term's communication factor scales each gradient all-reduce of
   for (std::size_t i = 0; i < base.steady.allreduce.size(); ++i) {
     CHECK(scaled.steady.allreduce[i].time_s == doctest::Approx(1.5 * base.steady.allreduce[i].time_s).epsilon(1e-12));
     CHECK(scaled.steady.allreduce[i].steps == base.steady.allreduce[i].steps);
+    CHECK(scaled.steady.allreduce[i].launch_s == doctest::Approx(1.5 * base.steady.allreduce[i].launch_s).epsilon(1e-12));
   }
   CHECK(scaled.first.allreduce.front().time_s == doctest::Approx(1.5 * base.first.allreduce.front().time_s).epsilon(1e-12));
   CHECK(scaled.broadcast.time_s == base.broadcast.time_s);

@@ -236,10 +236,13 @@ double fit_comm_factor(const std::vector<const LiveRun*>& runs, std::string& why
   for (double x : r) e2 += (1 - f * x) * (1 - f * x);
   const double se = std::sqrt(e2 / static_cast<double>(r.size() - 1) / s2);
   const bool differs = se > 0 ? (f - 1) * (f - 1) / (se * se) > 3.841 : f != 1.0;
-  w << "comm_factor " << (differs ? "" : "none: fitted ") << f << " +- " << se << " over " << r.size() << " runs"
-    << (differs ? "" : ", not told from 1 at 95%");
+  // (the file's range for it: a factor beyond it says the runs measured
+  // something else than the sweep's collective, e.g. ranks waiting on a peer)
+  const bool in_range = f >= 0.01 && f <= 100;
+  w << "comm_factor " << (differs && in_range ? "" : "none: fitted ") << f << " +- " << se << " over " << r.size() << " runs"
+    << (!in_range ? ", outside 0.01-100" : differs ? "" : ", not told from 1 at 95%");
   why = w.str();
-  return differs ? f : 1.0;
+  return differs && in_range ? f : 1.0;
 }
 
 LiveModelErrors live_model_errors(
@@ -306,7 +309,9 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
   std::map<int, std::vector<const LivePoint*>> by_ranks;
   for (const auto& lp : points) by_ranks[lp.ranks].push_back(&lp);
   report << "live (" << (p.implementation == "pytorch" ? "PyTorch DDP" : "kanscale's trainer")
-         << " on the calibration's own shapes; measured - predicted non-compute = compute_factor x predicted compute + host_overhead):\n";
+         << " on the calibration's own shapes; "
+         << (p.implementation == "pytorch" ? "measured - predicted non-compute" : "the measured all-reduces = comm_factor x predicted; measured compute")
+         << " = compute_factor x predicted compute + host_overhead):\n";
   // each shape alone: the trainer against the microbenchmark terms
   if (by_ranks.count(1)) {
     report << "  1 rank, measured / predicted per shape:";
@@ -347,9 +352,10 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
     for (const auto& r : subset)
       if (r.ranks > 1 && p.implementation != "pytorch") multi[r.ranks].push_back(&r);
     std::map<int, double> factor;
+    std::map<int, std::string> comm_why;
     Calibration c = base;
     for (const auto& [ranks, rs] : multi) {
-      std::string why;
+      std::string& why = comm_why[ranks];
       factor[ranks] = fit_comm_factor(rs, why);
       if (rep) *rep << "  " << ranks << " rank(s): " << why << "\n";
       if (factor[ranks] != 1.0) c.live_terms.push_back(Calibration::LiveTerm{ranks, 1.0, 0.0, 0.0, factor[ranks]});
@@ -358,7 +364,10 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
     for (const auto& r : subset) refit.push_back(factor.count(r.ranks) && factor[r.ranks] != 1.0 ? run_of(r.point, predict(points[r.point], c)) : r);
     auto terms = fit_live_term_set(refit, rep);
     for (auto& t : terms)
-      if (factor.count(t.term.ranks)) t.term.comm_factor = factor[t.term.ranks];
+      if (factor.count(t.term.ranks)) {
+        t.term.comm_factor = factor[t.term.ranks];
+        t.comm_why = comm_why[t.term.ranks];
+      }
     return terms;
   };
   file.live = fit_terms(runs, &report);

@@ -71,8 +71,9 @@ ShapeCv leave_one_shape_out(const std::vector<const LiveRun*>& runs, const std::
                             const std::vector<double>& y, const std::vector<std::string>& features);
 
 // The live terms, per rank count (+ per_bucket x buckets for PyTorch runs,
-// see LiveRun::buckets): measured - rest = compute_factor x
-// compute + host_overhead (relative least squares, non-negative; an
+// see LiveRun::buckets): target = compute_factor x compute + host_overhead,
+// the target being the run's measured compute where it recorded one, else
+// measured - rest (relative least squares, non-negative; an
 // explicit none with too few runs, or where it does not predict the shapes
 // left out better than none does: leave_one_shape_out; with fewer than two
 // shapes to leave out, where it does not differ from none at 95%). The report's lines go to `report` when given.
