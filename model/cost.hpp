@@ -10,7 +10,8 @@ namespace ks {
 // Seconds one kernel takes under a calibration (no jitter, no interference).
 // `cold_fraction` (0 = caches warm, 1 = cold; cold_fraction_for) moves a
 // fitted op from its warm fit toward its cold one, where the calibration
-// has one.
+// has one: the cold fit's data terms (FLOPs, bytes, elements, weights)
+// with the warm fit's fixed term.
 double op_time_s(const Op& op, const Calibration& cal, double cold_fraction);
 std::vector<double> op_times_s(const std::vector<Op>& ops, const Calibration& cal, double cold_fraction);
 

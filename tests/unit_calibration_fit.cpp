@@ -664,6 +664,33 @@ TEST_CASE("the compute terms take the compute a run measured where it recorded i
   CHECK(terms[0].term.compute_factor == doctest::Approx(3.0).epsilon(1e-9));
 }
 
+TEST_CASE("a cost per bucket only for runs that recorded no compute of their own") {
+  // the six runs above at 1 or 2 buckets. With their measured compute (1.2 x
+  // predicted + 10 us, kanscale's trainer) the buckets' work is not in the
+  // target: two columns, factor 1.2 and 10 us. Without it, their iteration
+  // less the rest is 1.2 c + 10 us + 50 us x buckets: three columns, and
+  // the fit gives 50 us back.
+  std::vector<LiveRun> runs;
+  const double c[] = {1e-3, 2e-3, 4e-3, 8e-3, 3e-3, 6e-3};
+  for (int i = 0; i < 6; ++i) {
+    LiveRun r{"s" + std::to_string(i), 2, c[i], 1e-4, 0.0, 1 + i % 2};
+    r.measured_compute_s = 1.2 * c[i] + 10e-6;
+    r.measured_s = r.rest_s + r.measured_compute_s + 50e-6 * r.buckets;
+    runs.push_back(r);
+  }
+  auto terms = fit_live_term_set(runs, nullptr);
+  REQUIRE(terms.size() == 1);
+  CHECK(terms[0].fit.features.size() == 2);
+  CHECK(terms[0].term.per_bucket_s == 0.0);
+  CHECK(terms[0].term.compute_factor == doctest::Approx(1.2).epsilon(1e-9));
+  for (auto& r : runs) r.measured_compute_s = 0;
+  terms = fit_live_term_set(runs, nullptr);
+  REQUIRE(terms[0].fit.features.size() == 3);
+  CHECK(terms[0].term.compute_factor == doctest::Approx(1.2).epsilon(1e-9));
+  CHECK(terms[0].term.host_overhead_s == doctest::Approx(10e-6).epsilon(1e-9));
+  CHECK(terms[0].term.per_bucket_s == doctest::Approx(50e-6).epsilon(1e-9));
+}
+
 TEST_CASE("leave one shape out: terms that hold on every shape, against none that misses by log 2") {
   // three shapes of two runs each, every target exactly 2 x its compute:
   // each fold's fit on the other four runs is factor 2, host 0, exact on

@@ -457,3 +457,22 @@ TEST_CASE("one settings table: its keys, aliases, factors and ranges, and the sa
                                    "u.yaml", 1e9),
                        doctest::Contains("uses MPI collectives"), InputError);
 }
+
+TEST_CASE("an op between warm and cold: the cold fit's data terms blended, the warm fit's fixed term kept") {
+  // hand calculation, one fitted op of 2e6 FLOPs and 1e5 bytes (sum, no roofline):
+  // warm: 1 us + 2e6 / 1e12 s + 1e5 / 1e11 s = 1 + 2 + 1 = 4 us
+  // cold: 20 us fixed + 2e6 / 5e11 + 1e5 / 2e10 = 20 + 4 + 5 us; with the warm
+  //       fixed: 1 + 4 + 5 = 10 us
+  // at cold fraction 0.5: 4 + 0.5 x (10 - 4) = 7 us; at 1: 10 us; at 0: 4 us
+  Calibration cal;
+  cal.name = "hand";
+  cal.ops["kan_forward"] = OpCost{1e-6, 1e12, 1e11, false};
+  cal.ops_cold["kan_forward"] = OpCost{20e-6, 5e11, 2e10, false};
+  Op op;
+  op.cost_class = "kan_forward";
+  op.flops = 2e6;
+  op.bytes = 1e5;
+  CHECK(op_time_s(op, cal, 0.0) == doctest::Approx(4e-6).epsilon(1e-12));
+  CHECK(op_time_s(op, cal, 0.5) == doctest::Approx(7e-6).epsilon(1e-12));
+  CHECK(op_time_s(op, cal, 1.0) == doctest::Approx(10e-6).epsilon(1e-12));
+}

@@ -146,17 +146,27 @@ std::vector<CalibrationFile::FittedLive> fit_live_term_set(const std::vector<Liv
     const std::vector<const LiveRun*>& pts = entry.second;
     std::vector<std::vector<double>> X;
     std::vector<double> y;
-    // a cost per bucket where the usable runs have two bucket counts or
-    // more, and enough of them for three terms
+    // a cost per bucket where the usable runs recorded no compute of their
+    // own (PyTorch's: the target is the iteration less the predicted rest,
+    // which holds the reducer's per-bucket work), have two bucket counts or
+    // more, and enough of them for three terms. A run that recorded its
+    // compute (kanscale's trainer) takes none: its buckets' work is not in
+    // that compute, and at the calibration's one bucket cap per shape the
+    // count follows the model's size, so the term stood in for size and
+    // charged the 16 KiB caps' many buckets (offline on the Xeon runs of 3
+    // Dec 2026: per-model bias +7.7% against +8.9% with it; docs/validating.md,
+    // attempt E).
     std::set<int> counts;
     std::vector<const LiveRun*> usable;
+    bool split = false;
     for (const LiveRun* r : pts) {
       const double target = live_target(*r);
       if (!(target > 0) || !(r->compute_s > 0)) continue;
       usable.push_back(r);
       if (r->buckets > 0) counts.insert(r->buckets);
+      split = split || r->measured_compute_s > 0;
     }
-    const bool per_bucket = counts.size() >= 2 && usable.size() >= 4;
+    const bool per_bucket = !split && counts.size() >= 2 && usable.size() >= 4;
     for (const LiveRun* r : usable) {
       if (per_bucket) X.push_back({r->compute_s, 1.0, static_cast<double>(r->buckets)});
       else X.push_back({r->compute_s, 1.0});

@@ -40,7 +40,8 @@ struct LiveRun {
   int ranks = 1;
   double compute_s = 0, rest_s = 0, measured_s = 0;
   // steady buckets of the run; with runs of 2 or more bucket counts at a
-  // rank count the fit adds a cost per bucket
+  // rank count, none of which recorded its compute, the fit adds a cost per
+  // bucket
   int buckets = 0;
   // the gradient all-reduces' time per iteration, predicted and measured (0:
   // not recorded: no communication factor from this run)
