@@ -143,6 +143,14 @@ const Calibration::LiveTerm* live_term_for(const Calibration& cal, int ranks_per
   return best;
 }
 
+// The fraction of the way from the probe's best time per byte to its worst
+// at the working set's bandwidth: what a cold op pays beyond a warm one is
+// time, so the interpolation is in 1/bandwidth. (It was linear in
+// bandwidth, which put a 4-16 MiB working set, read at the L3's 28 of 56
+// GB/s, 58% of the way to cold. The trainer's own per-layer times on the
+// Xeon of 3 Dec 2026 sat 0.03-0.5 of the way from the warm to the cold
+// microbenchmark at such working sets, about 0.2 on average; 1/bandwidth
+// gives 0.21. docs/validating.md, attempt E.)
 double cold_fraction_for(const Calibration& cal, double ws) {
   const auto& p = cal.cache_probe;
   if (p.size() < 2 || !(ws > 0)) return 0.0;
@@ -164,7 +172,7 @@ double cold_fraction_for(const Calibration& cal, double ws) {
       }
     }
   }
-  return std::clamp((hi - bw) / (hi - lo), 0.0, 1.0);
+  return std::clamp((1.0 / bw - 1.0 / hi) / (1.0 / lo - 1.0 / hi), 0.0, 1.0);
 }
 
 JobCosts job_costs_default(CollFamily family) {

@@ -476,3 +476,17 @@ TEST_CASE("an op between warm and cold: the cold fit's data terms blended, the w
   CHECK(op_time_s(op, cal, 0.5) == doctest::Approx(7e-6).epsilon(1e-12));
   CHECK(op_time_s(op, cal, 1.0) == doctest::Approx(10e-6).epsilon(1e-12));
 }
+
+TEST_CASE("the cold fraction interpolates the cache probe's time per byte, not its bandwidth") {
+  // probe: 50 GB/s at 1 MB, 10 GB/s at 100 MB. At 10 MB (halfway in log
+  // bytes) the bandwidth is 30 GB/s; the time per byte is 1/30 against 1/50
+  // best and 1/10 worst: (1/30 - 1/50) / (1/10 - 1/50) = (2/150) / (8/100)
+  // = 1/6 (halfway in bandwidth would say 1/2). Past either end: 0 and 1.
+  Calibration cal;
+  cal.cache_probe = {{1e6, 50e9}, {1e8, 10e9}};
+  CHECK(cold_fraction_for(cal, 1e7) == doctest::Approx(1.0 / 6.0).epsilon(1e-12));
+  CHECK(cold_fraction_for(cal, 1e5) == 0.0);
+  CHECK(cold_fraction_for(cal, 1e9) == doctest::Approx(1.0).epsilon(1e-12));
+  cal.cache_probe.clear();
+  CHECK(cold_fraction_for(cal, 1e7) == 0.0);
+}
