@@ -314,11 +314,11 @@ struct Calibration {
 };
 
 
-// How far from cache-warm toward cache-cold a working set runs: the drop of
-// the measured read bandwidth at that size, from the best (in cache) to the
-// worst (in memory), log-linearly interpolated in size; 0 without a probe.
-// (1/bw(ws) - 1/best) / (1/worst - 1/best) on the cache probe, in [0, 1];
-// 0 without a probe.
+// How far from cache-warm toward cache-cold a working set runs: the rise of
+// the measured read time per byte at that size (the bandwidth bw(ws)
+// log-linearly interpolated in size), from the best (in cache) to the worst
+// (in memory): (1/bw(ws) - 1/best) / (1/worst - 1/best), in [0, 1]; 0
+// without a probe.
 double cold_fraction_for(const Calibration& cal, double working_set_bytes);
 
 // The live term for a node with `ranks_per_node` ranks (null: none).
