@@ -169,7 +169,11 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
     y << "live:   # kanscale train on the calibration's own shapes (" << f.live_from << "), against the prediction from the terms above\n"
       << "  model_error_sigma: " << f.model_error_sigma
       << "   # out of sample: RMS of log(measured / corrected prediction), each shape predicted by the terms fitted without it"
-      << " (in sample: " << f.model_error_in_sample_sigma << ")\n"
+      << " (in sample: " << f.model_error_in_sample_sigma << ")\n";
+    if (f.comm_error_sigma > 0)
+      y << "  comm_error_sigma: " << f.comm_error_sigma
+        << "   # out of sample: RMS of log(measured / predicted all-reduce time), each shape against the communication factor fitted without it\n";
+    y
       << "  drift_sigma: " << f.drift_sigma << "   # run-to-run: the spread of the " << f.drift_rounds
       << " round(s)' mean log deviation, a random effect per run" << (f.drift_rounds < 2 ? " (one round: not measured)" : "")
       << (f.kernel_drift_sigma ? "; the microbenchmarks' over the same rounds: " + std::to_string(*f.kernel_drift_sigma) : std::string()) << "\n"

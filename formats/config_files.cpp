@@ -318,6 +318,8 @@ static void read_calibration_live(YamlMap& m, Calibration& cal) {
   if (auto live = m.map_opt("live")) {
     cal.model_error_sigma = live->number_opt("model_error_sigma", Bound::non_negative).value_or(0.0);
     if (cal.model_error_sigma > 1.0) live->fail("model_error_sigma", "must be at most 1 (a lognormal sigma), got " + std::to_string(cal.model_error_sigma));
+    cal.comm_error_sigma = live->number_opt("comm_error_sigma", Bound::non_negative).value_or(0.0);
+    if (cal.comm_error_sigma > 1.0) live->fail("comm_error_sigma", "must be at most 1 (a lognormal sigma), got " + std::to_string(cal.comm_error_sigma));
     cal.drift_sigma = live->number_opt("drift_sigma", Bound::non_negative).value_or(0.0);
     if (cal.drift_sigma > 1.0) live->fail("drift_sigma", "must be at most 1 (a lognormal sigma), got " + std::to_string(cal.drift_sigma));
     for (auto& t : live->map_list_opt("terms")) {

@@ -283,7 +283,12 @@ struct Calibration {
   // The live runs' run-to-run drift (a random effect per run: the whole
   // machine faster or slower that run), lognormal sigma; 0: not measured.
   double drift_sigma = 0;
+  // The live runs' all-reduce time around the communication factor's
+  // prediction, out of sample (lognormal sigma): the intervals' error on
+  // every gradient all-reduce. 0: not measured.
+  double comm_error_sigma = 0;
   double compute_scale = 1;  // a drawn model error and drift (uncertainty draws only); 1: none
+  double comm_scale = 1;     // a drawn communication error (uncertainty draws only); 1: none
   double jitter_sigma = 0;     // lognormal sigma of a rank's per-iteration compute factor
   double interference = 0;     // compute slowdown fraction while the rank's collective runs
   NcclConstants nccl;

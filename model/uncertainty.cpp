@@ -92,6 +92,8 @@ Calibration draw_calibration(const Calibration& fitted, const Rng& rng, std::uin
   // the model error the live runs showed out of sample, and the run's own
   // drift: two independent factors on every compute op
   cal.compute_scale = rng.lognormal_mean_one(cal.model_error_sigma, 0x2000, draw) * rng.lognormal_mean_one(cal.drift_sigma, 0x2001, draw);
+  // and on the gradient all-reduces, their own (one factor for all of them)
+  cal.comm_scale = rng.lognormal_mean_one(cal.comm_error_sigma, 0x2002, draw);
   return cal;
 }
 

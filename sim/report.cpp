@@ -176,6 +176,7 @@ void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info) {
       auto sig = [](double s) { return s > 0 ? "lognormal sigma " + fixed(s, 4) : std::string("none (not measured)"); };
       os << "    (a) the fits' covariances: " << (has_parameter_uncertainty(cal) ? "drawn per sample" : "none recorded") << "\n"
          << "    (b) the model's out-of-sample error (leave one shape out over the calibration's live runs): " << sig(cal.model_error_sigma) << "\n"
+         << "        on the gradient all-reduces (the same over their times): " << sig(cal.comm_error_sigma) << "\n"
          << "    (c) run-to-run drift (the live runs' rounds, a random effect per run): " << sig(cal.drift_sigma) << "\n"
          << "    (d) jitter (per rank and iteration): " << sig(cal.jitter_sigma) << "\n";
     }

@@ -192,6 +192,8 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
         e.time_s *= live->comm_factor;
         e.launch_s *= live->comm_factor;
       }
+    if (cal.comm_scale != 1.0)
+      for (auto& e : pb->allreduce) e.time_s *= cal.comm_scale;
   }
   in.broadcast = coll.broadcast(in.broadcast_bytes, layout);
   // Steps (mpi_progress) are how kanscale's trainer drives MPI: it polls
@@ -382,7 +384,7 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
 }
 
 bool has_measured_uncertainty(const Calibration& cal) {
-  return has_parameter_uncertainty(cal) || cal.jitter_sigma > 0 || cal.model_error_sigma > 0 || cal.drift_sigma > 0;
+  return has_parameter_uncertainty(cal) || cal.jitter_sigma > 0 || cal.model_error_sigma > 0 || cal.drift_sigma > 0 || cal.comm_error_sigma > 0;
 }
 
 Band central_band(std::vector<double> v, double level) {

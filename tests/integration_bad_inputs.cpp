@@ -265,6 +265,9 @@ std::vector<Case> catalogue_part2() {
       {"calibration: model error as text", "calibration",
        {{K, sub(kLiveCalibration, "model_error_sigma: 0.0944082", "model_error_sigma: some")}}, sim_calibration(),
        {"calibration.yaml:", "model_error_sigma"}},
+      {"calibration: communication error above 1", "calibration",
+       {{K, sub(kLiveCalibration, "model_error_sigma: 0.0944082", "model_error_sigma: 0.0944082\n  comm_error_sigma: 1.5")}},
+       sim_calibration(), {"calibration.yaml:", "comm_error_sigma"}},
       {"calibration: unknown key in live", "calibration", {{K, sub(kLiveCalibration, "  terms:", "  termz:")}}, sim_calibration(),
        {"calibration.yaml:", "termz"}},
 

@@ -612,12 +612,15 @@ TEST_CASE("the communication factor by hand: all-reduces at 0.8 x their predicti
   CHECK(fit_comm_factor(ptrs, why) == doctest::Approx(0.8).epsilon(1e-12));
   // r = 0.9, 1.0, 1.1: f = 3 / 3.02 = 0.99338; residuals 1 - f r = 0.10596,
   // 0.00662, -0.09272, sum of squares 0.019869; se = sqrt(0.019869 / 2 /
-  // 3.02) = 0.05735; ((f - 1) / se)^2 = 0.0133 < 3.841: none, 1
+  // 3.02) = 0.05735; ((f - 1) / se)^2 = 0.0133 < 3.841: kept all the same
+  // (its uncertainty goes into the intervals), and why says it is not told
+  // from 1
   const double r[] = {0.9, 1.0, 1.1};
   for (int i = 0; i < 3; ++i) runs[i].comm_s = r[i] * runs[i].measured_comm_s;
-  CHECK(fit_comm_factor(ptrs, why) == 1.0);
+  CHECK(fit_comm_factor(ptrs, why) == doctest::Approx(3.0 / 3.02).epsilon(1e-12));
   CHECK(why.find("0.9934") != std::string::npos);
   CHECK(why.find("0.05735") != std::string::npos);
+  CHECK(why.find("not told from 1 at 95%") != std::string::npos);
   // a run that recorded no communication does not count: two left, too few
   runs[2].measured_comm_s = 0;
   CHECK(fit_comm_factor(ptrs, why) == 1.0);
@@ -635,11 +638,54 @@ TEST_CASE("the communication factor by hand: all-reduces at 0.8 x their predicti
   fl.none_because = "none: test";
   fl.comm_why = "comm_factor 0.7715 +- 0.06 over 9 runs";
   f.live = {fl};
+  f.comm_error_sigma = 0.1729;
   const std::string text = write_calibration(f, "");
   CHECK(text.find("comm_factor: 0.7715}   # none: test; comm_factor 0.7715 +- 0.06 over 9 runs") != std::string::npos);
+  CHECK(text.find("  comm_error_sigma: 0.1729   # out of sample") != std::string::npos);
   const Calibration back = round_trip(f, local_cpu());
   REQUIRE(back.live_terms.size() == 1);
   CHECK(back.live_terms[0].comm_factor == 0.7715);
+  CHECK(back.comm_error_sigma == 0.1729);
+}
+
+TEST_CASE("the all-reduce time's error out of sample, by hand: four shapes, each against the factor of the other three") {
+  // predicted 1 ms in every run, measured g = 1, 1.25, 0.8, 1 ms (r = 1/g).
+  // Leaving out A (or D): f = sum r / sum r^2 over the other three = (0.8 +
+  // 1.25 + 1) / (0.64 + 1.5625 + 1) = 0.952381, error log(1 / f) = 0.048790.
+  // B: f = 3.25 / 3.5625 = 0.912281, log(1.25 / f) = 0.314951. C: f = 2.8 /
+  // 2.64 = 1.060606, log(0.8 / f) = -0.281984. RMS over the four:
+  // sqrt((2 x 0.048790^2 + 0.314951^2 + 0.281984^2) / 4) = 0.214167.
+  const double g[] = {1.0, 1.25, 0.8, 1.0};
+  std::vector<LiveRun> runs(4);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    runs[i].shape = std::string(1, static_cast<char>('A' + i));
+    runs[i].ranks = 2;
+    runs[i].comm_s = 1e-3;
+    runs[i].measured_comm_s = g[i] * 1e-3;
+  }
+  int n = 0;
+  CHECK(comm_error_loo(runs, &n) == doctest::Approx(0.214167).epsilon(1e-5));
+  CHECK(n == 4);
+  // one-rank runs and runs without communication recorded do not count
+  LiveRun one = runs[1];
+  one.ranks = 1;
+  one.shape = "E";
+  one.measured_comm_s = 5e-3;
+  runs.push_back(one);
+  LiveRun quiet = runs[1];
+  quiet.shape = "F";
+  quiet.measured_comm_s = 0;
+  runs.push_back(quiet);
+  CHECK(comm_error_loo(runs, &n) == doctest::Approx(0.214167).epsilon(1e-5));
+  CHECK(n == 4);
+  // with the measured all-reduces exactly 0.8 x predicted everywhere, every
+  // left-out shape is predicted exactly: 0
+  for (auto& r : runs) r.measured_comm_s = 0.8 * r.comm_s;
+  CHECK(comm_error_loo(runs, &n) == doctest::Approx(0.0).epsilon(1e-12));
+  // a rank count with a single shape leaves none out
+  std::vector<LiveRun> single(runs.begin(), runs.begin() + 1);
+  CHECK(comm_error_loo(single, &n) == 0.0);
+  CHECK(n == 0);
 }
 
 TEST_CASE("the compute terms take the compute a run measured where it recorded it") {

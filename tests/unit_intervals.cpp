@@ -324,3 +324,40 @@ TEST_CASE("the composed interval covers new runs drawn from its known parts") {
   CHECK(band.lo / point == doctest::Approx(std::exp(-1.645 * 0.1442 - 0.0104)).epsilon(0.05));
   CHECK(band.hi / point == doctest::Approx(std::exp(1.645 * 0.1442 - 0.0104)).epsilon(0.05));
 }
+
+TEST_CASE("the communication's out-of-sample error moves the all-reduces, and nothing at one rank") {
+  // A calibration whose only uncertainty is comm_error_sigma = 0.2: a drawn
+  // sample's gradient all-reduces take exp(e_a) x their time (mean one). At
+  // one GPU there is no all-reduce: the band is the point. At two, the
+  // iteration can move by no more than the all-reduce time itself moves (the
+  // factor's 5% and 95% points, exp(-/+1.645 x 0.2 - 0.02) = 0.705 and
+  // 1.362, with 10% slack for the band's sampling), and it does move: the
+  // band is at least a tenth of that wide (this workload's all-reduce is
+  // partly hidden behind backward).
+  const Cluster c = parse_cluster(kCluster, "c.yaml");
+  Calibration cal = fitted(c, 0.1);
+  for (auto* table : {&cal.ops, &cal.ops_cold})
+    for (auto& [name, o] : *table) o.cov.clear();
+  for (auto& r : cal.mpi_regimes) r.cov.clear();
+  cal.jitter_sigma = 0;
+  cal.comm_error_sigma = 0.2;
+  const Workload w = parse_workload(kIntervalWork, "w.yaml");
+  StudyOptions o;
+  o.gpus = {1, 2};
+  o.iterations = 3;
+  o.interval_samples = 200;
+  const StudyResult r = run_study(c, w, cal, o);
+  REQUIRE(r.points.size() == 2);
+  REQUIRE(r.points[0].iteration_band.has_value());
+  REQUIRE(r.points[1].iteration_band.has_value());
+  const Band one = *r.points[0].iteration_band, two = *r.points[1].iteration_band;
+  CHECK(one.lo == doctest::Approx(r.points[0].iteration_s.median).epsilon(1e-12));
+  CHECK(one.hi == doctest::Approx(r.points[0].iteration_s.median).epsilon(1e-12));
+  const double point = r.points[1].iteration_s.median, comm = r.points[1].comm_s.median;
+  REQUIRE(comm > 0);
+  CAPTURE(point);
+  CAPTURE(comm);
+  CHECK(two.lo >= point - 1.1 * (1 - std::exp(-1.645 * 0.2 - 0.02)) * comm);
+  CHECK(two.hi <= point + 1.1 * (std::exp(1.645 * 0.2 - 0.02) - 1) * comm);
+  CHECK(two.hi - two.lo >= 0.1 * (std::exp(1.645 * 0.2 - 0.02) - std::exp(-1.645 * 0.2 - 0.02)) * comm);
+}

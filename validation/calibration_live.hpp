@@ -54,10 +54,17 @@ struct LiveRun {
 
 // The communication factor of one rank count: measured = comm_factor x
 // predicted all-reduce time per iteration (relative least squares through
-// the origin over the runs that recorded both), kept where it differs from 1
-// at 95% (its standard error from the residuals, at least 3 runs); 1 (none)
-// otherwise. `why` says which, for the report.
+// the origin over the runs that recorded both), from at least 3 runs and
+// within 0.01-100; 1 (none) otherwise. `why` gives it with its standard
+// error (from the residuals) and whether it differs from 1 at 95%.
 double fit_comm_factor(const std::vector<const LiveRun*>& runs, std::string& why);
+// The communication factor's error out of sample: over the runs at 2 or
+// more ranks that recorded both all-reduce times, each shape's runs
+// predicted by the factor fitted (fit_comm_factor, its rule to keep one
+// included) to the other shapes' runs of its rank count: RMS of
+// log(measured / (factor x predicted)). 0 when no shape can be left out (a
+// rank count with fewer than 2 shapes); `runs` counts the terms.
+double comm_error_loo(const std::vector<LiveRun>& runs, int* terms = nullptr);
 // Whether a rank count's live terms predict shapes they were not fitted to
 // better than none: each shape's runs predicted by the terms fitted (the
 // same features, relative least squares) to the other shapes' runs, RMS of
