@@ -130,6 +130,16 @@ Calibration fitted(const Cluster& c, double rel_sd) {
   }
   return parse_calibration(write_calibration(f, "# test\n"), "t.yaml", c, Precision::fp32);
 }
+
+// The same calibration with no covariances and no jitter: only the
+// uncertainty a test then sets is drawn.
+Calibration without_fit_uncertainty(Calibration cal) {
+  for (auto* table : {&cal.ops, &cal.ops_cold})
+    for (auto& [name, o] : *table) o.cov.clear();
+  for (auto& r : cal.mpi_regimes) r.cov.clear();
+  cal.jitter_sigma = 0;
+  return cal;
+}
 }  // namespace
 
 TEST_CASE("calibration file: the fit covariance survives the round trip and the draws vary only the fitted terms") {
@@ -292,11 +302,7 @@ TEST_CASE("the composed interval covers new runs drawn from its known parts") {
   // expected share is 90%; 85% is about 5 standard errors of a binomial
   // share below it).
   const Cluster c = parse_cluster(kCluster, "c.yaml");
-  Calibration cal = fitted(c, 0.1);
-  for (auto* table : {&cal.ops, &cal.ops_cold})
-    for (auto& [name, o] : *table) o.cov.clear();
-  for (auto& r : cal.mpi_regimes) r.cov.clear();
-  cal.jitter_sigma = 0;
+  Calibration cal = without_fit_uncertainty(fitted(c, 0.1));
   cal.model_error_sigma = 0.08;
   cal.drift_sigma = 0.12;
   Workload w = parse_workload(kIntervalWork, "w.yaml");
@@ -335,11 +341,7 @@ TEST_CASE("the communication's out-of-sample error moves the all-reduces, and no
   // band is at least a tenth of that wide (this workload's all-reduce is
   // partly hidden behind backward).
   const Cluster c = parse_cluster(kCluster, "c.yaml");
-  Calibration cal = fitted(c, 0.1);
-  for (auto* table : {&cal.ops, &cal.ops_cold})
-    for (auto& [name, o] : *table) o.cov.clear();
-  for (auto& r : cal.mpi_regimes) r.cov.clear();
-  cal.jitter_sigma = 0;
+  Calibration cal = without_fit_uncertainty(fitted(c, 0.1));
   cal.comm_error_sigma = 0.2;
   const Workload w = parse_workload(kIntervalWork, "w.yaml");
   StudyOptions o;

@@ -247,9 +247,9 @@ double fit_comm_factor(const std::vector<const LiveRun*>& runs, std::string& why
   const double se = std::sqrt(e2 / static_cast<double>(r.size() - 1) / s2);
   // Kept whether or not it can be told from 1: its uncertainty is in the
   // intervals (comm_error_loo, each shape against the factor fitted without
-  // it). Dropped when not told from 1 at 95%, a fitted 0.90 +- 0.07 over
-  // throttled TCP became 1, and two of three runs' waits came out 7-9
-  // points of the iteration too slow (validation/reports/
+  // it). When a factor not told from 1 at 95% was dropped, a fitted 0.90 +-
+  // 0.07 over throttled TCP became 1, and two of three runs' waits came out
+  // 7-9 points of the iteration too slow (validation/reports/
   // local-cpu-2026-12-03-intel-nine-live). (The file's range for it: a
   // factor beyond it says the runs measured something else than the
   // sweep's collective, e.g. ranks waiting on a peer.)

@@ -63,7 +63,7 @@ double fit_comm_factor(const std::vector<const LiveRun*>& runs, std::string& why
 // predicted by the factor fitted (fit_comm_factor, its rule to keep one
 // included) to the other shapes' runs of its rank count: RMS of
 // log(measured / (factor x predicted)). 0 when no shape can be left out (a
-// rank count with fewer than 2 shapes); `runs` counts the terms.
+// rank count with fewer than 2 shapes); `terms` (when given) counts the runs it averaged.
 double comm_error_loo(const std::vector<LiveRun>& runs, int* terms = nullptr);
 // Whether a rank count's live terms predict shapes they were not fitted to
 // better than none: each shape's runs predicted by the terms fitted (the
