@@ -29,6 +29,7 @@ void write_op(std::ostream& y, const FittedOp& o) {
     if (c.byte_rate > 0) y << ", byte_rate: " << num(c.byte_rate * 1e-9, "GB/s");
     if (c.element_s > 0) y << ", per_element: " << num(c.element_s * 1e9, "ns");
     if (c.weight_s > 0) y << ", per_weight: " << num(c.weight_s * 1e9, "ns");
+    if (c.bytes_at_working_set) y << ", bytes_at: working_set";
   } else if (c.byte_rate > 0) {
     y << ", byte_rate: " << num(c.byte_rate * 1e-9, "GB/s");
   }

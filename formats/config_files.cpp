@@ -162,6 +162,12 @@ static void read_op_cost(YamlMap& parent, const std::string& key, OpCost* cost, 
   if (auto comb = m->choice_opt("combine", {"max", "sum"})) cost->roofline = *comb == "max";
   cost->element_s = m->quantity_opt("per_element", Quantity::time, Bound::non_negative).value_or(cost->element_s);
   cost->weight_s = m->quantity_opt("per_weight", Quantity::time, Bound::non_negative).value_or(cost->weight_s);
+  // bytes_at: working_set (OpCost::bytes_at_working_set), for a fitted layer
+  // only; the compute section's cache_probe must then be there
+  if (auto at = m->choice_opt("bytes_at", {"working_set", "fastest"})) {
+    if (coefficients != 5) m->fail("bytes_at", "only a fitted layer (kan_forward, kan_backward) scales its bytes by the cache probe");
+    cost->bytes_at_working_set = *at == "working_set";
+  }
   // the fit's quality, recorded for people, and its covariance, read for intervals
   if (coefficients > 0 && m->has_map("fit")) {
     if (auto cov = m->map("fit").matrix_opt("cov", coefficients)) cost->cov = *cov;
@@ -204,6 +210,9 @@ static void read_calibration_compute(YamlMap& m, Calibration& cal) {
         cal.cache_probe.emplace_back(bytes, gbps * 1e9);
       }
     }
+    for (const auto& [cls, c] : cal.ops)
+      if (c.bytes_at_working_set && cal.cache_probe.size() < 2)
+        comp->fail("cache_probe", "ops." + cls + " says bytes_at: working_set, which needs a cache_probe of at least two [bytes, GB/s] points");
     cal.host_overhead_s = comp->quantity_opt("host_overhead", Quantity::time, Bound::non_negative).value_or(0.0);
     cal.jitter_sigma = comp->number_opt("jitter_sigma", Bound::non_negative).value_or(0.0);
     if (cal.jitter_sigma > 1.0) {

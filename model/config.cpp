@@ -151,6 +151,27 @@ const Calibration::LiveTerm* live_term_for(const Calibration& cal, int ranks_per
 // Xeon of 3 Dec 2026 sat 0.03-0.5 of the way from the warm to the cold
 // microbenchmark at such working sets, about 0.2 on average; 1/bandwidth
 // gives 0.21. docs/validating.md, attempt E.)
+double probe_bandwidth(const std::vector<std::pair<double, double>>& p, double ws) {
+  if (p.size() < 2 || !(ws > 0)) return 0.0;
+  if (ws <= p.front().first) return p.front().second;
+  if (ws >= p.back().first) return p.back().second;
+  for (std::size_t i = 1; i < p.size(); ++i) {
+    if (ws <= p[i].first) {
+      const double a = std::log(p[i - 1].first), b = std::log(p[i].first), t = (std::log(ws) - a) / (b - a);
+      return p[i - 1].second + t * (p[i].second - p[i - 1].second);
+    }
+  }
+  return p.back().second;
+}
+
+double cache_probe_scale(const std::vector<std::pair<double, double>>& p, double bytes) {
+  const double bw = probe_bandwidth(p, bytes);
+  if (!(bw > 0)) return 1.0;
+  double hi = 0;
+  for (const auto& [b, v] : p) hi = std::max(hi, v);
+  return std::max(1.0, hi / bw);
+}
+
 double cold_fraction_for(const Calibration& cal, double ws) {
   const auto& p = cal.cache_probe;
   if (p.size() < 2 || !(ws > 0)) return 0.0;
@@ -160,18 +181,7 @@ double cold_fraction_for(const Calibration& cal, double ws) {
     lo = std::min(lo, bw);
   }
   if (!(hi > lo)) return 0.0;
-  double bw = p.front().second;
-  if (ws >= p.back().first) {
-    bw = p.back().second;
-  } else if (ws > p.front().first) {
-    for (std::size_t i = 1; i < p.size(); ++i) {
-      if (ws <= p[i].first) {
-        const double a = std::log(p[i - 1].first), b = std::log(p[i].first), t = (std::log(ws) - a) / (b - a);
-        bw = p[i - 1].second + t * (p[i].second - p[i - 1].second);
-        break;
-      }
-    }
-  }
+  const double bw = probe_bandwidth(p, ws);
   return std::clamp((1.0 / bw - 1.0 / hi) / (1.0 / lo - 1.0 / hi), 0.0, 1.0);
 }
 

@@ -152,6 +152,12 @@ struct OpCost {
   bool roofline = true;
   double element_s = 0;  // per (sample, input) basis evaluation (fitted kanscale layers)
   double weight_s = 0;   // per spline weight (in*out*C) the layer rearranges (fitted kanscale layers)
+  // The byte term at the working set's bandwidth (fitted warm kanscale
+  // layers, where the kernels file has a cache probe): byte_rate is the rate
+  // at the probe's fastest level, and an op's bytes pay the probe's bandwidth
+  // at their own size: bytes x (fastest / bw(bytes)) / byte_rate
+  // (cache_probe_scale; op_time_s applies it, the fit fitted it so).
+  bool bytes_at_working_set = false;
   // A fitted op's coefficient covariance (op_coefficients' order); empty:
   // not recorded (datasheet values, older files).
   std::vector<std::vector<double>> cov{};
@@ -325,6 +331,13 @@ struct Calibration {
 // (in memory): (1/bw(ws) - 1/best) / (1/worst - 1/best), in [0, 1]; 0
 // without a probe.
 double cold_fraction_for(const Calibration& cal, double working_set_bytes);
+
+// The probe's read bandwidth at `bytes` (log-linear in size between its
+// points, its end values beyond them); 0 without at least two points.
+double probe_bandwidth(const std::vector<std::pair<double, double>>& probe, double bytes);
+// How much slower than at the probe's fastest level `bytes` are read where
+// they fall on it: fastest / bw(bytes), at least 1; 1 without a probe.
+double cache_probe_scale(const std::vector<std::pair<double, double>>& probe, double bytes);
 
 // The live term for a node with `ranks_per_node` ranks (null: none).
 const Calibration::LiveTerm* live_term_for(const Calibration& cal, int ranks_per_node);

@@ -270,6 +270,16 @@ std::vector<Case> catalogue_part2() {
        sim_calibration(), {"calibration.yaml:", "comm_error_sigma"}},
       {"calibration: unknown key in live", "calibration", {{K, sub(kLiveCalibration, "  terms:", "  termz:")}}, sim_calibration(),
        {"calibration.yaml:", "termz"}},
+      {"calibration: a layer's bytes at the working set without a cache probe", "calibration",
+       {{K, sub(sub(kLiveCalibration, "per_element: \"4.80691ns\", combine: sum", "per_element: \"4.80691ns\", bytes_at: working_set, combine: sum"),
+                "  cache_probe:", "  cache_probe_was:")}},
+       sim_calibration(), {"calibration.yaml:", "cache_probe"}},
+      {"calibration: bytes at the working set on an op that is not a layer", "calibration",
+       {{K, sub(kLiveCalibration, "adam: {fixed: \"1.06781us\", byte_rate: \"7.0249GB/s\",", "adam: {fixed: \"1.06781us\", byte_rate: \"7.0249GB/s\", bytes_at: working_set,")}},
+       sim_calibration(), {"calibration.yaml:", "bytes_at"}},
+      {"calibration: bytes at an unknown level", "calibration",
+       {{K, sub(kLiveCalibration, "per_element: \"4.80691ns\", combine: sum", "per_element: \"4.80691ns\", bytes_at: l2, combine: sum")}},
+       sim_calibration(), {"calibration.yaml:", "bytes_at"}},
 
   };
 }

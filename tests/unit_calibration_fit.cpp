@@ -10,6 +10,7 @@
 #include "formats/measurement_records.hpp"
 #include "model/collectives.hpp"
 #include "model/config.hpp"
+#include "model/cost.hpp"
 #include "formats/config_files.hpp"
 #include "model/kan_model.hpp"
 #include "validation/calibration_live.hpp"
@@ -295,6 +296,77 @@ TEST_CASE("fit: compute terms from layer timings made by a known cost, and their
   CHECK(k.jitter_sigma == doctest::Approx(fit.file.jitter_sigma).epsilon(1e-5).scale(0));
   CHECK(k.source == "fitted");
   CHECK(k.name == "t");
+}
+
+TEST_CASE("the cache probe's bandwidth at a size, and how much slower than its fastest that is (by hand)") {
+  const std::vector<std::pair<double, double>> p = {{1e6, 50e9}, {4e6, 25e9}};
+  // log-linear in size: 2e6 is half way from 1e6 to 4e6 in log, so 50 - 0.5 x 25 = 37.5 GB/s
+  CHECK(probe_bandwidth(p, 2e6) == doctest::Approx(37.5e9));
+  CHECK(cache_probe_scale(p, 2e6) == doctest::Approx(50.0 / 37.5));
+  // beyond the ends: the end values (in the fastest level: no slowdown)
+  CHECK(probe_bandwidth(p, 1e5) == doctest::Approx(50e9));
+  CHECK(cache_probe_scale(p, 1e5) == doctest::Approx(1.0));
+  CHECK(cache_probe_scale(p, 1e9) == doctest::Approx(2.0));
+  // no probe (or one point): no scaling
+  CHECK(cache_probe_scale({}, 2e6) == 1.0);
+  CHECK(cache_probe_scale({{1e6, 50e9}}, 2e6) == 1.0);
+}
+
+TEST_CASE("fit: a warm layer's bytes at the bandwidth of their size on the kernels file's cache probe") {
+  // The probe reads 40 GB/s up to 4 KiB and 20 GB/s from 64 KiB (log-linear
+  // between), so a layer's bytes cost x1 to x2 as their size grows. Rows timed
+  // as fixed 4 us + flops / 20 GFLOP/s + bytes x scale(bytes) / 5 GB/s + 2 ns
+  // per basis evaluation + 0.5 ns per spline weight must give those terms
+  // back, flagged, and the simulator's op time must be that formula again.
+  const std::vector<std::pair<double, double>> probe = {{4096, 40}, {65536, 20}};  // [bytes, GB/s] as a kernels file has it
+  auto scale = [&](double bytes) {
+    if (bytes <= 4096) return 1.0;
+    if (bytes >= 65536) return 2.0;
+    return 40.0 / (40.0 - 20.0 * std::log(bytes / 4096) / std::log(16.0));
+  };
+  auto time = [&](double flops, double bytes, double batch, double in, double out, double g) {
+    return 4e-6 + flops / 20e9 + bytes * scale(bytes) / 5e9 + 2e-9 * batch * in + 0.5e-9 * in * out * (g + 3);
+  };
+  std::vector<KernelRecord> rows;
+  int shape = 0;
+  for_each_layer_shape({8.0, 64.0}, [&](double batch, double in, double out, double g) {
+    KernelRecord r = layer_row("kan_forward", batch, in, out, g);
+    r.flops = 2 * batch * in * out * (g + 4) + 37 * shape;
+    r.bytes = 4 * (batch * (in + out) + in * out * (g + 3)) + 101 * (shape % 5);  // 1.5 KB to 200 KB: across the probe's knee
+    r.time_median_s = time(r.flops, r.bytes, batch, in, out, g);
+    r.time_cv = 0.02;
+    rows.push_back(r);
+    ++shape;
+  });
+  KernelsFile f;
+  f.path = "k.json";
+  f.rows = rows;
+  f.cache_probe = probe;
+  FitInputs inputs;
+  inputs.kernels = {f};
+  const CalibrationFit fit = fit_calibration(inputs, "t");
+  REQUIRE(fit.file.ops.size() == 1);
+  const OpCost& c = fit.file.ops[0].cost;
+  CHECK(c.bytes_at_working_set);
+  CHECK(c.byte_rate == doctest::Approx(5e9).epsilon(1e-4));
+  CHECK(c.flop_rate == doctest::Approx(20e9).epsilon(1e-4));
+  CHECK(c.element_s == doctest::Approx(2e-9).epsilon(1e-4).scale(0));
+  CHECK(fit.report.find("the cache probe's fastest bandwidth") != std::string::npos);
+  // through the file: the flag and the probe (in B/s) come back, and a layer
+  // of 30 KB (scale 40 / (40 - 20 log(30000/4096) / log 16) = 1.5603) costs the formula
+  const Calibration k = round_trip(fit.file, local_cpu());
+  REQUIRE(k.ops.count("kan_forward") == 1);
+  CHECK(k.ops.at("kan_forward").bytes_at_working_set);
+  REQUIRE(k.cache_probe.size() == 2);
+  CHECK(k.cache_probe[1].second == doctest::Approx(20e9));
+  Op o;
+  o.cost_class = "kan_forward";
+  o.flops = 3e6, o.bytes = 30000, o.elements = 128 * 16, o.weights = 16 * 32 * 8;
+  CHECK(scale(30000) == doctest::Approx(1.5603).epsilon(1e-4).scale(0));
+  CHECK(op_time_s(o, k, 0.0) == doctest::Approx(time(3e6, 30000, 128, 16, 32, 5)).epsilon(1e-4));
+  // the same rows without a probe: no flag, and the bytes at one rate (the fit is then inexact)
+  const CalibrationFit plain = fit_kernel_rows(rows);
+  CHECK_FALSE(plain.file.ops[0].cost.bytes_at_working_set);
 }
 
 TEST_CASE("fit: a backward pays per basis derivative only with the input gradient") {
