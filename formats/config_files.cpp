@@ -164,9 +164,9 @@ static void read_op_cost(YamlMap& parent, const std::string& key, OpCost* cost, 
   cost->weight_s = m->quantity_opt("per_weight", Quantity::time, Bound::non_negative).value_or(cost->weight_s);
   // bytes_at: working_set (OpCost::bytes_at_working_set), for a fitted layer
   // only; the compute section's cache_probe must then be there
-  if (auto at = m->choice_opt("bytes_at", {"working_set", "fastest"})) {
+  if (m->choice_opt("bytes_at", {"working_set"})) {
     if (coefficients != 5) m->fail("bytes_at", "only a fitted layer (kan_forward, kan_backward) scales its bytes by the cache probe");
-    cost->bytes_at_working_set = *at == "working_set";
+    cost->bytes_at_working_set = true;
   }
   // the fit's quality, recorded for people, and its covariance, read for intervals
   if (coefficients > 0 && m->has_map("fit")) {
@@ -210,9 +210,11 @@ static void read_calibration_compute(YamlMap& m, Calibration& cal) {
         cal.cache_probe.emplace_back(bytes, gbps * 1e9);
       }
     }
-    for (const auto& [cls, c] : cal.ops)
-      if (c.bytes_at_working_set && cal.cache_probe.size() < 2)
-        comp->fail("cache_probe", "ops." + cls + " says bytes_at: working_set, which needs a cache_probe of at least two [bytes, GB/s] points");
+    for (const auto* table : {&cal.ops, &cal.ops_cold})
+      for (const auto& [cls, c] : *table)
+        if (c.bytes_at_working_set && cal.cache_probe.size() < 2)
+          comp->fail("cache_probe", std::string(table == &cal.ops ? "ops." : "ops_cold.") + cls +
+                                        " says bytes_at: working_set, which needs a cache_probe of at least two [bytes, GB/s] points");
     cal.host_overhead_s = comp->quantity_opt("host_overhead", Quantity::time, Bound::non_negative).value_or(0.0);
     cal.jitter_sigma = comp->number_opt("jitter_sigma", Bound::non_negative).value_or(0.0);
     if (cal.jitter_sigma > 1.0) {

@@ -528,9 +528,10 @@ struct FitData {
 void gather_kernels(const FitInputs& in, CalibrationFile& out, FitData& d) {
   auto& [report, from, progress_report, concurrency, X, Y, key, cvs, mem_x, mem_y, runtime_bytes, runtime_what, runtime_at, interf, inflight] = d;
   // the first cache probe recorded: the calibration's, and the one every
-  // warm layer row's bytes are scaled by (OpCost::bytes_at_working_set)
+  // warm layer row's bytes are scaled by where it has two points or more
+  // (OpCost::bytes_at_working_set)
   for (const KernelsFile& kf : in.kernels)
-    if (kf.cache_probe.size() >= 2 && out.cache_probe.empty()) out.cache_probe = kf.cache_probe;
+    if (!kf.cache_probe.empty() && out.cache_probe.empty()) out.cache_probe = kf.cache_probe;
   for (const KernelsFile& kf : in.kernels) {
     concurrency = std::max(concurrency, static_cast<int>(std::lround(kf.ranks_per_node)));
     append(from, kf.path + " (" + kf.host + ", " + kf.cpu_model + ", " + kf.date_utc + ", kanscale " + kf.git_hash + ", " +

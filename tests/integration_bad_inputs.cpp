@@ -271,9 +271,27 @@ std::vector<Case> catalogue_part2() {
       {"calibration: unknown key in live", "calibration", {{K, sub(kLiveCalibration, "  terms:", "  termz:")}}, sim_calibration(),
        {"calibration.yaml:", "termz"}},
       {"calibration: a layer's bytes at the working set without a cache probe", "calibration",
-       {{K, sub(sub(kLiveCalibration, "per_element: \"4.80691ns\", combine: sum", "per_element: \"4.80691ns\", bytes_at: working_set, combine: sum"),
-                "  cache_probe:", "  cache_probe_was:")}},
-       sim_calibration(), {"calibration.yaml:", "cache_probe"}},
+       {{K, [] {
+           // the probe's two lines removed, so that only the new check can name it
+           std::string s = sub(kLiveCalibration, "per_element: \"4.80691ns\", combine: sum", "per_element: \"4.80691ns\", bytes_at: working_set, combine: sum");
+           const auto a = s.find("  cache_probe:"), b = s.find("  ops:", a);
+           return s.substr(0, a) + s.substr(b);
+         }()}},
+       sim_calibration(), {"calibration.yaml:", "bytes_at: working_set", "at least two"}},
+      {"calibration: a cold layer's bytes at the working set without a cache probe", "calibration",
+       {{K, [] {
+           // the shipped calibration without its probe, its warm layers unscaled
+           std::string s = kCalibration;
+           const auto a = s.find("  cache_probe:"), b = s.find("  ops:", a);
+           s = s.substr(0, a) + s.substr(b);
+           for (auto at = s.find(", bytes_at: working_set"); at != std::string::npos; at = s.find(", bytes_at: working_set"))
+             s.erase(at, std::string(", bytes_at: working_set").size());
+           const auto cold = s.find("ops_cold:");
+           const auto fw = s.find("kan_forward: {", cold);
+           const auto comb = s.find(", combine: sum", fw);
+           return s.substr(0, comb) + ", bytes_at: working_set" + s.substr(comb);
+         }()}},
+       sim_calibration(), {"calibration.yaml:", "ops_cold.kan_forward", "at least two"}},
       {"calibration: bytes at the working set on an op that is not a layer", "calibration",
        {{K, sub(kLiveCalibration, "adam: {fixed: \"1.06781us\", byte_rate: \"7.0249GB/s\",", "adam: {fixed: \"1.06781us\", byte_rate: \"7.0249GB/s\", bytes_at: working_set,")}},
        sim_calibration(), {"calibration.yaml:", "bytes_at"}},
