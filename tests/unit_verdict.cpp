@@ -136,3 +136,58 @@ TEST_CASE("repeat-run verdict: a machine whose runs spread 40% is inconclusive, 
   two.pop_back();
   CHECK_THROWS_AS(judge_repeat_runs(two, plan), InputError);
 }
+
+TEST_CASE("repeat-run verdict: each group's bias split into compute and exposed communication, with its coverage (by hand)") {
+  // Every case's measured iteration m splits 0.7 m compute + 0.3 m exposed;
+  // the prediction's compute is 0.7 m + 0.014 m (+1.4 points of m) and its
+  // exposed communication 0.3 m, plus 0.05 m (+5 points) at 2 ranks. Per
+  // case those are the points exactly, so every run's group mean and their
+  // mean over the runs are too: ranks 1 compute +1.4, exposed 0; ranks 2
+  // +1.4 and +5.0; each model (half its cases at each rank count) +1.4, +2.5.
+  std::vector<ValidationRun> runs = make_runs({});
+  for (auto& r : runs)
+    for (std::size_t c = 0; c < r.cases.size(); ++c) {
+      const double m = r.measured_s[c];
+      r.measured_compute_s.push_back(0.7 * m);
+      r.measured_exposed_s.push_back(0.3 * m);
+      r.predicted_compute_s.push_back(0.7 * m + 0.014 * m);
+      r.predicted_exposed_s.push_back(0.3 * m + (r.ranks[c] == 2 ? 0.05 * m : 0.0));
+    }
+  ValidationPlan plan;
+  const RepeatVerdict v = judge_repeat_runs(runs, plan);
+  CAPTURE(v.text());
+  REQUIRE(v.groups.size() == 4);  // model [A], model [B], ranks 1, ranks 2 (criterion (b)'s order)
+  auto group = [&](const std::string& name) {
+    for (const auto& g : v.groups)
+      if (g.group == name) return g;
+    FAIL("no group " << name);
+    return GroupSplit{};
+  };
+  for (const char* name : {"ranks 1", "ranks 2", "model [A]", "model [B]"}) {
+    const GroupSplit g = group(name);
+    CHECK(g.has_parts);
+    CHECK(g.compute_pts == doctest::Approx(1.4));
+    CHECK(g.case_runs == 12);  // 4 cases x 3 runs
+    // coverage: counted here from the intervals themselves
+    int inside = 0;
+    for (const auto& r : runs)
+      for (std::size_t c = 0; c < r.cases.size(); ++c)
+        if ((std::string(name) == "ranks 1" && r.ranks[c] == 1) || (std::string(name) == "ranks 2" && r.ranks[c] == 2) ||
+            (std::string(name) == "model [A]" && r.model[c] == "[A]") || (std::string(name) == "model [B]" && r.model[c] == "[B]"))
+          inside += r.measured_s[c] >= r.interval_lo_s[c] && r.measured_s[c] <= r.interval_hi_s[c];
+    CHECK(g.with_interval == 12);
+    CHECK(g.inside == inside);
+  }
+  CHECK(group("ranks 1").exposed_pts == doctest::Approx(0.0).scale(1));
+  CHECK(group("ranks 2").exposed_pts == doctest::Approx(5.0));
+  CHECK(group("model [A]").exposed_pts == doctest::Approx(2.5));
+  // the text names both parts and the rest (the bias less both)
+  CHECK(v.text().find("ranks 2 ") != std::string::npos);
+  CHECK(v.text().find("exposed communication +5.0") != std::string::npos);
+  // one run without the parts: the groups report the bias and coverage alone
+  runs[1].measured_compute_s.assign(runs[1].cases.size(), std::nan(""));
+  const RepeatVerdict w = judge_repeat_runs(runs, plan);
+  for (const auto& g : w.groups) CHECK_FALSE(g.has_parts);
+  CHECK(w.text().find("exposed communication") == std::string::npos);
+  CHECK(w.text().find("coverage 12 of 12") != std::string::npos);
+}

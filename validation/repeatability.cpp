@@ -128,6 +128,18 @@ ValidationRun read_validation_run(const std::string& given) {
     }
     r.interval_lo_s.push_back(lo);
     r.interval_hi_s.push_back(hi);
+    // the iteration's parts (older files: NaN)
+    auto part = [&](const char* side, const char* key) {
+      if (!cases[i].contains(side) || !cases[i][side].is_object() || !cases[i][side].contains(key)) return std::nan("");
+      const double v = number_or(cases[i][side], key, -1.0, where + "." + side);
+      if (!(v >= 0 && v <= kMaxMeasuredS))
+        throw InputError(where + "." + side + ": key '" + key + "': expected a non-negative time in seconds below a year, got " + cases[i][side][key].dump());
+      return v;
+    };
+    r.measured_compute_s.push_back(part("measured_median", "compute_time_s"));
+    r.measured_exposed_s.push_back(part("measured_median", "exposed_communication_s"));
+    r.predicted_compute_s.push_back(part("predicted", "compute_time_s"));
+    r.predicted_exposed_s.push_back(part("predicted", "exposed_communication_s"));
     r.ranks.push_back(static_cast<int>(number_or(cases[i], "ranks", 1.0, where)));
     r.transport.push_back(cases[i].contains("transport") && cases[i]["transport"].is_string() ? cases[i]["transport"].get<std::string>() : "");
     const auto open = label.find('['), close = label.find(']');

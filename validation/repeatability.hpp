@@ -32,6 +32,9 @@ struct ValidationRun {
   std::vector<double> predicted_s, interval_lo_s, interval_hi_s;
   std::vector<int> ranks;
   std::vector<std::string> transport, model;  // model: the widths, as the label gives them ("[16-32-1]")
+  // the iteration's parts, measured (medians) and predicted: compute and
+  // exposed communication (NaN where the file does not record them)
+  std::vector<double> measured_compute_s, measured_exposed_s, predicted_compute_s, predicted_exposed_s;
 };
 
 // A validate results.json, or a report directory that holds one. Throws

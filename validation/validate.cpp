@@ -191,7 +191,16 @@ int write_repeat_verdict(const ValidationPlan& plan, const std::vector<Validatio
   for (const auto& c : v.criteria) crit.push_back({{"criterion", c.name}, {"pass", c.pass}, {"detail", c.detail}});
   nlohmann::json run_paths = nlohmann::json::array();
   for (const auto& r : runs) run_paths.push_back(r.path);
-  const nlohmann::json j = {{"plan", plan.file}, {"runs", run_paths}, {"criteria", crit}, {"others_mean_pct", v.others_mean_pct},
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& g : v.groups) {
+    nlohmann::json e = {{"group", g.group}, {"bias_pct", g.bias_pct}, {"case_runs", g.case_runs}, {"with_interval", g.with_interval}, {"inside", g.inside}};
+    if (g.has_parts) {
+      e["compute_pts"] = g.compute_pts;
+      e["exposed_communication_pts"] = g.exposed_pts;
+    }
+    groups.push_back(e);
+  }
+  const nlohmann::json j = {{"plan", plan.file}, {"runs", run_paths}, {"criteria", crit}, {"groups", groups}, {"others_mean_pct", v.others_mean_pct},
                             {"others_p90_pct", v.others_p90_pct}, {"inconclusive", v.inconclusive}, {"passed", v.passed()},
                             {"exit_code", v.exit_code()}};
   const std::string md = "# Repeat-run verdict: " + plan.name + " (" + plan.file + ")\n\n" + what +

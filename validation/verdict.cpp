@@ -31,6 +31,16 @@ int RepeatVerdict::exit_code() const { return inconclusive ? 3 : passed() ? 0 : 
 std::string RepeatVerdict::text() const {
   std::ostringstream o;
   for (const auto& c : criteria) o << "  " << (c.pass ? "pass" : "FAIL") << "  " << c.name << ": " << c.detail << "\n";
+  if (!groups.empty()) o << "  where each group's bias is (points of the measured iteration; not judged) and its coverage:\n";
+  for (const auto& g : groups) {
+    o << "    " << g.group << " " << fmt("%+.1f%%", g.bias_pct);
+    if (g.has_parts)
+      o << " = compute " << fmt("%+.1f", g.compute_pts) << " + exposed communication " << fmt("%+.1f", g.exposed_pts) << " + the rest "
+        << fmt("%+.1f", g.bias_pct - g.compute_pts - g.exposed_pts);
+    if (g.with_interval > 0)
+      o << "; coverage " << g.inside << " of " << g.with_interval << " (" << fmt("%.1f%%", 100.0 * g.inside / g.with_interval) << ")";
+    o << "\n";
+  }
   o << "  the other runs as predictor: mean " << fmt("%.1f%%", others_mean_pct) << ", p90 " << fmt("%.1f%%", others_p90_pct) << "\n";
   if (inconclusive)
     o << "verdict: inconclusive: this machine does not repeat (the other runs' predictor p90 " << fmt("%.1f%%", others_p90_pct)
@@ -52,6 +62,7 @@ RepeatVerdict judge_repeat_runs(const std::vector<ValidationRun>& runs, const Va
   }
   // per run, in the first run's case order: signed error, group keys, interval
   std::map<std::string, std::pair<double, int>> group_sum;  // group -> (sum over runs of the run's group mean, runs)
+  std::map<std::string, GroupSplit> split;  // group -> its parts (sums over runs of the run's means) and coverage
   int case_runs = 0, too_fast = 0, with_interval = 0, inside = 0;
   std::vector<double> half_widths;
   std::ostringstream a_detail;
@@ -62,6 +73,8 @@ RepeatVerdict judge_repeat_runs(const std::vector<ValidationRun>& runs, const Va
     for (std::size_t c = 0; c < run.cases.size(); ++c) index[run.cases[c]] = c;
     double mean_abs = 0;
     std::map<std::string, std::pair<double, int>> run_groups;
+    std::map<std::string, std::pair<double, double>> run_parts;  // group -> (compute, exposed) point sums
+    std::map<std::string, int> run_with_parts;
     for (std::size_t c = 0; c < nc; ++c) {
       const std::size_t i = index.at(rep.cases[c]);
       const double meas = run.measured_s[i], pred = run.predicted_s.at(i);
@@ -70,15 +83,28 @@ RepeatVerdict judge_repeat_runs(const std::vector<ValidationRun>& runs, const Va
       mean_abs += std::fabs(err) / static_cast<double>(nc);
       ++case_runs;
       too_fast += pred < meas;
+      const double lo = run.interval_lo_s.at(i), hi = run.interval_hi_s.at(i);
+      const bool has_interval = std::isfinite(lo) && std::isfinite(hi), in = has_interval && meas >= lo && meas <= hi;
+      auto at = [&](const std::vector<double>& v) { return i < v.size() ? v[i] : std::nan(""); };
+      const double dc = 100.0 * (at(run.predicted_compute_s) - at(run.measured_compute_s)) / meas;
+      const double de = 100.0 * (at(run.predicted_exposed_s) - at(run.measured_exposed_s)) / meas;
       for (const std::string& g : {"ranks " + std::to_string(run.ranks.at(i)) + (run.transport.at(i).empty() ? "" : " " + run.transport.at(i)),
                                    "model " + run.model.at(i)}) {
         run_groups[g].first += err;
         run_groups[g].second += 1;
+        GroupSplit& sp = split[g];
+        ++sp.case_runs;
+        sp.with_interval += has_interval;
+        sp.inside += in;
+        if (std::isfinite(dc) && std::isfinite(de)) {
+          run_parts[g].first += dc;
+          run_parts[g].second += de;
+          ++run_with_parts[g];
+        }
       }
-      const double lo = run.interval_lo_s.at(i), hi = run.interval_hi_s.at(i);
-      if (std::isfinite(lo) && std::isfinite(hi)) {
+      if (has_interval) {
         ++with_interval;
-        inside += meas >= lo && meas <= hi;
+        inside += in;
         half_widths.push_back(100.0 * (hi - lo) / 2 / pred);
       }
     }
@@ -89,6 +115,14 @@ RepeatVerdict judge_repeat_runs(const std::vector<ValidationRun>& runs, const Va
     for (const auto& [g, s] : run_groups) {
       group_sum[g].first += s.first / s.second;
       group_sum[g].second += 1;
+      // the parts only where every case-run of the group has them
+      GroupSplit& sp = split[g];
+      const bool all = run_with_parts[g] == s.second;
+      sp.has_parts = (k == 0 || sp.has_parts) && all;
+      if (all) {
+        sp.compute_pts += run_parts[g].first / s.second;
+        sp.exposed_pts += run_parts[g].second / s.second;
+      }
     }
   }
   v.criteria.push_back({"(a) mean |error| per run within max(bound, " + fmt("%g", t.mean_factor) + " x the other runs' mean + " +
@@ -107,6 +141,12 @@ RepeatVerdict judge_repeat_runs(const std::vector<ValidationRun>& runs, const Va
       worst = g + " " + fmt("%+.1f%%", bias);
     }
     b_detail << (b_detail.tellp() > 0 ? ", " : "") << g << " " << fmt("%+.1f%%", bias);
+    GroupSplit sp = split[g];
+    sp.group = g;
+    sp.bias_pct = bias;
+    sp.compute_pts /= s.second;
+    sp.exposed_pts /= s.second;
+    v.groups.push_back(sp);
   }
   v.criteria.push_back({"(b) signed mean error per group within +-" + fmt("%g%%", t.group_bias_pct), b_pass,
                         b_detail.str() + " (largest: " + worst + ")"});

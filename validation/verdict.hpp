@@ -29,8 +29,22 @@ struct CriterionResult {
   std::string detail;  // the numbers against the threshold
 };
 
+// Where a group's bias is: its signed mean error (criterion (b)'s) split
+// into the compute's and the exposed communication's share, each in points
+// of the measured iteration (predicted - measured, over measured, averaged
+// like the bias: per run, then over the runs), the rest being what neither
+// holds (the host's share, rounding); and the group's pooled coverage.
+struct GroupSplit {
+  std::string group;
+  double bias_pct = 0;
+  bool has_parts = false;  // every case-run of the group records its parts
+  double compute_pts = 0, exposed_pts = 0;
+  int case_runs = 0, with_interval = 0, inside = 0;
+};
+
 struct RepeatVerdict {
   std::vector<CriterionResult> criteria;
+  std::vector<GroupSplit> groups;  // in (b)'s order, not judged
   double others_mean_pct = 0, others_p90_pct = 0;  // means over the runs
   bool inconclusive = false;
   bool passed() const;
