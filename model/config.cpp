@@ -143,14 +143,6 @@ const Calibration::LiveTerm* live_term_for(const Calibration& cal, int ranks_per
   return best;
 }
 
-// The fraction of the way from the probe's best time per byte to its worst
-// at the working set's bandwidth: what a cold op pays beyond a warm one is
-// time, so the interpolation is in 1/bandwidth. (It was linear in
-// bandwidth, which put a 4-16 MiB working set, read at the L3's 28 of 56
-// GB/s, 58% of the way to cold. The trainer's own per-layer times on the
-// Xeon of 3 Dec 2026 sat 0.03-0.5 of the way from the warm to the cold
-// microbenchmark at such working sets, about 0.2 on average; 1/bandwidth
-// gives 0.21. docs/validating.md, attempt E.)
 double probe_bandwidth(const std::vector<std::pair<double, double>>& p, double ws) {
   if (p.size() < 2 || !(ws > 0)) return 0.0;
   if (ws <= p.front().first) return p.front().second;
@@ -172,6 +164,14 @@ double cache_probe_scale(const std::vector<std::pair<double, double>>& p, double
   return std::max(1.0, hi / bw);
 }
 
+// The fraction of the way from the probe's best time per byte to its worst
+// at the working set's bandwidth: what a cold op pays beyond a warm one is
+// time, so the interpolation is in 1/bandwidth. (It was linear in
+// bandwidth, which put a 4-16 MiB working set, read at the L3's 28 of 56
+// GB/s, 58% of the way to cold. The trainer's own per-layer times on the
+// Xeon of 3 Dec 2026 sat 0.03-0.5 of the way from the warm to the cold
+// microbenchmark at such working sets, about 0.2 on average; 1/bandwidth
+// gives 0.21. docs/validating.md, attempt E.)
 double cold_fraction_for(const Calibration& cal, double ws) {
   const auto& p = cal.cache_probe;
   if (p.size() < 2 || !(ws > 0)) return 0.0;

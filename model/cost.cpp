@@ -26,9 +26,9 @@ double op_time_s(const Op& op, const Calibration& cal, double cold_fraction) {
                        "': implementation kanscale needs a calibration from `kanscale fit` on `kanscale measure "
                        "kernels` (the datasheet calibration models efficient-kan only)");
     }
-    // (a warm layer's bytes at the bandwidth of their size: OpCost::bytes_at_working_set)
-    const double warm_bytes = it->second.bytes_at_working_set ? op.bytes * cache_probe_scale(cal.cache_probe, op.bytes) : op.bytes;
-    const double warm = std::max(0.0, it->second.time_s(op.flops, warm_bytes, op.elements, op.weights));
+    // a layer's bytes at the bandwidth of their size where its fit says so (OpCost::bytes_at_working_set)
+    auto bytes_for = [&](const OpCost& c) { return c.bytes_at_working_set ? op.bytes * cache_probe_scale(cal.cache_probe, op.bytes) : op.bytes; };
+    const double warm = std::max(0.0, it->second.time_s(op.flops, bytes_for(it->second), op.elements, op.weights));
     const auto cold = cal.ops_cold.find(op.cost_class);
     if (cold_fraction <= 0 || cold == cal.ops_cold.end()) return warm;
     // Only the op's data goes cold: its fixed cost stays the warm one. The
@@ -41,8 +41,7 @@ double op_time_s(const Op& op, const Calibration& cal, double cold_fraction) {
     // predicted 5-17% too slow, the held-out plan's [48-96-96-1] 13.5%
     // (docs/validating.md, attempt E).
     const OpCost& cw = cold->second;
-    const double cold_bytes = cw.bytes_at_working_set ? op.bytes * cache_probe_scale(cal.cache_probe, op.bytes) : op.bytes;
-    const double c = std::max(0.0, cw.time_s(op.flops, cold_bytes, op.elements, op.weights) - cw.fixed_s + it->second.fixed_s);
+    const double c = std::max(0.0, cw.time_s(op.flops, bytes_for(cw), op.elements, op.weights) - cw.fixed_s + it->second.fixed_s);
     return warm + cold_fraction * (c - warm);
   }
   const OpCost& c = op.kind == OpKind::gemm ? cal.gemm : cal.elementwise;

@@ -61,8 +61,10 @@ RepeatVerdict judge_repeat_runs(const std::vector<ValidationRun>& runs, const Va
     v.others_p90_pct += rr.others.p90_abs_pct / static_cast<double>(n);
   }
   // per run, in the first run's case order: signed error, group keys, interval
-  std::map<std::string, std::pair<double, int>> group_sum;  // group -> (sum over runs of the run's group mean, runs)
-  std::map<std::string, GroupSplit> split;  // group -> its parts (sums over runs of the run's means) and coverage
+  // group -> its bias and parts (sums over the runs of each run's group
+  // mean; every run holds the same cases, so every group is in all n) and
+  // its coverage
+  std::map<std::string, GroupSplit> split;
   int case_runs = 0, too_fast = 0, with_interval = 0, inside = 0;
   std::vector<double> half_widths;
   std::ostringstream a_detail;
@@ -113,10 +115,9 @@ RepeatVerdict judge_repeat_runs(const std::vector<ValidationRun>& runs, const Va
     a_pass = a_pass && ok;
     a_detail << (k ? "; " : "") << "run " << k + 1 << " " << fmt("%.1f%%", mean_abs) << (ok ? " <= " : " > ") << fmt("%.1f%%", limit);
     for (const auto& [g, s] : run_groups) {
-      group_sum[g].first += s.first / s.second;
-      group_sum[g].second += 1;
-      // the parts only where every case-run of the group has them
       GroupSplit& sp = split[g];
+      sp.bias_pct += s.first / s.second;
+      // the parts only where every case-run of the group has them
       const bool all = run_with_parts[g] == s.second;
       sp.has_parts = (k == 0 || sp.has_parts) && all;
       if (all) {
@@ -133,19 +134,18 @@ RepeatVerdict judge_repeat_runs(const std::vector<ValidationRun>& runs, const Va
   std::ostringstream b_detail;
   std::string worst;
   double worst_abs = -1;
-  for (const auto& [g, s] : group_sum) {
-    const double bias = s.first / s.second;
+  for (auto& [g, sp] : split) {
+    const double bias = sp.bias_pct / static_cast<double>(n);
     if (std::fabs(bias) > t.group_bias_pct) b_pass = false;
     if (std::fabs(bias) > worst_abs) {
       worst_abs = std::fabs(bias);
       worst = g + " " + fmt("%+.1f%%", bias);
     }
     b_detail << (b_detail.tellp() > 0 ? ", " : "") << g << " " << fmt("%+.1f%%", bias);
-    GroupSplit sp = split[g];
     sp.group = g;
     sp.bias_pct = bias;
-    sp.compute_pts /= s.second;
-    sp.exposed_pts /= s.second;
+    sp.compute_pts /= static_cast<double>(n);
+    sp.exposed_pts /= static_cast<double>(n);
     v.groups.push_back(sp);
   }
   v.criteria.push_back({"(b) signed mean error per group within +-" + fmt("%g%%", t.group_bias_pct), b_pass,
