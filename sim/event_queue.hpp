@@ -25,6 +25,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "huge_pages.hpp"
+
 namespace ks {
 
 using EventId = std::uint64_t;
@@ -63,7 +65,7 @@ class EventQueue {
       if (batch_from_ != kNoBatch) node(size_++) = e;  // placed by end_batch()
       else sift_up(size_++, e);
     } else if (u < static_cast<double>(buckets_used_)) {
-      buckets_[static_cast<std::size_t>(u)].push_back(e);
+      push_far(static_cast<std::size_t>(u), e);
     } else {
       overflow_.push_back(e);
     }
@@ -147,13 +149,12 @@ class EventQueue {
     if (refills_ == visited_refills_) return;
     visited_refills_ = refills_;
     if (cur_ == kNoBucket || cur_ + 1 >= buckets_used_) return;
-    const std::vector<Node>& b = buckets_[cur_ + 1];
-    for (const Node& e : b) {
+    for_each_far(cur_ + 1, [&f](const Node& e) {
       Payload p;
       const auto bits = static_cast<std::uint32_t>(e.key);
       std::memcpy(&p, &bits, sizeof p);
       f(p);
-    }
+    });
   }
 
   void reserve(std::size_t n) {
@@ -180,13 +181,15 @@ class EventQueue {
     assert(live_ > 0);
     for (;;) {
       while (++cur_ < buckets_used_) {
-        std::vector<Node>& b = buckets_[cur_];
-        if (b.empty()) continue;
+        const std::uint32_t count = head_[cur_].count;
+        if (count == 0) continue;
         near_limit_ = static_cast<double>(cur_ + 1);
-        if (b.size() > capacity_) grow(b.size());
-        for (const Node& e : b)
+        if (count > capacity_) grow(count);
+        for_each_far(cur_, [this](const Node& e) {
           if (!dead_[e.key >> 32]) node(size_++) = e;
-        b.clear();
+        });
+        head_[cur_].count = 0;
+        next_[cur_] = 0;
         heapify();
         ++refills_;
         if (size_ > 0) return;
@@ -214,13 +217,47 @@ class EventQueue {
     // All at one time: one bucket a picosecond wide; the later events wait
     // in the overflow for the next rebuild.
     inv_width_ = hi > lo ? static_cast<double>(buckets_used_) / (hi - lo) : kTieInvWidth;
-    if (buckets_.size() < buckets_used_) buckets_.resize(buckets_used_);
+    // every bucket is empty here (the last rebuild's were all moved in):
+    // only the slabs chained to them go
+    slabs_.resize(buckets_used_);
+    next_.assign(buckets_used_, 0);
+    if (head_.size() < buckets_used_) head_.resize(buckets_used_);
     near_limit_ = 0;  // nothing is near until a bucket is moved in
     cur_ = kNoBucket;
     for (const Node& e : spare_) {
       const double u = (e.time - base_) * inv_width_;
-      if (u < static_cast<double>(buckets_used_)) buckets_[static_cast<std::size_t>(u)].push_back(e);
+      if (u < static_cast<double>(buckets_used_)) push_far(static_cast<std::size_t>(u), e);
       else overflow_.push_back(e);
+    }
+  }
+  // A far event into bucket b: into the bucket's own slab while it has room
+  // (a store at an address known without a load: the write of a cache line
+  // the core need not wait for), else into the slabs chained after it.
+  void push_far(std::size_t b, const Node& e) {
+    Head& h = head_[b];
+    const std::uint32_t c = h.count++;
+    if (c < kSlab) {
+      slabs_[b].n[c] = e;
+      return;
+    }
+    std::uint32_t& tail = h.tail;
+    if (c % kSlab == 0) {  // the bucket's last slab is full: chain a new one
+      const auto fresh = static_cast<std::uint32_t>(slabs_.size());
+      next_[c == kSlab ? b : tail] = fresh;
+      tail = fresh;
+      slabs_.emplace_back();
+      next_.push_back(0);
+    }
+    slabs_[tail].n[c % kSlab] = e;
+  }
+  template <typename F>
+  void for_each_far(std::size_t b, F&& f) const {
+    std::uint32_t left = head_[b].count;
+    for (std::size_t s = b;; s = next_[s]) {
+      const std::uint32_t m = std::min<std::uint32_t>(left, kSlab);
+      for (std::uint32_t i = 0; i < m; ++i) f(slabs_[s].n[i]);
+      left -= m;
+      if (left == 0) return;
     }
   }
   void heapify() {
@@ -231,11 +268,10 @@ class EventQueue {
     std::size_t cap = capacity_ ? capacity_ : 64;
     while (cap < need) cap *= 2;
     const std::size_t bytes = (cap + kPad + 1) * sizeof(Node);
-    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (!p) throw std::bad_alloc();
-    if (heap_) std::memcpy(static_cast<Node*>(p) + kPad, heap_ + kPad, size_ * sizeof(Node));
+    Node* p = HugePageAllocator<Node>().allocate((bytes + 63) / 64 * 64 / sizeof(Node));
+    if (heap_) std::memcpy(p + kPad, heap_ + kPad, size_ * sizeof(Node));
     std::free(heap_);
-    heap_ = static_cast<Node*>(p);
+    heap_ = p;
     capacity_ = cap;
   }
   void sift_up(std::size_t i, Node e) {
@@ -296,12 +332,29 @@ class EventQueue {
   // is later than every near one: the order is the heap's, exactly.
   static constexpr std::size_t kPerBucket = 4;
   static constexpr std::size_t kNoBucket = ~std::size_t{0};
+  // A bucket's events are in its own slab of kSlab nodes (two cache lines),
+  // then in slabs chained after it (a bucket holds kPerBucket events on
+  // average; events that bunch in time fill more). Slabs [0, buckets_used_)
+  // are the buckets'; the chained ones follow. One array: a bucket's push
+  // needs no load of a vector's pointer first, which was a dependent miss
+  // per event at scale (issue 29).
+  static constexpr std::uint32_t kSlab = 8;
+  struct alignas(64) Slab {
+    Slab() {}  // left uninitialised: a slab's nodes are written before they are read
+    Node n[kSlab];
+  };
   static constexpr double kTieInvWidth = 1e12;  // 1/s: buckets of 1 ps when every event is at one time
   double base_ = 0, inv_width_ = 0;
   double near_limit_ = -1;  // a time whose unrounded bucket is below this is near (-1: none yet)
   std::size_t buckets_used_ = 0, cur_ = kNoBucket;
-  std::vector<std::vector<Node>> buckets_;
-  std::vector<Node> overflow_, spare_;
+  HugeVector<Slab> slabs_;
+  struct Head {
+    std::uint32_t count = 0;  // the bucket's events
+    std::uint32_t tail = 0;   // with chained slabs: the last of them
+  };
+  HugeVector<Head> head_;  // per bucket, read together by a push
+  HugeVector<std::uint32_t> next_;   // per slab: the next slab of its bucket (0: none)
+  HugeVector<Node> overflow_, spare_;
   std::uint64_t refills_ = 0, visited_refills_ = 0;
   std::vector<bool> dead_;  // indexed by sequence number
   EventId next_seq_ = 0;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "event_queue.hpp"
+#include "huge_pages.hpp"
 #include "model/rng.hpp"
 
 namespace ks {
@@ -174,31 +175,32 @@ IterPlan make_plan(const ReplayInput& in, const PlannedBuckets& pb) {
   return p;
 }
 
-// Everything an event of rank r touches, in two adjacent cache lines (the
-// first holds what every work event reads): at tens of thousands of ranks the
-// events visit the ranks in no order and each separate per-rank array cost a
-// cache miss per event (issue 29). The iteration's compute and exposed times
-// are summed here and written to the result once, when the iteration ends.
+// Everything an event of rank r touches, in one cache line: at tens of
+// thousands of ranks the events visit the ranks in no order and each
+// separate per-rank array, or a second line, cost a cache miss per event
+// (issue 29). The iteration's compute and exposed times are summed here and
+// written to the result once, when the iteration ends. What only a traced
+// rank needs (its slot, its position in the stage's work) is kept apart.
 struct alignas(64) RankState {
-  double factor = 1.0;      // this iteration's jitter
-  double mult = 1.0;        // current slowdown (interference)
-  double piece_start = 0;   // time the current piece of work began
-  double work_left = 0;     // nominal seconds of work left in the current piece
-  double compute_s = 0;     // this iteration's busy time so far
-  EventId pending = 0;
+  double factor = 1.0;  // this iteration's jitter
+  union {
+    double piece_start = 0;  // computing: when the current piece of work began
+    double wait_start;       // in a wait stage: when the wait began
+  };
+  double work_left = 0;   // nominal seconds of work left in the current piece
+  double compute_s = 0;   // this iteration's busy time so far
+  double exposed_s = 0;   // this iteration's waits so far
+  double main_start = 0;  // when this iteration's main stage began (a host track's tail starts from it)
+  std::uint32_t pending = 0;  // the current piece's event (sequence numbers fit 32 bits)
   int iter = 0;
-  int seg = 0;
+  std::uint16_t seg = 0, next_launch = 0;  // at most kMaxBuckets
   Stage stage = kPre;
-  bool computing = false;  // a piece of work is scheduled
+  bool slowed = false;       // the current piece runs at 1 + interference
   bool launch_tail = false;  // the current piece is the last launches' CPU time
-  // second line
-  double work_pos = 0;      // nominal work done in this stage so far
-  double wait_start = 0;
-  double exposed_s = 0;     // this iteration's waits so far
-  int next_launch = 0;
-  int trace_slot = -1;      // index into pieces_, -1: not traced
-  double main_start = 0;    // when this iteration's main stage began (a host track's tail starts from it)
+  bool traced = false;       // trace_slot_ holds its slot
 };
+static_assert(sizeof(RankState) == 64, "a rank's state is one cache line");
+constexpr std::size_t kMaxBuckets = 0xFFFF;  // RankState's 16-bit segment and launch counters
 
 struct Piece {
   int iter;
@@ -221,6 +223,9 @@ class Sim {
       plans = own_plans_;
     }
     plans_ = plans;
+    for (int k = 0; k < 2; ++k)
+      if (plans_[k].pb && (plans_[k].pb->buckets.size() > kMaxBuckets || plans_[k].seg_end.size() >= kMaxBuckets))
+        throw std::invalid_argument("replay: more than 65,535 buckets or compute segments in an iteration");
     // Global collective sequence: per iteration [broadcast], buckets in order.
     for (int i = 0; i < in.iterations; ++i) {
       const IterPlan& p = plan(i);
@@ -231,15 +236,22 @@ class Sim {
     }
     launch_time_.assign(colls_.size() * static_cast<std::size_t>(n_), 0.0);
     in_mpi_since_step_.assign(static_cast<std::size_t>(n_), 0);
+    waiting_flag_.assign(static_cast<std::size_t>(n_), 0);
     ranks_.resize(n_);
-    main_computing_.assign(static_cast<std::size_t>(n_), 0);
+    main_computing_.assign((static_cast<std::size_t>(n_) + 63) / 64, 0);
+    comm_acc_.assign(static_cast<std::size_t>(n_), 0.0);
     for (int r : in.trace_ranks) {
-      if (r >= 0 && r < n_ && ranks_[r].trace_slot < 0) {
-        ranks_[r].trace_slot = static_cast<int>(pieces_.size());
+      if (r >= 0 && r < n_ && !ranks_[r].traced) {
+        ranks_[r].traced = true;
+        if (trace_slot_.empty()) trace_slot_.assign(static_cast<std::size_t>(n_), -1);
+        trace_slot_[static_cast<std::size_t>(r)] = static_cast<int>(pieces_.size());
         pieces_.emplace_back();
+        trace_pos_.push_back(0);
         traced_.push_back(r);
       }
     }
+    traced_in_order_ = traced_;
+    std::sort(traced_in_order_.begin(), traced_in_order_.end());
     result_.iterations.assign(in.iterations, std::vector<RankIteration>(n_));
     q_.reserve(static_cast<std::size_t>(n_) * 2 + 16);
   }
@@ -294,12 +306,22 @@ class Sim {
   // ---- compute track
   void schedule_piece(int r, double now) {
     RankState& s = ranks_[r];
-    s.mult = (s.stage == kMain && comm_active_) ? 1.0 + in_.interference : 1.0;
-    double dur = s.work_left * s.factor * s.mult;
+    s.slowed = s.stage == kMain && comm_active_;
+    double dur = s.work_left * s.factor * mult(s);
     if (s.stage == kTail) dur += in_.host_overhead_s;
-    s.computing = true;
-    main_computing_[static_cast<std::size_t>(r)] = s.stage == kMain;
-    s.pending = q_.schedule(now + dur, Payload::make(kWorkDone, r));
+    set_main_computing(r, s.stage == kMain);
+    s.pending = static_cast<std::uint32_t>(q_.schedule(now + dur, Payload::make(kWorkDone, r)));
+  }
+  void set_main_computing(int r, bool on) {
+    const auto i = static_cast<std::size_t>(r);
+    const std::uint64_t bit = std::uint64_t{1} << (i % 64);
+    main_computing_[i / 64] = on ? (main_computing_[i / 64] | bit) : (main_computing_[i / 64] & ~bit);
+  }
+  // the current slowdown (interference); 1.0 exactly when none
+  double mult(const RankState& s) const { return s.slowed ? 1.0 + in_.interference : 1.0; }
+  // a stage begins: its work position (kept for traced ranks only) is 0
+  void stage_pos_reset(const RankState& s, int r) {
+    if (s.traced) trace_pos_[static_cast<std::size_t>(trace_slot_[static_cast<std::size_t>(r)])] = 0;
   }
   void begin_work(int r, double work, double now) {
     RankState& s = ranks_[r];
@@ -311,17 +333,19 @@ class Sim {
   void close_piece(int r, double now, double work_done) {
     RankState& s = ranks_[r];
     s.compute_s += now - s.piece_start;
-    if (s.trace_slot >= 0) {
+    if (s.traced) {
+      const auto slot = static_cast<std::size_t>(trace_slot_[static_cast<std::size_t>(r)]);
       double t1 = now;
       if (s.stage == kTail) t1 -= in_.host_overhead_s;
-      pieces_[s.trace_slot].push_back(Piece{s.iter, s.stage, s.piece_start, t1, s.work_pos, s.work_pos + work_done});
+      double& pos = trace_pos_[slot];
+      pieces_[slot].push_back(Piece{s.iter, s.stage, s.piece_start, t1, pos, pos + work_done});
+      pos += work_done;
     }
-    s.work_pos += work_done;
   }
   // The slowdown changed while r computes: split its piece and reschedule.
   void reschedule(int r, double now) {
     RankState& s = ranks_[r];
-    const double done = std::min(s.work_left, (now - s.piece_start) / (s.factor * s.mult));
+    const double done = std::min(s.work_left, (now - s.piece_start) / (s.factor * mult(s)));
     close_piece(r, now, done);
     s.work_left -= done;
     q_.cancel(s.pending);
@@ -336,7 +360,7 @@ class Sim {
     s.factor = rng_.lognormal_mean_one(in_.jitter_sigma, static_cast<std::uint64_t>(id), static_cast<std::uint64_t>(s.iter));
     if (!in_.rank_factor.empty()) s.factor *= in_.rank_factor.at(static_cast<std::size_t>(id));
     s.stage = kPre;
-    s.work_pos = 0;
+    stage_pos_reset(s, r);
     s.next_launch = 0;
     s.compute_s = 0;
     s.exposed_s = 0;
@@ -347,7 +371,7 @@ class Sim {
     RankState& s = ranks_[r];
     s.stage = kMain;
     s.seg = 0;
-    s.work_pos = 0;
+    stage_pos_reset(s, r);
     s.main_start = now;
     begin_work(r, plan(s.iter).seg_end[0], now);
   }
@@ -356,23 +380,23 @@ class Sim {
   void enter_wait(int r, Stage stage, double now) {
     ranks_[r].stage = stage;
     ranks_[r].wait_start = now;
+    waiting_flag_[static_cast<std::size_t>(r)] = 1;
     ++waiting_;
   }
-  static bool in_wait(const RankState& s) { return s.stage == kWaitBcast || s.stage == kWaitFinal; }
 
   void end_wait(int r, double now, const char* what) {
     RankState& s = ranks_[r];
+    waiting_flag_[static_cast<std::size_t>(r)] = 0;
     --waiting_;
     s.exposed_s += now - s.wait_start;
-    if (s.trace_slot >= 0 && now > s.wait_start) {
+    if (s.traced && now > s.wait_start) {
       result_.trace.push_back(TraceSlice{r, 0, s.iter, what, "wait", s.wait_start, now, 0});
     }
   }
 
   void work_done(int r, double now) {
     RankState& s = ranks_[r];
-    s.computing = false;
-    main_computing_[static_cast<std::size_t>(r)] = 0;
+    set_main_computing(r, false);
     close_piece(r, now, s.work_left);
     s.work_left = 0;
     const IterPlan& p = plan(s.iter);
@@ -425,6 +449,8 @@ class Sim {
         ri.end_s = now;
         ri.compute_s = s.compute_s;
         ri.exposed_s = s.exposed_s;
+        ri.comm_s = comm_acc_[static_cast<std::size_t>(r)];  // every collective of the iteration has ended
+        comm_acc_[static_cast<std::size_t>(r)] = 0;
         if (s.iter + 1 < in_.iterations) {
           ++s.iter;
           start_iteration(r, now);
@@ -442,7 +468,7 @@ class Sim {
     RankState& s = ranks_[r];
     end_wait(r, now, "wait for all-reduce");
     s.stage = kTail;
-    s.work_pos = 0;
+    stage_pos_reset(s, r);
     const IterPlan& p = plan(s.iter);
     double work = p.tail_work;
     if (p.two_track) {
@@ -469,8 +495,9 @@ class Sim {
     comm_active_ = active;
     if (in_.interference <= 0) return;
     q_.begin_batch();
-    for (int r = 0; r < n_; ++r)
-      if (main_computing_[static_cast<std::size_t>(r)]) reschedule(r, now);
+    for (std::size_t w = 0; w < main_computing_.size(); ++w)  // the ranks in ascending order
+      for (std::uint64_t bits = main_computing_[w]; bits != 0; bits &= bits - 1)
+        reschedule(static_cast<int>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))), now);
     q_.end_batch();
   }
 
@@ -509,12 +536,8 @@ class Sim {
     }
     c.step_pending = true;
     set_comm_active(false, now);
-    in_mpi_count_ = 0;
-    for (int r = 0; r < n_; ++r) {
-      const bool waiting = in_wait(ranks_[r]);
-      in_mpi_since_step_[static_cast<std::size_t>(r)] = waiting;
-      in_mpi_count_ += waiting;
-    }
+    in_mpi_since_step_ = waiting_flag_;
+    in_mpi_count_ = waiting_;
   }
   // Rank r is inside MPI now (a launch, a poll, or the start of a wait).
   void poll(int r, double now) {
@@ -532,14 +555,15 @@ class Sim {
     const std::string name = traced_.empty() ? std::string()
                              : c.bucket < 0  ? "broadcast buffers"
                                              : "allreduce bucket " + std::to_string(c.bucket);
-    for (int r = 0; r < n_; ++r) {
-      const double busy_from = std::max(launch_time_[static_cast<std::size_t>(g) * n_ + r], prev_end);
-      result_.iterations[it][r].comm_s += now - busy_from;
-      if (ranks_[r].trace_slot >= 0) {
-        if (c.start_s > busy_from)
-          result_.trace.push_back(TraceSlice{r, 1, it, "wait for peers: " + name, "comm_wait", busy_from, c.start_s, c.bytes});
-        result_.trace.push_back(TraceSlice{r, 1, it, name + " (" + c.est->label() + ")", "comm", c.start_s, now, c.bytes});
-      }
+    // every rank's share, without touching its state (at scale each rank's
+    // state is a cache miss, and this runs once per collective)
+    const double* launched_at = &launch_time_[static_cast<std::size_t>(g) * n_];
+    for (int r = 0; r < n_; ++r) comm_acc_[static_cast<std::size_t>(r)] += now - std::max(launched_at[r], prev_end);
+    for (int r : traced_in_order_) {
+      const double busy_from = std::max(launched_at[r], prev_end);
+      if (c.start_s > busy_from)
+        result_.trace.push_back(TraceSlice{r, 1, it, "wait for peers: " + name, "comm_wait", busy_from, c.start_s, c.bytes});
+      result_.trace.push_back(TraceSlice{r, 1, it, name + " (" + c.est->label() + ")", "comm", c.start_s, now, c.bytes});
     }
     const bool next_ready = g + 1 < static_cast<int>(colls_.size()) && colls_[g + 1].launched == n_;
     active_ = -1;
@@ -550,6 +574,7 @@ class Sim {
     }
     const bool is_bcast = c.bucket < 0;
     const bool is_last = g == last_coll(it);
+    if (!is_bcast && !is_last) return;  // no rank waits on this one alone
     for (int r = 0; r < n_; ++r) {
       RankState& s = ranks_[r];
       if (s.iter != it) continue;
@@ -609,10 +634,14 @@ class Sim {
   IterPlan own_plans_[2];
   const IterPlan* plans_ = nullptr;  // first, steady
   EventQueue<Payload> q_;
-  std::vector<RankState> ranks_;
+  HugeVector<RankState> ranks_;
   // per rank: computing in the main stage (what a change of speed
   // reschedules), scanned without touching every rank's state
-  std::vector<std::uint8_t> main_computing_;
+  std::vector<std::uint64_t> main_computing_;  // a bit a rank
+  // per rank: this iteration's communication time so far, summed here (one
+  // double a rank, read in order at each collective's end) and written to
+  // the result when the iteration ends
+  std::vector<double> comm_acc_;
   // The global collective sequence: per iteration [broadcast], buckets in order.
   struct Collective {
     int iter = 0;
@@ -627,13 +656,17 @@ class Sim {
   };
   std::vector<Collective> colls_;
   std::vector<int> coll_offset_;       // per iteration: its first collective
-  std::vector<double> launch_time_;    // [collective * ranks + rank]
+  HugeVector<double> launch_time_;     // [collective * ranks + rank]
   bool comm_active_ = false;
   int active_ = -1;  // the collective in progress (the track runs one at a time)
   std::vector<char> in_mpi_since_step_;  // per rank, since its last step ended
   int in_mpi_count_ = 0;
   int waiting_ = 0;  // ranks in a wait stage (inside MPI)
+  std::vector<char> waiting_flag_;  // per rank: in a wait stage (in_wait of its state, kept apart)
   std::vector<int> traced_;
+  std::vector<int> traced_in_order_;  // traced_, ascending
+  std::vector<int> trace_slot_;       // per rank (when any is traced): its slot in pieces_, -1: none
+  std::vector<double> trace_pos_;     // per slot: nominal work done in the current stage so far
   std::vector<std::vector<Piece>> pieces_;
   ReplayResult result_;
 };

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <vector>
 
 #include "event_queue.hpp"
+#include "huge_pages.hpp"
 #include "model/rng.hpp"
 
 using namespace ks;
@@ -53,6 +55,37 @@ TEST_CASE("cancelled events never surface; cancelling twice or after popping is 
   CHECK(q.empty());
 }
 
+// The reference for the queue's order: the live events sorted on (time,
+// sequence), independent of any heap or bucketing.
+struct Reference {
+  struct Ref {
+    double time;
+    EventId seq;
+    int payload;
+  };
+  std::vector<Ref> live;
+  std::vector<int> got, want;  // payloads as popped, and as the reference orders them
+  void sort() {
+    std::sort(live.begin(), live.end(), [](const Ref& a, const Ref& b) { return a.time < b.time || (a.time == b.time && a.seq < b.seq); });
+  }
+  // pops n events, each checked against the reference's next
+  void pop(EventQueue<int>& q, std::size_t n) {
+    sort();
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto e = q.pop();
+      got.push_back(e.payload);
+      want.push_back(live[i].payload);
+      CHECK(e.time == live[i].time);
+    }
+    live.erase(live.begin(), live.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  void drain(EventQueue<int>& q) {
+    sort();
+    while (!q.empty()) got.push_back(q.pop().payload);
+    for (const auto& r : live) want.push_back(r.payload);
+  }
+};
+
 // The 4-ary heap, its batches and its rebuilds against a plain reference:
 // every live event sorted by (time, sequence). Times on a coarse grid so that
 // ties are common; a third of the events cancelled; batches of every size
@@ -60,13 +93,8 @@ TEST_CASE("cancelled events never surface; cancelling twice or after popping is 
 TEST_CASE("random schedules, cancels and batches pop in (time, sequence) order") {
   EventQueue<int> q;
   Rng rng(7);
-  struct Ref {
-    double time;
-    EventId seq;
-    int payload;
-  };
-  std::vector<Ref> live;
-  std::vector<int> got, want;
+  Reference ref;
+  std::vector<Reference::Ref>& live = ref.live;
   int next_payload = 0;
   std::uint64_t draw = 0;
   for (int round = 0; round < 60; ++round) {
@@ -76,7 +104,7 @@ TEST_CASE("random schedules, cancels and batches pop in (time, sequence) order")
     for (int i = 0; i < n; ++i) {
       const double t = q.now() + std::floor(rng.uniform(2, draw++) * 50.0);
       const EventId id = q.schedule(t, next_payload);
-      live.push_back(Ref{t, id, next_payload++});
+      live.push_back(Reference::Ref{t, id, next_payload++});
       if (rng.uniform(3, draw++) < 0.33) {  // cancel a random live one
         const std::size_t k = static_cast<std::size_t>(rng.uniform(4, draw++) * static_cast<double>(live.size()));
         q.cancel(live[k].seq);
@@ -84,21 +112,11 @@ TEST_CASE("random schedules, cancels and batches pop in (time, sequence) order")
       }
     }
     if (batch) q.end_batch();
-    // pop half of what is live, checking against the reference's order
-    std::sort(live.begin(), live.end(), [](const Ref& a, const Ref& b) { return a.time < b.time || (a.time == b.time && a.seq < b.seq); });
-    const std::size_t pops = live.size() / 2;
-    for (std::size_t i = 0; i < pops; ++i) {
-      const auto e = q.pop();
-      got.push_back(e.payload);
-      want.push_back(live[i].payload);
-      CHECK(e.time == live[i].time);
-    }
-    live.erase(live.begin(), live.begin() + static_cast<std::ptrdiff_t>(pops));
+    ref.pop(q, live.size() / 2);  // half of what is live
   }
-  while (!q.empty()) got.push_back(q.pop().payload);
-  for (const auto& r : live) want.push_back(r.payload);
-  CHECK(got.size() > 5000);
-  CHECK(got == want);
+  ref.drain(q);
+  CHECK(ref.got.size() > 5000);
+  CHECK(ref.got == ref.want);
 }
 
 // The far tier's edges: times over twelve decades (most events land past
@@ -150,4 +168,47 @@ TEST_CASE("the seeded RNG is deterministic and order-free") {
   for (int i = 0; i < 20000; ++i) s += a.lognormal_mean_one(0.1, 1, static_cast<std::uint64_t>(i));
   CHECK(s / 20000 == doctest::Approx(1.0).epsilon(0.003));
   CHECK(a.lognormal_mean_one(0.0, 1, 1) == 1.0);
+}
+
+// A bucket holds eight events in its own slab, then chains slabs of eight
+// (sim/event_queue.hpp). Events bunched at a few times put hundreds in one
+// bucket, pushed both by a rebuild and afterwards (the chain's tail), across
+// several rebuilds that reuse the slabs; the reference is a sort on (time,
+// sequence), independent of any bucketing.
+TEST_CASE("buckets far fuller than their slab keep (time, sequence) order") {
+  EventQueue<int> q;
+  Rng rng(23);
+  Reference ref;
+  std::vector<Reference::Ref>& live = ref.live;
+  int payload = 0;
+  std::uint64_t draw = 0;
+  for (int round = 0; round < 8; ++round) {
+    // 1,500 events: 90% at one of three times, the rest spread to 100 s ahead
+    for (int i = 0; i < 1500; ++i) {
+      const double u = rng.uniform(1, draw++);
+      const double t = q.now() + (u < 0.9 ? 1.0 + std::floor(u * 3.3) : 100.0 * rng.uniform(2, draw++));
+      live.push_back(Reference::Ref{t, q.schedule(t, payload), payload});
+      ++payload;
+      if (i % 5 == 4) {  // cancel the one before (it may sit in a chained slab)
+        q.cancel(live[live.size() - 2].seq);
+        live.erase(live.end() - 2);
+      }
+    }
+    // past the first dense time; the next round schedules into the buckets behind it
+    ref.pop(q, live.size() / 3);
+  }
+  ref.drain(q);
+  CHECK(ref.got.size() == ref.want.size());
+  CHECK(ref.got == ref.want);
+}
+
+TEST_CASE("the huge-page allocator: 2 MiB blocks aligned to 2 MiB, contents kept through growth") {
+  HugeVector<double> v;
+  for (int i = 0; i < 600000; ++i) v.push_back(i * 0.5);  // 4.8 MB: several reallocations, the last ones huge
+  CHECK(reinterpret_cast<std::uintptr_t>(v.data()) % HugePageAllocator<double>::kHuge == 0);
+  bool kept = true;
+  for (int i = 0; i < 600000; ++i) kept = kept && v[static_cast<std::size_t>(i)] == i * 0.5;
+  CHECK(kept);
+  HugeVector<char> small(100);  // below 2 MiB: cache-line aligned memory
+  CHECK(reinterpret_cast<std::uintptr_t>(small.data()) % 64 == 0);
 }

@@ -1,0 +1,53 @@
+#pragma once
+// An allocator for the replay's large per-rank and per-event arrays: blocks
+// of 2 MiB or more are aligned to 2 MiB and offered to the kernel as
+// transparent huge pages (madvise(MADV_HUGEPAGE); Debian's default THP mode
+// is "madvise", so without the call they stay 4 KiB pages). At 65,536 ranks
+// the ranks' state, the event buckets and the launch times span tens of
+// MiB visited in no order; in 4 KiB pages nearly every visit also missed the
+// TLB, which costs the most in a virtual machine's nested page tables
+// (issue 29). Smaller blocks, and systems without THP, get plain memory:
+// the contents, hence every replay, are the same either way.
+#include <cstddef>
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+namespace ks {
+
+template <typename T>
+struct HugePageAllocator {
+  using value_type = T;
+  static constexpr std::size_t kHuge = std::size_t{2} << 20;
+
+  HugePageAllocator() = default;
+  template <typename U>
+  HugePageAllocator(const HugePageAllocator<U>&) noexcept {}
+
+  T* allocate(std::size_t n) {
+    if (n > static_cast<std::size_t>(-1) / sizeof(T)) throw std::bad_array_new_length();
+    const std::size_t bytes = n * sizeof(T);
+    const std::size_t align = bytes >= kHuge ? kHuge : (alignof(T) > 64 ? alignof(T) : 64);
+    void* p = std::aligned_alloc(align, (bytes + align - 1) / align * align);
+    if (!p) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (bytes >= kHuge) (void)madvise(p, (bytes + kHuge - 1) / kHuge * kHuge, MADV_HUGEPAGE);  // advice only
+#endif
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, std::size_t) noexcept { std::free(p); }
+
+  template <typename U>
+  bool operator==(const HugePageAllocator<U>&) const noexcept { return true; }
+  template <typename U>
+  bool operator!=(const HugePageAllocator<U>&) const noexcept { return false; }
+};
+
+template <typename T>
+using HugeVector = std::vector<T, HugePageAllocator<T>>;
+
+}  // namespace ks
