@@ -248,10 +248,21 @@ void bases_uniform(const KanLayer& L, const float* x, int B, LayerWork& w) {
   }
   float inv_p[kMaxOrder + 1] = {0};
   for (int p = 1; p <= k; ++p) inv_p[p] = 1.0f / static_cast<float>(p);
+#ifdef KS_KAN_AVX512
+  // a block's row segment, 16 inputs x C floats, as C vectors: the lane
+  // (input of the block) and the column of each float
+  std::vector<std::int32_t> seg_lane(static_cast<std::size_t>(C) * kLanes), seg_col(seg_lane.size());
+  for (int e = 0; e < C * kLanes; ++e) {
+    seg_lane[e] = e / C;
+    seg_col[e] = e % C;
+  }
+#endif
 #pragma omp parallel for schedule(static)
   for (int s = 0; s < B; ++s) {
     float* row = &w.bmat[static_cast<std::size_t>(s) * IC];
+#ifndef KS_KAN_AVX512
     std::fill(row, row + IC, 0.0f);
+#endif
     const float* xs = x + static_cast<std::size_t>(s) * in;
     float* act = &w.act[static_cast<std::size_t>(s) * in];
     int* first = &w.first[static_cast<std::size_t>(s) * in];
@@ -307,24 +318,36 @@ void bases_uniform(const KanLayer& L, const float* x, int B, LayerWork& w) {
       }
 #ifdef KS_KAN_AVX512
       {
-        // the same stores as the loop below, 16 lanes at a time: first, then
-        // per r the derivative (dval[i][r]) and the basis into the row where
-        // its column is in [0, C)
+        // the same values as the loop below, 16 inputs at a time: first;
+        // per r the derivative (dval[r][i]), one store; and the block's
+        // C-wide row segments, 16 floats a store, each float the basis
+        // whose column it is or zero (no fill, no scatter)
         const __mmask16 m = lanes(n);
-        const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-        const __m512i iv = _mm512_add_epi32(_mm512_set1_epi32(i0), lane);
         const __m512i fiv = _mm512_sub_epi32(_mm512_load_si512(j0), _mm512_set1_epi32(k));
         _mm512_mask_storeu_epi32(first + i0, m, _mm512_mask_blend_epi32(in_grid, _mm512_set1_epi32(INT_MIN), fiv));
-        const __m512i at_row = _mm512_add_epi32(_mm512_mullo_epi32(iv, _mm512_set1_epi32(C)), fiv);
-        const __m512i at_d = _mm512_mullo_epi32(iv, _mm512_set1_epi32(k1));
         const __m512 ih = _mm512_maskz_loadu_ps(m, invh.data() + i0);
-        for (int r = 0; r < k1; ++r) {
-          const __m512i rv = _mm512_set1_epi32(r);
-          _mm512_mask_i32scatter_ps(dval, in_grid, _mm512_add_epi32(at_d, rv),
-                                    _mm512_mul_ps(_mm512_sub_ps(_mm512_load_ps(lo[r]), _mm512_load_ps(lo[r + 1])), ih), 4);
-          const __m512i c = _mm512_add_epi32(fiv, rv);
-          const __mmask16 ok = in_grid & _mm512_cmpge_epi32_mask(c, _mm512_setzero_si512()) & _mm512_cmplt_epi32_mask(c, _mm512_set1_epi32(C));
-          _mm512_mask_i32scatter_ps(row, ok, _mm512_add_epi32(at_row, rv), _mm512_load_ps(wv[r]), 4);
+        for (int r = 0; r < k1; ++r)
+          _mm512_mask_storeu_ps(dval + static_cast<std::size_t>(r) * in + i0, m,
+                                _mm512_mul_ps(_mm512_sub_ps(_mm512_load_ps(lo[r]), _mm512_load_ps(lo[r + 1])), ih));
+        // lanes outside the grid: a first column no float's column matches
+        const __m512i fig = _mm512_mask_blend_epi32(in_grid, _mm512_set1_epi32(-(1 << 20)), fiv);
+        const __m512 w0 = _mm512_load_ps(wv[0]), w1 = k1 > 1 ? _mm512_load_ps(wv[1]) : _mm512_setzero_ps();
+        const __m512 w2 = k1 > 2 ? _mm512_load_ps(wv[2]) : _mm512_setzero_ps(), w3 = k1 > 3 ? _mm512_load_ps(wv[3]) : _mm512_setzero_ps();
+        float* seg = row + static_cast<std::size_t>(i0) * C;
+        const int floats = n * C;
+        for (int q = 0; q * kLanes < floats; ++q) {
+          const __m512i lv = _mm512_loadu_si512(&seg_lane[static_cast<std::size_t>(q) * kLanes]);
+          const __m512i rel = _mm512_sub_epi32(_mm512_loadu_si512(&seg_col[static_cast<std::size_t>(q) * kLanes]), _mm512_permutexvar_epi32(lv, fig));
+          const __mmask16 ok = _mm512_cmple_epu32_mask(rel, _mm512_set1_epi32(k));  // 0 <= rel <= k
+          const __m512i idx = _mm512_add_epi32(_mm512_slli_epi32(rel, 4), lv);      // wv[rel][lane]
+          __m512 v;
+          if (k1 <= 4) {
+            const __mmask16 hi = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(32));
+            v = _mm512_mask_blend_ps(hi, _mm512_permutex2var_ps(w0, idx, w1), _mm512_permutex2var_ps(w2, idx, w3));
+          } else {
+            v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), ok, idx, &wv[0][0], 4);
+          }
+          _mm512_mask_storeu_ps(seg + static_cast<std::size_t>(q) * kLanes, lanes(floats - q * kLanes), _mm512_maskz_mov_ps(ok, v));
         }
       }
 #else
@@ -336,10 +359,9 @@ void bases_uniform(const KanLayer& L, const float* x, int B, LayerWork& w) {
         }
         const int fi = j0[l] - k;
         first[i] = fi;
-        float* dv = dval + static_cast<std::size_t>(i) * k1;
         for (int r = 0; r < k1; ++r) {
           // d/dx B_{j,k} = (B_{j,k-1} - B_{j+1,k-1}) / h
-          dv[r] = (lo[r][l] - lo[r + 1][l]) * invh[i];
+          dval[static_cast<std::size_t>(r) * in + i] = (lo[r][l] - lo[r + 1][l]) * invh[i];
           const int c = fi + r;
           if (c >= 0 && c < C) row[static_cast<std::size_t>(i) * C + c] = wv[r][l];
         }
@@ -393,14 +415,15 @@ void layer_forward_cpu(const KanLayer& L, const float* x, int B, float* y, Layer
       const std::size_t si = static_cast<std::size_t>(s) * in + i;
       const float xv = x[si];
       w.act[si] = silu_f(xv);
-      float bv[kMaxOrder + 1];
+      float bv[kMaxOrder + 1], db[kMaxOrder + 1];
       const UniformGrid& g = ug[i];
       if (!local_basis_impl(&L.grid[static_cast<std::size_t>(i) * K], L.G, L.k, xv, g.uniform ? g.inv_ph : nullptr,
-                            g.inv_h, &w.first[si], bv, &w.dval[si * k1])) {
+                            g.inv_h, &w.first[si], bv, db)) {
         w.first[si] = INT_MIN;
         continue;
       }
       for (int r = 0; r < k1; ++r) {
+        w.dval[(static_cast<std::size_t>(s) * k1 + r) * in + i] = db[r];
         const int c = w.first[si] + r;
         if (c >= 0 && c < C) row[static_cast<std::size_t>(i) * C + c] = bv[r];
       }
@@ -456,16 +479,29 @@ void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* d
   for (int smp = 0; smp < B; ++smp) {
     const float* ds = &sc.dsp[static_cast<std::size_t>(smp) * IC];
     const std::size_t s0 = static_cast<std::size_t>(smp) * in;
-    // silu'(x) (dy Wb) over the row, then the local bases' terms added
+    const float* dv = &w.dval[s0 * k1];  // [k+1][in] for this sample
+    // silu'(x) (dy Wb), then the local bases' terms added in order r = 0..k
 #ifdef KS_KAN_AVX512
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     for (int i0 = 0; i0 < in; i0 += 16) {
       const __mmask16 m = lanes(in - i0);
       const __m512 xv = _mm512_maskz_loadu_ps(m, x + s0 + i0);
-      _mm512_mask_storeu_ps(dx + s0 + i0, m, _mm512_mul_ps(dsilu16(xv), _mm512_maskz_loadu_ps(m, &sc.tmp[s0 + i0])));
+      __m512 v = _mm512_mul_ps(dsilu16(xv), _mm512_maskz_loadu_ps(m, &sc.tmp[s0 + i0]));
+      const __m512i f = _mm512_maskz_loadu_epi32(m, &w.first[s0 + i0]);
+      const __mmask16 valid = m & _mm512_cmpneq_epi32_mask(f, _mm512_set1_epi32(INT_MIN));
+      // ds[i*C + f + r]
+      const __m512i at = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_add_epi32(_mm512_set1_epi32(i0), lane), _mm512_set1_epi32(C)), f);
+      for (int r = 0; r < k1; ++r) {
+        const __m512i c = _mm512_add_epi32(f, _mm512_set1_epi32(r));
+        const __mmask16 ok = _mm512_mask_cmplt_epu32_mask(valid, c, _mm512_set1_epi32(C));  // 0 <= c < C
+        const __m512 g = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), ok, _mm512_add_epi32(at, _mm512_set1_epi32(r)), ds, 4);
+        // v += dval * ds as the scalar loop compiles it (one fused multiply-add)
+        v = _mm512_mask3_fmadd_ps(_mm512_maskz_loadu_ps(m, dv + static_cast<std::size_t>(r) * in + i0), g, v, ok);
+      }
+      _mm512_mask_storeu_ps(dx + s0 + i0, m, v);
     }
 #else
     for (int i = 0; i < in; ++i) dx[s0 + i] = dsilu_f(x[s0 + i]) * sc.tmp[s0 + i];
-#endif
     for (int i = 0; i < in; ++i) {
       const std::size_t si = s0 + i;
       float v = dx[si];
@@ -473,11 +509,12 @@ void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* d
       if (f != INT_MIN) {
         for (int r = 0; r < k1; ++r) {
           const int c = f + r;
-          if (c >= 0 && c < C) v += w.dval[si * k1 + r] * ds[static_cast<std::size_t>(i) * C + c];
+          if (c >= 0 && c < C) v += dv[static_cast<std::size_t>(r) * in + i] * ds[static_cast<std::size_t>(i) * C + c];
         }
       }
       dx[si] = v;
     }
+#endif
   }
 }
 

@@ -60,7 +60,7 @@ struct LayerWork {
   int B = 0;
   std::vector<int> first;     // [B*in] index of the first non-zero basis (may be < 0); INT_MIN: none
   std::vector<float> bmat;    // [B][in*C] bases (k+1 non-zero per input)
-  std::vector<float> dval;    // [B*in][k+1] derivatives of the local bases
+  std::vector<float> dval;    // [B][k+1][in] derivatives of the local bases
   std::vector<float> act;     // [B*in] silu(x)
   std::vector<float> ws;      // [out][in][C] spline_scaler * spline_weight
 };
