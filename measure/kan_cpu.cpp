@@ -309,7 +309,8 @@ void bases_uniform(const KanLayer& L, const float* x, int B, LayerWork& w) {
         if (p == k)
           for (int r = 0; r <= k + 1; ++r)
             for (int l = 0; l < kLanes; ++l) lo[r][l] = wv[r][l];
-        for (int r = 0; r <= k; ++r) {
+        // entries r < k - p stay +0 (both terms multiply zeros): not computed
+        for (int r = k - p; r <= k; ++r) {
           const float a0 = static_cast<float>(k - r), b0 = static_cast<float>(r + p + 1 - k);
 #pragma omp simd
           for (int l = 0; l < kLanes; ++l)
@@ -471,13 +472,20 @@ void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* d
   clock.next(KernelPhases::base_grads);
   sc.tmp.resize(static_cast<std::size_t>(B) * in);
   Map(sc.tmp.data(), B, in).noalias() = MapC(dy, B, out) * MapC(L.base_weight.data(), out, in);
+  // dsp = dy ws: with one output, each entry is one product, dy[s] ws[j],
+  // rounded once whichever way it is computed: taken where it is needed,
+  // not written as a [B][in*C] matrix and read back
+  const bool outer = out == 1;
   clock.next(KernelPhases::spline_grads);
-  sc.dsp.resize(static_cast<std::size_t>(B) * IC);
-  Map(sc.dsp.data(), B, IC).noalias() = MapC(dy, B, out) * MapC(w.ws.data(), out, IC);
+  if (!outer) {
+    sc.dsp.resize(static_cast<std::size_t>(B) * IC);
+    Map(sc.dsp.data(), B, IC).noalias() = MapC(dy, B, out) * MapC(w.ws.data(), out, IC);
+  }
   clock.next(KernelPhases::input_grad);
 #pragma omp parallel for schedule(static)
   for (int smp = 0; smp < B; ++smp) {
-    const float* ds = &sc.dsp[static_cast<std::size_t>(smp) * IC];
+    const float* ds = outer ? w.ws.data() : &sc.dsp[static_cast<std::size_t>(smp) * IC];
+    const float ds_scale = outer ? dy[smp] : 1.0f;  // ds[j] * ds_scale: the product, or the entry itself
     const std::size_t s0 = static_cast<std::size_t>(smp) * in;
     const float* dv = &w.dval[s0 * k1];  // [k+1][in] for this sample
     // silu'(x) (dy Wb), then the local bases' terms added in order r = 0..k
@@ -494,7 +502,8 @@ void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* d
       for (int r = 0; r < k1; ++r) {
         const __m512i c = _mm512_add_epi32(f, _mm512_set1_epi32(r));
         const __mmask16 ok = _mm512_mask_cmplt_epu32_mask(valid, c, _mm512_set1_epi32(C));  // 0 <= c < C
-        const __m512 g = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), ok, _mm512_add_epi32(at, _mm512_set1_epi32(r)), ds, 4);
+        __m512 g = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), ok, _mm512_add_epi32(at, _mm512_set1_epi32(r)), ds, 4);
+        if (outer) g = _mm512_mul_ps(g, _mm512_set1_ps(ds_scale));
         // v += dval * ds as the scalar loop compiles it (one fused multiply-add)
         v = _mm512_mask3_fmadd_ps(_mm512_maskz_loadu_ps(m, dv + static_cast<std::size_t>(r) * in + i0), g, v, ok);
       }
@@ -509,7 +518,10 @@ void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* d
       if (f != INT_MIN) {
         for (int r = 0; r < k1; ++r) {
           const int c = f + r;
-          if (c >= 0 && c < C) v += dv[static_cast<std::size_t>(r) * in + i] * ds[static_cast<std::size_t>(i) * C + c];
+          if (c >= 0 && c < C) {
+            const float g = outer ? ds[static_cast<std::size_t>(i) * C + c] * ds_scale : ds[static_cast<std::size_t>(i) * C + c];
+            v += dv[static_cast<std::size_t>(r) * in + i] * g;
+          }
         }
       }
       dx[si] = v;
