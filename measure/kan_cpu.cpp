@@ -262,6 +262,14 @@ void bases_uniform(const KanLayer& L, const float* x, int B, LayerWork& w) {
     float* row = &w.bmat[static_cast<std::size_t>(s) * IC];
 #ifndef KS_KAN_AVX512
     std::fill(row, row + IC, 0.0f);
+#else
+    // locals, not the shared vectors: their pointers stay in registers
+    // across the stores below (which might otherwise alias them)
+    const std::int32_t* const seg_lane_p = seg_lane.data();
+    const std::int32_t* const seg_col_p = seg_col.data();
+    const float* const invh_p = invh.data();
+    const float* const t0_p = t0.data();
+    const float* const tE_p = tE.data();
 #endif
     const float* xs = x + static_cast<std::size_t>(s) * in;
     float* act = &w.act[static_cast<std::size_t>(s) * in];
@@ -278,9 +286,9 @@ void bases_uniform(const KanLayer& L, const float* x, int B, LayerWork& w) {
         const __mmask16 m = lanes(n);
         const __m512 xv = _mm512_maskz_loadu_ps(m, xs + i0);
         _mm512_mask_storeu_ps(act + i0, m, silu16(xv));
-        const __m512 t0v = _mm512_maskz_loadu_ps(m, t0.data() + i0);
-        in_grid = m & _mm512_cmp_ps_mask(xv, t0v, _CMP_GE_OQ) & _mm512_cmp_ps_mask(xv, _mm512_maskz_loadu_ps(m, tE.data() + i0), _CMP_LT_OQ);
-        const __m512 u = _mm512_mul_ps(_mm512_sub_ps(xv, t0v), _mm512_maskz_loadu_ps(m, invh.data() + i0));
+        const __m512 t0v = _mm512_maskz_loadu_ps(m, t0_p + i0);
+        in_grid = m & _mm512_cmp_ps_mask(xv, t0v, _CMP_GE_OQ) & _mm512_cmp_ps_mask(xv, _mm512_maskz_loadu_ps(m, tE_p + i0), _CMP_LT_OQ);
+        const __m512 u = _mm512_mul_ps(_mm512_sub_ps(xv, t0v), _mm512_maskz_loadu_ps(m, invh_p + i0));
         const __m512 fl = _mm512_roundscale_ps(u, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
         // (max and min return their second operand for a NaN: 0, then E - 1)
         const __m512 jj = _mm512_min_ps(_mm512_max_ps(fl, _mm512_setzero_ps()), _mm512_set1_ps(static_cast<float>(E - 1)));
@@ -326,7 +334,7 @@ void bases_uniform(const KanLayer& L, const float* x, int B, LayerWork& w) {
         const __mmask16 m = lanes(n);
         const __m512i fiv = _mm512_sub_epi32(_mm512_load_si512(j0), _mm512_set1_epi32(k));
         _mm512_mask_storeu_epi32(first + i0, m, _mm512_mask_blend_epi32(in_grid, _mm512_set1_epi32(INT_MIN), fiv));
-        const __m512 ih = _mm512_maskz_loadu_ps(m, invh.data() + i0);
+        const __m512 ih = _mm512_maskz_loadu_ps(m, invh_p + i0);
         for (int r = 0; r < k1; ++r)
           _mm512_mask_storeu_ps(dval + static_cast<std::size_t>(r) * in + i0, m,
                                 _mm512_mul_ps(_mm512_sub_ps(_mm512_load_ps(lo[r]), _mm512_load_ps(lo[r + 1])), ih));
@@ -337,8 +345,8 @@ void bases_uniform(const KanLayer& L, const float* x, int B, LayerWork& w) {
         float* seg = row + static_cast<std::size_t>(i0) * C;
         const int floats = n * C;
         for (int q = 0; q * kLanes < floats; ++q) {
-          const __m512i lv = _mm512_loadu_si512(&seg_lane[static_cast<std::size_t>(q) * kLanes]);
-          const __m512i rel = _mm512_sub_epi32(_mm512_loadu_si512(&seg_col[static_cast<std::size_t>(q) * kLanes]), _mm512_permutexvar_epi32(lv, fig));
+          const __m512i lv = _mm512_loadu_si512(seg_lane_p + static_cast<std::size_t>(q) * kLanes);
+          const __m512i rel = _mm512_sub_epi32(_mm512_loadu_si512(seg_col_p + static_cast<std::size_t>(q) * kLanes), _mm512_permutexvar_epi32(lv, fig));
           const __mmask16 ok = _mm512_cmple_epu32_mask(rel, _mm512_set1_epi32(k));  // 0 <= rel <= k
           const __m512i idx = _mm512_add_epi32(_mm512_slli_epi32(rel, 4), lv);      // wv[rel][lane]
           __m512 v;
