@@ -472,7 +472,7 @@ std::vector<Case> catalogue_part7() {
        sim_calibration(), {"calibration.yaml:", "compute.jitter_sigma", "number"}},
       {"calibration: time overflows", "calibration", {{K, sub(kCalibration, "host_overhead: \"0s\"", "host_overhead: \"1e307h\"")}},
        sim_calibration(), {"calibration.yaml:", "compute.host_overhead", "too large"}},
-      {"calibration: negative latency", "calibration", {{K, sub(kCalibration, "latency: \"1.23102us\"", "latency: \"-1us\"")}},
+      {"calibration: negative latency", "calibration", {{K, subval(kCalibration, "latency: ", "\"-1us\",")}},
        sim_calibration(), {"calibration.yaml:", "latency"}},
       {"calibration: byte rate without unit", "calibration", {{K, subval(kCalibration, "byte_rate: ", "11.3767,")}},
        sim_calibration(), {"calibration.yaml:", "byte_rate"}},
