@@ -10,6 +10,7 @@ int bench_study(const std::vector<std::string>& args);
 int whatif(const std::vector<std::string>& args);
 int bench_interference(const std::vector<std::string>& args, const std::string& cmdline);
 int bench_progress(const std::vector<std::string>& args, const std::string& cmdline);
+int bench_overlap(const std::vector<std::string>& args, const std::string& cmdline);
 int measure(const std::vector<std::string>& args, const std::string& cmdline);
 int fit(const std::vector<std::string>& args, const std::string& cmdline);
 int model(const std::vector<std::string>& args, const std::string& cmdline);

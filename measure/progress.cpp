@@ -20,12 +20,13 @@ double now_s() {
 // given as work so that a collective's interference shows as time.
 class BusyLoop {
  public:
-  BusyLoop() : buf_(65536, 1.0f) {}
+  // a unit: `block` dependent multiply-adds (4096: several microseconds)
+  explicit BusyLoop(std::size_t block = 4096) : block_(block), buf_(16 * block, 1.0f) {}
   void run(std::int64_t units) {
     float acc = sink_;
     for (std::int64_t u = 0; u < units; ++u) {
-      const std::size_t base = static_cast<std::size_t>(u % 16) * 4096;
-      for (std::size_t k = 0; k < 4096; ++k) {
+      const std::size_t base = static_cast<std::size_t>(u % 16) * block_;
+      for (std::size_t k = 0; k < block_; ++k) {
         acc += buf_[base + k] * 1.0001f;
         buf_[base + k] = acc * 1e-9f + 1.0f;
       }
@@ -35,24 +36,30 @@ class BusyLoop {
   float sink() const { return sink_; }
 
  private:
+  std::size_t block_;
   std::vector<float> buf_;
   float sink_ = 0;
 };
+
+// The loop's time per unit on this rank, every rank at once (as in the
+// points): the largest rank's median of 5 timings of `units` units.
+double unit_seconds(Comm& comm, BusyLoop& busy, int units) {
+  std::vector<double> unit_s;
+  for (int r = 0; r < 5; ++r) {
+    comm.barrier();
+    const double t0 = now_s();
+    busy.run(units);
+    unit_s.push_back((now_s() - t0) / units);
+  }
+  return comm.allreduce_max(summarize(unit_s).median);
+}
 
 }  // namespace
 
 std::vector<ProgressPoint> measure_progress(Comm& comm, const std::vector<double>& sizes, const std::vector<double>& poll_fractions,
                                             double compute_factor, int repeats) {
   BusyLoop busy;
-  // the loop's speed on this rank, every rank at once (as in the points)
-  std::vector<double> unit_s;
-  for (int r = 0; r < 5; ++r) {
-    comm.barrier();
-    const double t0 = now_s();
-    busy.run(200);
-    unit_s.push_back((now_s() - t0) / 200);
-  }
-  const double per_unit = comm.allreduce_max(summarize(unit_s).median);
+  const double per_unit = unit_seconds(comm, busy, 200);
   std::vector<ProgressPoint> out;
   for (const double bytes : sizes) {
     std::vector<float> buf(static_cast<std::size_t>(std::max(1.0, bytes / 4)), 1.0f);
@@ -105,6 +112,67 @@ std::vector<ProgressPoint> measure_progress(Comm& comm, const std::vector<double
       p.wait_s = comm.allreduce_max(summarize(waits).median);
       out.push_back(p);
     }
+  }
+  comm.barrier();
+  if (busy.sink() == 12345.0f) comm.barrier();  // keeps the loop's work observable
+  return out;
+}
+
+std::vector<OverlapPoint> measure_overlap(Comm& comm, const std::vector<double>& sizes, double gap, int repeats) {
+  BusyLoop busy(256);  // fine units: a tenth of a 4 KiB all-reduce is under a microsecond
+  const double per_unit = unit_seconds(comm, busy, 3000);
+  std::vector<OverlapPoint> out;
+  for (const double bytes : sizes) {
+    const std::size_t n = static_cast<std::size_t>(std::max(1.0, bytes / 4));
+    std::vector<float> a(n, 1.0f), b(n, 1.0f);
+    std::vector<double> alone;
+    for (int r = 0; r <= repeats; ++r) {  // one warm-up
+      comm.barrier();
+      const double t0 = now_s();
+      comm.wait(comm.iallreduce_sum(a.data(), n));
+      comm.release();
+      if (r > 0) alone.push_back(now_s() - t0);
+    }
+    OverlapPoint p;
+    p.bytes = static_cast<double>(n) * 4.0;
+    p.alone_s = comm.allreduce_max(summarize(alone).median);
+    const auto gap_units = std::max<std::int64_t>(1, std::llround(gap * p.alone_s / per_unit));
+    const auto poll_units = std::max<std::int64_t>(1, std::llround(0.1 * p.alone_s / per_unit));
+    std::vector<double> pair, staggered, gaps;
+    for (int r = 0; r < repeats; ++r) {
+      // the three interleaved, so that drift hits them alike
+      comm.barrier();
+      double t0 = now_s();
+      const int h1 = comm.iallreduce_sum(a.data(), n);
+      const int h2 = comm.iallreduce_sum(b.data(), n);
+      comm.wait(h1);
+      comm.wait(h2);
+      comm.release();
+      pair.push_back(now_s() - t0);
+      comm.barrier();
+      t0 = now_s();
+      busy.run(gap_units);
+      gaps.push_back(now_s() - t0);
+      comm.barrier();
+      t0 = now_s();
+      const int g1 = comm.iallreduce_sum(a.data(), n);
+      bool done = false;
+      for (std::int64_t u = 0; u < gap_units;) {
+        const std::int64_t k = std::min(poll_units, gap_units - u);
+        busy.run(k);
+        u += k;
+        if (!done) done = comm.test(g1);
+      }
+      const int g2 = comm.iallreduce_sum(b.data(), n);
+      comm.wait(g1);
+      comm.wait(g2);
+      comm.release();
+      staggered.push_back(now_s() - t0);
+    }
+    p.pair_s = comm.allreduce_max(summarize(pair).median);
+    p.staggered_s = comm.allreduce_max(summarize(staggered).median);
+    p.gap_s = comm.allreduce_max(summarize(gaps).median);
+    out.push_back(p);
   }
   comm.barrier();
   if (busy.sink() == 12345.0f) comm.barrier();  // keeps the loop's work observable

@@ -980,6 +980,9 @@ std::vector<Case> catalogue_part24() {
        {"bench", "progress", "--sizes", "1KiB,2KiB,3KiB,4KiB,5KiB,6KiB,7KiB,8KiB,9KiB,10KiB,11KiB", "--polls",
         "0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1,1.1,1.2,1.3,1.4,1.5,1.6,1.7,1.8"}, {"--sizes x --polls", "200"}},
       {"bench progress: --json a directory", "flags-bench", {}, {"bench", "progress", "--json", "{d}"}, {"--json"}},
+      {"bench overlap: --gap negative", "flags-bench", {}, {"bench", "overlap", "--gap", "-1"}, {"--gap"}},
+      {"bench overlap: --sizes overflows", "flags-bench", {}, {"bench", "overlap", "--sizes", "1e308PiB"}, {"--sizes"}},
+      {"bench overlap: --repeat 2", "flags-bench", {}, {"bench", "overlap", "--repeat", "2"}, {"--repeat"}},
   };
 }
 

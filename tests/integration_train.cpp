@@ -437,6 +437,30 @@ TEST_CASE("bench progress under mpirun writes every point, and kanscale fit turn
   CHECK(slurp(d / "c.yaml").find("mpi_progress: {min_steps: ") != std::string::npos);
 }
 
+TEST_CASE("bench overlap under mpirun times one all-reduce, a pair at once and a staggered pair, per size") {
+  Dir d;
+  std::string err;
+  REQUIRE(sh(timeout(120) + "env " + mpirun(2) + kExe + " bench overlap --repeat 3 --sizes 4KiB,256KiB --gap 0.5 --json " + (d / "o.json"),
+             &err, &d) == 0);
+  const auto j = nlohmann::json::parse(slurp(d / "o.json"));
+  CHECK(j["ranks"] == 2);
+  REQUIRE(j["points"].size() == 2);
+  CHECK(j["points"][0]["bytes"].get<double>() == 4096);
+  CHECK(j["points"][1]["bytes"].get<double>() == 262144);
+  for (const auto& p : j["points"]) {
+    const double alone = p["alone_s"].get<double>(), pair = p["pair_s"].get<double>();
+    CHECK(alone > 0);
+    CHECK(pair > 0);
+    CHECK(p["gap_s"].get<double>() > 0);
+    // the staggered pair includes the gap's compute, which runs before the
+    // second launch (its median against the gap's own, timed apart: within
+    // the VM's noise, generously)
+    CHECK(p["staggered_s"].get<double>() > 0.5 * p["gap_s"].get<double>());
+    // the hidden share as the file defines it, (2 alone - pair) / alone
+    CHECK(p["hidden_pair"].get<double>() == doctest::Approx((2 * alone - pair) / alone));
+  }
+}
+
 TEST_CASE("resume refuses what would break bit-identity; a failed checkpoint write ends every rank") {
   Dir d;
   const std::string w = small(d, "w.yaml", 32);
