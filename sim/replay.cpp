@@ -235,7 +235,6 @@ class Sim {
         add_coll(i, static_cast<int>(b), p.pb->buckets[b].bytes, p.pb->allreduce[b]);
     }
     launch_time_.assign(colls_.size() * static_cast<std::size_t>(n_), 0.0);
-    in_mpi_since_step_.assign(static_cast<std::size_t>(n_), 0);
     waiting_flag_.assign(static_cast<std::size_t>(n_), 0);
     ranks_.resize(n_);
     main_computing_.assign((static_cast<std::size_t>(n_) + 63) / 64, 0);
@@ -274,8 +273,13 @@ class Sim {
       if (ranks_[r].stage != kDone) throw std::logic_error("replay deadlocked");
     result_.events = q_.popped();
     // (a reduced replay, for its timeline only, leaves the labels out)
-    for (const Collective& c : colls_)
-      result_.collectives.push_back(CollectiveRecord{c.iter, c.bucket, c.bytes, ids_ ? std::string() : c.est->label(), c.start_s, c.end_s});
+    // a collective's time as the trainers count it: from its first step, or
+    // the end of the one before it if later (they end in order)
+    for (std::size_t g = 0; g < colls_.size(); ++g) {
+      const Collective& c = colls_[g];
+      const double start = g > 0 ? std::max(c.start_s, colls_[g - 1].end_s) : c.start_s;
+      result_.collectives.push_back(CollectiveRecord{c.iter, c.bucket, c.bytes, ids_ ? std::string() : c.est->label(), start, c.end_s});
+    }
     build_trace();
     return std::move(result_);
   }
@@ -485,9 +489,19 @@ class Sim {
   }
 
   // ---- communication track
+  // Every collective that all ranks have launched is in flight; their steps
+  // share one wire and run one at a time (a pair of all-reduces waited for
+  // at once takes at least as long as one after another: `bench overlap`),
+  // but a rank's entry into MPI (a launch, a poll, a wait) advances every
+  // collective in flight, as libnbc's progress does with each outstanding
+  // schedule. Collectives end in order (the trainers' FIFO accounting): one
+  // whose steps are done ends when the one before it has.
   void launch(int r, int g, double now) {
     launch_time_[static_cast<std::size_t>(g) * n_ + r] = now;
-    if (++colls_[g].launched == n_ && (g == 0 || colls_[g - 1].ended)) start_coll(g, now);
+    if (++colls_[g].launched == n_) {
+      poll(r, now);  // the launch is inside MPI: it first advances what is in flight
+      start_coll(g, now);
+    }
   }
 
   void set_comm_active(bool active, double now) {
@@ -502,51 +516,94 @@ class Sim {
   }
 
   // A collective's first step needs no poll: the launch posted it (libnbc
-  // starts its first round in MPI_Iallreduce), so one queued behind another
-  // starts as that one ends.
+  // starts its first round in MPI_Iallreduce); it runs once the wire is free.
   void start_coll(int g, double now) {
-    colls_[g].start_s = now;
-    active_ = g;
-    start_step(g, now);
-    set_comm_active(true, now);
+    inflight_.push_back(g);  // full launches come in order: ascending
+    colls_[g].ready = true;
+    dispatch(now);
   }
 
-  // A collective moves in steps, each an equal share of its time (one step:
-  // it progresses on its own). A step runs on its own; the next starts once
-  // every rank has been inside MPI since the last ended: at once for the
-  // ranks waiting on it, at the next poll or launch for those computing.
-  // Interference (the compute lost while a collective moves data) applies
-  // while a step runs, not while the next waits for a poll.
-  void start_step(int g, double now) {
-    if (colls_[g].step_pending) set_comm_active(true, now);
-    colls_[g].step_pending = false;
-    q_.schedule(now + colls_[g].duration_s / colls_[g].steps, Payload::make(kCollEnd, g));
+  // The wire, if free, runs the next step of the oldest collective whose
+  // step is ready. A collective moves in steps, each an equal share of its
+  // time (one step: it progresses on its own); after a step the next waits
+  // until every rank has been inside MPI since it ended: at once for the
+  // ranks waiting, at the next poll or launch for those computing.
+  // Interference (the compute lost while data moves) applies while a step
+  // runs, not while the wire is idle.
+  void dispatch(double now) {
+    if (wire_ >= 0) return;
+    for (const int g : inflight_) {
+      Collective& c = colls_[g];
+      if (!c.ready) continue;
+      c.ready = false;
+      wire_ = g;
+      if (c.steps_done == 0) {
+        c.start_s = now;
+        q_.schedule(now + c.duration_s / c.steps, Payload::make(kCollEnd, g));
+        set_comm_active(true, now);
+      } else {
+        set_comm_active(true, now);
+        q_.schedule(now + c.duration_s / c.steps, Payload::make(kCollEnd, g));
+      }
+      return;
+    }
+    set_comm_active(false, now);
   }
   void step_end(int g, double now) {
     Collective& c = colls_[g];
+    wire_ = -1;
     if (++c.steps_done >= c.steps) {
-      coll_end(g, now);
+      coll_finished(g, now);
       return;
     }
     if (waiting_ == n_) {
       // every rank waits in MPI: the rest follow back to back, one event
+      wire_ = g;
       q_.schedule(now + c.duration_s / c.steps * (c.steps - c.steps_done), Payload::make(kCollEnd, g));
       c.steps_done = c.steps - 1;
       return;
     }
     c.step_pending = true;
-    set_comm_active(false, now);
-    in_mpi_since_step_ = waiting_flag_;
-    in_mpi_count_ = waiting_;
+    c.in_mpi = waiting_flag_;
+    c.in_mpi_count = waiting_;
+    dispatch(now);
   }
   // Rank r is inside MPI now (a launch, a poll, or the start of a wait).
   void poll(int r, double now) {
-    if (active_ < 0 || !colls_[active_].step_pending || in_mpi_since_step_[static_cast<std::size_t>(r)]) return;
-    in_mpi_since_step_[static_cast<std::size_t>(r)] = 1;
-    if (++in_mpi_count_ == n_) start_step(active_, now);
+    bool any = false;
+    for (const int g : inflight_) {
+      Collective& c = colls_[g];
+      if (!c.step_pending || c.in_mpi[static_cast<std::size_t>(r)]) continue;
+      c.in_mpi[static_cast<std::size_t>(r)] = 1;
+      if (++c.in_mpi_count == n_) {
+        c.step_pending = false;
+        c.ready = true;
+        any = true;
+      }
+    }
+    if (any) dispatch(now);
   }
 
-  void coll_end(int g, double now) {
+  void coll_finished(int g, double now) {
+    Collective& c = colls_[g];
+    c.finished = true;
+    std::vector<char>().swap(c.in_mpi);
+    inflight_.erase(std::find(inflight_.begin(), inflight_.end(), g));
+    if (g > 0 && !colls_[g - 1].ended) {  // ends with the one before it
+      dispatch(now);
+      return;
+    }
+    int last = g;
+    while (true) {
+      record_end(last, now);
+      if (last + 1 >= static_cast<int>(colls_.size()) || !colls_[last + 1].finished) break;
+      ++last;
+    }
+    dispatch(now);  // the slowdown stays as it is when another step follows
+    for (int k = g; k <= last; ++k) wake_ranks(k, now);
+  }
+
+  void record_end(int g, double now) {
     Collective& c = colls_[g];
     c.ended = true;
     c.end_s = now;
@@ -561,17 +618,16 @@ class Sim {
     for (int r = 0; r < n_; ++r) comm_acc_[static_cast<std::size_t>(r)] += now - std::max(launched_at[r], prev_end);
     for (int r : traced_in_order_) {
       const double busy_from = std::max(launched_at[r], prev_end);
-      if (c.start_s > busy_from)
-        result_.trace.push_back(TraceSlice{r, 1, it, "wait for peers: " + name, "comm_wait", busy_from, c.start_s, c.bytes});
-      result_.trace.push_back(TraceSlice{r, 1, it, name + " (" + c.est->label() + ")", "comm", c.start_s, now, c.bytes});
+      const double start = std::max(c.start_s, busy_from);
+      if (start > busy_from)
+        result_.trace.push_back(TraceSlice{r, 1, it, "wait for peers: " + name, "comm_wait", busy_from, start, c.bytes});
+      result_.trace.push_back(TraceSlice{r, 1, it, name + " (" + c.est->label() + ")", "comm", start, now, c.bytes});
     }
-    const bool next_ready = g + 1 < static_cast<int>(colls_.size()) && colls_[g + 1].launched == n_;
-    active_ = -1;
-    if (next_ready) {
-      start_coll(g + 1, now);  // the slowdown stays as it is
-    } else {
-      set_comm_active(false, now);
-    }
+  }
+
+  void wake_ranks(int g, double now) {
+    const Collective& c = colls_[g];
+    const int it = c.iter;
     const bool is_bcast = c.bucket < 0;
     const bool is_last = g == last_coll(it);
     if (!is_bcast && !is_last) return;  // no rank waits on this one alone
@@ -652,15 +708,18 @@ class Sim {
     bool ended = false;
     int steps = 1, steps_done = 0;
     bool step_pending = false;  // a step ended; the next waits for every rank to enter MPI
-    double start_s = 0, end_s = 0;
+    bool ready = false;         // its next step may run (waits for the wire)
+    bool finished = false;      // its steps are done (it ends once the one before it has)
+    std::vector<char> in_mpi;   // while a step is pending: per rank, inside MPI since it ended
+    int in_mpi_count = 0;
+    double start_s = 0, end_s = 0;  // its first step's start; its end
   };
   std::vector<Collective> colls_;
   std::vector<int> coll_offset_;       // per iteration: its first collective
   HugeVector<double> launch_time_;     // [collective * ranks + rank]
   bool comm_active_ = false;
-  int active_ = -1;  // the collective in progress (the track runs one at a time)
-  std::vector<char> in_mpi_since_step_;  // per rank, since its last step ended
-  int in_mpi_count_ = 0;
+  int wire_ = -1;              // the collective whose step runs (one at a time)
+  std::vector<int> inflight_;  // launched by every rank, steps left: ascending
   int waiting_ = 0;  // ranks in a wait stage (inside MPI)
   std::vector<char> waiting_flag_;  // per rank: in a wait stage (in_wait of its state, kept apart)
   std::vector<int> traced_;

@@ -282,6 +282,43 @@ TEST_CASE("a collective in steps progresses only at polls while the ranks comput
   CHECK(r.iterations[0][1].end_s == doctest::Approx(58.0));
 }
 
+TEST_CASE("a poll advances every collective in flight; their steps share one wire (hand timeline)") {
+  // Hand with op C (10 s, no gradient) after B, so the ranks compute 21..31
+  // after launching bucket 1. 8 s all-reduces in 4 steps of 2 s. Bucket 0:
+  // step 1 16..18 (posted at its launch); the launch of bucket 1 at 21 is a
+  // poll: bucket 0's step 2 21..23, while bucket 1's first step (posted at
+  // its launch) waits for the wire, which it takes 23..25, as bucket 0 waits
+  // for a poll. The next poll is at 31, before the wait: both have a step
+  // ready, the older first: bucket 0 31..33, then with every rank waiting
+  // its step 4 33..35; bucket 0 ends at 35, bucket 1's steps 2-4 35..41.
+  // Adam 41..43: iteration 43, exposed 41 - 31 = 10. One collective at a
+  // time (bucket 1 from 35, 35..43) would give 45 and 12.
+  Hand h(2, 8.0);
+  h.in.ops.insert(h.in.ops.begin() + 4, ks::test::hand_op("C", Phase::backward, -1));
+  h.in.op_time_s = {1, 10, 5, 5, 10, 2};
+  for (auto* pb : {&h.in.first, &h.in.steady})
+    for (auto& e : pb->allreduce) e.steps = 4;
+  const auto r = replay(h.in);
+  for (const auto& it : r.iterations)
+    for (const auto& ri : it) {
+      CHECK(ri.iteration_s() == doctest::Approx(43.0));
+      CHECK(ri.exposed_s == doctest::Approx(10.0));
+    }
+  REQUIRE(r.collectives.size() == 6);
+  CHECK(r.collectives[0].start_s == doctest::Approx(16.0));
+  CHECK(r.collectives[0].end_s == doctest::Approx(35.0));
+  // bucket 1 counted as the trainer counts it: from bucket 0's end
+  CHECK(r.collectives[1].start_s == doctest::Approx(35.0));
+  CHECK(r.collectives[1].end_s == doctest::Approx(41.0));
+  // in one step each (progressing on their own) nothing waits for polls:
+  // bucket 0 16..24, bucket 1 24..32, the wait 31..32, iteration 34
+  for (auto* pb : {&h.in.first, &h.in.steady})
+    for (auto& e : pb->allreduce) e.steps = 1;
+  const auto r1 = replay(h.in);
+  CHECK(r1.iterations[1][0].iteration_s() == doctest::Approx(34.0));
+  CHECK(r1.collectives[1].start_s == doctest::Approx(24.0));
+}
+
 TEST_CASE("a broadcast in steps while every rank waits runs as one piece") {
   // as "the buffer broadcast synchronises ranks before forward": every rank
   // waits in the broadcast, so its 3 steps follow back to back, 1..4; the
