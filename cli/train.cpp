@@ -278,6 +278,16 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
 // all-reduces run on the same rank (the calibration's `interference`).
 namespace {
 
+// Two buffers of `nbytes` on every rank of this machine must fit in half its
+// memory (`what`: the option and value named in the error).
+void check_two_buffers_fit(const std::string& what, double nbytes) {
+  const double memory = physical_memory_bytes();
+  const double ranks = static_cast<double>(launched_by_mpirun() ? std::max(1, local_ranks()) : 1);
+  if (memory > 0 && 2 * nbytes * ranks > memory / 2)
+    throw InputError(what + ": " + std::to_string(static_cast<int>(ranks)) + " rank(s) x 2 buffers would need " +
+                     format_bytes(2 * nbytes * ranks) + ", above half this machine's " + format_bytes(memory));
+}
+
 // bench interference's all-reduce size: the same bound as bench progress, and
 // its send and receive buffers on every rank of this machine within half its memory.
 double interference_bytes(const std::string& bytes) {
@@ -288,11 +298,7 @@ double interference_bytes(const std::string& bytes) {
     throw InputError(std::string("--bytes: ") + e.what());
   }
   if (!(nbytes >= kProgressMinBytes && nbytes <= kProgressMaxBytes)) throw InputError("--bytes " + bytes + ": expected a size from 4B to 4GiB");
-  const double memory = physical_memory_bytes();
-  const double ranks = static_cast<double>(launched_by_mpirun() ? std::max(1, local_ranks()) : 1);
-  if (memory > 0 && 2 * nbytes * ranks > memory / 2)
-    throw InputError("--bytes " + bytes + ": " + std::to_string(static_cast<int>(ranks)) + " rank(s) x 2 buffers would need " +
-                     format_bytes(2 * nbytes * ranks) + ", above half this machine's " + format_bytes(memory));
+  check_two_buffers_fit("--bytes " + bytes, nbytes);
   return nbytes;
 }
 
@@ -488,14 +494,8 @@ int bench_overlap(const std::vector<std::string>& args, const std::string& cmdli
     throw InputError(std::string("--sizes: ") + e.what());
   }
   if (sizes.empty() || sizes.size() > 200) throw InputError("--sizes: expected 1 to 200 sizes");
-  {  // two buffers of the largest size per rank of this node
-    const double largest = *std::max_element(sizes.begin(), sizes.end());
-    const double memory = physical_memory_bytes();
-    const double ranks = static_cast<double>(launched_by_mpirun() ? std::max(1, local_ranks()) : 1);
-    if (memory > 0 && 2 * largest * ranks > memory / 2)
-      throw InputError("--sizes: " + std::to_string(static_cast<int>(ranks)) + " rank(s) x 2 buffers of " + format_bytes(largest) +
-                       " would need " + format_bytes(2 * largest * ranks) + ", above half this machine's " + format_bytes(memory));
-  }
+  const double largest = *std::max_element(sizes.begin(), sizes.end());
+  check_two_buffers_fit("--sizes " + format_bytes(largest), largest);
   check_output_paths({{json, "--json"}});
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
   const auto points = measure_overlap(*comm, sizes, gap, repeats);

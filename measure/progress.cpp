@@ -54,6 +54,20 @@ double unit_seconds(Comm& comm, BusyLoop& busy, int units) {
   return comm.allreduce_max(summarize(unit_s).median);
 }
 
+// One non-blocking all-reduce of buf[0, n) launched and waited for, alone:
+// the largest rank's median over `repeats` (after one warm-up).
+double allreduce_alone_s(Comm& comm, float* buf, std::size_t n, int repeats) {
+  std::vector<double> alone;
+  for (int r = 0; r <= repeats; ++r) {
+    comm.barrier();
+    const double t0 = now_s();
+    comm.wait(comm.iallreduce_sum(buf, n));
+    comm.release();
+    if (r > 0) alone.push_back(now_s() - t0);
+  }
+  return comm.allreduce_max(summarize(alone).median);
+}
+
 }  // namespace
 
 std::vector<ProgressPoint> measure_progress(Comm& comm, const std::vector<double>& sizes, const std::vector<double>& poll_fractions,
@@ -63,17 +77,8 @@ std::vector<ProgressPoint> measure_progress(Comm& comm, const std::vector<double
   std::vector<ProgressPoint> out;
   for (const double bytes : sizes) {
     std::vector<float> buf(static_cast<std::size_t>(std::max(1.0, bytes / 4)), 1.0f);
-    // the all-reduce alone (one warm-up)
-    std::vector<double> alone;
-    for (int r = 0; r <= repeats; ++r) {
-      comm.barrier();
-      const double t0 = now_s();
-      comm.wait(comm.iallreduce_sum(buf.data(), buf.size()));
-      comm.release();
-      if (r > 0) alone.push_back(now_s() - t0);
-    }
     // every rank computes the same work: the largest rank's median
-    const double C = comm.allreduce_max(summarize(alone).median);
+    const double C = allreduce_alone_s(comm, buf.data(), buf.size(), repeats);
     const auto units = std::max<std::int64_t>(1, std::llround(compute_factor * C / per_unit));
     for (const double f : poll_fractions) {
       // polls every `every` units (0: none)
@@ -125,17 +130,9 @@ std::vector<OverlapPoint> measure_overlap(Comm& comm, const std::vector<double>&
   for (const double bytes : sizes) {
     const std::size_t n = static_cast<std::size_t>(std::max(1.0, bytes / 4));
     std::vector<float> a(n, 1.0f), b(n, 1.0f);
-    std::vector<double> alone;
-    for (int r = 0; r <= repeats; ++r) {  // one warm-up
-      comm.barrier();
-      const double t0 = now_s();
-      comm.wait(comm.iallreduce_sum(a.data(), n));
-      comm.release();
-      if (r > 0) alone.push_back(now_s() - t0);
-    }
     OverlapPoint p;
     p.bytes = static_cast<double>(n) * 4.0;
-    p.alone_s = comm.allreduce_max(summarize(alone).median);
+    p.alone_s = allreduce_alone_s(comm, a.data(), n, repeats);
     const auto gap_units = std::max<std::int64_t>(1, std::llround(gap * p.alone_s / per_unit));
     const auto poll_units = std::max<std::int64_t>(1, std::llround(0.1 * p.alone_s / per_unit));
     std::vector<double> pair, staggered, gaps;

@@ -537,6 +537,8 @@ class Sim {
       if (!c.ready) continue;
       c.ready = false;
       wire_ = g;
+      // (the two orders of scheduling and rescheduling the computing ranks
+      // are those of the one-at-a-time replay, whose event ties they keep)
       if (c.steps_done == 0) {
         c.start_s = now;
         q_.schedule(now + c.duration_s / c.steps, Payload::make(kCollEnd, g));
