@@ -1,6 +1,7 @@
 #include "kan_cpu.hpp"
 
 #include <Eigen/Dense>
+#include <dnnl.h>
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <optional>
 #include <stdexcept>
+#include <string>
 
 #include "model/kan_model.hpp"
 #include "model/statistics.hpp"
@@ -28,10 +30,24 @@
 namespace ks {
 
 namespace {
-using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using MapC = Eigen::Map<const RowMat>;
-using Map = Eigen::Map<RowMat>;
 constexpr int kMaxOrder = 16;
+
+// C[M][N] = op(A) op(B), or C += op(A) op(B) with `accumulate`; all row-major,
+// op(X) = X for 'N' and X^T (stored transposed) for 'T'. oneDNN's sgemm (Debian's
+// libdnnl, JIT-compiled for the machine's ISA): on the layers' shapes it runs at
+// 1.05-1.35x Eigen's GEMM on one thread and 1.1-1.5x on two (docs/benchmarks.md),
+// which caps the kernels below 80% of the SGEMM reference (Eigen at 1024^3).
+// It splits no product over threads unless a matrix is too small to split
+// otherwise, so results repeat for a given thread count, though the sums'
+// order may differ between thread counts.
+void sgemm(char ta, char tb, std::size_t M, std::size_t N, std::size_t K, const float* A, const float* B,
+           bool accumulate, float* C) {
+  if (M == 0 || N == 0) return;
+  const auto m = static_cast<dnnl_dim_t>(M), n = static_cast<dnnl_dim_t>(N), k = static_cast<dnnl_dim_t>(K);
+  const dnnl_status_t st = dnnl_sgemm(ta, tb, m, n, k, 1.0f, A, ta == 'N' ? k : m, B, tb == 'N' ? n : k,
+                                      accumulate ? 1.0f : 0.0f, C, n);
+  if (st != dnnl_success) throw std::runtime_error("oneDNN sgemm failed (status " + std::to_string(static_cast<int>(st)) + ")");
+}
 
 // exp(x) in a form the compiler vectorises (std::exp does not without
 // -ffast-math): Cody-Waite reduction by ln 2 and Cephes' degree-6
@@ -440,27 +456,27 @@ void layer_forward_cpu(const KanLayer& L, const float* x, int B, float* y, Layer
   }
   }
   clock.next(KernelPhases::base_gemm);
-  Map Y(y, B, out);
-  Y.noalias() = MapC(w.act.data(), B, in) * MapC(L.base_weight.data(), out, in).transpose();
+  sgemm('N', 'T', B, out, in, w.act.data(), L.base_weight.data(), false, y);  // silu(x) Wb^T
   clock.next(KernelPhases::spline_gemm);
-  Y.noalias() += MapC(w.bmat.data(), B, static_cast<Eigen::Index>(IC)) * MapC(w.ws.data(), out, static_cast<Eigen::Index>(IC)).transpose();
+  sgemm('N', 'T', B, out, IC, w.bmat.data(), w.ws.data(), true, y);  // + b(x) ws^T
 }
 
 void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* dy, const LayerWork& w, BackwardScratch& sc,
                         float* d_base, float* d_spline, float* d_scaler, float* dx) {
   const int in = L.in, out = L.out, C = L.C(), k1 = L.k + 1;
-  const auto IC = static_cast<Eigen::Index>(in) * C;
+  const std::size_t IC = static_cast<std::size_t>(in) * C;
   PhaseTimer clock(w.phases, KernelPhases::base_grads);
   // base weight: dWb = dy^T silu(x)
-  Map(d_base, out, in).noalias() = MapC(dy, B, out).transpose() * MapC(w.act.data(), B, in);
-  // gt[o][i][c] = sum_s dy[s,o] b[s,i,c]: the spline weight's own layout,
-  // so that the loop below reads and writes every array in order. (Laid
-  // out [i][c][o], it read gt with a stride of `out` floats, all in*C rows
-  // again for every output; with a power-of-two `out` those rows share
-  // cache sets, and at small batches the loop took 3-5 ns a weight.)
+  sgemm('T', 'N', out, in, B, dy, w.act.data(), false, d_base);
+  // gt[o][i][c] = sum_s dy[s,o] b[s,i,c], written into d_spline (the spline
+  // weight's own layout) and scaled there in place, so that the loop below
+  // reads and writes every array in order and no third [out][in][C] array
+  // streams through the cache. (Laid out [i][c][o], it read gt with a stride
+  // of `out` floats, all in*C rows again for every output; with a
+  // power-of-two `out` those rows share cache sets, and at small batches the
+  // loop took 3-5 ns a weight.)
   clock.next(KernelPhases::spline_grads);
-  sc.gt.resize(static_cast<std::size_t>(IC) * out);
-  Map(sc.gt.data(), out, IC).noalias() = MapC(dy, B, out).transpose() * MapC(w.bmat.data(), B, IC);
+  sgemm('T', 'N', out, IC, B, dy, w.bmat.data(), false, d_spline);
   clock.next(KernelPhases::per_weight);
   // spline weight and scaler
 #pragma omp parallel for schedule(static)
@@ -469,7 +485,7 @@ void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* d
       const std::size_t oi = static_cast<std::size_t>(o) * in + i;
       float acc = 0;
       for (int c = 0; c < C; ++c) {
-        const float g = sc.gt[oi * C + c];
+        const float g = d_spline[oi * C + c];  // gt
         d_spline[oi * C + c] = L.spline_scaler[oi] * g;
         acc += L.spline_weight[oi * C + c] * g;
       }
@@ -479,7 +495,7 @@ void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* d
   // input: silu'(x) (dy Wb) + sum over the k+1 local bases of b'(x) (dy ws)[s, i*C+c]
   clock.next(KernelPhases::base_grads);
   sc.tmp.resize(static_cast<std::size_t>(B) * in);
-  Map(sc.tmp.data(), B, in).noalias() = MapC(dy, B, out) * MapC(L.base_weight.data(), out, in);
+  sgemm('N', 'N', B, in, out, dy, L.base_weight.data(), false, sc.tmp.data());
   // dsp = dy ws: with one output, each entry is one product, dy[s] ws[j],
   // rounded once whichever way it is computed: taken where it is needed,
   // not written as a [B][in*C] matrix and read back
@@ -487,7 +503,7 @@ void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* d
   clock.next(KernelPhases::spline_grads);
   if (!outer) {
     sc.dsp.resize(static_cast<std::size_t>(B) * IC);
-    Map(sc.dsp.data(), B, IC).noalias() = MapC(dy, B, out) * MapC(w.ws.data(), out, IC);
+    sgemm('N', 'N', B, IC, out, dy, w.ws.data(), false, sc.dsp.data());
   }
   clock.next(KernelPhases::input_grad);
 #pragma omp parallel for schedule(static)

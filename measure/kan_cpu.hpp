@@ -28,10 +28,9 @@ struct OpCount {
 // Backward workspace: needed only inside one layer's backward, so a net's
 // layers share one (sized for the largest), as the memory model assumes.
 struct BackwardScratch {
-  std::vector<float> gt;   // [out][in][C]
   std::vector<float> tmp;  // [B*in]
   std::vector<float> dsp;  // [B][in*C]
-  std::size_t floats() const { return gt.size() + tmp.size() + dsp.size(); }
+  std::size_t floats() const { return tmp.size() + dsp.size(); }
 };
 
 // Seconds each phase of the CPU path took, summed over calls: kanscale

@@ -102,7 +102,9 @@ MemoryEstimate kanscale_memory(const KanShape& s, std::int64_t batch, const DdpS
     const double in = static_cast<double>(s.widths[l]), out = static_cast<double>(s.widths[l + 1]);
     // bases, derivatives, silu(x), first index, the input; wt [in][C][out]
     m.activations_bytes += 4.0 * (B * in * (C + k1 + 3) + in * C * out) + 4.0 * B * out;
-    largest = std::max(largest, 4.0 * (B * in * C + in * C * out + B * in));
+    // the backward's scratch: dy ws [B][in*C] and dy Wb [B][in] (the spline
+    // weight's gradient is computed in its own array, measure/kan_cpu.cpp)
+    largest = std::max(largest, 4.0 * (B * in * C + B * in));
   }
   m.transient_bytes = largest;
   finish_terms(m, s, batch, runtime_bytes, capacity_bytes);

@@ -6,7 +6,8 @@ PKGS=(
   build-essential cmake pkg-config     # compiler and build system
   libboost-program-options-dev         # the kanscale command line
   libyaml-cpp-dev                      # configs: clusters, workloads, calibrations
-  libeigen3-dev                        # least-squares fits (model/)
+  libeigen3-dev                        # least-squares fits (model/), the SGEMM reference
+  libdnnl-dev                          # oneDNN sgemm: the CPU kernels' GEMMs (measure/kan_cpu.cpp)
   nlohmann-json3-dev                   # JSON output and Chrome traces
   doctest-dev                          # unit tests
   libopenmpi-dev openmpi-bin           # MPI collectives and the CPU data-parallel trainer
