@@ -8,6 +8,7 @@ PKGS=(
   libyaml-cpp-dev                      # configs: clusters, workloads, calibrations
   libeigen3-dev                        # least-squares fits (model/), the SGEMM reference
   libdnnl-dev                          # oneDNN sgemm: the CPU kernels' GEMMs (measure/kan_cpu.cpp)
+  ocl-icd-opencl-dev                   # Debian's dnnl-config.cmake requires OpenCL (its GPU runtime); only recommended, so named here
   nlohmann-json3-dev                   # JSON output and Chrome traces
   doctest-dev                          # unit tests
   libopenmpi-dev openmpi-bin           # MPI collectives and the CPU data-parallel trainer
