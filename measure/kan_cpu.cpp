@@ -108,72 +108,68 @@ inline float dsilu_f(float x) {
   return s + x * s * (1.0f - s);
 }
 
-#ifdef KS_KAN_AVX512
-// exp_vec, silu_f and dsilu_f on 16 lanes, operation for operation, with
-// no fused multiply-add: GCC 12 at -O3 -march=native compiles the scalar
-// functions without one, so every lane rounds as they do and training is
-// bit-identical (checked: scripts/behaviour-snapshot.sh, the trained
-// checkpoint's bytes). A compiler that contracts the scalar code into FMAs
-// (clang's -ffp-contract=on) may round the two paths apart, within the
-// fp64 reference tests' tolerance. 2^n by scalef (exact, as the scalar's
-// exponent bits).
-inline __m512 add(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
-inline __m512 mul(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
-inline __m512 splat(float v) { return _mm512_set1_ps(v); }
-inline __m512 exp16(__m512 x) {
-  x = _mm512_min_ps(_mm512_max_ps(x, splat(-87.0f)), splat(88.0f));
-  const __m512 n = _mm512_roundscale_ps(add(mul(x, splat(1.44269504088896341f)), splat(0.5f)), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  const __m512 r = add(_mm512_sub_ps(x, mul(n, splat(0.693359375f))), mul(n, splat(2.12194440e-4f)));
-  __m512 p = splat(1.9875691500e-4f);
+// exp_vec, silu_f and dsilu_f on a vector of lanes (16 with AVX-512, 8 with
+// AVX2), operation for operation, with no fused multiply-add: GCC 12 at -O3
+// -march=native compiles the scalar functions without one, so every lane
+// rounds as they do and training is bit-identical to the portable loops
+// (checked: scripts/behaviour-snapshot.sh and the trained checkpoint's bytes
+// on the Intel VM with AVX-512, 3 Dec 2026; the checkpoints of six trainings
+// at 1 and 2 threads on an AMD EPYC Zen 3 with AVX2, 6 Dec 2026). A compiler
+// that contracts the scalar code into FMAs (clang's -ffp-contract=on) may
+// round the two paths apart, within the fp64 reference tests' tolerance.
+// Each ISA gives the primitives; one body below uses them.
+#if defined(KS_KAN_AVX512)
+using vfloat = __m512;
+inline vfloat add(vfloat a, vfloat b) { return _mm512_add_ps(a, b); }
+inline vfloat sub(vfloat a, vfloat b) { return _mm512_sub_ps(a, b); }
+inline vfloat mul(vfloat a, vfloat b) { return _mm512_mul_ps(a, b); }
+inline vfloat quot(vfloat a, vfloat b) { return _mm512_div_ps(a, b); }
+inline vfloat splat(float v) { return _mm512_set1_ps(v); }
+inline vfloat clamp(vfloat x, float lo, float hi) { return _mm512_min_ps(_mm512_max_ps(x, splat(lo)), splat(hi)); }
+inline vfloat floor_v(vfloat x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+inline vfloat neg(vfloat x) { return _mm512_sub_ps(_mm512_setzero_ps(), x); }
+// y 2^n by scalef: exact, as the scalar's exponent bits
+inline vfloat scale2n(vfloat y, vfloat n) { return _mm512_scalef_ps(y, n); }
+// the first n (1..16) lanes
+inline __mmask16 lanes(int n) { return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u); }
+#elif defined(KS_KAN_AVX2)
+using vfloat = __m256;
+inline vfloat add(vfloat a, vfloat b) { return _mm256_add_ps(a, b); }
+inline vfloat sub(vfloat a, vfloat b) { return _mm256_sub_ps(a, b); }
+inline vfloat mul(vfloat a, vfloat b) { return _mm256_mul_ps(a, b); }
+inline vfloat quot(vfloat a, vfloat b) { return _mm256_div_ps(a, b); }
+inline vfloat splat(float v) { return _mm256_set1_ps(v); }
+inline vfloat clamp(vfloat x, float lo, float hi) { return _mm256_min_ps(_mm256_max_ps(x, splat(lo)), splat(hi)); }
+inline vfloat floor_v(vfloat x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+// the sign bit flipped, as the scalar's unary minus does
+inline vfloat neg(vfloat x) { return _mm256_xor_ps(x, splat(-0.0f)); }
+// y 2^n with 2^n built from its exponent bits, as the scalar builds it
+inline vfloat scale2n(vfloat y, vfloat n) {
+  return mul(y, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23)));
+}
+// a mask of the first n (0..8) lanes, for maskload and maskstore
+inline __m256i lanes8(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(std::max(0, std::min(8, n))), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+#endif
+#if defined(KS_KAN_AVX512) || defined(KS_KAN_AVX2)
+inline vfloat exp_v(vfloat x) {
+  x = clamp(x, -87.0f, 88.0f);
+  const vfloat n = floor_v(add(mul(x, splat(1.44269504088896341f)), splat(0.5f)));
+  const vfloat r = add(sub(x, mul(n, splat(0.693359375f))), mul(n, splat(2.12194440e-4f)));
+  vfloat p = splat(1.9875691500e-4f);
   p = add(mul(p, r), splat(1.3981999507e-3f));
   p = add(mul(p, r), splat(8.3334519073e-3f));
   p = add(mul(p, r), splat(4.1665795894e-2f));
   p = add(mul(p, r), splat(1.6666665459e-1f));
   p = add(mul(p, r), splat(5.0000001201e-1f));
-  const __m512 y = add(add(mul(mul(p, r), r), r), splat(1.0f));
-  return _mm512_scalef_ps(y, n);
+  const vfloat y = add(add(mul(mul(p, r), r), r), splat(1.0f));
+  return scale2n(y, n);
 }
-inline __m512 silu16(__m512 x) { return _mm512_div_ps(x, add(splat(1.0f), exp16(_mm512_sub_ps(_mm512_setzero_ps(), x)))); }
-inline __m512 dsilu16(__m512 x) {
-  const __m512 s = _mm512_div_ps(splat(1.0f), add(splat(1.0f), exp16(_mm512_sub_ps(_mm512_setzero_ps(), x))));
-  return add(s, mul(mul(x, s), _mm512_sub_ps(splat(1.0f), s)));
-}
-// the first n (1..16) lanes
-inline __mmask16 lanes(int n) { return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u); }
-#endif
-#ifdef KS_KAN_AVX2
-// exp_vec, silu_f and dsilu_f on 8 lanes, operation for operation as the
-// AVX-512 ones above (no fused multiply-add; the scalar's exponent bits
-// built as it builds them), so that training stays bit-identical to the
-// portable loops (checked: the trained checkpoints of six shapes at 1 and
-// 2 threads, AMD EPYC Zen 3, 6 Dec 2026). Negation flips the sign bit, as
-// the scalar's unary minus does.
-inline __m256 add8(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
-inline __m256 mul8(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
-inline __m256 splat8(float v) { return _mm256_set1_ps(v); }
-inline __m256 neg8(__m256 x) { return _mm256_xor_ps(x, splat8(-0.0f)); }
-inline __m256 exp8(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, splat8(-87.0f)), splat8(88.0f));
-  const __m256 n = _mm256_round_ps(add8(mul8(x, splat8(1.44269504088896341f)), splat8(0.5f)), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  const __m256 r = add8(_mm256_sub_ps(x, mul8(n, splat8(0.693359375f))), mul8(n, splat8(2.12194440e-4f)));
-  __m256 p = splat8(1.9875691500e-4f);
-  p = add8(mul8(p, r), splat8(1.3981999507e-3f));
-  p = add8(mul8(p, r), splat8(8.3334519073e-3f));
-  p = add8(mul8(p, r), splat8(4.1665795894e-2f));
-  p = add8(mul8(p, r), splat8(1.6666665459e-1f));
-  p = add8(mul8(p, r), splat8(5.0000001201e-1f));
-  const __m256 y = add8(add8(mul8(mul8(p, r), r), r), splat8(1.0f));
-  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return mul8(y, _mm256_castsi256_ps(bits));
-}
-inline __m256 silu8(__m256 x) { return _mm256_div_ps(x, add8(splat8(1.0f), exp8(neg8(x)))); }
-inline __m256 dsilu8(__m256 x) {
-  const __m256 s = _mm256_div_ps(splat8(1.0f), add8(splat8(1.0f), exp8(neg8(x))));
-  return add8(s, mul8(mul8(x, s), _mm256_sub_ps(splat8(1.0f), s)));
-}
-// a mask of the first n (0..8) lanes, for maskload and maskstore
-inline __m256i lanes8(int n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(std::max(0, std::min(8, n))), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+inline vfloat silu_v(vfloat x) { return quot(x, add(splat(1.0f), exp_v(neg(x)))); }
+inline vfloat dsilu_v(vfloat x) {
+  const vfloat s = quot(splat(1.0f), add(splat(1.0f), exp_v(neg(x))));
+  return add(s, mul(mul(x, s), sub(splat(1.0f), s)));
 }
 #endif
 }  // namespace
@@ -342,7 +338,7 @@ void bases_uniform(const KanLayer& L, const float* x, int B, LayerWork& w) {
         // lanes past the last input load zeros (every grid term too): computed, never stored
         const __mmask16 m = lanes(n);
         const __m512 xv = _mm512_maskz_loadu_ps(m, xs + i0);
-        _mm512_mask_storeu_ps(act + i0, m, silu16(xv));
+        _mm512_mask_storeu_ps(act + i0, m, silu_v(xv));
         const __m512 t0v = _mm512_maskz_loadu_ps(m, t0_p + i0);
         in_grid = m & _mm512_cmp_ps_mask(xv, t0v, _CMP_GE_OQ) & _mm512_cmp_ps_mask(xv, _mm512_maskz_loadu_ps(m, tE_p + i0), _CMP_LT_OQ);
         const __m512 u = _mm512_mul_ps(_mm512_sub_ps(xv, t0v), _mm512_maskz_loadu_ps(m, invh_p + i0));
@@ -359,7 +355,7 @@ void bases_uniform(const KanLayer& L, const float* x, int B, LayerWork& w) {
         const __m256i m = lanes8(n - h);
         const int i = i0 + h;
         const __m256 xv = _mm256_maskload_ps(xs + i, m);
-        _mm256_maskstore_ps(act + i, m, silu8(xv));
+        _mm256_maskstore_ps(act + i, m, silu_v(xv));
         const __m256 t0v = _mm256_maskload_ps(t0.data() + i, m);
         const int ins = _mm256_movemask_ps(_mm256_and_ps(_mm256_cmp_ps(xv, t0v, _CMP_GE_OQ),
                                                          _mm256_cmp_ps(xv, _mm256_maskload_ps(tE.data() + i, m), _CMP_LT_OQ)));
@@ -578,7 +574,7 @@ void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* d
     for (int i0 = 0; i0 < in; i0 += 16) {
       const __mmask16 m = lanes(in - i0);
       const __m512 xv = _mm512_maskz_loadu_ps(m, x + s0 + i0);
-      __m512 v = _mm512_mul_ps(dsilu16(xv), _mm512_maskz_loadu_ps(m, &sc.tmp[s0 + i0]));
+      __m512 v = _mm512_mul_ps(dsilu_v(xv), _mm512_maskz_loadu_ps(m, &sc.tmp[s0 + i0]));
       const __m512i f = _mm512_maskz_loadu_epi32(m, &w.first[s0 + i0]);
       const __mmask16 valid = m & _mm512_cmpneq_epi32_mask(f, _mm512_set1_epi32(INT_MIN));
       // ds[i*C + f + r]
@@ -597,7 +593,7 @@ void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* d
 #ifdef KS_KAN_AVX2
     for (int i0 = 0; i0 < in; i0 += 8) {
       const __m256i m = lanes8(in - i0);
-      _mm256_maskstore_ps(dx + s0 + i0, m, _mm256_mul_ps(dsilu8(_mm256_maskload_ps(x + s0 + i0, m)), _mm256_maskload_ps(&sc.tmp[s0 + i0], m)));
+      _mm256_maskstore_ps(dx + s0 + i0, m, _mm256_mul_ps(dsilu_v(_mm256_maskload_ps(x + s0 + i0, m)), _mm256_maskload_ps(&sc.tmp[s0 + i0], m)));
     }
 #else
     for (int i = 0; i < in; ++i) dx[s0 + i] = dsilu_f(x[s0 + i]) * sc.tmp[s0 + i];
