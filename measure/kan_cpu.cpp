@@ -109,14 +109,16 @@ inline float dsilu_f(float x) {
 }
 
 // exp_vec, silu_f and dsilu_f on a vector of lanes (16 with AVX-512, 8 with
-// AVX2), operation for operation, with no fused multiply-add: GCC 12 at -O3
-// -march=native compiles the scalar functions without one, so every lane
-// rounds as they do and training is bit-identical to the portable loops
-// (checked: scripts/behaviour-snapshot.sh and the trained checkpoint's bytes
-// on the Intel VM with AVX-512, 3 Dec 2026; the checkpoints of six trainings
-// at 1 and 2 threads on an AMD EPYC Zen 3 with AVX2, 6 Dec 2026). A compiler
-// that contracts the scalar code into FMAs (clang's -ffp-contract=on) may
-// round the two paths apart, within the fp64 reference tests' tolerance.
+// AVX2), operation for operation. GCC's vector add and multiply may be
+// contracted into fused multiply-adds as the scalar code may (its C++ default
+// is -ffp-contract=fast); GCC 12 at -O3 -march=native fuses neither here, so
+// every lane rounds as the scalar code does and training is bit-identical to
+// the portable loops. That is checked, not guaranteed by the source:
+// scripts/behaviour-snapshot.sh and the trained checkpoint's bytes on the
+// Intel VM with AVX-512, 3 Dec 2026; the checkpoints of six trainings at 1
+// and 2 threads on an AMD EPYC Zen 3 with AVX2, 6 Dec 2026. Another compiler
+// or version may round the two paths apart, within the fp64 reference tests'
+// tolerance.
 // Each ISA gives the primitives; one body below uses them.
 #if defined(KS_KAN_AVX512)
 using vfloat = __m512;
@@ -351,9 +353,10 @@ void bases_uniform(const KanLayer& L, const float* x, int B, LayerWork& w) {
 #elif defined(KS_KAN_AVX2)
       bool inside[kLanes];
       for (int h = 0; h < kLanes; h += 8) {
-        // lanes past the last input load zeros: computed, never stored
+        // lanes past the last input load zeros: computed, never stored (a
+        // half with no input left points at the block's start, masked off)
         const __m256i m = lanes8(n - h);
-        const int i = i0 + h;
+        const int i = i0 + (h < n ? h : 0);
         const __m256 xv = _mm256_maskload_ps(xs + i, m);
         _mm256_maskstore_ps(act + i, m, silu_v(xv));
         const __m256 t0v = _mm256_maskload_ps(t0.data() + i, m);
