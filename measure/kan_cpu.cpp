@@ -363,12 +363,11 @@ void bases_uniform(const KanLayer& L, const float* x, int B, LayerWork& w) {
         const int ins = _mm256_movemask_ps(_mm256_and_ps(_mm256_cmp_ps(xv, t0v, _CMP_GE_OQ),
                                                          _mm256_cmp_ps(xv, _mm256_maskload_ps(tE.data() + i, m), _CMP_LT_OQ)));
         for (int l = 0; l < 8; ++l) inside[h + l] = (ins >> l) & 1;
-        const __m256 u = _mm256_mul_ps(_mm256_sub_ps(xv, t0v), _mm256_maskload_ps(invh.data() + i, m));
-        const __m256 fl = _mm256_round_ps(u, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-        // (max and min return their second operand for a NaN: 0, then E - 1)
-        const __m256 jj = _mm256_min_ps(_mm256_max_ps(fl, _mm256_setzero_ps()), _mm256_set1_ps(static_cast<float>(E - 1)));
+        const vfloat u = mul(sub(xv, t0v), _mm256_maskload_ps(invh.data() + i, m));
+        // (clamp's max and min return their second operand for a NaN: 0, then E - 1)
+        const vfloat jj = clamp(floor_v(u), 0.0f, static_cast<float>(E - 1));
         _mm256_store_si256(reinterpret_cast<__m256i*>(j0 + h), _mm256_cvttps_epi32(jj));
-        _mm256_store_ps(f + h, _mm256_sub_ps(u, jj));
+        _mm256_store_ps(f + h, sub(u, jj));
       }
 #else
       bool inside[kLanes];
