@@ -536,19 +536,32 @@ void layer_backward_cpu(const KanLayer& L, const float* x, int B, const float* d
   clock.next(KernelPhases::spline_grads);
   sgemm('T', 'N', out, IC, B, dy, w.bmat.data(), false, d_spline);
   clock.next(KernelPhases::per_weight);
-  // spline weight and scaler
+  // spline weight and scaler. The arrays are distinct (restrict) and the
+  // scaler is read once per (o, i): otherwise every store to d_spline made
+  // the compiler load the scaler again and keep the stores in order with the
+  // weight's loads, and the pass took 0.55-1.0 ns a weight on the Zen 3 EPYC
+  // of 6 Dec 2026, depending on where the allocator put the arrays
+  // relative to each other (4 KiB aliasing of the loads with pending stores).
+  // The same products and sums in the same order.
+  {
+    float* __restrict gt = d_spline;
+    const float* __restrict sw = L.spline_weight.data();
+    const float* __restrict scaler = L.spline_scaler.data();
+    float* __restrict dsc = d_scaler;
 #pragma omp parallel for schedule(static)
-  for (int o = 0; o < out; ++o)
-    for (int i = 0; i < in; ++i) {
-      const std::size_t oi = static_cast<std::size_t>(o) * in + i;
-      float acc = 0;
-      for (int c = 0; c < C; ++c) {
-        const float g = d_spline[oi * C + c];  // gt
-        d_spline[oi * C + c] = L.spline_scaler[oi] * g;
-        acc += L.spline_weight[oi * C + c] * g;
+    for (int o = 0; o < out; ++o)
+      for (int i = 0; i < in; ++i) {
+        const std::size_t oi = static_cast<std::size_t>(o) * in + i;
+        const float s = scaler[oi];
+        float acc = 0;
+        for (int c = 0; c < C; ++c) {
+          const float g = gt[oi * C + c];
+          gt[oi * C + c] = s * g;
+          acc += sw[oi * C + c] * g;
+        }
+        dsc[oi] = acc;
       }
-      d_scaler[oi] = acc;
-    }
+  }
   if (!dx) return;
   // input: silu'(x) (dy Wb) + sum over the k+1 local bases of b'(x) (dy ws)[s, i*C+c]
   clock.next(KernelPhases::base_grads);
