@@ -89,22 +89,26 @@ void flush_caches() {
 // the largest size still read faster than the geometric mean of the
 // in-cache plateau (the best of the sizes up to 512 KiB) and the memory
 // plateau (the worst of the sizes from 64 MiB).
-// The sum runs in kProbeChains independent chains (8 vector registers of
-// the widest ISA compiled for), so that the loads, not the adds' latency,
-// bound it. With one accumulator (an `omp simd` reduction: one vector
-// register) it measured the add latency instead: a flat 34 GB/s from 64 KiB
-// to 8 MiB on the AMD EPYC (Zen 3, AVX2) of 6 Dec 2026, where 8 chains read
-// 75-100 GB/s in its 512 KiB L2, about 60 in its L3 and 21 from memory,
-// and the model saw no cache level below the memory.
+// The sum runs in kProbeChains independent float chains (8 vector
+// accumulators at the ISA's full width; GCC may use 256-bit vectors on an
+// AVX-512 machine, 16 accumulators then), so that the loads, not the adds'
+// latency, bound it. With one accumulator (an `omp simd` reduction: one
+// vector register) it measured the add latency instead: a flat 30-34 GB/s
+// from 64 KiB to 8 MiB on the AMD EPYC (Zen 3, AVX2) of 6 Dec 2026, which
+// now reads 84-102 GB/s up to 256 KiB, 58-77 from 512 KiB to 4 MiB (its L3)
+// and 13-18 from 32 MiB (the shipped local-cpu calibration's rounds); the
+// model could not tell its L2 from its L3.
 #ifdef __AVX512F__
 constexpr int kProbeChains = 128;
 #else
 constexpr int kProbeChains = 64;
 #endif
+constexpr std::size_t kProbeMinBytes = std::size_t{64} << 10;
+static_assert((kProbeMinBytes / sizeof(float)) % kProbeChains == 0, "the probe's buffers must hold whole rows of chains");
 nlohmann::json g_probe = nlohmann::json::array();
 double probe_effective_cache(Comm& comm) {
   std::vector<std::pair<double, double>> bw;  // (bytes, B/s)
-  for (std::size_t bytes = 64u << 10; bytes <= (128u << 20); bytes *= 2) {
+  for (std::size_t bytes = kProbeMinBytes; bytes <= (128u << 20); bytes *= 2) {  // doubling: multiples of the smallest
     std::vector<float> buf(bytes / sizeof(float), 1.0f);
     const int passes = static_cast<int>(std::max<std::size_t>(2, (256u << 20) / bytes));
     volatile float sink = 0;
