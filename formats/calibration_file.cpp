@@ -177,8 +177,11 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
     y
       << "  drift_sigma: " << f.drift_sigma << "   # run-to-run: the spread of the " << f.drift_rounds
       << " round(s)' mean log deviation, a random effect per run" << (f.drift_rounds < 2 ? " (one round: not measured)" : "")
-      << (f.kernel_drift_sigma ? "; the microbenchmarks' over the same rounds: " + std::to_string(*f.kernel_drift_sigma) : std::string()) << "\n"
-      << "  terms:\n";
+      << (f.kernel_drift_sigma ? "; the microbenchmarks' over the same rounds: " + std::to_string(*f.kernel_drift_sigma) : std::string()) << "\n";
+    if (f.rank_sigma_runs > 0)
+      y << "  rank_spread_sigma: " << f.rank_sigma << "   # a rank's speed that persists through a run: the spread of each rank's median compute"
+        << " about its run's, over " << f.rank_sigma_runs << " multi-rank run(s); the slowest rank gates every iteration\n";
+    y << "  terms:\n";
     for (const auto& l : f.live) {
       y << "    - {ranks: " << l.term.ranks << ", compute_factor: " << l.term.compute_factor << ", host_overhead: "
         << num(l.term.host_overhead_s * 1e6, "us");

@@ -333,6 +333,8 @@ static void read_calibration_live(YamlMap& m, Calibration& cal) {
     if (cal.comm_error_sigma > 1.0) live->fail("comm_error_sigma", "must be at most 1 (a lognormal sigma), got " + std::to_string(cal.comm_error_sigma));
     cal.drift_sigma = live->number_opt("drift_sigma", Bound::non_negative).value_or(0.0);
     if (cal.drift_sigma > 1.0) live->fail("drift_sigma", "must be at most 1 (a lognormal sigma), got " + std::to_string(cal.drift_sigma));
+    cal.rank_sigma = live->number_opt("rank_spread_sigma", Bound::non_negative).value_or(0.0);
+    if (cal.rank_sigma > 1.0) live->fail("rank_spread_sigma", "must be at most 1 (a lognormal sigma), got " + std::to_string(cal.rank_sigma));
     for (auto& t : live->map_list_opt("terms")) {
       Calibration::LiveTerm lt;
       lt.ranks = static_cast<int>(t.integer("ranks", 1));

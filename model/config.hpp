@@ -293,6 +293,11 @@ struct Calibration {
   // prediction, out of sample (lognormal sigma): the intervals' error on
   // every gradient all-reduce. 0: not measured.
   double comm_error_sigma = 0;
+  // A rank's compute speed that persists through a run, lognormal sigma:
+  // the spread of the ranks' own medians in the live multi-rank runs
+  // (rank_spread_sigma). The point prediction gives the ranks
+  // rank_spread_factors, an interval sample draws them. 0: not measured.
+  double rank_sigma = 0;
   double compute_scale = 1;  // a drawn model error and drift (uncertainty draws only); 1: none
   double comm_scale = 1;     // a drawn communication error (uncertainty draws only); 1: none
   double jitter_sigma = 0;     // lognormal sigma of a rank's per-iteration compute factor

@@ -86,6 +86,8 @@ struct CalibrationFile {
   double drift_sigma = 0;                  // the live runs' round-to-round random effect
   std::optional<double> kernel_drift_sigma;  // the same over the kernels files (rounds) of one plan; unset: one file
   int drift_rounds = 0;
+  double rank_sigma = 0;    // the ranks' persistent spread within a run (rank_spread_sigma)
+  int rank_sigma_runs = 0;  // the multi-rank runs (x rounds) it pooled; 0: none, not written
   std::string live_from;  // the files, for people
 
   // a compute: section (kanscale's kernels, or a measured interference alone: PyTorch's gloo threads)

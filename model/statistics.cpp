@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <boost/math/distributions/normal.hpp>
+
 namespace ks {
 
 namespace {
@@ -68,6 +70,28 @@ double round_drift_sigma(const std::vector<std::vector<double>>& runs_rounds_s) 
   for (double& e : effect) e /= used;  // each round's mean deviation (their mean is 0)
   for (double e : effect) v += e * e / static_cast<double>(rounds - 1);
   return std::sqrt(v);
+}
+
+double rank_spread_sigma(const std::vector<std::vector<double>>& runs_rank_medians_s) {
+  double ss = 0;
+  long dof = 0;
+  for (const auto& run : runs_rank_medians_s) {
+    if (run.size() < 2 || std::any_of(run.begin(), run.end(), [](double t) { return !(t > 0); })) continue;
+    double mean = 0;
+    for (double t : run) mean += std::log(t) / static_cast<double>(run.size());
+    for (double t : run) ss += (std::log(t) - mean) * (std::log(t) - mean);
+    dof += static_cast<long>(run.size()) - 1;
+  }
+  return dof > 0 ? std::sqrt(ss / static_cast<double>(dof)) : 0.0;
+}
+
+std::vector<double> rank_spread_factors(double sigma, int ranks) {
+  if (!(sigma > 0) || ranks < 2) return {};
+  const boost::math::normal_distribution<double> z;
+  std::vector<double> f(static_cast<std::size_t>(ranks));
+  for (int i = 1; i <= ranks; ++i)
+    f[static_cast<std::size_t>(i - 1)] = std::exp(sigma * boost::math::quantile(z, (i - 0.375) / (ranks + 0.25)));
+  return f;
 }
 
 }  // namespace ks

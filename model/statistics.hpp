@@ -31,4 +31,22 @@ Stat summarize(std::vector<double> v);
 // standard deviation over the rounds (R - 1).
 double round_drift_sigma(const std::vector<std::vector<double>>& runs_rounds_s);
 
+// A rank's speed that persists through a run (one core of a shared host
+// slower for seconds, a slower GPU), from runs of two or more ranks: each
+// run's ranks' own median compute ([run][rank] seconds); each rank's log
+// median less its run's mean log, pooled over the runs with R - 1 degrees
+// of freedom each: sqrt(sum of squares / sum (R - 1)). Runs of fewer than 2
+// ranks, or with a time that is not positive, count nothing; 0 without any.
+double rank_spread_sigma(const std::vector<std::vector<double>>& runs_rank_medians_s);
+
+// The per-rank compute factors a point prediction gives N ranks under that
+// spread: exp(sigma z_i), z_i = Phi^-1((i - 0.375) / (N + 0.25)) for
+// i = 1..N, Blom's approximation of the expected order statistics of N
+// standard normals (G. Blom, Statistical Estimates and Transformed
+// Beta-Variables, 1958). Symmetric in the log, so the median rank is at 1;
+// the slowest rank, which gates every synchronised iteration, is at
+// exp(0.59 sigma) for N = 2 and exp(3.2 sigma) for N = 1000. Empty when
+// sigma <= 0 or N < 2.
+std::vector<double> rank_spread_factors(double sigma, int ranks);
+
 }  // namespace ks

@@ -178,7 +178,9 @@ void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info) {
          << "    (b) the model's out-of-sample error (leave one shape out over the calibration's live runs): " << sig(cal.model_error_sigma) << "\n"
          << "        on the gradient all-reduces (the same over their times): " << sig(cal.comm_error_sigma) << "\n"
          << "    (c) run-to-run drift (the live runs' rounds, a random effect per run): " << sig(cal.drift_sigma) << "\n"
-         << "    (d) jitter (per rank and iteration): " << sig(cal.jitter_sigma) << "\n";
+         << "    (d) jitter (per rank and iteration): " << sig(cal.jitter_sigma) << "\n"
+         << "        and a rank's speed that persists through a run (each sample draws the ranks'; the point takes their expected order): "
+         << sig(cal.rank_sigma) << "\n";
     }
     os << "   ";
     for (const auto& p : r.points)

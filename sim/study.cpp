@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "model/statistics.hpp"
 #include "model/units.hpp"
 #include "formats/config_files.hpp"
 #include "formats/yaml_reader.hpp"
@@ -227,6 +228,9 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
   check_duration(in.broadcast.time_s, "the buffer broadcast");
   check_duration(in.host_overhead_s, "the host overhead");
   in.jitter_sigma = cal.jitter_sigma;
+  // a rank's persistent speed, at the ranks' expected order (an interval
+  // sample draws its own: add_bands)
+  in.rank_factor = rank_spread_factors(cal.rank_sigma, layout.ranks);
   // the progress benchmark's, measured with the MPI collective's own steps, when fitted
   const bool mpi_steps = polled && c.collectives.family == CollFamily::mpi && cal.mpi_progress && cal.mpi_progress->interference;
   in.interference = mpi_steps ? *cal.mpi_progress->interference : cal.interference;
@@ -384,7 +388,8 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
 }
 
 bool has_measured_uncertainty(const Calibration& cal) {
-  return has_parameter_uncertainty(cal) || cal.jitter_sigma > 0 || cal.model_error_sigma > 0 || cal.drift_sigma > 0 || cal.comm_error_sigma > 0;
+  return has_parameter_uncertainty(cal) || cal.jitter_sigma > 0 || cal.model_error_sigma > 0 || cal.drift_sigma > 0 || cal.comm_error_sigma > 0 ||
+         cal.rank_sigma > 0;
 }
 
 Band central_band(std::vector<double> v, double level) {
@@ -428,6 +433,10 @@ void add_bands(const Cluster& c, const Workload& w, const Calibration& cal, cons
       ReplayInput& in = inputs[k];
       set_replay_costs(in, c, w, drawn, all[k], splits[k].batch_per_gpu, *coll);
       in.seed = seed;
+      // this sample's ranks, each at a persistent speed of its own (median 1)
+      if (!in.rank_factor.empty())
+        for (std::size_t r = 0; r < in.rank_factor.size(); ++r)
+          in.rank_factor[r] = std::exp(cal.rank_sigma * rng.normal(0x3000 + r, static_cast<std::uint64_t>(s)));
       IterationMedian m;
       if (o.interval_full_replays) {
         m = replay_iteration_median_full(in);

@@ -326,7 +326,25 @@ LiveModelErrors live_model_errors(
 void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::string& transport, CalibrationFile& file,
                     std::ostream& report) {
   const Cluster cluster = load_cluster(p.cluster_file);
-  const Calibration base = parse_calibration(write_calibration(file, ""), file.name, cluster, Precision::fp32);
+  // a rank's speed that persists through a run: each multi-rank run's (and
+  // round's) ranks' own median compute, before any other term, which are
+  // then fitted with the ranks' spread in the prediction (PyTorch's runs
+  // record no per-step compute)
+  std::vector<std::vector<double>> rank_medians;
+  for (std::size_t i = 0; i < p.measure.live.size() && p.implementation != "pytorch"; ++i) {
+    const ValidationCase& lc = p.measure.live[i];
+    if (lc.ranks < 2 || lc.oversubscribed || lc.transport != transport) continue;
+    for (int r = 0; r < p.rounds; ++r)
+      if (auto m = rank_compute_medians(dir + "/" + live_cal_file(i, r)); m.size() >= 2) rank_medians.push_back(std::move(m));
+  }
+  file.rank_sigma = rank_spread_sigma(rank_medians);
+  file.rank_sigma_runs = static_cast<int>(rank_medians.size());
+  // (the file's live section, rank_spread_sigma's place, is written once it has terms)
+  const Calibration base = [&] {
+    Calibration c = parse_calibration(write_calibration(file, ""), file.name, cluster, Precision::fp32);
+    c.rank_sigma = file.rank_sigma;
+    return c;
+  }();
   std::vector<LivePoint> points;
   for (std::size_t i = 0; i < p.measure.live.size(); ++i) {
     const ValidationCase& lc = p.measure.live[i];
@@ -354,6 +372,12 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
          << " on the calibration's own shapes; "
          << (p.implementation == "pytorch" ? "measured - predicted non-compute" : "the measured all-reduces = comm_factor x predicted; measured compute")
          << " = compute_factor x predicted compute + host_overhead):\n";
+  if (!rank_medians.empty())
+    report << "  a rank's persistent speed: each rank's median compute about its run's, over " << rank_medians.size()
+           << " multi-rank run(s) x round(s): lognormal sigma " << file.rank_sigma;
+  if (const auto two = rank_spread_factors(file.rank_sigma, 2); !two.empty())
+    report << " (the slower of 2 ranks at x" << std::setprecision(3) << two.back() << " in the predictions)";
+  if (!rank_medians.empty()) report << "\n";
   // each shape alone: the trainer against the microbenchmark terms
   if (by_ranks.count(1)) {
     report << "  1 rank, measured / predicted per shape:";

@@ -236,4 +236,20 @@ Metrics live_metrics(const std::string& path, const std::string& backend) {
   return m;
 }
 
+std::vector<double> rank_compute_medians(const std::string& path) {
+  const nlohmann::json j = read_json_file(path, "a kanscale train --json file");
+  if (!j.is_object() || !j.contains("iterations") || !j["iterations"].is_array()) return {};
+  std::map<int, std::vector<double>> per_rank;
+  for (const auto& it : j["iterations"]) {
+    if (!it.is_object() || it.value("first_iteration", false)) continue;
+    const auto rank = it.find("rank"), compute = it.find("compute_time_s");
+    if (rank == it.end() || compute == it.end() || !rank->is_number_integer() || !compute->is_number()) continue;
+    per_rank[rank->get<int>()].push_back(compute->get<double>());
+  }
+  std::vector<double> out;
+  for (auto& [rank, v] : per_rank) out.push_back(median(v));
+  if (std::none_of(out.begin(), out.end(), [](double t) { return t > 0; })) return {};
+  return out;
+}
+
 }  // namespace ks

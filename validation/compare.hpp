@@ -75,5 +75,10 @@ void attach_speedups(std::vector<CaseResult>& results);
 // its steady steps; the peak memory is the device's on cuda, the resident
 // set's on the CPU.
 Metrics live_metrics(const std::string& path, const std::string& backend);
+// Each rank's own median compute time over the steady steps of one live run
+// (a kanscale train --json file), in rank order: what rank_spread_sigma
+// takes. Empty when the file records no per-step compute (PyTorch's runs)
+// or no rank has a positive one.
+std::vector<double> rank_compute_medians(const std::string& path);
 
 }  // namespace ks
