@@ -915,6 +915,11 @@ TEST_CASE("calibrate: one command measures this machine and fits a calibration t
   CHECK(fit_report.find("model error, leave one shape out (each of 9 shapes") != std::string::npos);
   CHECK(fit_report.find("run-to-run drift") != std::string::npos);
   CHECK(cal.drift_sigma > 0);  // three rounds never time alike to the last bit
+  // a rank's persistent speed, from the 2-rank runs' two ranks (27 runs x
+  // rounds: two ranks never time alike to the last bit), written and read back
+  CHECK(fit_report.find("a rank's persistent speed: each rank's median compute about its run's, over 27 multi-rank run(s)") != std::string::npos);
+  CHECK(cal.rank_sigma > 0);
+  CHECK(slurp(file).find("rank_spread_sigma: ") != std::string::npos);
   CHECK(std::ifstream(d / "cal/results/livecal-c0-r0.json").good());
   // simulate uses it
   CHECK(sh(in_src + kExe + " simulate --cluster configs/clusters/local-cpu.yaml --workload configs/workloads/local-kanscale.yaml --gpus 1,2 "

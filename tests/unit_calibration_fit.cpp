@@ -562,6 +562,38 @@ TEST_CASE("run-to-run drift: the rounds' random effect from live runs with a kno
   CHECK(round_drift_sigma({{1e-3}, {2e-3}}) == 0);
 }
 
+TEST_CASE("a rank's persistent speed: the ranks' spread about their run's, pooled with R - 1 per run (by hand)") {
+  // run 1: two ranks at 1 ms and exp(0.2) ms: logs 0 and 0.2 about their
+  // mean 0.1, squares 0.01 + 0.01, 1 degree of freedom; run 2: three ranks
+  // alike, squares 0, 2 degrees of freedom. Pooled: sqrt(0.02 / 3). The
+  // run's own speed does not enter (run 2 is 50 x slower than run 1).
+  CHECK(rank_spread_sigma({{1e-3, 1e-3 * std::exp(0.2)}}) == doctest::Approx(std::sqrt(0.02)).epsilon(1e-12));
+  CHECK(rank_spread_sigma({{1e-3, 1e-3 * std::exp(0.2)}, {0.05, 0.05, 0.05}}) == doctest::Approx(std::sqrt(0.02 / 3)).epsilon(1e-12));
+  // one rank, or a time that is not positive, counts nothing
+  CHECK(rank_spread_sigma({{1e-3, 1e-3 * std::exp(0.2)}, {2e-3}, {1e-3, 0.0}}) == doctest::Approx(std::sqrt(0.02)).epsilon(1e-12));
+  CHECK(rank_spread_sigma({{2e-3}}) == 0);
+  CHECK(rank_spread_sigma({}) == 0);
+}
+
+TEST_CASE("a rank's persistent speed: the point's ranks at Blom's expected normal order statistics") {
+  // Phi^-1((2 - 0.375) / 2.25) = Phi^-1(0.72222) = 0.5894558 (Python's
+  // statistics.NormalDist().inv_cdf, an independent implementation), and
+  // for N = 4 the largest is Phi^-1(3.625 / 4.25) = 1.0491314
+  const auto two = rank_spread_factors(0.2, 2);
+  REQUIRE(two.size() == 2);
+  CHECK(two[0] == doctest::Approx(std::exp(-0.2 * 0.5894558)).epsilon(1e-6));
+  CHECK(two[1] == doctest::Approx(std::exp(0.2 * 0.5894558)).epsilon(1e-6));
+  const auto four = rank_spread_factors(0.1, 4);
+  REQUIRE(four.size() == 4);
+  CHECK(four[3] == doctest::Approx(std::exp(0.1 * 1.0491314)).epsilon(1e-6));
+  // symmetric in the log: the ranks' geometric mean is 1, so their median is too
+  CHECK(four[0] * four[1] * four[2] * four[3] == doctest::Approx(1.0).epsilon(1e-12));
+  CHECK(four[0] < four[1]);
+  // nothing to spread
+  CHECK(rank_spread_factors(0.2, 1).empty());
+  CHECK(rank_spread_factors(0.0, 8).empty());
+}
+
 TEST_CASE("the live terms' out-of-sample error: one shape off the line, by hand") {
   // Five 1-rank shapes with nothing but compute (rest 0): four measure
   // exactly 2 x their predicted compute, the fifth 3 x. The prediction with

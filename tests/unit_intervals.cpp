@@ -331,6 +331,34 @@ TEST_CASE("the composed interval covers new runs drawn from its known parts") {
   CHECK(band.hi / point == doctest::Approx(std::exp(1.645 * 0.1442 - 0.0104)).epsilon(0.05));
 }
 
+TEST_CASE("a rank's persistent speed alone gives bands at two ranks and none at one") {
+  // A calibration whose only uncertainty is rank_spread_sigma = 0.15: one
+  // GPU has no ranks to spread, so its band is its point; at two, each
+  // sample draws the two ranks' speeds, and the slower gates the iteration:
+  // the band has width, and its upper end lies above the point (which takes
+  // the ranks at their expected order, exp(-/+0.589 x 0.15)).
+  const Cluster c = parse_cluster(kCluster, "c.yaml");
+  Calibration cal = without_fit_uncertainty(fitted(c, 0.1));
+  cal.rank_sigma = 0.15;
+  const Workload w = parse_workload(kIntervalWork, "w.yaml");
+  StudyOptions o;
+  o.gpus = {1, 2};
+  o.iterations = 3;
+  o.interval_samples = 200;
+  const StudyResult r = run_study(c, w, cal, o);
+  REQUIRE(r.points.size() == 2);
+  REQUIRE(r.points[0].iteration_band.has_value());
+  REQUIRE(r.points[1].iteration_band.has_value());
+  CHECK(r.points[0].iteration_band->lo == doctest::Approx(r.points[0].iteration_s.median).epsilon(1e-12));
+  CHECK(r.points[0].iteration_band->hi == doctest::Approx(r.points[0].iteration_s.median).epsilon(1e-12));
+  const Band two = *r.points[1].iteration_band;
+  const double point = r.points[1].iteration_s.median;
+  CAPTURE(two.lo / point);
+  CAPTURE(two.hi / point);
+  CHECK(two.hi > 1.02 * point);
+  CHECK(two.lo < point);
+}
+
 TEST_CASE("the communication's out-of-sample error moves the all-reduces, and nothing at one rank") {
   // A calibration whose only uncertainty is comm_error_sigma = 0.2: a drawn
   // sample's gradient all-reduces take exp(e_a) x their time (mean one). At

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "model/statistics.hpp"
 #include "formats/yaml_reader.hpp"
 #include "report.hpp"
 #include "study/result_codec.hpp"
@@ -391,6 +392,25 @@ TEST_CASE("the replay takes the progress benchmark's interference for MPI collec
   CHECK(t.interference == doctest::Approx(0.2));
   cal.mpi_progress->interference.reset();  // measured without the work alone: the calibration's own
   CHECK(make_replay_input(local, w, cal, two, 32, 1).interference == doctest::Approx(0.2));
+}
+
+TEST_CASE("a rank's persistent speed: the point's ranks get the spread's factors, one rank none") {
+  const Cluster local = load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/local-cpu.yaml");
+  const Workload w = load_workload(KANSCALE_SOURCE_DIR "/configs/workloads/local-kanscale.yaml");
+  Calibration cal = load_calibration(KANSCALE_SOURCE_DIR "/configs/calibrations/local-cpu.yaml", local, Precision::fp32);
+  cal.rank_sigma = 0.2;
+  const ReplayInput two = make_replay_input(local, w, cal, Layout{2, 1}, 32, 1);
+  REQUIRE(two.rank_factor.size() == 2);
+  CHECK(two.rank_factor == rank_spread_factors(0.2, 2));
+  CHECK(make_replay_input(local, w, cal, Layout{1, 1}, 32, 1).rank_factor.empty());
+  // the slower rank gates the iteration: with the spread the same point is slower
+  cal.jitter_sigma = 0;
+  StudyOptions o;
+  o.gpus = {2};
+  const double spread = simulate_point(local, w, cal, o, Layout{2, 1}).iteration_s.median;
+  cal.rank_sigma = 0;
+  const double none = simulate_point(local, w, cal, o, Layout{2, 1}).iteration_s.median;
+  CHECK(spread > none);
 }
 
 TEST_CASE("a live term's communication factor scales each gradient all-reduce, its launch within it, and nothing else") {

@@ -12,7 +12,9 @@
 #include "formats/yaml_reader.hpp"
 #include "measure/kernel_bench.hpp"
 #include "measure/torch_run.hpp"
+#include "temp_dir.hpp"
 #include "validation/calibration_live.hpp"
+#include "validation/compare.hpp"
 #include "validation/report.hpp"
 #include "validation/validate.hpp"
 
@@ -37,6 +39,26 @@ CaseResult hand(int ranks, double pred_ms, std::vector<double> rounds_ms, bool o
   return r;
 }
 }  // namespace
+
+TEST_CASE("each rank's own median compute of a live run, its first iteration left out (by hand)") {
+  // rank 0: first 9 ms (out), then 1, 3, 2 ms: median 2 ms; rank 1: first
+  // 9 ms (out), then 4, 7, 5, 6 ms: median (5 + 6) / 2 = 5.5 ms; the
+  // records come in any order
+  TempDir d;
+  auto rec = [](int rank, bool first, double ms) {
+    return "{\"rank\": " + std::to_string(rank) + ", \"first_iteration\": " + (first ? "true" : "false") +
+           ", \"compute_time_s\": " + std::to_string(ms * 1e-3) + "}";
+  };
+  const std::string f = d.write("live.json", "{\"iterations\": [" + rec(1, true, 9) + ", " + rec(0, true, 9) + ", " + rec(0, false, 1) + ", " +
+                                                  rec(1, false, 4) + ", " + rec(0, false, 3) + ", " + rec(1, false, 7) + ", " +
+                                                  rec(1, false, 5) + ", " + rec(0, false, 2) + ", " + rec(1, false, 6) + "], \"summary\": {}}");
+  const auto m = rank_compute_medians(f);
+  REQUIRE(m.size() == 2);
+  CHECK(m[0] == doctest::Approx(2e-3).epsilon(1e-9));
+  CHECK(m[1] == doctest::Approx(5.5e-3).epsilon(1e-9));
+  // a run that records no per-step compute (PyTorch's) gives none
+  CHECK(rank_compute_medians(d.write("torch.json", "{\"iterations\": [{\"rank\": 0, \"first_iteration\": false}], \"summary\": {}}")).empty());
+}
 
 TEST_CASE("the noise floor: a robust standard deviation of the rounds (hand calculation)") {
   std::vector<Metrics> rounds(3);
