@@ -331,26 +331,37 @@ TEST_CASE("the composed interval covers new runs drawn from its known parts") {
   CHECK(band.hi / point == doctest::Approx(std::exp(1.645 * 0.1442 - 0.0104)).epsilon(0.05));
 }
 
+namespace {
+// One GPU and two under a calibration with one part of uncertainty alone
+// (set by `only`), 200 samples: both points with their bands, and one
+// GPU's band checked to be its point (two ranks are needed for the parts
+// these tests draw).
+StudyResult one_and_two(void (*only)(Calibration&)) {
+  const Cluster c = parse_cluster(kCluster, "c.yaml");
+  Calibration cal = without_fit_uncertainty(fitted(c, 0.1));
+  only(cal);
+  const Workload w = parse_workload(kIntervalWork, "w.yaml");
+  StudyOptions o;
+  o.gpus = {1, 2};
+  o.iterations = 3;
+  o.interval_samples = 200;
+  StudyResult r = run_study(c, w, cal, o);
+  REQUIRE(r.points.size() == 2);
+  REQUIRE(r.points[0].iteration_band.has_value());
+  REQUIRE(r.points[1].iteration_band.has_value());
+  CHECK(r.points[0].iteration_band->lo == doctest::Approx(r.points[0].iteration_s.median).epsilon(1e-12));
+  CHECK(r.points[0].iteration_band->hi == doctest::Approx(r.points[0].iteration_s.median).epsilon(1e-12));
+  return r;
+}
+}  // namespace
+
 TEST_CASE("a rank's persistent speed alone gives bands at two ranks and none at one") {
   // A calibration whose only uncertainty is rank_spread_sigma = 0.15: one
   // GPU has no ranks to spread, so its band is its point; at two, each
   // sample draws the two ranks' speeds, and the slower gates the iteration:
   // the band has width, and its upper end lies above the point (which takes
   // the ranks at their expected order, exp(-/+0.589 x 0.15)).
-  const Cluster c = parse_cluster(kCluster, "c.yaml");
-  Calibration cal = without_fit_uncertainty(fitted(c, 0.1));
-  cal.rank_sigma = 0.15;
-  const Workload w = parse_workload(kIntervalWork, "w.yaml");
-  StudyOptions o;
-  o.gpus = {1, 2};
-  o.iterations = 3;
-  o.interval_samples = 200;
-  const StudyResult r = run_study(c, w, cal, o);
-  REQUIRE(r.points.size() == 2);
-  REQUIRE(r.points[0].iteration_band.has_value());
-  REQUIRE(r.points[1].iteration_band.has_value());
-  CHECK(r.points[0].iteration_band->lo == doctest::Approx(r.points[0].iteration_s.median).epsilon(1e-12));
-  CHECK(r.points[0].iteration_band->hi == doctest::Approx(r.points[0].iteration_s.median).epsilon(1e-12));
+  const StudyResult r = one_and_two([](Calibration& cal) { cal.rank_sigma = 0.15; });
   const Band two = *r.points[1].iteration_band;
   const double point = r.points[1].iteration_s.median;
   CAPTURE(two.lo / point);
@@ -368,21 +379,8 @@ TEST_CASE("the communication's out-of-sample error moves the all-reduces, and no
   // 1.362, with 10% slack for the band's sampling), and it does move: the
   // band is at least a tenth of that wide (this workload's all-reduce is
   // partly hidden behind backward).
-  const Cluster c = parse_cluster(kCluster, "c.yaml");
-  Calibration cal = without_fit_uncertainty(fitted(c, 0.1));
-  cal.comm_error_sigma = 0.2;
-  const Workload w = parse_workload(kIntervalWork, "w.yaml");
-  StudyOptions o;
-  o.gpus = {1, 2};
-  o.iterations = 3;
-  o.interval_samples = 200;
-  const StudyResult r = run_study(c, w, cal, o);
-  REQUIRE(r.points.size() == 2);
-  REQUIRE(r.points[0].iteration_band.has_value());
-  REQUIRE(r.points[1].iteration_band.has_value());
-  const Band one = *r.points[0].iteration_band, two = *r.points[1].iteration_band;
-  CHECK(one.lo == doctest::Approx(r.points[0].iteration_s.median).epsilon(1e-12));
-  CHECK(one.hi == doctest::Approx(r.points[0].iteration_s.median).epsilon(1e-12));
+  const StudyResult r = one_and_two([](Calibration& cal) { cal.comm_error_sigma = 0.2; });
+  const Band two = *r.points[1].iteration_band;
   const double point = r.points[1].iteration_s.median, comm = r.points[1].comm_s.median;
   REQUIRE(comm > 0);
   CAPTURE(point);
