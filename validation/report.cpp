@@ -151,7 +151,7 @@ std::string coverage_text(const Coverage& c, const ValidationPlan& plan) {
     o << "90% intervals: none (" << (plan.interval_samples == 0 ? "interval_samples: 0" : "the calibration records no measured uncertainty")
       << ")";
   } else {
-    o << "90% intervals (" << plan.interval_samples << " samples: the fits' covariances, the live runs' model, communication and drift errors, the jitter, as each "
+    o << "90% intervals (" << plan.interval_samples << " samples: the fits' covariances, the live runs' model, communication and drift errors, the jitter and the ranks' spread, as each "
       << "calibration records them): " << c.inside << " of " << c.cases
       << " judged cases inside, coverage " << c.pct() << "%; median half-width " << c.median_half_width_pct << "% of the prediction";
   }
