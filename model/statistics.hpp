@@ -43,7 +43,7 @@ double rank_spread_sigma(const std::vector<std::vector<double>>& runs_rank_media
 // spread: exp(sigma z_i), z_i = Phi^-1((i - 0.375) / (N + 0.25)) for
 // i = 1..N, Blom's approximation of the expected order statistics of N
 // standard normals (G. Blom, Statistical Estimates and Transformed
-// Beta-Variables, 1958). Symmetric in the log, so the median rank is at 1;
+// Beta-Variables, 1958). Symmetric in the log: their geometric mean is 1;
 // the slowest rank, which gates every synchronised iteration, is at
 // exp(0.59 sigma) for N = 2 and exp(3.2 sigma) for N = 1000. Empty when
 // sigma <= 0 or N < 2.

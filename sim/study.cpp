@@ -228,9 +228,6 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
   check_duration(in.broadcast.time_s, "the buffer broadcast");
   check_duration(in.host_overhead_s, "the host overhead");
   in.jitter_sigma = cal.jitter_sigma;
-  // a rank's persistent speed, at the ranks' expected order (an interval
-  // sample draws its own: add_bands)
-  in.rank_factor = rank_spread_factors(cal.rank_sigma, layout.ranks);
   // the progress benchmark's, measured with the MPI collective's own steps, when fitted
   const bool mpi_steps = polled && c.collectives.family == CollFamily::mpi && cal.mpi_progress && cal.mpi_progress->interference;
   in.interference = mpi_steps ? *cal.mpi_progress->interference : cal.interference;
@@ -240,6 +237,9 @@ ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibra
                               std::int64_t batch_per_gpu, std::uint64_t seed) {
   ReplayInput in = replay_structure(w, layout, batch_per_gpu);
   set_replay_costs(in, c, w, cal, layout, batch_per_gpu, *make_collective_model(c, cal));
+  // a rank's persistent speed, at the ranks' expected order (an interval
+  // sample draws its own instead: add_bands)
+  in.rank_factor = rank_spread_factors(cal.rank_sigma, layout.ranks);
   in.seed = seed;
   return in;
 }
@@ -434,9 +434,11 @@ void add_bands(const Cluster& c, const Workload& w, const Calibration& cal, cons
       set_replay_costs(in, c, w, drawn, all[k], splits[k].batch_per_gpu, *coll);
       in.seed = seed;
       // this sample's ranks, each at a persistent speed of its own (median 1)
-      if (!in.rank_factor.empty())
+      if (cal.rank_sigma > 0 && all[k].ranks > 1) {
+        in.rank_factor.resize(static_cast<std::size_t>(all[k].ranks));
         for (std::size_t r = 0; r < in.rank_factor.size(); ++r)
           in.rank_factor[r] = std::exp(cal.rank_sigma * rng.normal(0x3000 + r, static_cast<std::uint64_t>(s)));
+      }
       IterationMedian m;
       if (o.interval_full_replays) {
         m = replay_iteration_median_full(in);

@@ -164,6 +164,9 @@ bool host_track_applies(const Cluster& c, const Workload& w);
 // The one note a study prints when those host costs come from the shipped
 // calibration ("" otherwise).
 std::string host_terms_note(const Cluster& c, const Workload& w, const Calibration& cal);
+// The costs of a replay's ops and collectives under a calibration (not the
+// ranks' persistent speeds: make_replay_input sets the point's, an interval
+// sample draws its own).
 void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, const Calibration& cal, const Layout& layout,
                       std::int64_t batch_per_gpu, const CollectiveModel& coll);
 ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibration& cal, const Layout& layout,

@@ -339,12 +339,8 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
   }
   file.rank_sigma = rank_spread_sigma(rank_medians);
   file.rank_sigma_runs = static_cast<int>(rank_medians.size());
-  // (the file's live section, rank_spread_sigma's place, is written once it has terms)
-  const Calibration base = [&] {
-    Calibration c = parse_calibration(write_calibration(file, ""), file.name, cluster, Precision::fp32);
-    c.rank_sigma = file.rank_sigma;
-    return c;
-  }();
+  Calibration base = parse_calibration(write_calibration(file, ""), file.name, cluster, Precision::fp32);
+  base.rank_sigma = file.rank_sigma;  // (the file's live section, its place, is written once it has terms)
   std::vector<LivePoint> points;
   for (std::size_t i = 0; i < p.measure.live.size(); ++i) {
     const ValidationCase& lc = p.measure.live[i];
@@ -372,12 +368,13 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
          << " on the calibration's own shapes; "
          << (p.implementation == "pytorch" ? "measured - predicted non-compute" : "the measured all-reduces = comm_factor x predicted; measured compute")
          << " = compute_factor x predicted compute + host_overhead):\n";
-  if (!rank_medians.empty())
+  if (!rank_medians.empty()) {
     report << "  a rank's persistent speed: each rank's median compute about its run's, over " << rank_medians.size()
            << " multi-rank run(s) x round(s): lognormal sigma " << file.rank_sigma;
-  if (const auto two = rank_spread_factors(file.rank_sigma, 2); !two.empty())
-    report << " (the slower of 2 ranks at x" << std::setprecision(3) << two.back() << " in the predictions)";
-  if (!rank_medians.empty()) report << "\n";
+    if (const auto two = rank_spread_factors(file.rank_sigma, 2); !two.empty())
+      report << " (the slower of 2 ranks at x" << std::setprecision(3) << two.back() << " in the predictions)";
+    report << "\n";
+  }
   // each shape alone: the trainer against the microbenchmark terms
   if (by_ranks.count(1)) {
     report << "  1 rank, measured / predicted per shape:";
