@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/data_dir.hpp"
 #include "commands.hpp"
 #include "formats/provenance.hpp"
 #include "kanscale/build_info.hpp"
@@ -33,35 +34,27 @@ static void usage(std::ostream& os) {
         "kanscale <command> --help shows a command's options. kanscale --version prints the build.\n";
 }
 
-int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  std::string cmdline = "kanscale";
-  for (const auto& a : args) cmdline += " " + a;
-  if (args.empty()) {
-    usage(std::cerr);
-    return 2;
+// The build (its provenance and switches) and the data directory it finds.
+static int print_version() {
+  std::cout << ks::describe(ks::provenance()) << "; MPI " << (ks::build::have_mpi ? "yes" : "no") << ", CUDA "
+            << (ks::build::have_cuda ? "yes" : "no") << ", NCCL " << (ks::build::have_nccl ? "yes" : "no") << "\n";
+  try {
+    const ks::DataDir& d = ks::data_dir();
+    std::cout << "data: " << d.path << " (from " << d.from << ")\n";
+  } catch (const ks::InputError& e) {
+    std::cout << "data: none (" << e.what() << ")\n";
   }
-  // Every argument is one line of text: a newline or another control
-  // character would split an error line, a report or a job script.
-  for (std::size_t i = 0; i < args.size(); ++i)
-    for (unsigned char ch : args[i])
-      if (ch < 0x20 || ch == 0x7f) {
-        std::cerr << "kanscale: argument " << i + 1 << " holds a control character (a newline?); expected one line of text\n";
-        return 2;
-      }
-  const std::string cmd = args[0];
-  std::vector<std::string> rest(args.begin() + 1, args.end());
+  return 0;
+}
+
+// A command: its options parsed and run, or one error line.
+static int run_command(const std::string& cmd, const std::vector<std::string>& rest, const std::string& cmdline) {
   try {
     if (cmd == "--help" || cmd == "-h" || cmd == "help") {
       usage(std::cout);
       return 0;
     }
-    if (cmd == "--version") {
-      std::cout << ks::describe(ks::provenance()) << "; MPI "
-                << (ks::build::have_mpi ? "yes" : "no") << ", CUDA " << (ks::build::have_cuda ? "yes" : "no")
-                << ", NCCL " << (ks::build::have_nccl ? "yes" : "no") << "\n";
-      return 0;
-    }
+    if (cmd == "--version") return print_version();
     if (cmd == "simulate") return ks::cli::simulate(rest, cmdline);
     if (cmd == "bench") return ks::cli::bench(rest, cmdline);
     if (cmd == "train") return ks::cli::train(rest, cmdline);
@@ -94,4 +87,25 @@ int main(int argc, char** argv) {
     std::cerr << "kanscale " << cmd << ": error: an unexpected failure (please report it)\n";
     return 1;
   }
+}
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string cmdline = "kanscale";
+  for (const auto& a : args) cmdline += " " + a;
+  if (args.empty()) {
+    usage(std::cerr);
+    return 2;
+  }
+  // Every argument is one line of text: a newline or another control
+  // character would split an error line, a report or a job script.
+  for (std::size_t i = 0; i < args.size(); ++i)
+    for (unsigned char ch : args[i])
+      if (ch < 0x20 || ch == 0x7f) {
+        std::cerr << "kanscale: argument " << i + 1 << " holds a control character (a newline?); expected one line of text\n";
+        return 2;
+      }
+  const std::string cmd = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  return run_command(cmd, rest, cmdline);
 }

@@ -13,7 +13,7 @@
 #include "formats/yaml_reader.hpp"
 #include "options.hpp"
 #include "model/limits.hpp"
-#include "sim/study.hpp"
+#include "sim/point.hpp"
 #include "formats/config_files.hpp"
 
 namespace po = boost::program_options;

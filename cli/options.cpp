@@ -1,3 +1,5 @@
+#include "measure/comm.hpp"
+#include "measure/machine_info.hpp"
 #include "options.hpp"
 #include "model/limits.hpp"
 
@@ -135,6 +137,16 @@ std::string self_executable() {
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) throw std::runtime_error("cannot find the kanscale executable (/proc/self/exe)");
   return std::string(exe, static_cast<std::size_t>(n));
+}
+
+// Two buffers of `nbytes` on every rank of this machine must fit in half its
+// memory (`what`: the option and value named in the error).
+void check_two_buffers_fit(const std::string& what, double nbytes) {
+  const double memory = physical_memory_bytes();
+  const double ranks = static_cast<double>(launched_by_mpirun() ? std::max(1, local_ranks()) : 1);
+  if (memory > 0 && 2 * nbytes * ranks > memory / 2)
+    throw InputError(what + ": " + std::to_string(static_cast<int>(ranks)) + " rank(s) x 2 buffers would need " +
+                     format_bytes(2 * nbytes * ranks) + ", above half this machine's " + format_bytes(memory));
 }
 
 }  // namespace ks::cli

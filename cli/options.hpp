@@ -40,4 +40,8 @@ bool parse_args(const std::vector<std::string>& args, const boost::program_optio
                 const std::string& usage_line, boost::program_options::variables_map& vm,
                 const boost::program_options::positional_options_description* positional = nullptr);
 
+// Two buffers of `nbytes` on every rank of this machine must fit in half its
+// memory; else InputError naming `what` (the option and its value).
+void check_two_buffers_fit(const std::string& what, double nbytes);
+
 }  // namespace ks::cli

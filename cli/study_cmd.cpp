@@ -11,7 +11,7 @@
 #include "base/output_files.hpp"
 #include "options.hpp"
 #include "base/plot.hpp"
-#include "base/progress.hpp"
+#include "base/progress_line.hpp"
 #include "formats/yaml_reader.hpp"
 #include "measure/comm.hpp"
 #include "study/result_codec.hpp"
@@ -36,8 +36,8 @@ StudySpec read_and_check(StudyArgs& a, int rank) {
   StudySpec spec = load_study(a.file, a.max_events);
   if (a.out.empty()) a.out = "study-" + spec.name;
   if (rank == 0) {
-    std::vector<std::string> inputs = {a.file, spec.workload_file};
-    for (const auto& c : spec.clusters) inputs.insert(inputs.end(), {c.cluster.file, c.calibration_file});
+    std::vector<std::string> inputs = spec.input_paths;
+    inputs.push_back(a.file);
     check_outputs_spare_inputs(inputs, {{a.out, "--out", true}});
     check_owned_dir(a.out, "--out");
     if (!a.no_plots && !in_path("gnuplot"))

@@ -68,7 +68,7 @@ void apply_overrides(ValidationPlan& plan, const ValidateArgs& a, const po::vari
   }
   if (vm.count("calibration")) {
     if (!std::ifstream(a.calibration)) throw InputError("--calibration: file \"" + a.calibration + "\" does not exist");
-    plan.calibration_file = a.calibration;
+    plan.calibration_file = plan.calibration_shown = a.calibration;
     plan.measure.enabled = false;
     plan.datasheet = false;
   }

@@ -78,17 +78,9 @@ std::string fit_header(const std::string& command_line) {
   return "# Fitted by " + describe(p) + " on " + p.date_utc + "\n# " + p.command_line + "\n";
 }
 
-std::string write_calibration(const CalibrationFile& f, const std::string& header) {
-  std::ostringstream y;
-  y << header << "name: " << f.name << "\nsource: fitted\nfitted_from: " << nlohmann::json(f.fitted_from).dump()
-    << "\nconcurrency: " << f.concurrency << "\n";
-  if (!f.machine.empty()) {
-    const Machine& m = f.machine;
-    y << "machine: {cpu_model: " << nlohmann::json(m.cpu_model).dump() << ", cores: " << m.cores << ", isa: " << nlohmann::json(m.isa).dump();
-    if (m.memory_bytes > 0) y << ", memory: " << num(m.memory_bytes, "B");
-    y << ", gpu: " << nlohmann::json(m.gpu.empty() ? "none" : m.gpu).dump()
-      << ", collective_library: " << nlohmann::json(m.collective_library).dump() << "}   # where the measurements were taken\n";
-  }
+namespace {
+// compute: jitter, interference, the cache probe and the ops (warm and cold)
+void write_compute_section(std::ostream& y, const CalibrationFile& f) {
   if (f.has_compute()) {
     y << "compute:\n  jitter_sigma: " << f.jitter_sigma
       << (f.ops.empty() ? "   # not measured" : "   # from the median spread (CV) of the layer timings") << "\n"
@@ -109,6 +101,10 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
     if (!f.ops_cold.empty()) y << "  ops_cold:   # the same ops with the caches evicted before each repetition\n";
     for (const auto& o : f.ops_cold) write_op(y, o);
   }
+}
+
+// torch_ops: PyTorch's op classes
+void write_torch_section(std::ostream& y, const CalibrationFile& f) {
   if (!f.torch_ops.empty()) {
     y << "torch_ops:   # PyTorch's op classes (kanscale measure torch-ops): calls x fixed + elements x per_element\n"
       << "  measured_with: " << nlohmann::json(f.torch_fingerprint).dump() << "\n  classes:\n";
@@ -118,6 +114,10 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
       y << ",\n      fit: " << fit_quality(o.fit, false) << "}   # " << o.shapes << " shapes; held out: leave one shape out\n";
     }
   }
+}
+
+// collectives: MPI's regimes, broadcast and progress; gloo's; NCCL's bus bandwidths
+void write_collectives_section(std::ostream& y, const CalibrationFile& f) {
   if (!f.mpi_regimes.empty() || f.mpi_broadcast || f.mpi_progress || f.nccl || f.gloo_allreduce || f.gloo_broadcast) {
     y << "collectives:\n";
     if (!f.mpi_regimes.empty()) y << "  mpi_regimes:\n";
@@ -166,6 +166,10 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
       if (!f.nccl_held_out_note.empty()) y << "    # held out: " << f.nccl_held_out_note << "\n";
     }
   }
+}
+
+// live: the terms fitted on live runs, and their errors
+void write_live_section(std::ostream& y, const CalibrationFile& f) {
   if (!f.live.empty()) {
     y << "live:   # kanscale train on the calibration's own shapes (" << f.live_from << "), against the prediction from the terms above\n"
       << "  model_error_sigma: " << f.model_error_sigma
@@ -191,6 +195,10 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
         << (l.comm_why.empty() ? std::string() : "; " + l.comm_why) << "\n";
     }
   }
+}
+
+// memory: the runtime, collectives in flight and the memory model's fit
+void write_memory_section(std::ostream& y, const CalibrationFile& f) {
   if (f.has_memory()) {
     y << "memory:\n";
     if (f.runtime_per_local_peer_bytes) {
@@ -212,6 +220,26 @@ std::string write_calibration(const CalibrationFile& f, const std::string& heade
         << "  fit: " << fit_quality(m) << "\n";
     }
   }
+}
+
+}  // namespace
+
+std::string write_calibration(const CalibrationFile& f, const std::string& header) {
+  std::ostringstream y;
+  y << header << "name: " << f.name << "\nsource: fitted\nfitted_from: " << nlohmann::json(f.fitted_from).dump()
+    << "\nconcurrency: " << f.concurrency << "\n";
+  if (!f.machine.empty()) {
+    const Machine& m = f.machine;
+    y << "machine: {cpu_model: " << nlohmann::json(m.cpu_model).dump() << ", cores: " << m.cores << ", isa: " << nlohmann::json(m.isa).dump();
+    if (m.memory_bytes > 0) y << ", memory: " << num(m.memory_bytes, "B");
+    y << ", gpu: " << nlohmann::json(m.gpu.empty() ? "none" : m.gpu).dump()
+      << ", collective_library: " << nlohmann::json(m.collective_library).dump() << "}   # where the measurements were taken\n";
+  }
+  write_compute_section(y, f);
+  write_torch_section(y, f);
+  write_collectives_section(y, f);
+  write_live_section(y, f);
+  write_memory_section(y, f);
   return y.str();
 }
 

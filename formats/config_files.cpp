@@ -1,5 +1,7 @@
 #include "config_files.hpp"
 
+#include "base/data_dir.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -410,7 +412,7 @@ Calibration parse_calibration(const std::string& text, const std::string& name, 
   return read_calibration(YamlMap::load_string(text, name), c, precision);
 }
 
-std::string shipped_pytorch_calibration_path() { return std::string(build::source_dir) + "/configs/calibrations/pytorch-cpu.yaml"; }
+std::string shipped_pytorch_calibration_path() { return shipped_path("configs/calibrations/pytorch-cpu.yaml"); }
 
 const HostTerms& shipped_pytorch_host_terms() {
   static const HostTerms terms = [] {
@@ -423,6 +425,11 @@ const HostTerms& shipped_pytorch_host_terms() {
                                   (cal.machine.empty() ? std::string("an unrecorded machine") : describe(cal.machine)) + ")");
   }();
   return terms;
+}
+
+Calibration with_default_host_terms(Calibration cal, const Cluster& c, const Workload& w) {
+  if (needs_default_host_terms(c, w, cal)) cal.default_host_terms = shipped_pytorch_host_terms();
+  return cal;
 }
 
 

@@ -17,11 +17,17 @@ Calibration load_calibration(const std::string& path, const Cluster& c, Precisio
 Calibration parse_calibration(const std::string& yaml_text, const std::string& name, const Cluster& c,
                               Precision precision);
 // The shipped PyTorch CPU calibration (configs/calibrations/pytorch-cpu.yaml
-// in the source tree) as host terms: what a pytorch workload on a CUDA
-// cluster whose calibration has no PyTorch op classes takes its host costs
-// from. Read once; InputError when it cannot be read.
+// in kanscale's data directory, base/data_dir) as host terms: what a
+// pytorch workload on a CUDA cluster whose calibration has no PyTorch op
+// classes takes its host costs from. Read once; InputError when it cannot be
+// read.
 const HostTerms& shipped_pytorch_host_terms();
 // Where that file is.
 std::string shipped_pytorch_calibration_path();
+// `cal`, with the shipped host terms passed in when the prediction of `w`
+// on `c` needs them (model/config's needs_default_host_terms): the edges
+// that load a calibration for a prediction call it, so that nothing below
+// reads a file nobody named.
+Calibration with_default_host_terms(Calibration cal, const Cluster& c, const Workload& w);
 
 }  // namespace ks

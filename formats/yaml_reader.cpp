@@ -1,5 +1,7 @@
 #include "yaml_reader.hpp"
 
+#include "base/data_dir.hpp"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -52,7 +54,10 @@ YamlMap::YamlMap(std::shared_ptr<const std::string> file, YAML::Node node, std::
 }
 
 
-YamlMap YamlMap::load_file(const std::string& path) { return load_string(read_input_file(path, "a YAML file"), path); }
+YamlMap YamlMap::load_file(const std::string& given) {
+  const std::string path = resolve_given_path(given);
+  return load_string(read_input_file(path, "a YAML file"), path);
+}
 
 YamlMap YamlMap::load_string(const std::string& text, const std::string& name) {
   auto file = std::make_shared<const std::string>(name);
@@ -134,6 +139,15 @@ std::string YamlMap::scalar_of(const YAML::Node& n, const std::string& key, cons
 static bool quoted(const YAML::Node& n) { return n.Tag() == "!"; }
 
 std::string YamlMap::string(const std::string& key) { return scalar_of(required(key), key, "a string"); }
+
+std::string YamlMap::path(const std::string& key) {
+  const std::string given = string(key);
+  try {
+    return resolve_named_path(given, file());
+  } catch (const InputError& e) {
+    fail(key, e.what());
+  }
+}
 
 std::optional<std::string> YamlMap::string_opt(const std::string& key) {
   YAML::Node n = value(key);

@@ -42,6 +42,10 @@ class YamlMap {
 
   std::string string(const std::string& key);
   std::optional<std::string> string_opt(const std::string& key);
+  // A file named in this file: resolved against this file's directory, then
+  // kanscale's data directory (base/data_dir); the error names both places.
+  // Returns the path to open.
+  std::string path(const std::string& key);
   // One of `choices`; the error lists them.
   std::string choice(const std::string& key, const std::vector<std::string>& choices);
   std::optional<std::string> choice_opt(const std::string& key, const std::vector<std::string>& choices);

@@ -16,7 +16,7 @@
 #include "model/units.hpp"
 #include "formats/yaml_reader.hpp"
 #include "base/output_files.hpp"
-#include "base/progress.hpp"
+#include "base/progress_line.hpp"
 #include "workbench.hpp"
 #include "model/statistics.hpp"
 #include "model/units.hpp"

@@ -33,7 +33,7 @@
 #include "model/units.hpp"
 #include "formats/yaml_reader.hpp"
 #include "base/output_files.hpp"
-#include "base/progress.hpp"
+#include "base/progress_line.hpp"
 #include "model/statistics.hpp"
 #include "model/units.hpp"
 

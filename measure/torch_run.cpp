@@ -1,3 +1,4 @@
+#include "base/data_dir.hpp"
 #include "torch_run.hpp"
 
 #include <arpa/inet.h>
@@ -30,7 +31,8 @@ constexpr const char* kDefaultPython = "/usr/bin/python3";  // where Debian inst
 
 std::string python_path_env() {
   const char* old = std::getenv("PYTHONPATH");
-  return std::string("PYTHONPATH=") + build::python_dir + (old && *old ? std::string(":") + old : std::string());
+  // kanscale's package (efficient-kan and the DDP entry point) ships in its data directory
+  return "PYTHONPATH=" + shipped_path("python") + (old && *old ? std::string(":") + old : std::string());
 }
 
 }  // namespace

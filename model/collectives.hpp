@@ -2,7 +2,7 @@
 // The collective cost model: one interface, three families.
 //  - nccl: NCCL's own tuning model (src/graph/tuning.cc): per (algorithm,
 //    protocol) a latency and an algorithm bandwidth; the cheapest pair wins,
-//    as ncclTopoGetAlgoTime/getAlgoInfo choose it. Derivation: docs/collectives.md.
+//    as ncclTopoGetAlgoTime/getAlgoInfo choose it. Derivation: docs/models.md.
 //  - mpi: OpenMPI-like size regimes with alpha-beta costs.
 //  - gloo: torch.distributed's CPU backend, gloo's ring and binomial tree
 //    with alpha-beta costs.

@@ -238,6 +238,14 @@ std::string collective_family_mismatch(const Cluster& c, const Calibration& cal)
          ": its collectives stay at the cluster's datasheet values";
 }
 
+bool host_track_applies(const Cluster& c, const Workload& w) {
+  return w.implementation == Implementation::pytorch && c.collectives.family == CollFamily::nccl;
+}
+
+bool needs_default_host_terms(const Cluster& c, const Workload& w, const Calibration& cal) {
+  return host_track_applies(c, w) && cal.torch_ops.empty();
+}
+
 HostTerms host_terms_of(const Calibration& cal, const std::string& from) {
   HostTerms h;
   h.ops = cal.torch_ops;

@@ -254,8 +254,26 @@ struct TorchOpCost {
 // whole message).
 using GlooTerm = AlphaBetaTerm;
 
+// The host's share of PyTorch's ops, for a device that runs them behind the
+// host (a pytorch workload on a CUDA cluster: sim/replay's host track): each
+// op class's fixed cost per call from a PyTorch CPU fit (Python, the
+// dispatcher, autograd's bookkeeping; its per-element cost is the CPU's
+// arithmetic and is left out), times `factor`, that fit's one-rank live
+// compute factor where it has one (what a whole step costs beyond the
+// classes timed alone; 1: none).
+struct HostTerms {
+  std::map<std::string, TorchOpCost> ops;
+  double factor = 1;
+  std::string from;  // the calibration and the machine it was measured on
+};
+
 struct Calibration {
   std::string name;
+  // The host terms a pytorch workload on a CUDA cluster takes when this
+  // calibration has no PyTorch op classes of its own: passed in from the
+  // edge (formats' with_default_host_terms, the shipped PyTorch CPU
+  // calibration), never read by the model or the simulator.
+  std::optional<HostTerms> default_host_terms;
   std::string source;        // "datasheet" (derived) or "fitted"
   std::string derived_from;  // cluster file or measurement files
   int concurrency = 1;       // ranks per node the compute terms were measured at
@@ -347,19 +365,13 @@ double cache_probe_scale(const std::vector<std::pair<double, double>>& probe, do
 // The live term for a node with `ranks_per_node` ranks (null: none).
 const Calibration::LiveTerm* live_term_for(const Calibration& cal, int ranks_per_node);
 
-// The host's share of PyTorch's ops, for a device that runs them behind the
-// host (a pytorch workload on a CUDA cluster: sim/replay's host track): each
-// op class's fixed cost per call from a PyTorch CPU fit (Python, the
-// dispatcher, autograd's bookkeeping; its per-element cost is the CPU's
-// arithmetic and is left out), times `factor`, that fit's one-rank live
-// compute factor where it has one (what a whole step costs beyond the
-// classes timed alone; 1: none).
-struct HostTerms {
-  std::map<std::string, TorchOpCost> ops;
-  double factor = 1;
-  std::string from;  // the calibration and the machine it was measured on
-};
 HostTerms host_terms_of(const Calibration& cal, const std::string& from);
+
+// Whether a workload's ops run on a host track and a device track (a
+// pytorch workload on a CUDA cluster, NCCL collectives: sim/replay).
+bool host_track_applies(const Cluster& c, const Workload& w);
+// Whether such a prediction needs host terms the calibration lacks.
+bool needs_default_host_terms(const Cluster& c, const Workload& w, const Calibration& cal);
 
 // The calibration a cluster file implies from datasheet numbers alone.
 Calibration datasheet_calibration(const Cluster& c, Precision precision);

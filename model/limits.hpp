@@ -3,7 +3,7 @@
 // Readers of files and flags refuse a value outside its range (exit 2, the
 // key or flag, the value as written and the range); past these checks
 // every product kanscale forms (GPUs x batch, scenarios, events, bytes)
-// stays far inside 64-bit integers and exact doubles. docs/limits.md lists
+// stays far inside 64-bit integers and exact doubles. docs/configuration.md (Limits) lists
 // each range with the keys and flags that use it.
 #include <cstdint>
 

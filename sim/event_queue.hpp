@@ -25,7 +25,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "huge_pages.hpp"
+#include "sim/huge_pages.hpp"
 
 namespace ks {
 

@@ -1,12 +1,12 @@
-#include "replay.hpp"
+#include "sim/replay.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <cmath>
 #include <stdexcept>
 
-#include "event_queue.hpp"
-#include "huge_pages.hpp"
+#include "sim/event_queue.hpp"
+#include "sim/huge_pages.hpp"
 #include "model/rng.hpp"
 
 namespace ks {

@@ -79,7 +79,7 @@ ReplayResult replay(const ReplayInput& in);
 
 // The median over ranks of each rank's mean steady iteration time
 // (iterations 1 to I-1), the figure a study's bands are made of, equal to
-// what replay() gives (sim/study's simulate_point) but without replaying
+// what replay() gives (sim/point.s simulate_point) but without replaying
 // every rank:
 //  - When every rank starts its optimizer tail at the end of the
 //    iteration's last all-reduce (nothing a rank does after launching the

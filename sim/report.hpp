@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/output_files.hpp"
-#include "study.hpp"
+#include "sim/point.hpp"
 
 namespace ks {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/study.hpp"
+#include "sim/point.hpp"
 
 namespace ks {
 

@@ -247,11 +247,14 @@ void read_study_header(YamlMap& m, StudySpec& s) {
   }
 
   s.workload_file = m.string("workload");
+  const std::string workload_path = m.path("workload");
+  s.input_paths.push_back(workload_path);
   try {
-    s.workload = load_workload(s.workload_file);
+    s.workload = load_workload(workload_path);
   } catch (const InputError& e) {
     m.fail("workload", e.what());
   }
+  s.workload.file = s.workload_file;  // reports name it as the study does
 
 }
 
@@ -263,11 +266,14 @@ void read_study_clusters(YamlMap& m, StudySpec& s, const std::string& calibratio
     YamlMap c = cl[i];
     StudyCluster sc;
     const std::string file = c.string("file");
+    const std::string file_path = c.path("file");
+    s.input_paths.push_back(file_path);
     try {
-      sc.cluster = load_cluster(file);
+      sc.cluster = load_cluster(file_path);
     } catch (const InputError& e) {
       c.fail("file", e.what());
     }
+    sc.cluster.file = file;  // reports name it as the study does
     if (auto nodes = c.integer_opt("nodes", 1, kMaxGpus)) {
       if (*nodes * sc.cluster.gpus_per_node > kMaxGpus)
         c.fail("nodes", std::to_string(*nodes) + " nodes x " + std::to_string(sc.cluster.gpus_per_node) + " GPUs per node is more than " +
@@ -282,9 +288,13 @@ void read_study_clusters(YamlMap& m, StudySpec& s, const std::string& calibratio
       if (other.label == sc.label) c.fail("label", "\"" + sc.label + "\" names two clusters; give each a label of its own");
     const std::string given = c.string_opt("calibration").value_or("datasheet");
     const std::string cal = calibration_override.empty() ? given : calibration_override;
+    // the study's own calibration resolves against the study; --calibration against the working directory
+    const std::string cal_path = cal == "datasheet" || !calibration_override.empty() ? cal : c.path("calibration");
+    if (cal != "datasheet") s.input_paths.push_back(cal_path);
     try {
-      sc.calibration = cal == "datasheet" ? datasheet_calibration(sc.cluster, s.workload.precision)
-                                          : load_calibration(cal, sc.cluster, s.workload.precision);
+      sc.calibration = with_default_host_terms(cal == "datasheet" ? datasheet_calibration(sc.cluster, s.workload.precision)
+                                                                  : load_calibration(cal_path, sc.cluster, s.workload.precision),
+                                               sc.cluster, s.workload);
       check_calibration_covers(s.workload, sc.calibration, cal);
     } catch (const InputError& e) {
       c.fail("calibration", e.what());

@@ -13,7 +13,7 @@
 
 #include "model/config.hpp"
 #include "settings.hpp"
-#include "sim/study.hpp"
+#include "sim/point.hpp"
 
 namespace ks {
 
@@ -77,7 +77,8 @@ struct StudySpec {
   int iterations = 5;
   int interval_samples = 0;
   double interval_level = 0.9;
-  std::string workload_file;
+  std::string workload_file;  // as the study names it (reports print it)
+  std::vector<std::string> input_paths;  // the files it named, resolved (base/data_dir), as opened
   Workload workload;
   std::vector<StudyCluster> clusters;
   std::vector<int> gpus;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "model/config.hpp"
-#include "sim/study.hpp"
+#include "sim/point.hpp"
 
 namespace ks {
 

@@ -499,7 +499,7 @@ WhatifAnswer whatif_model(const WhatifBase& b, const ModelQuery& q) {
                std::to_string(t.params) + " parameters): peak " + format_bytes(t.m.peak_bytes) + where;
     if (good == q.limit) a.answer += " (the search limit; larger may fit)";
     else if (const Workload next = shaped(good + 1); !kan_size_problem(KanShape{next.widths, next.grid_size, next.spline_order}).empty())
-      a.answer += " (kanscale's size limit, docs/limits.md; larger may fit the memory)";
+      a.answer += " (kanscale's size limit, docs/configuration.md (Limits); larger may fit the memory)";
     const double state = t.m.parameters_bytes + t.m.gradients_bytes + t.m.buckets_bytes + t.m.optimizer_bytes;
     const double act = t.m.activations_bytes + t.m.transient_bytes + t.m.batch_bytes;
     const double other = t.m.peak_bytes - state - act;
@@ -614,7 +614,8 @@ WhatifAnswer whatif_bucket_cap(const WhatifBase& b, const BucketQuery& q) {
 }
 
 // ---------------------------------------------------------------- cluster
-WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q) {
+namespace {
+void check_cluster_query(const WhatifBase& b, const ClusterQuery& q) {
   require_epochs(q.epochs);
   if (b.clusters.size() < 2) throw InputError("whatif cluster: give at least two --cluster files to compare");
   if (q.budget_s && !(*q.budget_s > 0)) throw InputError("--budget: expected a positive time, e.g. 2h");
@@ -622,15 +623,27 @@ WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q) {
     throw InputError("--budget: " + format_time(*q.budget_s) + " is outside kanscale's range; expected a time budget from 1 ms to 100 years");
   if (q.min_efficiency && !(*q.min_efficiency > 0 && *q.min_efficiency <= 1))
     throw InputError("--min-efficiency: expected a fraction above 0 and at most 1, e.g. 0.7, got " + printf_number("%g", *q.min_efficiency));
-  Workload w = b.workload;
-  w.epochs = static_cast<int>(q.epochs);
+}
+
+// Whether every cluster gives a price in one currency (`currency`: the first
+// price's, empty when none gives one).
+bool all_priced_in_one_currency(const WhatifBase& b, std::string& currency) {
   bool all_priced = true;
-  std::string currency;
   for (const auto& wc : b.clusters) {
     if (!wc.cluster.price_per_gpu_hour) all_priced = false;
     else if (currency.empty()) currency = wc.cluster.currency;
     else if (currency != wc.cluster.currency) all_priced = false;
   }
+  return all_priced;
+}
+}  // namespace
+
+WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q) {
+  check_cluster_query(b, q);
+  Workload w = b.workload;
+  w.epochs = static_cast<int>(q.epochs);
+  std::string currency;
+  const bool all_priced = all_priced_in_one_currency(b, currency);
   WhatifAnswer a;
   a.query = "cluster";
   a.inputs = {{"workload", w.file}, {"epochs", q.epochs}, {"budget_s", q.budget_s ? json(*q.budget_s) : json(nullptr)},

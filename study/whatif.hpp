@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/config.hpp"
-#include "sim/study.hpp"
+#include "sim/point.hpp"
 
 namespace ks {
 

@@ -356,7 +356,7 @@ std::vector<Case> catalogue_part4() {
        study_file(), {"study.yaml:", "nccl_algo", "MPI"}},
       {"study: a missing workload file", "study",
        {{"study.yaml", sub(kStudy, "configs/workloads/default.yaml", "configs/workloads/none.yaml")}}, study_file(),
-       {"study.yaml:", "'workload'", "cannot open"}},
+       {"study.yaml:", "'workload'", "not found (looked in", "configs/workloads/none.yaml and "}},
       {"study: a value given twice", "study", {{"study.yaml", sub(kStudy, "[strong, weak]", "[strong, strong]")}}, study_file(),
        {"study.yaml:", "scaling", "twice"}},
       {"study: interval level 1.5", "study", {{"study.yaml", sub(kStudy, "iterations: 4", "iterations: 4\nintervals: {samples: 10, level: 1.5}")}},

@@ -233,7 +233,7 @@ TEST_CASE("formats: every CSV starts with its header row (Python's csv module, p
   const Run t = run("train --quiet --workload " + w + " --steps 3 --csv " + d.path + "/t.csv", d);
   CAPTURE(t.err);
   REQUIRE(t.code == 0);
-  // The columns each writer promises (docs/metrics.md, docs/calibrating.md, docs/training.md).
+  // The columns each writer promises (docs/simulate.md, docs/calibrating.md, docs/training.md).
   const std::map<std::string, std::vector<std::string>> first_columns = {
       {"sim.csv", {"gpus", "nodes", "batch_per_gpu"}},
       {"sim.buckets.csv", {"gpus", "plan", "bucket"}},
@@ -464,9 +464,10 @@ TEST_CASE("validate --emit: an executable path with shell syntax is quoted in bo
   std::filesystem::copy_file(kExe, bin + "/kanscale");
   REQUIRE(chmod((bin + "/kanscale").c_str(), 0755) == 0);
   const std::string exe = bin + "/kanscale";
-  // run from the source tree, where the plan's relative paths hold
-  const std::string cmd = "cd '" + kSrc + "' && '" + exe + "' validate validation/plans/ci-small.yaml --emit '" + (d / "e") + "' > '" +
-                          (d / "out") + "' 2>&1";
+  // run from the source tree; the copy finds the build's data through KANSCALE_DATA (no share/ beside it)
+  const std::string data = (std::filesystem::path(kExe).parent_path().parent_path() / "share" / "kanscale").string();
+  const std::string cmd = "cd '" + kSrc + "' && KANSCALE_DATA='" + data + "' '" + exe + "' validate validation/plans/ci-small.yaml --emit '" +
+                          (d / "e") + "' > '" + (d / "out") + "' 2>&1";
   REQUIRE(std::system(cmd.c_str()) == 0);
   for (const std::string script : {"run-mpirun.sh", "run-slurm.sbatch"}) {
     CAPTURE(script);

@@ -939,7 +939,7 @@ TEST_CASE("validate with runs: 3 runs the plan three times and judges them toget
   Dir d;
   const std::string plan = d / "plan.yaml";
   std::ofstream(plan) << "name: runs-three\ncluster: configs/clusters/local-cpu.yaml\nbackend: cpu\n"
-                         "calibration: tests/fixtures/calibration-ci-live.yaml\nsteps: 5\nrounds: 1\nruns: 3\ninterval_samples: 20\n"
+                         "calibration: " + kSrc + "/tests/fixtures/calibration-ci-live.yaml\nsteps: 5\nrounds: 1\nruns: 3\ninterval_samples: 20\n"
                          "cases:\n  ranks: [1, 2]\n  widths: [[8, 16, 1], [12, 16, 1]]\n  grid_sizes: [3]\n  batch_per_gpu: [4]\n"
                          "  bucket_caps: [\"1MiB\"]\n  transports: [shm]\n";
   std::string err;

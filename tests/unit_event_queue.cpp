@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "event_queue.hpp"
-#include "huge_pages.hpp"
+#include "sim/event_queue.hpp"
+#include "sim/huge_pages.hpp"
 #include "model/rng.hpp"
 
 using namespace ks;

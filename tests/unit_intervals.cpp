@@ -10,7 +10,7 @@
 #include "model/rng.hpp"
 #include "model/uncertainty.hpp"
 #include "formats/yaml_reader.hpp"
-#include "sim/study.hpp"
+#include "sim/point.hpp"
 #include "validation/compare.hpp"
 #include "formats/config_files.hpp"
 

@@ -5,7 +5,7 @@
 
 #include "hand_replay.hpp"
 #include "model/rng.hpp"
-#include "replay.hpp"
+#include "sim/replay.hpp"
 
 using namespace ks;
 using ks::test::Hand;

@@ -2,11 +2,11 @@
 
 #include "model/statistics.hpp"
 #include "formats/yaml_reader.hpp"
-#include "report.hpp"
+#include "sim/report.hpp"
 #include "study/result_codec.hpp"
 #include "study/scenario.hpp"
 #include "study/study_published.hpp"
-#include "study.hpp"
+#include "sim/point.hpp"
 #include "formats/config_files.hpp"
 
 using namespace ks;
@@ -187,7 +187,8 @@ TEST_CASE("layouts: up to a node's GPUs on one node, above that whole nodes") {
 TEST_CASE("same seed: byte-identical JSON; the seed is in the output") {
   const Cluster c = load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/finisterrae3.yaml");
   const Workload w = load_workload(KANSCALE_SOURCE_DIR "/configs/workloads/default.yaml");
-  Calibration k = datasheet_calibration(c, w.precision);
+  // (a pytorch workload on an NCCL cluster: the shipped host terms, passed in as the CLI does)
+  Calibration k = with_default_host_terms(datasheet_calibration(c, w.precision), c, w);
   k.jitter_sigma = 0.05;
   k.interference = 0.1;
   StudyOptions o;
@@ -243,13 +244,14 @@ TEST_CASE("the runtime's memory grows per other rank of the node, not per rank e
 TEST_CASE("study results survive their bytes exactly (the mpirun gather); bad bytes are refused") {
   const Cluster c = load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/finisterrae3.yaml");
   const Workload w = load_workload(KANSCALE_SOURCE_DIR "/configs/workloads/default.yaml");
-  Calibration k = datasheet_calibration(c, w.precision);
+  // (a pytorch workload on an NCCL cluster: the shipped host terms, passed in as the CLI does)
+  Calibration k = with_default_host_terms(datasheet_calibration(c, w.precision), c, w);
   k.jitter_sigma = 0.05;  // measured uncertainty: bands
   StudyOptions o;
   o.gpus = {1, 2, 8};
   o.trace = true;  // trace slices too
   o.interval_samples = 5;
-  const std::vector<StudyResult> rs = {run_study(c, w, k, o), run_study(c, w, datasheet_calibration(c, w.precision), o)};
+  const std::vector<StudyResult> rs = {run_study(c, w, k, o), run_study(c, w, with_default_host_terms(datasheet_calibration(c, w.precision), c, w), o)};
   const std::string bytes = encode_results(rs);
   const std::vector<StudyResult> back = decode_results(bytes);
   CHECK(encode_results(back) == bytes);

@@ -19,7 +19,7 @@
 #include "model/records.hpp"
 #include "hand_replay.hpp"
 #include "sim/replay.hpp"
-#include "sim/study.hpp"
+#include "sim/point.hpp"
 
 using namespace ks;
 

@@ -19,7 +19,7 @@
 #include "formats/torch_trace.hpp"
 #include "model/buckets.hpp"
 #include "model/kan_model.hpp"
-#include "sim/study.hpp"
+#include "sim/point.hpp"
 #include "validation/torch_profile.hpp"
 
 using namespace ks;
@@ -95,7 +95,8 @@ void check_parity(const std::string& name, int layers) {
   const Cluster ft3 = load_cluster(std::string(KANSCALE_SOURCE_DIR) + "/configs/clusters/finisterrae3.yaml");
   Workload w = f.w;
   w.ddp.broadcast_buffers = true;
-  const ReplayInput in = make_replay_input(ft3, w, datasheet_calibration(ft3, Precision::fp32), layout_for(ft3, 2, std::nullopt),
+  const ReplayInput in = make_replay_input(ft3, w, with_default_host_terms(datasheet_calibration(ft3, Precision::fp32), ft3, w),
+                                           layout_for(ft3, 2, std::nullopt),
                                            w.batch_per_gpu, 1);
   REQUIRE(in.op_host_s.size() == in.ops.size());
   std::map<std::string, int> issued;

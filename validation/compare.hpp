@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "plan.hpp"
-#include "sim/study.hpp"
+#include "sim/point.hpp"
 
 namespace ks {
 

@@ -41,10 +41,6 @@ std::vector<std::pair<std::string, std::string>> transport_mca(const std::string
 namespace {
 bool known_transport(const std::string& t) { return !transport_mca(t).empty(); }
 
-void must_exist(YamlMap& m, const std::string& key, const std::string& file) {
-  if (!std::ifstream(file)) m.fail(key, "file \"" + file + "\" does not exist");
-}
-
 // KAN widths lists, each a model kanscale can build.
 std::vector<std::vector<std::int64_t>> widths_lists(YamlMap& m, const std::string& key) {
   // the trainer keeps widths in ints
@@ -141,8 +137,7 @@ static void read_torch_measure_section(YamlMap& ms, ValidationPlan& p) {
                         "the interference of gloo's threads, and live runs");
   p.measure.enabled = true;
   p.measure.ranks = static_cast<int>(ms.integer("ranks", 2, kMaxGpus));
-  p.measure.torch_ops_plan = ms.string("torch_ops");
-  must_exist(ms, "torch_ops", p.measure.torch_ops_plan);
+  p.measure.torch_ops_plan = ms.path("torch_ops");
   try {
     load_torch_ops_plan(p.measure.torch_ops_plan);
   } catch (const InputError& e) {
@@ -169,8 +164,7 @@ static void read_measure_section(YamlMap& ms, ValidationPlan& p) {
   if (p.implementation == "pytorch") return read_torch_measure_section(ms, p);
   p.measure.enabled = true;
   p.measure.ranks = static_cast<int>(ms.integer("ranks", 1, kMaxGpus));
-  p.measure.kernels_plan = ms.string("kernels");
-  must_exist(ms, "kernels", p.measure.kernels_plan);
+  p.measure.kernels_plan = ms.path("kernels");
   try {  // read as what it claims to be before the run directory gets a copy
     load_kernel_plan(p.measure.kernels_plan);
   } catch (const InputError& e) {
@@ -218,8 +212,8 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
   ValidationPlan p;
   p.file = path;
   p.name = m.string("name");
-  p.cluster_file = m.string("cluster");
-  must_exist(m, "cluster", p.cluster_file);
+  p.cluster_shown = m.string("cluster");
+  p.cluster_file = m.path("cluster");
   p.backend = m.choice_opt("backend", {"cpu", "cuda"}).value_or("cpu");
   // "efficient-kan" is the former name of pytorch
   p.implementation = m.choice_opt("implementation", {"kanscale", "pytorch", "efficient-kan"}).value_or("kanscale");
@@ -271,8 +265,8 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
     if (cal == "datasheet") {
       p.datasheet = true;
     } else {
-      p.calibration_file = cal;
-      must_exist(m, "calibration", cal);
+      p.calibration_shown = cal;
+      p.calibration_file = m.path("calibration");
     }
   }
   if (auto b = m.map_opt("bound")) {
@@ -288,8 +282,8 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
   }
   if (auto pub = m.map_opt("published")) {
     p.published.enabled = true;
-    p.published.workload = pub->string("workload");
-    must_exist(*pub, "workload", p.published.workload);
+    p.published.workload_shown = pub->string("workload");
+    p.published.workload = pub->path("workload");
     if (pub->has("gpus")) {
       p.published.gpus.clear();
       for (auto g : pub->integer_list("gpus", 1, 2, kMaxGpus)) p.published.gpus.push_back(static_cast<int>(g));

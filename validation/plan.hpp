@@ -43,7 +43,8 @@ struct MeasureSpec {
 // predictions (shared/reference/ddp-nccl-hardware.md).
 struct PublishedSpec {
   bool enabled = false;
-  std::string workload;                 // the strong-scaling workload
+  std::string workload;                 // the strong-scaling workload (resolved: the path to open)
+  std::string workload_shown;           // as the plan names it (reports print it)
   std::vector<int> gpus = {1, 2, 4, 8};
   double speedup = 0, efficiency = 0;   // at the largest GPU count
   double overhead_min_pct = 0, overhead_max_pct = 0;
@@ -62,8 +63,11 @@ struct VerdictThresholds {
 
 struct ValidationPlan {
   std::string name, file;
-  std::string cluster_file;
-  std::string calibration_file;  // a fitted file; empty with measure or datasheet
+  // Files the plan names: *_file is the path to open (resolved against the
+  // plan, then the data directory); *_shown is the name as the plan wrote
+  // it, which reports print.
+  std::string cluster_file, cluster_shown;
+  std::string calibration_file, calibration_shown;  // a fitted file; empty with measure or datasheet
   bool datasheet = false;        // calibration: datasheet
   MeasureSpec measure;
   std::string backend = "cpu";       // cpu | cuda

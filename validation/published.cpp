@@ -22,7 +22,7 @@
 #include "model/units.hpp"
 #include "formats/yaml_reader.hpp"
 #include "sim/report.hpp"
-#include "sim/study.hpp"
+#include "sim/point.hpp"
 
 namespace ks {
 
@@ -111,8 +111,10 @@ int published_comparison(const ValidationPlan& plan, const std::string& out_dir,
   if (!plan.published.enabled) throw InputError(plan.file + ": the plan has no published: section");
   const PublishedSpec& pub = plan.published;
   const Cluster c = load_cluster(plan.cluster_file);
-  const Workload w = load_workload(pub.workload);
-  const Calibration cal = datasheet_calibration(c, w.precision);  // datasheet only: nothing tuned to the figures
+  Workload w = load_workload(pub.workload);
+  w.file = pub.workload_shown;  // reports name it as the plan does
+  // datasheet only: nothing tuned to the figures
+  const Calibration cal = with_default_host_terms(datasheet_calibration(c, w.precision), c, w);
   StudyOptions o;
   o.gpus = pub.gpus;
   o.scaling = Scaling::strong;
@@ -161,8 +163,8 @@ int published_comparison(const ValidationPlan& plan, const std::string& out_dir,
   const bool ratio_up = sizes.ratio_up;
   rows << sizes.rows;
   md << "# kanscale against the published figures: " << plan.name << "\n\n"
-     << "Published: " << pub.source << ". Predicted: `kanscale` with the datasheet calibration of `" << plan.cluster_file
-     << "` (nothing fitted, nothing tuned to these figures), workload `" << pub.workload << "` (" << strong.parameters
+     << "Published: " << pub.source << ". Predicted: `kanscale` with the datasheet calibration of `" << plan.cluster_shown
+     << "` (nothing fitted, nothing tuned to these figures), workload `" << pub.workload_shown << "` (" << strong.parameters
      << " parameters, batch " << w.batch_per_gpu << " per GPU, implementation " << to_string(w.implementation)
      << "). " << describe(provenance()) << ".\n\n"
      << "| figure | published | predicted | deviation |\n|---|---|---|---|\n" << rows.str() << "\n"
@@ -175,7 +177,7 @@ int published_comparison(const ValidationPlan& plan, const std::string& out_dir,
         "(HDR 200 Gb/s or HDR100) are not known. The workload above is a stand-in of the kind the study describes; the "
         "deviations are stated as they come out, not minimised.\n\n`"
      << cmdline << "`\n";
-  nlohmann::json j = {{"plan", plan.file}, {"source", pub.source}, {"workload", pub.workload},
+  nlohmann::json j = {{"plan", plan.file}, {"source", pub.source}, {"workload", pub.workload_shown},
                       {"published", {{"speedup", pub.speedup}, {"efficiency_pct", pub.efficiency},
                                      {"overhead_pct", {pub.overhead_min_pct, pub.overhead_max_pct}}}},
                       {"predicted", {{"gpus", top.gpus}, {"speedup", top.speedup}, {"efficiency_pct", 100 * top.efficiency},

@@ -62,37 +62,6 @@ PlotSpec errors_plot(const std::vector<CaseResult>& rs) {
   return p;
 }
 
-PlotSpec timeline_plot(const std::vector<TraceSlice>& sim, const std::vector<TraceSlice>& live, const std::string& title) {
-  PlotSpec p{"timeline", plot_safe_text(title), "time from the start of the iteration (ms)", "", Axis::linear, Axis::linear, false,
-             false, "", "One bar per op or collective; lanes: simulated and live, compute and communication.", {}};
-  p.spans = true;
-  p.yticks = {{1, "live comm"}, {2, "live compute"}, {3, "simulated comm"}, {4, "simulated compute"}};
-  // one series per kind of work, in a fixed order (the legend)
-  const std::vector<std::pair<std::string, std::vector<std::string>>> kinds = {
-      {"forward", {"forward"}},       {"backward", {"backward"}}, {"gradient copies", {"grad_copy", "copy_back"}},
-      {"all-reduce", {"comm"}},       {"waiting", {"wait", "comm_wait"}}, {"Adam", {"optimizer"}}};
-  std::vector<PlotSeries> series;
-  for (const auto& k : kinds) series.push_back({k.first, {}, false, 0});
-  series.push_back({"other", {}, false, 0});
-  auto add = [&](const std::vector<TraceSlice>& v, double lane_compute, double lane_comm) {
-    for (const auto& sl : v) {
-      std::size_t k = kinds.size();
-      for (std::size_t j = 0; j < kinds.size(); ++j)
-        if (std::find(kinds[j].second.begin(), kinds[j].second.end(), sl.category) != kinds[j].second.end()) k = j;
-      const double t0 = sl.t0_s * 1e3, t1 = sl.t1_s * 1e3;
-      series[k].points.push_back({0.5 * (t0 + t1), sl.track == 0 ? lane_compute : lane_comm, t0, t1});
-    }
-  };
-  add(sim, 4, 3);
-  add(live, 2, 1);
-  const int colors[] = {2, 3, 5, 7, 9, 4, 8};  // gnuplot's palette: green, blue, orange-ish, red, grey, purple, brown
-  for (std::size_t k = 0; k < series.size(); ++k) {
-    series[k].color = colors[k];
-    if (!series[k].points.empty()) p.series.push_back(std::move(series[k]));
-  }
-  return p;
-}
-
 std::vector<OpCompare> op_comparison(const std::vector<TraceSlice>& sim, const std::vector<TraceSlice>& live) {
   auto op_name = [](const std::string& n) {
     for (const char* whole : {"adam", "copy_back"})
@@ -201,12 +170,13 @@ nlohmann::json cases_json(const std::vector<CaseResult>& results) {
     auto mj = [](const Metrics& m) {
       return nlohmann::json{{"iteration_time_s", m.iteration_s}, {"compute_time_s", m.compute_s}, {"communication_time_s", m.comm_s},
                             {"exposed_communication_s", m.exposed_s}, {"samples_per_s", m.samples_per_s},
-                            {"peak_memory_bytes", m.peak_memory_bytes}, {"bucket_communication_s", m.bucket_s}};
+                            {"peak_memory_bytes", m.peak_memory_bytes}};
     };
+    // compact: each round's iteration time, not its every metric (issue 54: evidence at a glance)
     nlohmann::json rounds = nlohmann::json::array();
-    for (const auto& m : r.rounds) rounds.push_back(mj(m));
+    for (const auto& m : r.rounds) rounds.push_back(m.iteration_s);
     j.push_back({{"case", r.c.label()}, {"ranks", r.c.ranks}, {"transport", r.c.transport}, {"oversubscribed", r.c.oversubscribed},
-                 {"predicted", mj(r.predicted)}, {"measured_median", mj(r.live)}, {"rounds", rounds}, {"noise_pct", r.noise_pct},
+                 {"predicted", mj(r.predicted)}, {"measured_median", mj(r.live)}, {"round_iteration_time_s", rounds}, {"noise_pct", r.noise_pct},
                  {"iteration_error_pct", pct_error(r.predicted.iteration_s, r.live.iteration_s)},
                  {"speedup_predicted", r.speedup_predicted}, {"speedup_measured", r.speedup_live},
                  {"iteration_interval_s", r.interval ? nlohmann::json{{"lo", r.interval->lo}, {"hi", r.interval->hi}} : nlohmann::json(nullptr)}});
@@ -254,13 +224,13 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
   }
   else
     bound << "mean " << plan.bound_mean_pct << "%, every case " << plan.bound_max_pct << "% or its noise floor";
-  std::string cal_text = plan.datasheet ? "the datasheet calibration of `" + plan.cluster_file + "`"
+  std::string cal_text = plan.datasheet ? "the datasheet calibration of `" + plan.cluster_shown + "`"
                          : plan.measure.enabled ? "fitted from microbenchmarks measured in every round, interleaved with the live runs (`" +
                                                       dir + "/results/calibration-*.yaml`, fit reports beside them)"
-                                                : "`" + plan.calibration_file + "` (from microbenchmarks only)";
+                                                : "`" + plan.calibration_shown + "` (from microbenchmarks only)";
   std::ostringstream md;
   md << "# kanscale validate: " << plan.name << "\n\n"
-     << "Plan `" << plan.file << "`; cluster `" << plan.cluster_file << "`; backend " << plan.backend << "; calibration " << cal_text
+     << "Plan `" << plan.file << "`; cluster `" << plan.cluster_shown << "`; backend " << plan.backend << "; calibration " << cal_text
      << "; " << plan.rounds << " rounds of " << plan.steps << " steps per case, cases interleaved within each round"
      << (plan.measure.enabled ? " after that round's microbenchmarks" : "") << ". " << describe(provenance()) << ".\n\n"
      << (o.machine.empty() ? std::string("The calibration records no machine.")
@@ -277,10 +247,10 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
      << "## Summary\n\n" << sum.str() << "\nCommunication-heavy cases (measured communication at least 30% of the iteration): "
      << heavy << " of " << judged << " judged.\n\nBound on the iteration time: " << bound.str() << ": **"
      << (o.incomplete() ? o.incomplete_text() : o.ok ? "met" : "exceeded: " + o.why) << "**\n\n" << coverage_text(o.coverage, plan) << "\n\n"
-     << "## Cases\n\n" << table << "\n![predicted vs measured](predicted_vs_measured.svg)\n\n"
+     << "## Cases\n\n" << table << "\n![predicted vs measured](predicted_vs_measured.png)\n\n"
      << "Predicted against measured iteration time, log axes (dotted: equal; error bars: the prediction's interval). "
      << "gnuplot renders it from predicted_vs_measured.gp and .dat beside it.\n\n"
-     << "![error per case, with each case's noise floor](error_per_case.svg)\n\n"
+     << "![error per case, with each case's noise floor](error_per_case.png)\n\n"
      << "Iteration-time error per case, in the order of the table (error bars at 0: +- the case's noise floor; "
         "error_per_case.gp and .dat beside it).\n\n";
   std::vector<std::pair<std::string, std::string>> files;
@@ -299,14 +269,11 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
   if (!plan.cases.empty() && !o.sim_slices.empty() && std::ifstream(tf)) {
     std::ifstream in(tf);
     const auto live = live_iteration(nlohmann::json::parse(in), plan.steps);
-    add_plot(timeline_plot(o.sim_slices, live, "rank 0, one steady iteration: " + plan.cases[o.shown].label()));
-    md << "![simulated and live timelines](timeline.svg)\n\nOne steady iteration of rank 0 of " << plan.cases[o.shown].label()
-       << ", simulated (top lanes) and live (bottom lanes, round 1's last iteration), each from its own start "
-          "(timeline.gp and .dat beside it).\n\n";
     const auto ops = op_comparison(o.sim_slices, live);
     if (!ops.empty()) {
       double tl = 0, tp = 0;
-      md << "Where this iteration's compute goes, op by op (rank 0; live against predicted, each op summed over the iteration):\n\n"
+      md << "Where one steady iteration's compute goes in " << plan.cases[o.shown].label()
+         << ", op by op (rank 0, round 1's last iteration; live against predicted, each op summed over the iteration):\n\n"
          << "| op | live | predicted | live / predicted |\n|---|---|---|---|\n";
       for (const auto& c : ops) {
         md << "| " << c.op << " | " << format_time(c.live_s) << " | " << format_time(c.predicted_s) << " | " << std::fixed
@@ -333,7 +300,7 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
                                                    {"inside", o.coverage.inside}, {"coverage_pct", o.coverage.pct()},
                                                    {"median_half_width_pct", o.coverage.median_half_width_pct}}},
                                     {"summary", sj}, {"cases", j}}
-                             .dump(2) +
+                             .dump(1) +
                          "\n");
   add_plot(scatter_plot(o.results));
   add_plot(errors_plot(o.results));

@@ -1,14 +1,14 @@
 #pragma once
-// The validation report's plots, all gnuplot's (base/plot): predicted
-// against measured iteration times, the error per case, and one iteration's
-// timeline live and simulated side by side.
+// The validation report's two plots, gnuplot's (base/plot): predicted
+// against measured iteration times, and the error per case with its noise
+// floor; report.md also compares one steady iteration op by op.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "compare.hpp"
 #include "base/plot.hpp"
-#include "sim/study.hpp"
+#include "sim/point.hpp"
 
 namespace ks {
 
@@ -17,9 +17,6 @@ PlotSpec scatter_plot(const std::vector<CaseResult>& results);
 // Each case's iteration-time error in percent, with its noise floor.
 PlotSpec errors_plot(const std::vector<CaseResult>& results);
 
-// One iteration of rank 0 from the live trace (the last steady one) and
-// from the replay, on one time axis each starting at 0.
-PlotSpec timeline_plot(const std::vector<TraceSlice>& sim, const std::vector<TraceSlice>& live, const std::string& title);
 std::vector<TraceSlice> live_iteration(const nlohmann::json& trace, int steps);
 
 // One iteration's compute track, op by op, live against simulated: each op's
@@ -50,8 +47,9 @@ struct ValidationOutcome {
   bool incomplete() const { return !missing.empty(); }
   std::string incomplete_text() const;  // "incomplete: N of M cases judged; missing: ..."
 };
-// Writes report.md, results.json and the plots into out_dir (dir: the run
-// directory, for the live trace) and prints the summary; returns ok.
+// Writes report.md, a compact results.json (per case: medians, each round's
+// iteration time, no per-bucket or per-iteration arrays) and the two plots
+// into out_dir (dir: the run directory, for the live trace) and prints the summary; returns ok.
 bool write_validation_report(const ValidationPlan& plan, const std::string& dir, const std::string& out_dir, const std::string& cmdline,
                              const ValidationOutcome& outcome);
 

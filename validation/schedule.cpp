@@ -28,8 +28,9 @@
 #include "formats/yaml_reader.hpp"
 #include "validation/calibration_live.hpp"
 #include "base/process.hpp"
-#include "base/progress.hpp"
+#include "base/progress_line.hpp"
 #include "validation/site.hpp"
+#include "base/data_dir.hpp"
 
 namespace ks {
 
@@ -215,10 +216,10 @@ void prepare_dir(const ValidationPlan& p, const std::string& dir) {
   if (p.measure.enabled && !p.measure.torch_ops_plan.empty()) {
     files.emplace_back(dir + "/torch-ops-plan.yaml", slurp(p.measure.torch_ops_plan));
     if (!p.measure.interference_bytes.empty())
-      files.emplace_back(dir + "/interference-workload.yaml", slurp("configs/workloads/interference-pytorch.yaml"));
+      files.emplace_back(dir + "/interference-workload.yaml", slurp(shipped_path("configs/workloads/interference-pytorch.yaml")));
   } else if (p.measure.enabled) {
     files.emplace_back(dir + "/measure-plan.yaml", slurp(p.measure.kernels_plan));
-    files.emplace_back(dir + "/interference-workload.yaml", slurp("configs/workloads/default.yaml"));
+    files.emplace_back(dir + "/interference-workload.yaml", slurp(shipped_path("configs/workloads/default.yaml")));
   }
   write_owned_files(dir, files);
 }
@@ -482,7 +483,7 @@ void emit_validation(const ValidationPlan& p, const std::string& dir, const std:
     for (const auto& r : rounds)
       for (const auto& j : r)
         if (j.ranks > (j.oversubscribed ? gpus * kMaxRanksPerCore : gpus))
-          throw InputError(p.file + ": " + j.what + " would start " + std::to_string(j.ranks) + " ranks, but cluster " + p.cluster_file + " has " +
+          throw InputError(p.file + ": " + j.what + " would start " + std::to_string(j.ranks) + " ranks, but cluster " + p.cluster_shown + " has " +
                            std::to_string(gpus) + " GPUs" + (j.oversubscribed ? " (oversubscribed: at most 16 a GPU)" : ""));
   }
   prepare_dir(p, dir);
@@ -594,10 +595,10 @@ void fit_measured(const ValidationPlan& p, const std::string& dir) {
 }
 
 std::string calibration_label(const ValidationPlan& p, const std::string& dir, const ValidationCase& c) {
-  if (p.datasheet) return "the datasheet calibration of " + p.cluster_file;
+  if (p.datasheet) return "the datasheet calibration of " + p.cluster_shown;
   // (a pytorch plan's cases name no MPI transport: its one calibration is gloo's)
   if (p.measure.enabled) return dir + "/" + calibration_out(c.ranks > 1 && !c.transport.empty() ? c.transport : p.measure.transports.front());
-  return p.calibration_file;
+  return p.calibration_shown;
 }
 
 }  // namespace ks

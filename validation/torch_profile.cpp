@@ -8,7 +8,7 @@
 #include "formats/torch_trace.hpp"
 #include "model/statistics.hpp"
 #include "model/units.hpp"
-#include "sim/study.hpp"
+#include "sim/point.hpp"
 
 namespace ks {
 

@@ -22,7 +22,7 @@
 #include "model/units.hpp"
 #include "formats/yaml_reader.hpp"
 #include "sim/report.hpp"
-#include "sim/study.hpp"
+#include "sim/point.hpp"
 #include "measure/machine_info.hpp"
 #include "measure/torch_run.hpp"
 #include "validation/report.hpp"
@@ -96,8 +96,9 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
     res.c = vc;
     const Workload w = load_workload(dir + "/cases/case" + std::to_string(i) + ".yaml");
     // predictions: from the calibration only (microbenchmarks or datasheet), never from the live cases
-    const Calibration cal = plan.datasheet ? datasheet_calibration(cluster, w.precision)
-                                         : load_calibration(calibration_label(plan, dir, vc), cluster, w.precision);
+    const Calibration cal = with_default_host_terms(plan.datasheet ? datasheet_calibration(cluster, w.precision)
+                                                                   : load_calibration(calibration_label(plan, dir, vc), cluster, w.precision),
+                                                    cluster, w);
     StudyOptions o;
     o.gpus = {vc.ranks};
     o.trace = i == shown;

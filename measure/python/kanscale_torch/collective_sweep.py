@@ -23,9 +23,8 @@ import json
 import os
 import socket
 import sys
-import time
 
-from . import probe
+from . import probe, timer
 from .ddp_train import rendezvous_env, run_and_leave, write_atomic
 
 
@@ -96,15 +95,7 @@ def run(a):
         want = world * (world + 1) / 2.0 if a.op == "allreduce" else float(a.root + 1)
         wrong = int((t != want).sum().item())
         t.zero_()
-        for _ in range(a.warmup):
-            call(t)
-        sync()
-        dist.barrier()
-        t0 = time.perf_counter_ns()
-        for _ in range(a.iters):
-            call(t)
-        sync()
-        per_call = (time.perf_counter_ns() - t0) * 1e-9 / a.iters
+        per_call = timer.per_call_s(lambda: call(t), a.iters, a.warmup, sync, start=dist.barrier)
         dist.barrier()
         stats = torch.tensor([per_call, float(wrong)], dtype=torch.float64)
         dist.all_reduce(stats[:1], op=dist.ReduceOp.MAX)

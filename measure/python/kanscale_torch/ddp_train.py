@@ -41,9 +41,8 @@ import os
 import resource
 import signal
 import sys
-import time
 
-from . import probe
+from . import probe, timer
 
 
 def quantile(values, q):
@@ -203,18 +202,18 @@ def run(a):
     phases = ("zero_grad", "forward", "loss", "backward", "optimizer_step")
 
     def step():
-        marks = [time.perf_counter()]
+        marks = timer.Marks()
         opt.zero_grad()
-        marks.append(time.perf_counter())
+        marks.mark()
         out = ddp(x)
-        marks.append(time.perf_counter())
+        marks.mark()
         loss = F.mse_loss(out, t)
-        marks.append(time.perf_counter())
+        marks.mark()
         loss.backward()
-        marks.append(time.perf_counter())
+        marks.mark()
         opt.step()
         sync()
-        marks.append(time.perf_counter())
+        marks.mark()
         return loss, marks
 
     records = []
@@ -222,9 +221,9 @@ def run(a):
         dist.barrier()
         loss, marks = step()
         records.append({"step": s, "rank": rank, "batch": a.batch, "first_iteration": s < a.warmup,
-                        "iteration_time_s": marks[-1] - marks[0], "compute_time_s": None, "communication_time_s": None,
+                        "iteration_time_s": marks.total_s(), "compute_time_s": None, "communication_time_s": None,
                         "exposed_communication_s": None, "loss": finite_or_none(loss.item()),
-                        "phases_s": [marks[i + 1] - marks[i] for i in range(len(phases))]})
+                        "phases_s": marks.spans_s()})
     if a.profile:
         from torch.profiler import ProfilerActivity, profile
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])

@@ -29,9 +29,8 @@ import datetime
 import json
 import os
 import sys
-import time
 
-from . import probe
+from . import probe, timer
 from .ddp_train import quantile, rendezvous_env, run_and_leave, write_atomic
 
 
@@ -79,29 +78,26 @@ def run(a):
         F.mse_loss(model(x), t).backward()
         model.zero_grad(set_to_none=True)
 
-    alone, with_comm, ar_alone = [], [], []
-    finished = 0
-    for r in range(a.warmup + a.repeat):
-        dist.barrier()
-        t0 = time.perf_counter()
-        compute()
-        d_alone = time.perf_counter() - t0
-        dist.barrier()
-        t0 = time.perf_counter()
+    def launch_and_compute():
         work = dist.all_reduce(buf, async_op=True)
         compute()
-        d_with = time.perf_counter() - t0
+        return work
+
+    def round_():
+        """(compute alone, compute beside the all-reduce, all-reduce alone, whether it finished within the compute)"""
+        dist.barrier()
+        d_alone, _ = timer.span_s(compute)
+        dist.barrier()
+        d_with, work = timer.span_s(launch_and_compute)
         done = work.is_completed()
         work.wait()
         dist.barrier()
-        t0 = time.perf_counter()
-        dist.all_reduce(buf)
-        d_ar = time.perf_counter() - t0
-        if r >= a.warmup:
-            alone.append(d_alone)
-            with_comm.append(d_with)
-            ar_alone.append(d_ar)
-            finished += bool(done)
+        d_ar, _ = timer.span_s(lambda: dist.all_reduce(buf))
+        return d_alone, d_with, d_ar, done
+
+    rounds = timer.repeat(round_, a.repeat, a.warmup)
+    alone, with_comm, ar_alone = [r[0] for r in rounds], [r[1] for r in rounds], [r[2] for r in rounds]
+    finished = sum(bool(r[3]) for r in rounds)
     m_alone, m_with, m_ar = quantile(alone, 0.5), quantile(with_comm, 0.5), quantile(ar_alone, 0.5)
     mine = {"interference": m_with / m_alone - 1.0 if m_alone > 0 else 0.0,
             "per_second": max(0.0, (m_with - m_alone) / m_ar) if m_ar > 0 else 0.0}

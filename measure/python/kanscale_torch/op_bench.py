@@ -47,9 +47,8 @@ import json
 import math
 import os
 import sys
-import time
 
-from . import probe
+from . import probe, timer
 from .ddp_train import run_and_leave
 
 
@@ -63,14 +62,7 @@ def quantile(v, q):
 
 def timed(fn, reps, warmup):
     """fn()'s wall time per repetition, after `warmup` untimed calls (seconds)."""
-    for _ in range(warmup):
-        fn()
-    out = []
-    for _ in range(reps):
-        t0 = time.perf_counter_ns()
-        fn()
-        out.append((time.perf_counter_ns() - t0) * 1e-9)
-    return out
+    return timer.samples_s(fn, reps, warmup)
 
 
 def parse_args(argv):
@@ -190,17 +182,18 @@ def run(a):
         record("adam", shape, len(params), n_params, timed(opt.step, a.reps, a.warmup))
         # DDP at world size 1 against the bare model, interleaved
         ddp = DDP(model, bucket_cap_mb=25)
-        plain_b, ddp_b, plain_f, ddp_f = [], [], [], []
-        for r in range(a.reps + a.warmup):
-            for wrapped, fw, bw in ((model, plain_f, plain_b), (ddp, ddp_f, ddp_b)):
-                t0 = time.perf_counter_ns()
-                out = wrapped(x)
-                t1 = time.perf_counter_ns()
-                F.mse_loss(out, target).backward()
-                t2 = time.perf_counter_ns()
-                if r >= a.warmup:
-                    fw.append((t1 - t0) * 1e-9)
-                    bw.append((t2 - t1) * 1e-9)
+        def forward_backward(wrapped):
+            marks = timer.Marks()
+            out = wrapped(x)
+            marks.mark()
+            F.mse_loss(out, target).backward()
+            marks.mark()
+            return marks.spans_s()
+
+        # each repetition: the bare model, then DDP's (forward, backward) spans
+        reps = timer.repeat(lambda: (forward_backward(model), forward_backward(ddp)), a.reps, a.warmup)
+        plain_f, plain_b = [p[0] for p, _ in reps], [p[1] for p, _ in reps]
+        ddp_f, ddp_b = [d[0] for _, d in reps], [d[1] for _, d in reps]
         n_buffers = sum(b.numel() for b in model.buffers())
         for cls, calls, n, with_ddp, bare in (("reducer", len(params), n_params, ddp_b, plain_b),
                                               ("ddp:forward", 1, n_buffers, ddp_f, plain_f)):

@@ -30,7 +30,7 @@
 #include "formats/yaml_reader.hpp"
 #include "options.hpp"
 #include "sim/report.hpp"
-#include "sim/study.hpp"
+#include "sim/point.hpp"
 
 namespace po = boost::program_options;
 

@@ -1,4 +1,4 @@
-#include "progress.hpp"
+#include "base/progress_line.hpp"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "progress.hpp"
+#include "measure/mpi_progress.hpp"
 
 #include <algorithm>
 #include <chrono>

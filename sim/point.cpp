@@ -1,4 +1,4 @@
-#include "study.hpp"
+#include "sim/point.hpp"
 
 #include "model/uncertainty.hpp"
 #include "model/sampler.hpp"
@@ -109,13 +109,18 @@ ReplayInput replay_structure(const Workload& w, const Layout& layout, std::int64
   return in;
 }
 
-bool host_track_applies(const Cluster& c, const Workload& w) {
-  return w.implementation == Implementation::pytorch && c.collectives.family == CollFamily::nccl;
+namespace {
+const HostTerms& default_host_terms(const Calibration& cal) {
+  if (!cal.default_host_terms)
+    throw InputError("calibration '" + cal.name + "' has no PyTorch op classes, and no host terms were passed in for the host track "
+                     "(the shipped configs/calibrations/pytorch-cpu.yaml's; formats' with_default_host_terms)");
+  return *cal.default_host_terms;
 }
+}  // namespace
 
 std::string host_terms_note(const Cluster& c, const Workload& w, const Calibration& cal) {
-  if (!host_track_applies(c, w) || !cal.torch_ops.empty()) return "";
-  const HostTerms& h = shipped_pytorch_host_terms();
+  if (!needs_default_host_terms(c, w, cal)) return "";
+  const HostTerms& h = default_host_terms(cal);
   char factor[32];
   std::snprintf(factor, sizeof factor, "%.3g", h.factor);
   return "note: the host's cost of PyTorch's ops (Python, the dispatcher, autograd) comes from " + h.from +
@@ -170,7 +175,7 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
   if (host_track_applies(c, w)) {
     // the device runs the ops behind the host (sim/replay's host track)
     if (cal.torch_ops.empty()) {
-      const HostTerms& h = shipped_pytorch_host_terms();
+      const HostTerms& h = default_host_terms(cal);
       set_two_track_costs(in, c, cal, h.ops, h.factor, h.from);
     } else {
       // (the calibration's own live term, of this rank count, is applied below)

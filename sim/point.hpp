@@ -1,7 +1,10 @@
 #pragma once
-// A scaling study: the DDP replay at each requested GPU count, with the
-// metrics defined in the README (iteration, compute, communication,
-// exposed communication, overhead, speedup, efficiency, memory).
+// From a cluster, a workload and a calibration to predictions: the replay
+// input of one point (make_replay_input: ops, buckets, costs), the point
+// replayed (simulate_point), and the sweep over GPU counts (run_study), with
+// the metrics of docs/simulate.md (iteration, compute, communication,
+// exposed communication, overhead, speedup, efficiency, memory) and their
+// intervals.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -13,7 +16,7 @@
 #include "model/collectives.hpp"
 #include "model/config.hpp"
 #include "model/cost.hpp"
-#include "replay.hpp"
+#include "sim/replay.hpp"
 
 namespace ks {
 
@@ -157,10 +160,9 @@ ReplayInput replay_structure(const Workload& w, const Layout& layout, std::int64
 // A pytorch workload on a CUDA (NCCL) cluster: the device runs PyTorch's ops
 // behind the host thread that issues them (sim/replay's host track), each
 // op's host time its class's fixed cost from a PyTorch CPU fit (HostTerms:
-// the calibration's own op classes, else the shipped
-// configs/calibrations/pytorch-cpu.yaml) plus the cluster's kernel_launch per
-// kernel, its device time the datasheet roofline.
-bool host_track_applies(const Cluster& c, const Workload& w);
+// the calibration's own op classes, else its default_host_terms, passed in
+// from the edge) plus the cluster's kernel_launch per kernel, its device
+// time the datasheet roofline (model/config's host_track_applies).
 // The one note a study prints when those host costs come from the shipped
 // calibration ("" otherwise).
 std::string host_terms_note(const Cluster& c, const Workload& w, const Calibration& cal);
