@@ -1,7 +1,7 @@
 #pragma once
 // kanscale fit as a function: typed measurements in, a fitted calibration
 // (with the quality of every term) and a readable report out. The command
-// (cli/fit.cpp) and validate's rounds both call it.
+// (cli/fit_cmd.cpp) and validate's rounds both call it.
 #include <string>
 #include <vector>
 
