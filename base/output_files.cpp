@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <random>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -477,6 +478,17 @@ void commit_staging_dir(const std::string& staging, const std::string& target) {
 void discard_staging_dir(const std::string& staging) noexcept {
   std::error_code ec;
   fs::remove_all(staging, ec);
+}
+
+std::string content_digest(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a's offset basis
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;  // FNV's 64-bit prime
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
 }
 
 }  // namespace ks

@@ -91,4 +91,9 @@ void commit_staging_dir(const std::string& staging, const std::string& target);
 // Removes a staging directory (after a failure); never throws.
 void discard_staging_dir(const std::string& staging) noexcept;
 
+// A stable digest of `text` (FNV-1a, 64 bits, 16 hex digits): the same on
+// every machine and build, for telling whether a file changed since kanscale
+// wrote or read it (not a cryptographic hash).
+std::string content_digest(const std::string& text);
+
 }  // namespace ks

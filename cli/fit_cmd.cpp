@@ -3,6 +3,8 @@
 // provenance and the quality of every fit. The fit itself is
 // model/calibration_fit.
 #include <boost/program_options.hpp>
+#include <map>
+#include <filesystem>
 
 #include <iostream>
 #include <optional>
@@ -10,6 +12,7 @@
 #include "commands.hpp"
 #include "model/calibration_fit.hpp"
 #include "formats/calibration_file.hpp"
+#include "formats/nccl_tests_log.hpp"
 #include "formats/config_files.hpp"
 #include "formats/measurement_records.hpp"
 #include "base/output_files.hpp"
@@ -19,6 +22,29 @@
 namespace po = boost::program_options;
 
 namespace ks::cli {
+
+namespace {
+// A measurement file named twice (by any two names of one file) would weigh
+// double in the fit.
+void refuse_inputs_twice(const std::vector<std::pair<const char*, const std::vector<std::string>*>>& lists) {
+  std::map<std::string, std::string> seen;  // canonical path -> the option that named it
+  for (const auto& [option, files] : lists)
+    for (const auto& f : *files) {
+      std::error_code ec;
+      const std::string key = std::filesystem::weakly_canonical(f, ec).string();
+      const auto [it, fresh] = seen.emplace(ec ? f : key, option);
+      if (!fresh) throw InputError(std::string(option) + " " + f + ": this file is given twice (also as " + it->second + ")");
+    }
+}
+
+bool same_table(const NcclTestsLog& a, const NcclTestsLog& b) {
+  if (a.rows.size() != b.rows.size()) return false;
+  for (std::size_t i = 0; i < a.rows.size(); ++i)
+    if (a.rows[i].bytes != b.rows[i].bytes || a.rows[i].time_us[0] != b.rows[i].time_us[0] || a.rows[i].time_us[1] != b.rows[i].time_us[1])
+      return false;
+  return true;
+}
+}  // namespace
 
 int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   std::vector<std::string> kernels, collectives, nccl_logs;
@@ -64,7 +90,14 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
       throw InputError("--cluster " + cluster_file + ": its collectives are " + to_string(cluster->collectives.family) +
                        ", not nccl: it cannot predict NCCL sweeps");
   }
+  refuse_inputs_twice({{"--kernels", &kernels}, {"--collectives", &collectives}, {"--interference", &interference}, {"--progress", &progress},
+                       {"--nccl-tests", &nccl_logs}, {"--runtime-memory", &runtime_files}, {"--torch-ops", &torch_ops}});
   FitInputs inputs = read_fit_inputs(kernels, collectives, interference, nccl_logs, runtime_files, progress, torch_ops);
+  for (std::size_t i = 0; i < inputs.nccl_tests.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (same_table(inputs.nccl_tests[i], inputs.nccl_tests[j]))
+        throw InputError("--nccl-tests " + inputs.nccl_tests[i].file + ": the same table as " + inputs.nccl_tests[j].file +
+                         " (one sweep counted twice would weigh double in the fit)");
   if (cluster) {
     bool nccl = !inputs.nccl_tests.empty();
     for (const auto& c : inputs.collectives) nccl = nccl || (c.has_metadata && c.backend == "nccl");

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "base/data_dir.hpp"
+#include "model/limits.hpp"
 #include "base/output_files.hpp"
 #include "commands.hpp"
 #include "formats/config_files.hpp"
@@ -44,7 +45,8 @@ int import_torch_profile(const std::vector<std::string>& args, const std::string
     return 0;
   if (trace_file.empty()) throw InputError("import torch-profile: give the trace (TRACE.json)");
   if (workload_file.empty()) throw InputError("import torch-profile: give --workload W (the job's KAN, batch and DDP settings)");
-  if (ranks < 1 || ranks > 1 << 20) throw InputError("--ranks: expected 1 or more, got " + std::to_string(ranks));
+  if (ranks < 1 || ranks > kMaxGpus)
+    throw InputError("--ranks: expected 1 to " + std::to_string(kMaxGpus) + " (kanscale's limit), got " + std::to_string(ranks));
   if (calibration_file.empty()) calibration_file = shipped_pytorch_calibration_path();
   if (cluster_file.empty()) cluster_file = shipped_path("configs/clusters/local-cpu-gloo.yaml");
   check_outputs_spare_inputs({trace_file, workload_file, cluster_file, calibration_file}, {{json, "--json"}});

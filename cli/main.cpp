@@ -3,6 +3,7 @@
 // files), 1 a failure while running.
 #include <boost/program_options.hpp>
 
+#include <cstdlib>
 #include <iostream>
 #include <new>
 #include <string>
@@ -47,6 +48,15 @@ static int print_version() {
   return 0;
 }
 
+// A rank other than 0 of a job that mpirun or srun started: every rank reads
+// the same command line, so a bad input is said once, by rank 0, and the
+// others exit with the same code in silence.
+static bool other_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (const char* v = std::getenv(name); v && *v) return std::string(v) != "0";
+  return false;
+}
+
 // A command: its options parsed and run, or one error line.
 static int run_command(const std::string& cmd, const std::vector<std::string>& rest, const std::string& cmdline) {
   try {
@@ -71,10 +81,10 @@ static int run_command(const std::string& cmd, const std::vector<std::string>& r
     usage(std::cerr);
     return 2;
   } catch (const ks::InputError& e) {
-    std::cerr << "kanscale: " << e.what() << "\n";
+    if (!other_rank()) std::cerr << "kanscale: " << e.what() << "\n";
     return 2;
   } catch (const po::error& e) {
-    std::cerr << "kanscale " << cmd << ": " << e.what() << " (see kanscale " << cmd << " --help)\n";
+    if (!other_rank()) std::cerr << "kanscale " << cmd << ": " << e.what() << " (see kanscale " << cmd << " --help)\n";
     return 2;
   } catch (const std::bad_alloc&) {
     // the last resort: every request is estimated before it runs, so this is a bug to report

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "commands.hpp"
+#include "measure/machine_info.hpp"
 #include "measure/collective_sweep.hpp"
 #include "measure/comm.hpp"
 #include "measure/cuda_plugin.hpp"
@@ -145,6 +146,10 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
     } catch (const UnitError& e) {
       throw InputError(std::string("--flush: ") + e.what());
     }
+    // the flush buffer is the flag's own: blamed on it, not on the shapes
+    if (const double memory = physical_memory_bytes(); memory > 0 && plan.flush_bytes > memory / 2)
+      throw InputError("--flush " + flush + ": a buffer of " + format_bytes(plan.flush_bytes) + " per rank, above half this machine's " +
+                       format_bytes(memory));
   }
   if (plan.repeats < 3) throw InputError("--repeat: at least 3 (median and spread)");
   check_threads(plan.threads, vm.count("threads") ? "--threads" : plan_file + ": key 'threads'");

@@ -56,10 +56,14 @@ double parse_size_option(const std::string& text, const std::string& option) {
 }
 
 std::uint64_t parse_seed(const std::string& text) {
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 19) {
-    throw InputError("--seed: expected a non-negative integer, got \"" + text + "\"");
+  // every 64-bit seed is a seed: 0 to 2^64 - 1
+  const std::string expected = "--seed: expected an integer from 0 to 18446744073709551615, got \"" + text + "\"";
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 20) throw InputError(expected);
+  try {
+    return std::stoull(text);
+  } catch (const std::out_of_range&) {
+    throw InputError(expected);
   }
-  return std::stoull(text);
 }
 
 std::vector<std::string> split_list(const std::string& text, const std::string& option) {

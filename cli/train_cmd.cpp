@@ -5,11 +5,14 @@
 #include <cmath>
 #include <ctime>
 #include <iostream>
+#include <optional>
 #include <tuple>
 
 #include <unistd.h>
 
 #include "commands.hpp"
+#include "model/limits.hpp"
+#include "base/process.hpp"
 #include "formats/provenance.hpp"
 #include "formats/measurement_records.hpp"
 #include "measure/comm.hpp"
@@ -120,8 +123,13 @@ void check_kanscale_only(const po::variables_map& vm) {
 }
 
 // The iteration of a PyTorch run, from the summary its rank 0 wrote.
-void print_torch_summary(const std::string& json, const Workload& w, int ranks, const TorchEnv& env) {
-  const auto j = read_json_file(json, "the PyTorch run's summary");
+void print_torch_summary(const std::string& text, const std::string& json, const Workload& w, int ranks, const TorchEnv& env) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(json + ": the PyTorch run's summary is not JSON: " + e.what());
+  }
   const TrainSummary s = train_summary_from_json(j.at("summary"), json);
   std::cout << "kanscale train: " << w.name << " under PyTorch DDP (" << env.fingerprint() << "), " << ranks << " rank(s), batch "
             << w.batch_per_gpu << " per rank: iteration " << format_time(s.iteration_s.median) << " (median; p95 over ranks "
@@ -130,15 +138,43 @@ void print_torch_summary(const std::string& json, const Workload& w, int ranks, 
   for (const auto& [name, t] : s.op_s) std::cout << "  " << std::left << std::setw(16) << name << std::right << format_time(t) << "\n";
 }
 
+// An interpreter with torch imported and its gloo group up: about 240 MB of
+// resident memory a rank (Debian's torch 1.13, measured on a 2-core AMD EPYC
+// Zen 4 VM when issue 55 was filed: 1,000 ranks tried to start 1,000 of them).
+constexpr double kTorchRankBytes = 240e6;
+
+// Before any interpreter starts: no more ranks than this machine's cores x
+// kMaxRanksPerCore (the rule calibrate and validate apply), and the ranks'
+// memory (efficient-kan's own accounting plus the interpreter) within
+// --memory-limit per rank and half of this machine's memory in all.
+void check_torch_ranks(const Workload& w, int ranks, double limit) {
+  const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  if (ranks > cores * kMaxRanksPerCore)
+    throw InputError("--ranks " + std::to_string(ranks) + ": kanscale would start " + std::to_string(ranks) + " Python interpreters on this machine, above its " +
+                     std::to_string(cores) + " cores x " + std::to_string(kMaxRanksPerCore));
+  const KanShape shape{w.widths, w.grid_size, w.spline_order};
+  const double per_rank = efficient_kan_memory(shape, w.batch_per_gpu, w.ddp, 0, 0).peak_bytes + kTorchRankBytes;
+  if (per_rank > limit)
+    throw InputError(w.file + ": a PyTorch rank of this run needs about " + format_bytes(per_rank) + " (" +
+                     std::to_string(kan_parameter_count(shape)) + " parameters, batch " + std::to_string(w.batch_per_gpu) +
+                     ", and the interpreter's " + format_bytes(kTorchRankBytes) + "), above the limit of " + format_bytes(limit) +
+                     " (raise it with --memory-limit)");
+  const double memory = physical_memory_bytes();
+  if (memory > 0 && per_rank * ranks > memory / 2)
+    throw InputError("--ranks " + std::to_string(ranks) + ": " + std::to_string(ranks) + " PyTorch ranks of about " + format_bytes(per_rank) +
+                     " each need " + format_bytes(per_rank * ranks) + ", above half this machine's " + format_bytes(memory));
+}
+
 int train_pytorch(const Workload& w, const CommonOptions& c, const std::string& backend, const TorchCli& t, const po::variables_map& vm,
-                  bool quiet, const std::string& cmdline) {
+                  bool quiet, double memory_limit_bytes, const std::string& cmdline) {
   for (const char* key : {"csv", "trace", "checkpoint", "checkpoint-every", "resume", "inject-delay-us"})
     if (vm.count(key)) throw InputError(std::string("--") + key + ": not for implementation: pytorch (kanscale's own trainer only)");
   if (launched_by_mpirun())
     throw InputError(c.workload + ": implementation pytorch: kanscale starts the ranks itself (--ranks P), not under mpirun");
   if (t.ranks < 1 || t.ranks > 4096) throw InputError("--ranks: expected 1 to 4096, got " + std::to_string(t.ranks));
   if (t.warmup < 0) throw InputError("--warmup: must not be negative");
-  check_output_paths({{t.profile, "--profile"}});
+  check_torch_ranks(w, t.ranks, memory_limit_bytes);
+  check_output_paths({{c.json, "--json"}, {t.profile, "--profile"}});  // (the same file twice is refused)
   check_outputs_spare_inputs({c.workload}, {{c.json, "--json"}, {t.profile, "--profile"}});
   TorchTrainOptions o;
   o.workload = w;
@@ -158,25 +194,18 @@ int train_pytorch(const Workload& w, const CommonOptions& c, const std::string& 
   o.python = resolve_python(t.python);
   const TorchEnv env = probe_torch(o.python);
   // the summary is printed from rank 0's file: a temporary one without --json,
-  // removed however the run ends
-  struct TempSummary {
-    std::string dir;
-    ~TempSummary() {
-      if (dir.empty()) return;
-      std::remove((dir + "/summary.json").c_str());
-      rmdir(dir.c_str());
-    }
-  } temp;
+  // removed however the run ends (base/process's ScratchDir)
+  std::optional<ScratchDir> temp;
   if (c.json.empty()) {
-    char tmp[] = "/tmp/kanscale-torch-XXXXXX";
-    if (!mkdtemp(tmp)) throw std::runtime_error("cannot create a temporary directory");
-    temp.dir = tmp;
-    o.json = temp.dir + "/summary.json";
+    temp.emplace("kanscale-torch");
+    o.json = temp->path() + "/summary.json";
   } else {
     o.json = c.json;
   }
-  const int code = run_torch_train(o, env);
-  if (code == 0 && !quiet) print_torch_summary(o.json, w, o.ranks, env);
+  // (printed from what rank 0 wrote, not read back from --json: a FIFO or a device reads back nothing)
+  std::string summary;
+  const int code = run_torch_train(o, env, &summary);
+  if (code == 0 && !quiet) print_torch_summary(summary, o.json, w, o.ranks, env);
   return code;
 }
 
@@ -268,7 +297,7 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
   const std::uint64_t seed = vm.count("seed") ? parse_seed(c.seed) : w.seed;
   if (w.implementation == Implementation::pytorch) {
     std::tie(torch.steps, torch.epochs, torch.threads, torch.seed) = std::tie(t.steps, t.epochs, t.threads, seed);
-    return train_pytorch(w, c, t.backend, torch, vm, t.quiet, cmdline);
+    return train_pytorch(w, c, t.backend, torch, vm, t.quiet, memory_limit_bytes, cmdline);
   }
   check_kanscale_only(vm);
   return train_kanscale(w, c, t, memory_limit_bytes, seed, cmdline);

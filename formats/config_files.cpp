@@ -3,6 +3,7 @@
 #include "base/data_dir.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <limits>
 
@@ -189,6 +190,13 @@ static void read_table(YamlMap& m, const std::string& key, double* out) {
   t->finish();
 }
 
+// A number as %g writes it, for errors.
+static std::string gnum(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
+}
+
 // compute: per-class op costs (warm and cold), jitter, interference, the cache probe
 static void read_calibration_compute(YamlMap& m, Calibration& cal) {
   if (auto comp = m.map_opt("compute")) {
@@ -223,6 +231,8 @@ static void read_calibration_compute(YamlMap& m, Calibration& cal) {
       comp->fail("jitter_sigma", "must be at most 1 (a lognormal sigma; 0.01-0.1 is typical), got " + [&] { char b[32]; std::snprintf(b, sizeof b, "%g", cal.jitter_sigma); return std::string(b); }());
     }
     cal.interference = comp->number_opt("interference", Bound::non_negative).value_or(0.0);
+    if (cal.interference > 100)
+      comp->fail("interference", "must be at most 100 (compute lost per second of collective in flight), got " + gnum(cal.interference));
     comp->finish();
   }
 }
@@ -312,7 +322,20 @@ static void read_calibration_torch(YamlMap& m, Calibration& cal) {
   if (!t) return;
   cal.torch_fingerprint = t->string("measured_with");
   auto classes = t->map("classes");
+  // the classes efficient-kan's op list has (model/kan_model): a class no op
+  // carries would cost nothing, a misspelled one would go unused
+  static const std::vector<std::string> known = [] {
+    std::vector<std::string> v;
+    for (const Op& o : efficient_kan_iteration(KanShape{{2, 2, 1}, 3, 2}, 1, false, true))
+      if (!o.torch_unit.empty() && std::find(v.begin(), v.end(), o.torch_unit) == v.end()) v.push_back(o.torch_unit);
+    return v;
+  }();
   for (const auto& cls : classes.keys()) {
+    if (std::find(known.begin(), known.end(), cls) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      classes.fail(cls, "\"" + cls + "\" is not an op class of efficient-kan's; expected one of " + list);
+    }
     auto c = classes.map(cls);
     TorchOpCost cost;
     cost.fixed_s = c.quantity("fixed", Quantity::time, Bound::non_negative);
@@ -340,12 +363,17 @@ static void read_calibration_live(YamlMap& m, Calibration& cal) {
     for (auto& t : live->map_list_opt("terms")) {
       Calibration::LiveTerm lt;
       lt.ranks = static_cast<int>(t.integer("ranks", 1));
+      for (const auto& other : cal.live_terms)
+        if (other.ranks == lt.ranks) t.fail("ranks", std::to_string(lt.ranks) + " rank(s) have a term already; expected one term per rank count");
+      // a factor is what live runs cost over the microbenchmarks: 1e-300 or
+      // 1e300 is no machine's
       lt.compute_factor = t.number("compute_factor", Bound::positive);
-      if (lt.compute_factor > 100) t.fail("compute_factor", "must be at most 100, got " + std::to_string(lt.compute_factor));
+      if (lt.compute_factor < 0.01 || lt.compute_factor > 100)
+        t.fail("compute_factor", "expected 0.01 to 100, got " + gnum(lt.compute_factor));
       lt.host_overhead_s = t.quantity_opt("host_overhead", Quantity::time, Bound::non_negative).value_or(0.0);
       lt.per_bucket_s = t.quantity_opt("per_bucket", Quantity::time, Bound::non_negative).value_or(0.0);
       lt.comm_factor = t.number_opt("comm_factor", Bound::positive).value_or(1.0);
-      if (lt.comm_factor > 100) t.fail("comm_factor", "must be at most 100, got " + std::to_string(lt.comm_factor));
+      if (lt.comm_factor < 0.01 || lt.comm_factor > 100) t.fail("comm_factor", "expected 0.01 to 100, got " + gnum(lt.comm_factor));
       t.finish();
       cal.live_terms.push_back(lt);
     }

@@ -112,10 +112,48 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
         throw bad("a time or bandwidth is not a finite number");
     }
     if (r.bytes < 0 || r.time_us[0] <= 0) throw bad("negative size or non-positive time");
+    for (int side = 0; side < 2; ++side) {
+      const std::size_t o = base + 4 * static_cast<std::size_t>(side);
+      const char* which = side == 0 ? "out-of-place" : "in-place";
+      if (r.time_us[side] < 0 || r.algbw_GBps[side] < 0 || r.busbw_GBps[side] < 0)
+        throw bad(std::string("a negative ") + which + " time or bandwidth");
+      // the run checked its results: a wrong one is no measurement to fit
+      // (nccl-tests before 2.11 printed a column "error", the largest
+      // numerical error, in its place: not a count)
+      const bool counts_wrong = header.size() > o + 3 && header[o + 3] == "#wrong";
+      if (counts_wrong && is_number(w[o + 3]) && std::strtod(w[o + 3].c_str(), nullptr) != 0)
+        throw bad(std::string("the ") + which + " #wrong is " + w[o + 3] + " (the collective's results were wrong: kanscale fits no such run)");
+      if (r.time_us[side] <= 0) continue;  // (an in-place column nccl-tests left at 0)
+      // nccl-tests prints algbw = size / time (GB/s) to two decimals and busbw
+      // at most twice it (2 (n - 1) / n): a row that disagrees was not printed by it
+      const double algbw = r.bytes / (r.time_us[side] * 1e3);
+      if (std::fabs(r.algbw_GBps[side] - algbw) > 0.01 + 0.02 * algbw)
+        throw bad(std::string("the ") + which + " algbw " + w[o + 1] + " GB/s disagrees with size / time (" + std::to_string(algbw) + " GB/s)");
+      if (r.busbw_GBps[side] > 2 * r.algbw_GBps[side] + 0.01)
+        throw bad(std::string("the ") + which + " busbw " + w[o + 2] + " GB/s is more than twice the algbw (2 (n - 1) / n < 2)");
+    }
     log.rows.push_back(r);
   }
   if (log.rows.empty()) throw InputError(file + ": no nccl-tests table found (a '#  size  count  type ...' header and its rows)");
+  if (std::all_of(log.rows.begin(), log.rows.end(), [](const NcclTestsRow& r) { return r.bytes == 0; }))
+    throw InputError(file + ": every row's size is 0: no row moves data to fit a bandwidth to");
   log.nodes = static_cast<int>(hosts.size());
+  // an all-reduce's busbw is its algbw x 2 (n - 1) / n (nccl-tests'
+  // PERFORMANCE.md): with the ranks known, a row off it was not printed by
+  // nccl-tests (two decimals each: 0.02 GB/s of rounding, and 2%)
+  if (log.ranks >= 2)
+    for (const auto& r : log.rows) {
+      if (r.redop == "none") continue;  // not an all-reduce's row
+      const double factor = 2.0 * (log.ranks - 1) / log.ranks;
+      for (int side = 0; side < 2; ++side) {
+        if (r.time_us[side] <= 0) continue;
+        const double want = r.algbw_GBps[side] * factor;
+        if (std::fabs(r.busbw_GBps[side] - want) > 0.02 + 0.02 * want)
+          throw InputError(file + ":" + std::to_string(r.line) + ": the " + (side == 0 ? "out-of-place" : "in-place") + " busbw " +
+                           std::to_string(r.busbw_GBps[side]) + " GB/s is not algbw x 2 (n - 1) / n = " + std::to_string(want) + " GB/s for " +
+                           std::to_string(log.ranks) + " ranks (an all_reduce_perf row?)");
+      }
+    }
   return log;
 }
 

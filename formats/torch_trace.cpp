@@ -1,6 +1,7 @@
 #include "torch_trace.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "common/error.hpp"
@@ -90,7 +91,13 @@ std::vector<TorchTraceEvent> read_torch_trace(const nlohmann::json& trace, const
     } catch (const std::exception&) {
       throw InputError(what + ": event " + std::to_string(i) + ": expected name, ts, dur and tid");
     }
-    if (!(e.dur_us >= 0)) throw InputError(what + ": event " + std::to_string(i) + ": negative duration");
+    // a microsecond stamp within 10^18 (30,000 years after 1970), a duration
+    // within a day: one outside them is no profiler's
+    if (!(std::fabs(e.ts_us) < 1e18)) throw InputError(what + ": event " + std::to_string(i) + " (\"" + e.name + "\"): ts out of range");
+    if (!(e.dur_us >= 0)) throw InputError(what + ": event " + std::to_string(i) + " (\"" + e.name + "\"): negative duration");
+    if (e.dur_us > 86400e6)
+      throw InputError(what + ": event " + std::to_string(i) + " (\"" + e.name + "\"): a duration of " + std::to_string(e.dur_us / 86400e6) +
+                       " days; expected at most a day (86400000000 us)");
     // the profiler's own tree, where the trace carries it (kanscale_torch's --profile)
     if (j.contains("args") && j["args"].is_object() && j["args"].contains("id") && j["args"].contains("parent")) {
       const auto& id = j["args"]["id"];
@@ -160,12 +167,29 @@ std::vector<TorchTraceEvent> nest_by_ids(std::vector<TorchTraceEvent> ev, const 
     if (it == at.end()) throw InputError(what + ": event " + out[i].name + ": its parent " + std::to_string(out_parent[i]) + " is not in the trace");
     out[i].parent = static_cast<int>(it->second);
   }
-  // depths (a parent may come later in time order only at equal stamps)
+  // depths, each once (a parent may come later in time order only at equal
+  // stamps): walk up to the first event whose depth is known, then down the
+  // path; linear in the events however deep they nest
+  std::vector<char> state(out.size(), 0);  // 0: not yet, 1: on the current path, 2: done
+  std::vector<std::size_t> path;
   for (std::size_t i = 0; i < out.size(); ++i) {
-    int d = 0;
-    for (int p = out[i].parent; p >= 0 && d <= static_cast<int>(out.size()); p = out[static_cast<std::size_t>(p)].parent) ++d;
-    if (d > static_cast<int>(out.size())) throw InputError(what + ": the events' parents form a cycle");
-    out[i].depth = d;
+    path.clear();
+    std::size_t k = i;
+    while (state[k] == 0) {
+      state[k] = 1;
+      path.push_back(k);
+      if (out[k].parent < 0) break;
+      k = static_cast<std::size_t>(out[k].parent);
+    }
+    // stopped on an event of this very path that has a parent: a cycle
+    if (state[k] == 1 && out[k].parent >= 0) throw InputError(what + ": the events' parents form a cycle");
+    int d = state[k] == 2 ? out[k].depth : -1;  // (k on the path: a root, depth 0 below)
+    for (auto it = path.rbegin(); it != path.rend(); ++it) {
+      if (state[*it] == 2) continue;
+      d = out[*it].parent < 0 ? 0 : d + 1;
+      out[*it].depth = d;
+      state[*it] = 2;
+    }
   }
   for (std::size_t i = 0; i < out.size(); ++i) out[i].cls = torch_op_class(out, i);
   return out;

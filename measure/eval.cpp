@@ -79,9 +79,15 @@ int run_eval(const std::string& checkpoint, const std::string& input_csv, int th
     X.insert(X.end(), row.begin(), row.end());
   }
   const int B = static_cast<int>(X.size() / static_cast<std::size_t>(in));
+  if (B == 0) throw InputError(input_csv + ": no rows of inputs (expected lines of " + want + ")");
   KanCpuNet cpu(net);
   std::vector<float> T(static_cast<std::size_t>(B) * out, 0.0f);
-  if (B > 0) cpu.forward(X.data(), T.data(), B);
+  cpu.forward(X.data(), T.data(), B);
+  // a checkpoint whose weights are not finite predicts nothing: say so rather than print nan
+  for (std::size_t i = 0; i < static_cast<std::size_t>(B) * out; ++i)
+    if (!std::isfinite(cpu.output()[i]))
+      throw InputError(checkpoint + ": the prediction for row " + std::to_string(i / out + 1) + " is not a finite number "
+                       "(the checkpoint's weights are not finite, or the inputs are far outside its grid)");
   std::cout << std::setprecision(9);
   for (int o = 0; o < out; ++o) std::cout << (o ? "," : "") << "y" << o;
   std::cout << "\n";

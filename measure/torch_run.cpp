@@ -1,4 +1,3 @@
-#include "base/data_dir.hpp"
 #include "torch_run.hpp"
 
 #include <arpa/inet.h>
@@ -7,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/data_dir.hpp"
+#include "base/output_files.hpp"
 #include "base/process.hpp"
 #include "common/error.hpp"
 #include "formats/provenance.hpp"
@@ -63,36 +65,56 @@ std::string TorchEnv::fingerprint() const {
 }
 
 TorchEnv probe_torch(const std::string& python) {
-  char log_name[] = "/tmp/kanscale-probe-XXXXXX";
-  const int fd = mkstemp(log_name);
-  if (fd < 0) throw std::runtime_error("cannot create a temporary file for the torch probe");
-  close(fd);
+  // KANSCALE_PROBE_TIMEOUT_S: how long the interpreter may take to answer
+  // (importing torch takes seconds on a slow machine; an interpreter that
+  // never answers must not hang kanscale)
+  double timeout_s = 120;
+  if (const char* t = std::getenv("KANSCALE_PROBE_TIMEOUT_S"); t && *t) {
+    char* end = nullptr;
+    const double v = std::strtod(t, &end);
+    if (!(end && *end == 0 && v > 0 && v <= 86400))
+      throw InputError(std::string("KANSCALE_PROBE_TIMEOUT_S=") + t + ": expected seconds, more than 0 and at most 86400");
+    timeout_s = v;
+  }
+  ScratchDir tmp("kanscale-probe");
+  const std::string log_name = tmp.path() + "/probe.log";
   ProcessSpec spec;
   spec.argv = {python, "-m", "kanscale_torch.probe"};
   spec.log_path = log_name;
   spec.extra_env = {python_path_env(), "PYTHONDONTWRITEBYTECODE=1"};  // nothing written into the sources
   int code = 0;
   try {
-    code = run_process(spec);
+    code = run_process_for(spec, timeout_s);
   } catch (const std::exception& e) {
-    std::remove(log_name);
     throw InputError(python + ": cannot run it (" + std::string(e.what()) + ")");
   }
+  if (code == kTimedOut) {
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%g", timeout_s);
+    throw InputError(python + ": the start-up probe (python -m kanscale_torch.probe) did not answer within " + std::string(secs) +
+                     " s, and was stopped (is it a Python 3 with python3-torch? KANSCALE_PROBE_TIMEOUT_S sets the limit)");
+  }
   std::ifstream in(log_name);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (!line.empty()) last = line;
-  std::remove(log_name);
+  std::string line, last, answer;
+  const std::string prefix = "kanscale-probe: ";
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    last = line;
+    if (line.compare(0, prefix.size(), prefix) == 0) answer = line.substr(prefix.size());
+  }
   if (code == 3) throw InputError(last);  // "torch is not installed for PATH (install Debian's python3-torch)"
   if (code != 0) {
     // an interpreter that is not Python, or a broken torch: its last line says why
     throw InputError(python + " -m kanscale_torch.probe failed (exit " + std::to_string(code) + "): " +
                      (last.empty() ? std::string("no output") : last.substr(0, 200)) + " (is it a Python 3 with python3-torch?)");
   }
+  if (answer.empty())
+    throw InputError(python + " -m kanscale_torch.probe: no answer line (\"kanscale-probe: {...}\"); its last line: " +
+                     (last.empty() ? std::string("none") : last.substr(0, 200)));
   TorchEnv e;
   e.python = python;
   try {
-    const auto j = nlohmann::json::parse(last);
+    const auto j = nlohmann::json::parse(answer);
     e.python_version = j.at("python").get<std::string>();
     e.torch = j.at("torch").get<std::string>();
     e.numpy = j.at("numpy").get<std::string>();
@@ -100,7 +122,7 @@ TorchEnv probe_torch(const std::string& python) {
     e.gloo = j.at("gloo").get<bool>();
     e.cuda = j.at("cuda").get<bool>();
   } catch (const std::exception&) {
-    throw InputError(python + " -m kanscale_torch.probe: unexpected output: " + last.substr(0, 200));
+    throw InputError(python + " -m kanscale_torch.probe: unexpected answer: " + answer.substr(0, 200));
   }
   return e;
 }
@@ -157,8 +179,6 @@ std::vector<std::string> torch_train_args(const TorchTrainOptions& o) {
   if (w.ddp.gradient_as_bucket_view) a.push_back("--gradient-as-bucket-view");
   if (w.ddp.find_unused_parameters) a.push_back("--find-unused-parameters");
   if (!w.ddp.broadcast_buffers) a.push_back("--no-broadcast-buffers");
-  if (!o.json.empty()) a.insert(a.end(), {"--json", o.json});
-  if (!o.profile.empty()) a.insert(a.end(), {"--profile", o.profile});
   return a;
 }
 
@@ -166,11 +186,25 @@ namespace {
 // One process per rank of `python -m module args...` with the env
 // rendezvous on a free port; when one fails the others are stopped. Returns
 // 0, or 2 / 1 after naming the first failing rank on stderr.
+//
+// The ranks write their outputs (`outputs`: the option and the user's path)
+// into a private temporary directory; kanscale then writes each through its
+// own writer (base/output_files: a device or a FIFO written as it is, a link
+// followed, a file replaced atomically), so a Python writer never replaces
+// anything of the user's. The directory goes however the run ends.
 int run_torch_ranks(const std::string& python, const std::string& module, const std::vector<std::string>& module_args, int ranks,
-                    int threads, const std::string& port_range, const std::string& what) {
+                    int threads, const std::string& port_range, const std::string& what,
+                    const std::vector<std::pair<std::string, std::string>>& outputs, std::string* first_output = nullptr) {
   const int port = free_port(port_range);
+  ScratchDir tmp("kanscale-torch");
   std::vector<std::string> args = {python, "-m", module};
   args.insert(args.end(), module_args.begin(), module_args.end());
+  std::vector<std::pair<std::string, std::string>> staged;  // (temporary file, the user's path)
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].second.empty()) continue;
+    staged.emplace_back(tmp.path() + "/output-" + std::to_string(i), outputs[i].second);
+    args.insert(args.end(), {outputs[i].first, staged.back().first});
+  }
   std::vector<ProcessSpec> specs;
   for (int r = 0; r < ranks; ++r) {
     ProcessSpec s;
@@ -197,6 +231,16 @@ int run_torch_ranks(const std::string& python, const std::string& module, const 
               << " s after another rank ended, and was stopped\n";
     return 1;
   }
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& [from, to] : staged) {
+    std::ifstream in(from, std::ios::binary);
+    if (!in) throw std::runtime_error(what + ": PyTorch rank 0 wrote no " + to + " (" + module + ")");
+    std::ostringstream text;
+    text << in.rdbuf();
+    files.emplace_back(to, text.str());
+  }
+  if (first_output && !files.empty()) *first_output = files.front().second;
+  write_files_atomic(files);
   return 0;
 }
 
@@ -219,13 +263,14 @@ std::string number(double v) {
 }
 }  // namespace
 
-int run_torch_train(const TorchTrainOptions& o, const TorchEnv& env) {
+int run_torch_train(const TorchTrainOptions& o, const TorchEnv& env, std::string* summary_json) {
   if (o.dist_backend == "nccl" && !env.cuda)
     throw InputError("nccl: " + env.python + "'s torch " + env.torch + " sees no CUDA device (Debian's python3-torch is CPU-only; use gloo)");
   if (!env.gloo && o.dist_backend != "nccl") throw InputError(env.python + ": torch " + env.torch + " has no gloo backend");
   auto args = torch_train_args(o);
   for (auto& a : provenance_args(o.command_line)) args.push_back(std::move(a));
-  return run_torch_ranks(o.python, "kanscale_torch.ddp_train", args, o.ranks, o.threads, o.port_range, "kanscale train");
+  return run_torch_ranks(o.python, "kanscale_torch.ddp_train", args, o.ranks, o.threads, o.port_range, "kanscale train",
+                         {{"--json", o.json}, {"--profile", o.profile}}, summary_json);
 }
 
 TorchOpsPlan load_torch_ops_plan(const std::string& path) {
@@ -255,9 +300,9 @@ int run_torch_ops(const TorchOpsPlan& p, const std::string& json, const std::str
     for (int g : p.grid_sizes)
       for (auto b : p.batches) shapes.push_back({{"widths", w}, {"grid_size", g}, {"spline_order", p.spline_order}, {"batch", b}});
   std::vector<std::string> args = {"--shapes", shapes.dump(), "--reps", std::to_string(p.reps), "--warmup", std::to_string(p.warmup),
-                                   "--threads", std::to_string(p.threads), "--json", json};
+                                   "--threads", std::to_string(p.threads)};
   for (auto& a : provenance_args(command_line)) args.push_back(std::move(a));
-  return run_torch_ranks(python, "kanscale_torch.op_bench", args, 1, p.threads, port_range, "kanscale measure torch-ops");
+  return run_torch_ranks(python, "kanscale_torch.op_bench", args, 1, p.threads, port_range, "kanscale measure torch-ops", {{"--json", json}});
 }
 
 int run_torch_interference(const TorchInterferenceOptions& o, const std::string& python, const std::string& port_range,
@@ -267,18 +312,19 @@ int run_torch_interference(const TorchInterferenceOptions& o, const std::string&
   for (auto w : o.widths) widths += (widths.empty() ? "" : ",") + std::to_string(w);
   std::vector<std::string> args = {"--widths", widths, "--grid-size", std::to_string(o.grid_size), "--spline-order", std::to_string(o.spline_order),
                                    "--batch", std::to_string(o.batch), "--bytes", number(o.bytes), "--repeat", std::to_string(o.repeat),
-                                   "--threads", std::to_string(o.threads), "--json", o.json};
+                                   "--threads", std::to_string(o.threads)};
   for (auto& a : provenance_args(command_line)) args.push_back(std::move(a));
-  return run_torch_ranks(python, "kanscale_torch.interference", args, o.ranks, o.threads, port_range, "kanscale bench interference");
+  return run_torch_ranks(python, "kanscale_torch.interference", args, o.ranks, o.threads, port_range, "kanscale bench interference",
+                         {{"--json", o.json}});
 }
 
 int run_torch_sweep(const SweepOptions& o, int ranks, const std::string& python, const std::string& port_range, const std::string& command_line) {
   probe_gloo(python);
   std::vector<std::string> args = {"--op", o.op, "--min-bytes", number(o.min_bytes), "--max-bytes", number(o.max_bytes), "--factor", number(o.factor),
                                    "--iters", std::to_string(o.iters), "--warmup", std::to_string(o.warmup), "--root", std::to_string(o.root),
-                                   "--backend", "gloo", "--json", o.json};
+                                   "--backend", "gloo"};
   for (auto& a : provenance_args(command_line)) args.push_back(std::move(a));
-  return run_torch_ranks(python, "kanscale_torch.collective_sweep", args, ranks, 1, port_range, "kanscale measure " + o.op);
+  return run_torch_ranks(python, "kanscale_torch.collective_sweep", args, ranks, 1, port_range, "kanscale measure " + o.op, {{"--json", o.json}});
 }
 
 }  // namespace ks

@@ -55,7 +55,7 @@ std::vector<std::string> torch_train_args(const TorchTrainOptions& o);
 // ranks (their output on this process's stdout and stderr) and waits; when
 // one fails the others are stopped. Returns 0, or 2 / 1 after naming the
 // first failing rank on stderr.
-int run_torch_train(const TorchTrainOptions& o, const TorchEnv& env);
+int run_torch_train(const TorchTrainOptions& o, const TorchEnv& env, std::string* summary_json = nullptr);
 
 // What kanscale measure torch-ops times (configs/measure/pytorch-cpu.yaml):
 // every (widths, grid size, batch) of the lists, at one spline order.

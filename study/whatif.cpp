@@ -67,10 +67,12 @@ std::string interval_words(const ScalingPoint& p, double level, const std::optio
 }
 
 // How candidates were judged against the budget, for the reasoning.
-std::string confidence_words(const std::vector<ScalingPoint>& pts, const std::optional<double>& confidence, const std::string& calibration) {
+std::string confidence_words(const std::vector<ScalingPoint>& pts, const std::optional<double>& confidence, const std::string& calibration,
+                             int interval_samples) {
   bool samples = false;
   for (const auto& p : pts) samples = samples || !p.time_to_train_samples.empty();
   if (!confidence) return "judged on the point prediction (--confidence point)";
+  if (interval_samples == 0) return "judged on the point prediction: --interval-samples 0 turns the intervals off";
   if (!samples)
     return "judged on the point prediction: calibration '" + calibration + "' records no measured uncertainty, so there is no interval";
   return "judged at the " + printf_number("%g", *confidence) + " quantile of each candidate's time to train over " +
@@ -405,7 +407,7 @@ WhatifAnswer whatif_gpus(const WhatifBase& b, const GpusQuery& q) {
     explain_missed(a, pts, q, budget);
   }
   if (a.chosen >= 0) note_batch(a, b, pts[a.chosen]);
-  a.reasoning.push_back(confidence_words(pts, q.confidence, wc.calibration.name));
+  a.reasoning.push_back(confidence_words(pts, q.confidence, wc.calibration.name, b.options.interval_samples));
   if (const std::string m = memory.line(); !m.empty()) a.reasoning.push_back(m);
   for (const auto& s : skipped) a.reasoning.push_back("skipped " + s);
   return a;
@@ -751,7 +753,7 @@ WhatifAnswer whatif_cluster(const WhatifBase& b, const ClusterQuery& q) {
     for (const auto& c : cands) pts.push_back(c.p);
     std::string names;
     for (const auto& wc : b.clusters) names += (names.empty() ? "" : "', '") + wc.calibration.name;
-    a.reasoning.push_back(confidence_words(pts, q.confidence, names));
+    a.reasoning.push_back(confidence_words(pts, q.confidence, names, b.options.interval_samples));
   }
   if (a.chosen >= 0) note_batch(a, b, cands[a.chosen].p);
   if (const std::string m = memory.line(); !m.empty()) a.reasoning.push_back(m);

@@ -1252,9 +1252,72 @@ std::vector<Case> catalogue_part30() {
   };
 }
 
+// Issue 55: hostile inputs that were fitted or answered silently, and
+// messages that named the wrong thing.
+const std::string kTrace = read_file(kSrc + "/tests/fixtures/torch/parity-3-layers.trace.json");
+const std::string kTorchCal = read_file(kSrc + "/configs/calibrations/pytorch-cpu.yaml");
+std::vector<std::string> import_trace() {
+  return {"import", "torch-profile", "{d}/t.json", "--workload", "{src}/configs/workloads/default.yaml", "--json", "{d}/out.json"};
+}
+// a log row: 1 MiB over 16 ranks, busbw 2 (n - 1) / n x algbw
+const std::string kRow1M = "     1048576        262144     float     sum      -1    203.2    5.16    9.68      0    207.2    5.06    9.49      0";
+std::vector<Case> catalogue_part31() {
+  const std::string vplan = validation_plan();
+  const std::string zero_log = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+                               "           0             0     float     sum      -1      5.0    0.00    0.00      0      5.0    0.00    0.00      0\n";
+  return {
+      {"log: a busbw of 0 at 1 MiB", "nccl-log", {{"run.log", sub(kLog, kRow1M, sub(kRow1M, "9.68", "0.00"))}}, fit_log(),
+       {"run.log:41", "busbw"}},
+      {"log: a busbw of 1e300", "nccl-log", {{"run.log", sub(kLog, kRow1M, sub(kRow1M, "   9.68", "1e300"))}}, fit_log(),
+       {"run.log:41", "busbw"}},
+      {"log: an algbw that disagrees with size / time", "nccl-log", {{"run.log", sub(kLog, kRow1M, sub(kRow1M, "5.16", "51.6"))}}, fit_log(),
+       {"run.log:41", "algbw"}},
+      {"log: a row with wrong results", "nccl-log", {{"run.log", sub(kLog, kRow1M, sub(kRow1M, "9.68      0", "9.68      3"))}}, fit_log(),
+       {"run.log:41", "#wrong is 3"}},
+      {"log: a negative in-place time", "nccl-log", {{"run.log", sub(kLog, kRow1M, sub(kRow1M, "207.2", "-207.2"))}}, fit_log(),
+       {"run.log:41", "negative"}},
+      {"log: every size 0", "nccl-log", {{"run.log", zero_log}}, fit_log(), {"run.log", "every row's size is 0"}},
+      {"log: the same log twice", "nccl-log", {{"run.log", kLog}}, {"fit", "--nccl-tests", "{d}/run.log", "{d}/run.log", "--out", "{d}/out.yaml"},
+       {"run.log", "given twice"}},
+      {"log: the same table under two names", "nccl-log", {{"run.log", kLog}, {"copy.log", kLog}},
+       {"fit", "--nccl-tests", "{d}/run.log", "{d}/copy.log", "--out", "{d}/out.yaml"}, {"copy.log", "the same table as", "run.log"}},
+      {"calibration: a compute factor of 1e-300", "calibration", {{K, sub(kCalibration, "compute_factor: 1.06578", "compute_factor: 1e-300")}},
+       sim_calibration(), {"calibration.yaml:", "compute_factor", "0.01 to 100"}},
+      {"calibration: two live terms for one rank count", "calibration",
+       {{K, sub(kCalibration, "    - {ranks: 2, compute_factor: 1.12785", "    - {ranks: 1, compute_factor: 1.12785")}}, sim_calibration(),
+       {"calibration.yaml:", "ranks", "a term already"}},
+      {"calibration: interference of 1e300", "calibration", {{K, sub(kCalibration, "interference: 0.455505", "interference: 1e300")}},
+       sim_calibration(), {"calibration.yaml:", "interference", "at most 100"}},
+      {"calibration: an unknown PyTorch op class", "calibration", {{K, sub(kTorchCal, "\"forward:silu\":", "\"forward:silly\":")}},
+       {"simulate", "--cluster", "{src}/configs/clusters/local-cpu-gloo.yaml", "--workload", "{src}/configs/workloads/default.yaml",
+        "--calibration", "{d}/calibration.yaml", "--gpus", "1", "--json", "{d}/out.json"},
+       {"calibration.yaml:", "forward:silly", "not an op class"}},
+      {"site: an empty time limit", "site", {{VP, vplan}, {"site.yaml", sub(kSite, "time_limit: \"02:00:00\"", "time_limit: \"\"")}},
+       emit_site(), {"site.yaml:", "time_limit", "sbatch"}},
+      {"plan: a verdict block with runs: 1", "validation-plan", {{VP, vplan + "verdict: {group_bias_pct: 5}\n"}}, validate_plan(),
+       {"plan.yaml:", "verdict", "runs"}},
+      {"trace: an op of 1e300 us", "probe", {{"t.json", sub(kTrace, "\"dur\":6.312", "\"dur\":1e300")}}, import_trace(),
+       {"t.json", "aten::empty", "at most a day"}},
+      {"trace: a phase given as a number", "probe", {{"t.json", sub(kTrace, "\"ph\":\"X\",\"ts\":15.158", "\"ph\":5,\"ts\":15.158")}},
+       import_trace(), {"t.json"}},
+      {"trace: a negative profiler step", "probe",
+       {{"t.json", sub(kTrace, "[\n", "[\n{\"name\":\"ProfilerStep#1\",\"ph\":\"X\",\"ts\":0,\"dur\":-5,\"tid\":1},\n")}}, import_trace(),
+       {"t.json", "ProfilerStep#1", "negative duration"}},
+      {"trace: nested profiler steps", "probe",
+       {{"t.json", sub(kTrace, "[\n", "[\n{\"name\":\"ProfilerStep#1\",\"ph\":\"X\",\"ts\":0,\"dur\":100000,\"tid\":1},\n"
+                                       "{\"name\":\"ProfilerStep#2\",\"ph\":\"X\",\"ts\":10,\"dur\":50,\"tid\":1},\n")}},
+       import_trace(), {"t.json", "ProfilerStep#2", "starts inside ProfilerStep#1"}},
+      {"import: --ranks beyond kanscale's limit", "probe", {{"t.json", kTrace}}, with(import_trace(), {"--ranks", "1048577"}),
+       {"--ranks", "1048576"}},
+      {"measure: --flush of 1 PiB", "probe", {}, {"measure", "kernels", "--flush", "1PiB", "--json", "{d}/out.json"}, {"--flush 1PiB"}},
+      {"simulate: --seed past 2^64", "probe", {}, sim({"--gpus", "1", "--seed", "18446744073709551616"}), {"--seed", "18446744073709551615"}},
+      {"eval: no rows", "flags-eval", {{"x.csv", "x0,x1\n"}}, eval_csv(), {"x.csv", "no rows"}},
+  };
+}
+
 std::vector<Case> catalogue() {
   std::vector<Case> all;
-  for (auto part : {catalogue_part1, catalogue_part2, catalogue_part3, catalogue_part4, catalogue_part5, catalogue_part6, catalogue_part7, catalogue_part8, catalogue_part9, catalogue_part10, catalogue_part11, catalogue_part12, catalogue_part13, catalogue_part14, catalogue_part15, catalogue_part16, catalogue_part17, catalogue_part18, catalogue_part19, catalogue_part20, catalogue_part21, catalogue_part22, catalogue_part23, catalogue_part24, catalogue_part25, catalogue_part26, catalogue_part27, catalogue_part28, catalogue_part29, catalogue_part30})
+  for (auto part : {catalogue_part1, catalogue_part2, catalogue_part3, catalogue_part4, catalogue_part5, catalogue_part6, catalogue_part7, catalogue_part8, catalogue_part9, catalogue_part10, catalogue_part11, catalogue_part12, catalogue_part13, catalogue_part14, catalogue_part15, catalogue_part16, catalogue_part17, catalogue_part18, catalogue_part19, catalogue_part20, catalogue_part21, catalogue_part22, catalogue_part23, catalogue_part24, catalogue_part25, catalogue_part26, catalogue_part27, catalogue_part28, catalogue_part29, catalogue_part30, catalogue_part31})
     for (Case& c : part()) all.push_back(std::move(c));
   return all;
 }

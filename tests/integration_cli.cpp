@@ -550,3 +550,43 @@ TEST_CASE("cli: import torch-profile reads a real trace against its workload; a 
     CHECK_FALSE(std::ifstream(d.path + "/q.json").good());
   }
 }
+
+TEST_CASE("under mpirun a bad input is said once, by rank 0; the other ranks exit with the same code in silence") {
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {
+    MESSAGE("mpirun is not installed: skipped");
+    return;
+  }
+  TempDir d;
+  const std::string o = d / "out.txt";
+  const std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 2 --oversubscribe " + kExe +
+                          " measure allreduce -f 1 > '" + o + "' 2>&1";
+  const int status = std::system(cmd.c_str());
+  CHECK(status != 0);
+  const std::string text = read_file(o);
+  CAPTURE(text);
+  std::size_t lines = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines += line.rfind("kanscale", 0) == 0;
+  CHECK(lines == 1);
+}
+
+TEST_CASE("validate --collect judges a directory only against the plan it was emitted from, with its case files as written") {
+  TempDir d;
+  const std::string plan = kSrc + "/validation/plans/ci-small.yaml";
+  REQUIRE(run_in_source("validate " + plan + " --emit " + (d / "e"), d).code == 0);
+  REQUIRE(std::ifstream(d / "e/emitted.json").good());
+  // another plan's collect: refused by name, nothing judged
+  std::string other = read_file(plan);
+  other.replace(other.find("name: ci-small"), 14, "name: ci-other");
+  std::ofstream(d / "other.yaml") << other;
+  Run r = run_in_source("validate " + (d / "other.yaml") + " --collect " + (d / "e") + " --out " + (d / "rep"), d);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("was emitted from another plan") != std::string::npos);
+  CHECK_FALSE(std::ifstream(d / "rep/report.md").good());
+  // a case file edited after --emit: refused, naming it
+  { std::ofstream(d / "e/cases/case0.yaml", std::ios::app) << "# edited\n"; }
+  r = run_in_source("validate " + plan + " --collect " + (d / "e") + " --out " + (d / "rep"), d);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("cases/case0.yaml") != std::string::npos);
+  CHECK(r.err.find("edited after --emit") != std::string::npos);
+}

@@ -4,14 +4,24 @@
 // Needs Debian's python3-torch, python3-numpy and libopenblas0-pthread
 // (scripts/install-deps.sh installs them).
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "process.hpp"
 #include "temp_dir.hpp"
@@ -52,7 +62,10 @@ TEST_CASE("the interpreter kanscale runs torch with maps OpenBLAS, not the refer
                                       "", 60);
   CAPTURE(r.err);
   REQUIRE(r.exit_code == 0);
-  const auto j = nlohmann::json::parse(r.out);
+  // the answer line carries a prefix (a wrapper may print lines of its own)
+  const std::string prefix = "kanscale-probe: ";
+  REQUIRE(r.out.rfind(prefix, 0) == 0);
+  const auto j = nlohmann::json::parse(r.out.substr(prefix.size()));
   CHECK(j["blas"].get<std::string>().find("libopenblas") != std::string::npos);
   CHECK(j["gloo"].get<bool>());
   CHECK(j["torch"].get<std::string>().rfind("1.13", 0) == 0);
@@ -247,4 +260,194 @@ TEST_CASE("kanscale calibrate with a pytorch plan: torch ops and gloo sweeps fit
   CHECK(j["cases"].size() == 2);
   CHECK(std::ifstream(d / "v/work/results/calibration-gloo.yaml").good());
   CHECK(slurp(d / "v/report.md").find("fitted from microbenchmarks measured in every round") != std::string::npos);
+}
+
+// ---- issue 55: nothing of the user's replaced, nothing left running ----
+
+namespace {
+// A process started in a session of its own (setsid), so that every process
+// it starts, and theirs, can be found by the session id afterwards.
+pid_t start_in_session(const std::vector<std::string>& argv, const std::string& cwd, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setsid();
+    if (chdir(cwd.c_str()) != 0) _exit(127);
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    const int null = open("/dev/null", O_RDONLY);
+    if (null >= 0) dup2(null, 0);
+    std::vector<char*> a;
+    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    execv(a[0], a.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// The processes of session `sid` still alive (zombies aside), as "pid name".
+std::vector<std::string> session_processes(pid_t sid) {
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    const auto close_paren = stat.rfind(')');
+    if (close_paren == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close_paren + 2));
+    char state = 0;
+    long ppid = 0, pgrp = 0, session = 0;
+    rest >> state >> ppid >> pgrp >> session;
+    if (session == sid && state != 'Z') left.push_back(name + " " + stat.substr(0, close_paren + 1));
+  }
+  return left;
+}
+
+bool wait_for_file(const std::string& path, double seconds) {
+  for (int i = 0; i < static_cast<int>(seconds * 10); ++i) {
+    if (std::filesystem::exists(path)) return true;
+    usleep(100000);
+  }
+  return false;
+}
+
+// Stops `pid` with `sig` once `ready` exists (its ranks run), reaps it, and
+// returns what of its session is left 5 s later.
+std::vector<std::string> stop_and_look(pid_t pid, int sig, const std::string& ready, int* status) {
+  if (!ready.empty()) wait_for_file(ready, 120);
+  sleep(1);
+  kill(pid, sig);
+  waitpid(pid, status, 0);
+  sleep(5);
+  return session_processes(pid);
+}
+}  // namespace
+
+TEST_CASE("SIGTERM and SIGKILL to kanscale during a 2-rank PyTorch train: no rank outlives it, no temporary directory stays") {
+  std::set<std::string> before;
+  for (const auto& e : std::filesystem::directory_iterator("/tmp")) before.insert(e.path().filename());
+  auto new_scratch = [&] {
+    std::vector<std::string> v;
+    for (const auto& e : std::filesystem::directory_iterator("/tmp")) {
+      const std::string n = e.path().filename();
+      if (!before.count(n) && (n.rfind("kanscale-torch-", 0) == 0 || n.rfind("kanscale-probe-", 0) == 0)) v.push_back(n);
+    }
+    return v;
+  };
+  for (int sig : {SIGTERM, SIGKILL}) {
+    CAPTURE(sig);
+    TempDir d;
+    const std::string w = d.write("w.yaml", kWorkload);
+    // long enough to be running when the signal comes; --profile's trace
+    // shows that the ranks got going (the profiler step is the first)
+    const pid_t pid = start_in_session({kExe, "train", "--workload", w, "--ranks", "2", "--steps", "1000000", "--warmup", "1", "--port-range",
+                                        std::to_string(some_free_port()) + "-65000"},
+                                       d.path, d / "log.txt");
+    // the ranks are up once the interpreters exist: wait for two python processes in the session
+    for (int i = 0; i < 600; ++i) {
+      int pythons = 0;
+      for (const auto& p : session_processes(pid)) pythons += p.find("python") != std::string::npos;
+      if (pythons >= 2) break;
+      usleep(100000);
+    }
+    int status = 0;
+    const auto left = stop_and_look(pid, sig, "", &status);
+    CAPTURE(slurp(d / "log.txt"));
+    CHECK(left.empty());
+    for (const auto& p : left) MESSAGE("left running: " << p);
+    if (sig == SIGTERM) CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM));
+    // SIGTERM: the handler removed kanscale's temporary directories
+    if (sig == SIGTERM) CHECK(new_scratch().empty());
+  }
+  // SIGKILL runs no handler: what it left, the next run removes (its pid is gone)
+  TempDir d;
+  const std::string w = d.write("w.yaml", kWorkload);
+  const ProcessResult r = run_process({kExe, "train", "--workload", w, "--steps", "3", "--warmup", "1"}, d.path, 240);
+  CHECK(r.exit_code == 0);
+  const auto left = new_scratch();
+  CHECK(left.empty());
+  for (const auto& n : left) MESSAGE("left behind: /tmp/" << n);
+}
+
+TEST_CASE("SIGTERM and SIGKILL to kanscale calibrate: its jobs end with it") {
+  for (int sig : {SIGTERM, SIGKILL}) {
+    CAPTURE(sig);
+    TempDir d;
+    const pid_t pid = start_in_session({kExe, "calibrate", kSrc + "/configs/calibrate/ci.yaml", "--out", d / "cal"}, d.path, d / "log.txt");
+    // its first job has started once the run directory holds its steps file
+    int status = 0;
+    const auto left = stop_and_look(pid, sig, d / "cal", &status);
+    CAPTURE(slurp(d / "log.txt"));
+    CHECK(left.empty());
+    for (const auto& p : left) MESSAGE("left running: " << p);
+  }
+}
+
+TEST_CASE("an interpreter that never answers the start-up probe: one line, within the limit") {
+  TempDir d;
+  const std::string sleeper = d.write("python", "#!/bin/sh\nsleep 600\n");
+  REQUIRE(chmod(sleeper.c_str(), 0755) == 0);
+  const std::string w = d.write("w.yaml", kWorkload);
+  const ProcessResult r = run_process({"/usr/bin/env", "KANSCALE_PROBE_TIMEOUT_S=2", kExe, "train", "--workload", w, "--python", sleeper}, d.path, 60);
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.err.find("did not answer within 2 s") != std::string::npos);
+}
+
+TEST_CASE("a wrapper interpreter that prints lines of its own around the probe's answer is accepted") {
+  TempDir d;
+  const std::string wrapper = d.write("python", "#!/bin/sh\necho 'a banner' >&2\n/usr/bin/python3 \"$@\"\nrc=$?\necho 'bye' >&2\nexit $rc\n");
+  REQUIRE(chmod(wrapper.c_str(), 0755) == 0);
+  const std::string w = d.write("w.yaml", kWorkload);
+  const ProcessResult r = run_process({kExe, "train", "--workload", w, "--python", wrapper, "--steps", "4", "--warmup", "1"}, d.path, 240);
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("the PyTorch writers write through kanscale's: a symlink's target, a FIFO and a device stay what they are") {
+  TempDir d;
+  const std::string w = d.write("w.yaml", kWorkload);
+  auto train = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {kExe, "train", "--workload", w, "--steps", "4", "--warmup", "1"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run_process(argv, d.path, 240);
+  };
+  // a symbolic link: followed, its target replaced, the link stays a link
+  const std::string target = d.write("target.json", "old");
+  REQUIRE(symlink(target.c_str(), (d / "link.json").c_str()) == 0);
+  ProcessResult r = train({"--json", d / "link.json"});
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(std::filesystem::is_symlink(d / "link.json"));
+  CHECK(slurp(target).find("\"summary\"") != std::string::npos);
+  // a FIFO: written into, not replaced by a file
+  REQUIRE(mkfifo((d / "fifo").c_str(), 0644) == 0);
+  std::string got;
+  std::thread reader([&] { got = slurp(d / "fifo"); });
+  r = train({"--profile", d / "fifo"});
+  reader.join();
+  CHECK(r.exit_code == 0);
+  CHECK(std::filesystem::is_fifo(d / "fifo"));
+  CHECK(got.find("\"ph\":\"X\"") != std::string::npos);  // the trace went through the FIFO
+  // --json and --profile naming one file: refused before anything runs
+  r = train({"--json", d / "same.json", "--profile", d / "same.json"});
+  CHECK(r.exit_code == 2);
+  CHECK_FALSE(std::filesystem::exists(d / "same.json"));
+  // a character device (root only): stays a device
+  if (getuid() != 0) {
+    MESSAGE("not root: the device node case is skipped (mknod needs root)");
+    return;
+  }
+  REQUIRE(mknod((d / "null").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0);
+  r = train({"--json", d / "null"});
+  CHECK(r.exit_code == 0);
+  struct stat st {};
+  REQUIRE(stat((d / "null").c_str(), &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
 }

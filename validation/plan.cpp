@@ -250,6 +250,9 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
     pct("inconclusive_p90_pct", t.inconclusive_p90_pct, 0, 1000);
     if (t.too_fast_min_pct > t.too_fast_max_pct) v->fail("too_fast_min_pct", "is above too_fast_max_pct");
     v->finish();
+    // the thresholds judge runs: 3 or more of the whole plan
+    if (p.runs < 3)
+      m.fail("verdict", "a verdict judges 3 or more runs of the plan, but runs is " + std::to_string(p.runs) + "; set runs: 3 (or more) or leave verdict out");
   }
   p.interval_samples = static_cast<int>(m.integer_opt("interval_samples", 0, 100000).value_or(100));
   // calibration: a file, "datasheet", or {measure: {...}} within the rounds

@@ -209,8 +209,16 @@ void prepare_dir(const ValidationPlan& p, const std::string& dir) {
   if (!ec) std::filesystem::create_directories(dir + "/results", ec);
   if (ec) throw std::runtime_error(dir + ": cannot create directory: " + ec.message());
   std::vector<std::pair<std::string, std::string>> files;
-  for (std::size_t i = 0; i < p.cases.size(); ++i)
-    files.emplace_back(dir + "/cases/case" + std::to_string(i) + ".yaml", case_workload(p.cases[i], p, static_cast<int>(i)));
+  // what --collect checks the directory against: the plan's text and each
+  // case's workload, as digests, with each case's label, ranks and steps
+  nlohmann::json record = {{"plan", p.file}, {"plan_digest", content_digest(slurp(resolve_given_path(p.file)))}, {"steps", p.steps},
+                           {"cases", nlohmann::json::array()}};
+  for (std::size_t i = 0; i < p.cases.size(); ++i) {
+    const std::string file = "cases/case" + std::to_string(i) + ".yaml", text = case_workload(p.cases[i], p, static_cast<int>(i));
+    record["cases"].push_back({{"label", p.cases[i].label()}, {"file", file}, {"digest", content_digest(text)}, {"ranks", p.cases[i].ranks}});
+    files.emplace_back(dir + "/" + file, text);
+  }
+  files.emplace_back(dir + "/" + kEmittedRecord, record.dump(1) + "\n");
   for (std::size_t i = 0; i < p.measure.live.size(); ++i)
     files.emplace_back(dir + "/" + live_cal_workload(i), case_workload(p.measure.live[i], p, static_cast<int>(i)));
   if (p.measure.enabled && !p.measure.torch_ops_plan.empty()) {

@@ -12,6 +12,10 @@
 
 namespace ks {
 
+// The record --emit leaves in a run directory (the plan's and the cases'
+// digests), which --collect checks before it judges anything.
+inline constexpr const char* kEmittedRecord = "emitted.json";
+
 struct Job {
   std::string what;  // for progress lines
   int ranks = 1;

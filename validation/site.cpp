@@ -70,6 +70,7 @@ Site load_site(const std::string& path) {
     s.account = m.string_opt("account").value_or("");
     if (!s.account.empty()) check_slurm_word(m, "account", s.account);
     s.time_limit = m.string_opt("time_limit").value_or(s.time_limit);
+    if (s.time_limit.empty()) m.fail("time_limit", "expected a time such as \"2:00:00\" (an empty one writes #SBATCH --time=, which sbatch rejects)");
     check_slurm_word(m, "time_limit", s.time_limit);
     if (auto c = m.integer_opt("cpus_per_task", 1, 4096)) s.cpus_per_task = static_cast<int>(*c);
   } else {

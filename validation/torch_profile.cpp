@@ -1,7 +1,9 @@
 #include "torch_profile.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <set>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -14,9 +16,24 @@ namespace ks {
 
 namespace {
 
-bool is_step(const nlohmann::json& e) {
-  return e.is_object() && e.value("ph", "") == "X" && e.contains("name") && e["name"].is_string() &&
-         e["name"].get<std::string>().rfind("ProfilerStep#", 0) == 0;
+// A field of an event as a string or a number, or nothing: a field of
+// another type is the trace's fault, named with the event (never a JSON
+// library's exception).
+std::string field_string(const nlohmann::json& e, const char* key) {
+  return e.is_object() && e.contains(key) && e[key].is_string() ? e[key].get<std::string>() : std::string();
+}
+
+bool is_complete(const nlohmann::json& e) { return field_string(e, "ph") == "X"; }
+
+bool is_step(const nlohmann::json& e) { return is_complete(e) && field_string(e, "name").rfind("ProfilerStep#", 0) == 0; }
+
+double field_number(const nlohmann::json& e, const char* key, std::size_t index, const std::string& what) {
+  if (!e.contains(key)) return 0.0;
+  const auto& v = e[key];
+  if (!v.is_number() || !std::isfinite(v.get<double>()))
+    throw InputError(what + ": event " + std::to_string(index) + " (\"" + field_string(e, "name") + "\"): key '" + key +
+                     "': expected a finite number of microseconds, got " + v.dump().substr(0, 40));
+  return v.get<double>();
 }
 
 // The collectives and their launches: set against the replay's collectives, not its ops.
@@ -33,35 +50,47 @@ std::vector<nlohmann::json> split_profiler_steps(const nlohmann::json& trace, co
   struct Range {
     double t0, t1;
     long long id;
+    std::string name;
   };
   std::vector<Range> steps;
-  for (const auto& e : *list) {
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const auto& e = (*list)[i];
     if (!is_step(e)) continue;
-    const double ts = e.value("ts", 0.0), dur = e.value("dur", 0.0);
+    const std::string name = field_string(e, "name");
+    const double ts = field_number(e, "ts", i, what), dur = field_number(e, "dur", i, what);
+    if (dur < 0) throw InputError(what + ": " + name + " (event " + std::to_string(i) + "): a negative duration");
     long long id = 0;
     if (e.contains("args") && e["args"].is_object() && e["args"].contains("id") && e["args"]["id"].is_number_integer()) id = e["args"]["id"];
-    steps.push_back({ts, ts + dur, id});
+    steps.push_back({ts, ts + dur, id, name});
   }
   if (steps.empty()) return {*list};
   std::sort(steps.begin(), steps.end(), [](const Range& a, const Range& b) { return a.t0 < b.t0; });
+  // profiler steps follow one another: one inside or over another is no schedule's
+  for (std::size_t s = 1; s < steps.size(); ++s) {
+    if (steps[s].name == steps[s - 1].name && steps[s].t0 == steps[s - 1].t0)
+      throw InputError(what + ": " + steps[s].name + " appears twice");
+    if (steps[s].t0 < steps[s - 1].t1)
+      throw InputError(what + ": " + steps[s].name + " starts inside " + steps[s - 1].name + " (profiler steps follow one another; nested or overlapping steps are no schedule's)");
+  }
+  std::set<long long> step_ids;
+  for (const Range& r : steps) step_ids.insert(r.id);
   std::vector<nlohmann::json> out(steps.size(), nlohmann::json::array());
-  for (const auto& e : *list) {
-    if (is_step(e) || !e.is_object() || e.value("ph", "") != "X") continue;
-    const double ts = e.value("ts", 0.0);
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const auto& e = (*list)[i];
+    if (is_step(e) || !e.is_object() || !is_complete(e)) continue;
+    const double ts = field_number(e, "ts", i, what);
     // the step that holds it, its end excluded; else one it starts on the
-    // last microsecond of (Kineto stamps whole microseconds)
-    std::size_t at = steps.size();
-    for (std::size_t s = 0; s < steps.size() && at == steps.size(); ++s)
-      if (ts >= steps[s].t0 && ts < steps[s].t1) at = s;
-    for (std::size_t s = 0; s < steps.size() && at == steps.size(); ++s)
-      if (ts >= steps[s].t0 && ts <= steps[s].t1 + 1) at = s;
-    if (at == steps.size()) continue;  // outside every step
+    // last microsecond of (Kineto stamps whole microseconds): the last step
+    // starting at or before it (steps are sorted and apart)
+    const auto it = std::upper_bound(steps.begin(), steps.end(), ts, [](double t, const Range& r) { return t < r.t0; });
+    if (it == steps.begin()) continue;  // before every step
+    const std::size_t at = static_cast<std::size_t>(it - steps.begin()) - 1;
+    if (!(ts < steps[at].t1 || ts <= steps[at].t1 + 1)) continue;  // between steps
     nlohmann::json ev = e;
     // an op whose recorded parent is the step becomes top-level
     if (ev.contains("args") && ev["args"].is_object() && ev["args"].contains("parent") && ev["args"]["parent"].is_number_integer()) {
       const long long parent = ev["args"]["parent"];
-      for (const Range& r : steps)
-        if (r.id != 0 && parent == r.id) ev["args"]["parent"] = 0;
+      if (parent != 0 && step_ids.count(parent)) ev["args"]["parent"] = 0;
     }
     out[at].push_back(std::move(ev));
   }

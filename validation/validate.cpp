@@ -1,5 +1,8 @@
 #include "validate.hpp"
 #include "base/output_files.hpp"
+#include "base/data_dir.hpp"
+#include "formats/input_file.hpp"
+#include "formats/measurement_records.hpp"
 #include "formats/config_files.hpp"
 
 #include <sys/stat.h>
@@ -53,6 +56,71 @@ std::string torch_run_environment(const std::string& path) {
   return "PyTorch DDP (" + text(p, "backend") + ") on " + machine + "; torch " + text(p, "torch") + ", BLAS " +
          std::filesystem::path(text(p, "blas")).filename().string() + ", Python " + text(p, "python") + " (case 0, round 1)";
 }
+// The word after `flag` on a recorded command line ("" when absent).
+std::string word_after(const std::string& command_line, const std::string& flag) {
+  std::istringstream in(command_line);
+  std::string w, prev;
+  while (in >> w) {
+    if (prev == flag) return w;
+    prev = w;
+  }
+  return "";
+}
+
+// The directory is the plan's as --emit wrote it: the same plan text, the
+// case files unedited. (A directory of an older kanscale has no record: said
+// once, then the results' own provenance is all there is to check.)
+void check_emitted_record(const ValidationPlan& plan, const std::string& dir) {
+  const std::string path = dir + "/" + kEmittedRecord;
+  if (!std::ifstream(path)) {
+    std::cerr << "kanscale validate: warning: " << dir << " has no " << kEmittedRecord
+              << " (emitted by an older kanscale): the plan and the case files are not checked against it\n";
+    return;
+  }
+  const nlohmann::json rec = read_json_file(path, "kanscale validate --emit's record");
+  const std::string plan_text = read_input_file(resolve_given_path(plan.file), "a validation plan");
+  if (!rec.is_object() || !rec.contains("plan_digest") || !rec["plan_digest"].is_string() || !rec.contains("cases") || !rec["cases"].is_array())
+    throw InputError(path + ": not a record kanscale validate --emit wrote (plan_digest, cases)");
+  if (rec["plan_digest"].get<std::string>() != content_digest(plan_text))
+    throw InputError(dir + " was emitted from another plan than " + plan.file + " (or the plan changed since): its results are not this plan's; "
+                     "emit it again into a new directory");
+  if (rec["cases"].size() != plan.cases.size())
+    throw InputError(dir + ": emitted with " + std::to_string(rec["cases"].size()) + " cases, the plan has " + std::to_string(plan.cases.size()));
+  for (std::size_t i = 0; i < plan.cases.size(); ++i) {
+    const std::string file = "cases/case" + std::to_string(i) + ".yaml";
+    const auto& c = rec["cases"][i];
+    const std::string digest = c.is_object() && c.contains("digest") && c["digest"].is_string() ? c["digest"].get<std::string>() : "";
+    if (!std::ifstream(dir + "/" + file)) continue;  // gone: its case has no results to judge (listed as missing)
+    if (digest != content_digest(read_input_file(dir + "/" + file, "an emitted case")))
+      throw InputError(dir + "/" + file + " (" + plan.cases[i].label() + ") was edited after --emit: its results are not the plan's case");
+  }
+}
+
+// A live result is the case's: its provenance names the case's workload file,
+// its ranks and the plan's steps, where it records them.
+void check_case_result(const ValidationPlan& plan, std::size_t i, const std::string& dir, const std::string& file) {
+  const std::string path = dir + "/" + file;
+  const nlohmann::json j = read_json_file(path, "a live run's --json");
+  if (!j.is_object() || !j.contains("provenance") || !j["provenance"].is_object()) return;
+  const auto& p = j["provenance"];
+  const std::string cmd = p.contains("command_line") && p["command_line"].is_string() ? p["command_line"].get<std::string>() : "";
+  std::string workload = word_after(cmd, "--workload");
+  if (p.contains("workload") && p["workload"].is_object() && p["workload"].contains("file") && p["workload"]["file"].is_string())
+    workload = p["workload"]["file"].get<std::string>();
+  long long ranks = -1, steps = -1;
+  if (p.contains("ranks") && p["ranks"].is_number_integer()) ranks = p["ranks"].get<long long>();
+  else if (const std::string r = word_after(cmd, "--ranks"); !r.empty()) ranks = std::atoll(r.c_str());
+  if (j.contains("summary") && j["summary"].is_object() && j["summary"].contains("steps") && j["summary"]["steps"].is_number_integer())
+    steps = j["summary"]["steps"].get<long long>();
+  else if (const std::string st = word_after(cmd, "--steps"); !st.empty()) steps = std::atoll(st.c_str());
+  const std::string want = "cases/case" + std::to_string(i) + ".yaml";
+  const ValidationCase& vc = plan.cases[i];
+  std::string why;
+  if (!workload.empty() && workload != want) why = "ran " + workload + ", not " + want;
+  else if (ranks >= 0 && ranks != vc.ranks) why = "ran " + std::to_string(ranks) + " rank(s), not " + std::to_string(vc.ranks);
+  else if (steps >= 0 && steps != plan.steps) why = "ran " + std::to_string(steps) + " steps, the plan " + std::to_string(plan.steps);
+  if (!why.empty()) throw InputError(path + ": not case " + std::to_string(i) + " (" + vc.label() + ") of " + plan.file + ": its provenance says it " + why);
+}
 }  // namespace
 
 int collect_validation(const ValidationPlan& plan, const std::string& dir, const std::string& out_dir, const std::string& cmdline) {
@@ -61,6 +129,7 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
     struct stat st {};
     if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) throw InputError(dir + ": no such directory (written by --emit?)");
   }
+  check_emitted_record(plan, dir);
   // What the jobs left. The calibration's own jobs must all have run (no
   // prediction without them); of the cases, those with every round are
   // judged, the rest listed as missing, and the run is then incomplete.
@@ -113,7 +182,10 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
     m = {pt.iteration_s.median, pt.compute_s.median, pt.comm_s.median, pt.exposed_s.median, pt.samples_per_s, pt.memory.peak_bytes, {}};
     for (const auto& b : pt.steady_plan) m.bucket_s.push_back(b.end_s - b.start_s);
     if (i == shown) sim_slices = simulated_iteration(pt);
-    for (int r = 0; r < plan.rounds; ++r) res.rounds.push_back(live_metrics(dir + "/" + live_file(i, r), plan.backend));
+    for (int r = 0; r < plan.rounds; ++r) {
+      check_case_result(plan, i, dir, live_file(i, r));
+      res.rounds.push_back(live_metrics(dir + "/" + live_file(i, r), plan.backend));
+    }
   }
   for (auto& r : results) {
     r.live = median_of(r.rounds);

@@ -145,10 +145,24 @@ def write_atomic(path, text):
     os.replace(tmp, path)
 
 
+def die_with_parent():
+    """SIGKILL when the process that started this one dies (Linux's
+    PR_SET_PDEATHSIG): a rank started through a wrapper script, whose own
+    parent is the wrapper, must not outlive kanscale either."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent died before the call
+        os._exit(1)
+
+
 def run_and_leave(job, a):
     """Runs job(a); a failure ends this rank at once with status 1 after its
     traceback (the interpreter's teardown could spin in gloo, see leave()).
     The other entry points (op_bench, collective_sweep) end the same way."""
+    die_with_parent()
     faulthandler.register(signal.SIGUSR1)  # kill -USR1 PID: every thread's Python stack to the rank's stderr
     try:
         job(a)

@@ -56,7 +56,8 @@ def main():
         print("numpy is not installed for %s (install Debian's python3-numpy)" % sys.executable, file=sys.stderr)
         sys.exit(3)
     import torch.distributed as dist
-    print(json.dumps({
+    # the answer carries a prefix: a wrapper may print lines of its own around it
+    print("kanscale-probe: " + json.dumps({
         "python": platform.python_version(),
         "torch": torch.__version__,
         "numpy": numpy.__version__,
@@ -65,7 +66,7 @@ def main():
         "nccl": bool(dist.is_available() and dist.is_nccl_available()),
         "cuda": bool(torch.cuda.is_available()),
         "threads": torch.get_num_threads(),
-    }))
+    }), flush=True)
 
 
 if __name__ == "__main__":
