@@ -8,7 +8,7 @@ build=$(cd "$1" && pwd)
 seconds=${2:-600}
 shift; [ $# -gt 0 ] && shift
 src=$(cd "$(dirname "$0")/../.." && pwd)
-targets=${*:-"cluster workload calibration measure_plan validation_plan sweep_json kernels_json interference_json progress_json validation_results nccl_log safetensors eval_csv"}
+targets=${*:-"cluster workload calibration measure_plan validation_plan sweep_json kernels_json interference_json progress_json validation_results nccl_log safetensors eval_csv torch_trace"}
 for t in $targets; do
   work=$build/fuzz-work/$t
   mkdir -p "$work/corpus" "$work/artifacts" "$src/tests/fuzz/regressions/$t"
