@@ -59,8 +59,41 @@ YamlMap YamlMap::load_file(const std::string& given) {
   return load_string(read_input_file(path, "a YAML file"), path);
 }
 
+namespace {
+// Flow collections nested deeper than kanscale's files ever are (a few
+// levels) are refused before yaml-cpp, which fails on deep ones with only
+// "bad file": the line where the nesting passes the limit.
+void check_flow_depth(const std::string& text, const std::string& name) {
+  constexpr int kMaxDepth = 64;
+  int depth = 0, line = 1;
+  char quote = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      if (quote != '"' && quote != '\'') quote = 0;
+      continue;
+    }
+    if (quote) {
+      if (c == quote && !(quote == '"' && i > 0 && text[i - 1] == '\\')) quote = 0;
+      continue;
+    }
+    if (c == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\n')) quote = '#';  // a comment, to the line's end
+    else if (c == '"' || c == '\'') quote = c;
+    else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth)
+        throw InputError(name + ":" + std::to_string(line) + ": YAML nested more than " + std::to_string(kMaxDepth) +
+                         " levels deep; expected kanscale's few levels of keys and lists");
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
+}  // namespace
+
 YamlMap YamlMap::load_string(const std::string& text, const std::string& name) {
   auto file = std::make_shared<const std::string>(name);
+  check_flow_depth(text, name);
   YAML::Node root;
   try {
     root = YAML::Load(text);

@@ -1312,6 +1312,8 @@ std::vector<Case> catalogue_part31() {
       {"measure: --flush of 1 PiB", "probe", {}, {"measure", "kernels", "--flush", "1PiB", "--json", "{d}/out.json"}, {"--flush 1PiB"}},
       {"simulate: --seed past 2^64", "probe", {}, sim({"--gpus", "1", "--seed", "18446744073709551616"}), {"--seed", "18446744073709551615"}},
       {"eval: no rows", "flags-eval", {{"x.csv", "x0,x1\n"}}, eval_csv(), {"x.csv", "no rows"}},
+      {"workload: flow collections 3,000 deep", "workload", {{W, "name: x\nkan: " + std::string(3000, '[') + std::string(3000, ']') + "\n"}},
+       sim_workload(), {"workload.yaml:2", "nested more than 64 levels"}},
       // 100,000 steps x 35 ops x (221 + 3,180) B kept for --trace: 11.9 GB, above 1 GiB
       {"train: --trace of 100,000 steps within 1 GiB", "flags-train", {},
        {"train", "--workload", "{src}/configs/workloads/local-kanscale.yaml", "--steps", "100000", "--trace", "{d}/t.json", "--memory-limit", "1GiB"},

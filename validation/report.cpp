@@ -247,12 +247,16 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
      << "## Summary\n\n" << sum.str() << "\nCommunication-heavy cases (measured communication at least 30% of the iteration): "
      << heavy << " of " << judged << " judged.\n\nBound on the iteration time: " << bound.str() << ": **"
      << (o.incomplete() ? o.incomplete_text() : o.ok ? "met" : "exceeded: " + o.why) << "**\n\n" << coverage_text(o.coverage, plan) << "\n\n"
-     << "## Cases\n\n" << table << "\n![predicted vs measured](predicted_vs_measured.png)\n\n"
-     << "Predicted against measured iteration time, log axes (dotted: equal; error bars: the prediction's interval). "
-     << "gnuplot renders it from predicted_vs_measured.gp and .dat beside it.\n\n"
-     << "![error per case, with each case's noise floor](error_per_case.png)\n\n"
-     << "Iteration-time error per case, in the order of the table (error bars at 0: +- the case's noise floor; "
-        "error_per_case.gp and .dat beside it).\n\n";
+     << "## Cases\n\n" << table << "\n";
+  if (judged > 0)
+    md << "![predicted vs measured](predicted_vs_measured.png)\n\n"
+       << "Predicted against measured iteration time, log axes (dotted: equal; error bars: the prediction's interval). "
+       << "gnuplot renders it from predicted_vs_measured.gp and .dat beside it.\n\n"
+       << "![error per case, with each case's noise floor](error_per_case.png)\n\n"
+       << "Iteration-time error per case, in the order of the table (error bars at 0: +- the case's noise floor; "
+          "error_per_case.gp and .dat beside it).\n\n";
+  else
+    md << "No plots: no case was judged.\n\n";
   std::vector<std::pair<std::string, std::string>> files;
   std::vector<std::string> plots;  // rendered by gnuplot after everything is written
   // a plot that cannot be scripted costs the picture, never the results
@@ -302,8 +306,10 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
                                     {"summary", sj}, {"cases", j}}
                              .dump(1) +
                          "\n");
-  add_plot(scatter_plot(o.results));
-  add_plot(errors_plot(o.results));
+  if (judged > 0) {  // (no point to draw: gnuplot would only complain)
+    add_plot(scatter_plot(o.results));
+    add_plot(errors_plot(o.results));
+  }
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   write_owned_files(out_dir, files);
