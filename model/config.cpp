@@ -143,6 +143,30 @@ const Calibration::LiveTerm* live_term_for(const Calibration& cal, int ranks_per
   return best;
 }
 
+Extrapolation extrapolation_for(const Calibration& cal, int ranks) {
+  Extrapolation x;
+  x.predicted_ranks = ranks;
+  const Calibration::LiveTerm *lo = nullptr, *hi = nullptr;
+  for (const auto& t : cal.live_terms) {
+    if (!lo || t.ranks < lo->ranks) lo = &t;
+    if (!hi || t.ranks > hi->ranks) hi = &t;
+  }
+  if (!hi) return x;
+  x.measured_ranks = hi->ranks;
+  x.per_doubling_sigma = kExtrapolationPriorPerDoubling;
+  x.source = "the prior (the shipped local-cpu calibration's factor moved 5.7% from 1 to 2 ranks)";
+  if (lo != hi && lo->compute_factor > 0 && hi->compute_factor > 0) {
+    const double own = std::fabs(std::log(hi->compute_factor / lo->compute_factor)) / std::log2(static_cast<double>(hi->ranks) / lo->ranks);
+    if (own > x.per_doubling_sigma) {
+      x.per_doubling_sigma = own;
+      x.source = "calibration '" + cal.name + "''s own live terms (their compute factor's change per doubling from " +
+                 std::to_string(lo->ranks) + " to " + std::to_string(hi->ranks) + " ranks)";
+    }
+  }
+  if (ranks > x.measured_ranks) x.sigma = x.per_doubling_sigma * std::log2(static_cast<double>(ranks) / x.measured_ranks);
+  return x;
+}
+
 double probe_bandwidth(const std::vector<std::pair<double, double>>& p, double ws) {
   if (p.size() < 2 || !(ws > 0)) return 0.0;
   if (ws <= p.front().first) return p.front().second;

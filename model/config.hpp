@@ -365,6 +365,28 @@ double cache_probe_scale(const std::vector<std::pair<double, double>>& probe, do
 // The live term for a node with `ranks_per_node` ranks (null: none).
 const Calibration::LiveTerm* live_term_for(const Calibration& cal, int ranks_per_node);
 
+// A prediction for more ranks than its calibration's live runs measured:
+// the live terms (compute and communication factors, the per-bucket cost)
+// and the ranks' spread (Blom's order statistics) are carried from
+// `measured_ranks` to `predicted_ranks` without a measurement. Its
+// interval widens by a lognormal `sigma` on the iteration's compute and
+// communication: `per_doubling_sigma` x log2(predicted / measured).
+struct Extrapolation {
+  int measured_ranks = 0, predicted_ranks = 0;
+  double per_doubling_sigma = 0, sigma = 0;
+  std::string source;  // where per_doubling_sigma comes from
+  bool applies() const { return sigma > 0; }
+};
+// Until a run at 4-16 ranks measures it (issue 56's scaling check): the
+// shipped local-cpu calibration's live compute factor moved from 1.066 at
+// one rank to 1.128 at two (configs/calibrations/local-cpu.yaml, 6 Dec
+// 2026): log(1.128 / 1.066) = 0.057 in one doubling of the ranks. A
+// calibration whose own terms moved more per doubling gives its own figure.
+inline constexpr double kExtrapolationPriorPerDoubling = 0.057;
+// Extrapolation from the largest rank count of `cal`'s live terms to
+// `ranks`; none (sigma 0) without live terms or within what they measured.
+Extrapolation extrapolation_for(const Calibration& cal, int ranks);
+
 HostTerms host_terms_of(const Calibration& cal, const std::string& from);
 
 // Whether a workload's ops run on a host track and a device track (a

@@ -409,6 +409,36 @@ namespace {
 // A sample needs only each point's median iteration time, which
 // replay_iteration_median gets from the ranks that decide the timeline
 // (o.interval_full_replays: from every rank, as simulate_point would).
+// Every op's time (device and host) and every all-reduce's by `f`.
+void scale_iteration(ReplayInput& in, double f) {
+  for (double& t : in.op_time_s) t *= f;
+  for (double& t : in.op_host_s) t *= f;
+  for (PlannedBuckets* pb : {&in.first, &in.steady})
+    for (auto& e : pb->allreduce) {
+      e.time_s *= f;
+      e.launch_s *= f;
+    }
+}
+
+// The note a prediction prints when it reaches past the calibration's live
+// runs: which counts, and how the intervals widen for it.
+std::string extrapolation_note(const Calibration& cal, const std::vector<Layout>& layouts) {
+  std::string counts;
+  Extrapolation any;
+  for (const Layout& l : layouts)
+    if (const Extrapolation x = extrapolation_for(cal, l.ranks); x.applies()) {
+      counts += (counts.empty() ? "" : ", ") + std::to_string(l.ranks);
+      any = x;
+    }
+  if (counts.empty()) return "";
+  char per[32];
+  std::snprintf(per, sizeof per, "%.3g", any.per_doubling_sigma);
+  return "live term of " + std::to_string(any.measured_ranks) + " rank(s) reused for " + counts +
+         " (calibration '" + cal.name + "' measured no more): the live factors and the ranks' spread are carried there unmeasured, "
+         "and the intervals widen by a lognormal sigma of " + per + " per doubling of the ranks beyond " +
+         std::to_string(any.measured_ranks) + ", from " + any.source;
+}
+
 void add_bands(const Cluster& c, const Workload& w, const Calibration& cal, const StudyOptions& o, const Layout& one,
                const std::vector<Layout>& layouts, StudyResult& sr) {
   if (!has_measured_uncertainty(cal)) {
@@ -438,6 +468,10 @@ void add_bands(const Cluster& c, const Workload& w, const Calibration& cal, cons
       ReplayInput& in = inputs[k];
       set_replay_costs(in, c, w, drawn, all[k], splits[k].batch_per_gpu, *coll);
       in.seed = seed;
+      // ranks beyond the live runs': the carried terms' own error, one draw
+      // per sample for every point (a systematic error, growing with the reach)
+      if (const Extrapolation x = extrapolation_for(cal, all[k].ranks); x.applies())
+        scale_iteration(in, std::exp(x.sigma * rng.normal(0x4000, static_cast<std::uint64_t>(s))));
       // this sample's ranks, each at a persistent speed of its own (median 1)
       if (cal.rank_sigma > 0 && all[k].ranks > 1) {
         in.rank_factor.resize(static_cast<std::size_t>(all[k].ranks));
@@ -494,6 +528,7 @@ StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& ca
   sr.collective_family = to_string(c.collectives.family);
   if (const std::string m = collective_family_mismatch(c, cal); !m.empty()) sr.warnings.push_back(m);
   if (const std::string m = host_terms_note(c, w, cal); !m.empty()) sr.warnings.push_back(m);
+  if (const std::string m = extrapolation_note(cal, layouts); !m.empty()) sr.warnings.push_back(m);
   StudyOptions base = o;
   base.trace = false;
   const Layout one = layout_for(c, 1, o.gpus_per_node);
@@ -508,6 +543,7 @@ StudyResult run_study(const Cluster& c, const Workload& w, const Calibration& ca
       pt.speedup = sr.baseline.epoch_s / pt.epoch_s;
     }
     pt.efficiency = pt.speedup / n;
+    pt.extrapolation_sigma = extrapolation_for(cal, n).sigma;
     if (const std::string note = batch_change_note(w, o.scaling, pt); !note.empty()) sr.warnings.push_back(note);
     if (pt.memory.exceeds_capacity()) {
       sr.warnings.push_back("N=" + std::to_string(n) + ": predicted peak memory " + format_bytes(pt.memory.peak_bytes) +

@@ -106,6 +106,9 @@ struct ScalingPoint {
   // from the interval samples (unset: none): the median iteration time over
   // ranks, and the speedup (each sample's baseline from the same draw)
   std::optional<Band> iteration_band, speedup_band;
+  // the lognormal sigma the bands carry for ranks beyond what the
+  // calibration's live runs measured (model/config's extrapolation_for; 0: none)
+  double extrapolation_sigma = 0;
   // the time to train in each interval sample (its steady iteration time; the
   // first iteration and the per-epoch cost as predicted): whatif's
   // probability of meeting a budget and its quantiles

@@ -131,6 +131,7 @@ nlohmann::json point_json(const ScalingPoint& p) {
             {"parameter_to_memory_ratio", m.parameter_to_memory_ratio()},
             {"exceeds_capacity", m.exceeds_capacity()}}},
           {"iteration_time_interval_s", band_json(p.iteration_band)},
+          {"extrapolation_sigma", p.extrapolation_sigma},
           {"speedup_interval", band_json(p.speedup_band)},
           {"buckets_first_iteration", buckets_json(p.first_plan)},
           {"buckets_steady", buckets_json(p.steady_plan)}};
@@ -181,6 +182,11 @@ void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info) {
          << "    (d) jitter (per rank and iteration): " << sig(cal.jitter_sigma) << "\n"
          << "        and a rank's speed that persists through a run (each sample draws the ranks'; the point takes their expected order): "
          << sig(cal.rank_sigma) << "\n";
+      std::string reach;
+      for (const auto& p : r.points)
+        if (p.extrapolation_sigma > 0) reach += (reach.empty() ? "" : ", ") + ("N=" + std::to_string(p.gpus) + " " + fixed(p.extrapolation_sigma, 3));
+      if (!reach.empty())
+        os << "    (e) ranks beyond the live runs' (their terms carried unmeasured; one draw a sample): lognormal sigma " << reach << "\n";
     }
     os << "   ";
     for (const auto& p : r.points)

@@ -163,7 +163,7 @@ void put(Writer& w, const ScalingPoint& p) {
   w.pod(p.iterations_per_epoch);
   for (const Stat* s : {&p.iteration_s, &p.compute_s, &p.comm_s, &p.exposed_s, &p.first_iteration_s}) put(w, *s);
   for (double x : {p.overhead_exposed, p.overhead_total, p.samples_per_s, p.epoch_s, p.time_to_train_s, p.job_fixed_s, p.gpu_hours,
-                   p.speedup, p.efficiency})
+                   p.speedup, p.efficiency, p.extrapolation_sigma})
     w.pod(x);
   for (const double* x : memory_fields(p.memory)) w.pod(*x);
   w.list(p.first_plan, [&](const BucketRow& b) { put(w, b); });
@@ -189,7 +189,7 @@ ScalingPoint get_point(Reader& r) {
   p.iterations_per_epoch = r.pod<std::int64_t>();
   for (Stat* s : {&p.iteration_s, &p.compute_s, &p.comm_s, &p.exposed_s, &p.first_iteration_s}) *s = get_stat(r);
   for (double* x : {&p.overhead_exposed, &p.overhead_total, &p.samples_per_s, &p.epoch_s, &p.time_to_train_s, &p.job_fixed_s, &p.gpu_hours,
-                    &p.speedup, &p.efficiency})
+                    &p.speedup, &p.efficiency, &p.extrapolation_sigma})
     *x = r.pod<double>();
   for (double* x : memory_fields(p.memory)) *x = r.pod<double>();
   p.first_plan = r.list<BucketRow>([&] { return get_bucket(r); });

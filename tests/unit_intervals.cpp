@@ -389,3 +389,53 @@ TEST_CASE("the communication's out-of-sample error moves the all-reduces, and no
   CHECK(two.hi <= point + 1.1 * (std::exp(1.645 * 0.2 - 0.02) - 1) * comm);
   CHECK(two.hi - two.lo >= 0.1 * (std::exp(1.645 * 0.2 - 0.02) - std::exp(-1.645 * 0.2 - 0.02)) * comm);
 }
+
+TEST_CASE("extrapolation past the live runs' ranks: the term by hand, the header's note and a wider interval") {
+  const std::string src = KANSCALE_SOURCE_DIR;
+  const Cluster c = load_cluster(src + "/configs/clusters/dgx-a100.yaml");
+  // terms at 1 rank (x1.0) and 2 ranks (x1.1): the calibration's own change
+  // per doubling, |log(1.1 / 1.0)| / log2(2 / 1) = 0.09531, is above the
+  // prior (0.057), so it is the one used: at 64 ranks, 0.09531 x log2(64 / 2)
+  // = 0.09531 x 5 = 0.47655; at 2 ranks or fewer, none
+  Calibration hand = datasheet_calibration(c, Precision::fp32);
+  hand.name = "hand";
+  hand.live_terms = {Calibration::LiveTerm{1, 1.0, 0.0, 0.0, 1.0}, Calibration::LiveTerm{2, 1.1, 0.0, 0.0, 1.0}};
+  const Extrapolation x64 = extrapolation_for(hand, 64);
+  CHECK(x64.measured_ranks == 2);
+  CHECK(x64.per_doubling_sigma == doctest::Approx(std::log(1.1)).epsilon(1e-12));
+  CHECK(x64.sigma == doctest::Approx(5 * std::log(1.1)).epsilon(1e-12));
+  CHECK_FALSE(extrapolation_for(hand, 2).applies());
+  CHECK_FALSE(extrapolation_for(hand, 1).applies());
+  // one term (2 ranks, x1.3): no change to read, so the prior: 0.057 x log2(8 / 2) = 0.114
+  hand.live_terms = {Calibration::LiveTerm{2, 1.3, 0.0, 0.0, 1.0}};
+  CHECK(extrapolation_for(hand, 8).sigma == doctest::Approx(2 * kExtrapolationPriorPerDoubling).epsilon(1e-12));
+  // no live terms: nothing measured, nothing carried
+  hand.live_terms.clear();
+  CHECK_FALSE(extrapolation_for(hand, 64).applies());
+
+  // the shipped local-cpu calibration (terms at 1 and 2 ranks: 1.066 and
+  // 1.128, 0.0566 a doubling, under the prior) predicting 2 and 64 GPUs:
+  // the note names the reuse, and at 64 the extrapolation alone (sigma
+  // 0.057 x 5 = 0.285: a 90% band of exp(-/+1.645 x 0.285) = 0.63 to 1.60,
+  // a half-width of 0.49 of the point) makes the band wider than at 2
+  const Calibration cal = load_calibration(src + "/configs/calibrations/local-cpu.yaml", c, Precision::fp32);
+  Workload w = load_workload(src + "/configs/workloads/default.yaml");
+  w.implementation = Implementation::kanscale;
+  StudyOptions o;
+  o.gpus = {2, 64};
+  o.iterations = 3;
+  o.interval_samples = 200;
+  const StudyResult r = run_study(c, w, cal, o);
+  bool noted = false;
+  for (const auto& m : r.warnings) noted = noted || m.find("live term of 2 rank(s) reused for 64") != std::string::npos;
+  CHECK(noted);
+  CHECK(r.points[0].extrapolation_sigma == 0.0);
+  CHECK(r.points[1].extrapolation_sigma == doctest::Approx(5 * kExtrapolationPriorPerDoubling).epsilon(1e-12));
+  auto rel_half_width = [](const ScalingPoint& p) { return (p.iteration_band->hi - p.iteration_band->lo) / (2 * p.iteration_s.median); };
+  REQUIRE(r.points[0].iteration_band.has_value());
+  REQUIRE(r.points[1].iteration_band.has_value());
+  CAPTURE(rel_half_width(r.points[0]));
+  CAPTURE(rel_half_width(r.points[1]));
+  CHECK(rel_half_width(r.points[1]) > rel_half_width(r.points[0]));
+  CHECK(rel_half_width(r.points[1]) > 0.4);
+}
