@@ -93,6 +93,11 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   refuse_inputs_twice({{"--kernels", &kernels}, {"--collectives", &collectives}, {"--interference", &interference}, {"--progress", &progress},
                        {"--nccl-tests", &nccl_logs}, {"--runtime-memory", &runtime_files}, {"--torch-ops", &torch_ops}});
   FitInputs inputs = read_fit_inputs(kernels, collectives, interference, nccl_logs, runtime_files, progress, torch_ops);
+  for (const auto& log : inputs.nccl_tests)  // all_reduce_perf's rows reduce; broadcast_perf's (and gather's) say redop none
+    for (const auto& r : log.rows)
+      if (r.redop == "none")
+        throw InputError("--nccl-tests " + log.file + ":" + std::to_string(r.line) +
+                         ": a row with redop none (a broadcast or gather log?); --nccl-tests takes all_reduce_perf logs");
   for (std::size_t i = 0; i < inputs.nccl_tests.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
       if (same_table(inputs.nccl_tests[i], inputs.nccl_tests[j]))
