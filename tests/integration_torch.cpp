@@ -451,3 +451,43 @@ TEST_CASE("the PyTorch writers write through kanscale's: a symlink's target, a F
   REQUIRE(stat((d / "null").c_str(), &st) == 0);
   CHECK(S_ISCHR(st.st_mode));
 }
+
+TEST_CASE("the other PyTorch writers too: gloo's all-reduce sweep into a FIFO and a device, bench interference through a symlink") {
+  TempDir d;
+  const std::vector<std::string> sweep = {kExe, "measure", "allreduce", "--backend", "gloo", "--ranks", "2", "-b", "8", "-e", "64", "-n", "3", "-w", "1"};
+  // a FIFO: the sweep's JSON goes through it; it stays a FIFO
+  REQUIRE(mkfifo((d / "fifo").c_str(), 0644) == 0);
+  std::string got;
+  std::thread reader([&] { got = slurp(d / "fifo"); });
+  std::vector<std::string> argv = sweep;
+  argv.insert(argv.end(), {"--json", d / "fifo"});
+  ProcessResult r = run_process(argv, d.path, 240);
+  reader.join();
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(std::filesystem::is_fifo(d / "fifo"));
+  CHECK(got.find("\"points\"") != std::string::npos);
+  // bench interference's JSON through a symlink: the target replaced, the link kept
+  const std::string w = d.write("w.yaml", kWorkload);
+  const std::string target = d.write("target.json", "old");
+  REQUIRE(symlink(target.c_str(), (d / "link.json").c_str()) == 0);
+  r = run_process({kExe, "bench", "interference", "--backend", "gloo", "--ranks", "2", "--workload", w, "--bytes", "64KiB", "--repeat", "3",
+                   "--json", d / "link.json"},
+                  d.path, 240);
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(std::filesystem::is_symlink(d / "link.json"));
+  CHECK(slurp(target).find("interference") != std::string::npos);
+  if (getuid() != 0) {
+    MESSAGE("not root: the device node case is skipped (mknod needs root)");
+    return;
+  }
+  REQUIRE(mknod((d / "null").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0);
+  argv = sweep;
+  argv.insert(argv.end(), {"--json", d / "null"});
+  r = run_process(argv, d.path, 240);
+  CHECK(r.exit_code == 0);
+  struct stat st {};
+  REQUIRE(stat((d / "null").c_str(), &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+}
