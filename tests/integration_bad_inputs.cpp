@@ -1252,6 +1252,16 @@ std::vector<Case> catalogue_part30() {
   };
 }
 
+// The checkpoint with every weight a NaN (0x7fc00000, little-endian):
+// a file that reads, whose predictions are no numbers.
+std::string st_nan_weights() {
+  std::string bytes = read_file(checkpoint().model);
+  std::uint64_t len = 0;
+  for (int i = 0; i < 8; ++i) len |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  for (std::size_t at = 8 + len; at + 4 <= bytes.size(); at += 4) bytes.replace(at, 4, std::string("\x00\x00\xc0\x7f", 4));
+  return bytes;
+}
+
 // Issue 55: hostile inputs that were fitted or answered silently, and
 // messages that named the wrong thing.
 const std::string kTrace = read_file(kSrc + "/tests/fixtures/torch/parity-3-layers.trace.json");
@@ -1315,6 +1325,7 @@ std::vector<Case> catalogue_part31() {
       {"measure: --flush of 1 PiB", "probe", {}, {"measure", "kernels", "--flush", "1PiB", "--json", "{d}/out.json"}, {"--flush 1PiB"}},
       {"simulate: --seed past 2^64", "probe", {}, sim({"--gpus", "1", "--seed", "18446744073709551616"}), {"--seed", "18446744073709551615"}},
       {"eval: no rows", "flags-eval", {{"x.csv", "x0,x1\n"}}, eval_csv(), {"x.csv", "no rows"}},
+      {"eval: weights that are not numbers", "flags-eval", st(st_nan_weights()), eval_st(), {"m.safetensors", "not a finite number"}},
       {"workload: flow collections 3,000 deep", "workload", {{W, "name: x\nkan: " + std::string(3000, '[') + std::string(3000, ']') + "\n"}},
        sim_workload(), {"workload.yaml:2", "nested more than 64 levels"}},
       // 100,000 steps x 35 ops x (221 + 3,180) B kept for --trace: 11.9 GB, above 1 GiB
