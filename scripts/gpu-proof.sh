@@ -33,6 +33,16 @@ if ls .deps/*.deb >/dev/null 2>&1; then
   for f in .deps/*.deb; do dpkg-deb -x "$f" "$deps" || dpkg -x "$f" "$deps"; done
 fi
 export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Open MPI from the carried packages when the image has none: dpkg -x makes no
+# alternatives links (mpirun -> mpirun.openmpi), and OPAL_PREFIX tells the
+# relocated wrappers and mpirun where their files are
+if ! command -v mpirun >/dev/null 2>&1 && [ -x "$deps/usr/bin/mpirun.openmpi" ]; then
+  for t in mpirun mpiexec mpicc mpicxx; do
+    [ -e "$deps/usr/bin/$t.openmpi" ] && ln -sf "$t.openmpi" "$deps/usr/bin/$t"
+  done
+  export PATH="$deps/usr/bin:$PATH" OPAL_PREFIX="$deps/usr"
+  echo "MPI: the carried Open MPI ($deps/usr/bin/mpirun, OPAL_PREFIX=$OPAL_PREFIX)" >>"$OUT/machine.txt"
+fi
 
 # 2. NCCL: the toolkit's, or the one PyTorch's wheels bring (nvidia-nccl-*),
 # exposed as NCCL_HOME/{include,lib/libnccl.so}
@@ -58,7 +68,7 @@ stage "configure"
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$deps/usr" \
   -DNCCL_HOME="$nccl" >"$OUT/build.log" 2>&1 || { stage "configure failed"; exit 1; }
 stage "build"
-timeout 240 cmake --build build-gpu -j"$(nproc)" --target kanscale kanscale_cuda cuda_tests >>"$OUT/build.log" 2>&1 ||
+timeout 240 cmake --build build-gpu -j"$(nproc)" --target kanscale kanscale_cuda cuda_tests kanscale_data >>"$OUT/build.log" 2>&1 ||
   { stage "build failed"; tail -50 "$OUT/build.log"; exit 1; }
 stage "cuda_tests"
 timeout 60 build-gpu/tests/cuda_tests >"$OUT/cuda_tests.txt" 2>&1
