@@ -100,8 +100,8 @@ std::string resolve_given_path(const std::string& given) {
   std::string shipped;
   try {
     shipped = data_dir().path + "/" + given;
-  } catch (const InputError&) {
-    return given;  // no data directory: the reader says the file is missing
+  } catch (const InputError& e) {
+    throw InputError("file " + given + " not found (looked in " + given + "), and " + e.what());
   }
   if (exists(shipped)) return shipped;
   throw InputError("file " + given + " not found (looked in " + given + " and " + shipped + ")");

@@ -168,7 +168,11 @@ void check_output_paths(const std::vector<std::pair<std::string, std::string>>& 
     if (path.empty()) continue;
     check_output_path(path, what);
     const Target t = resolve(path, what);
-    if (!direct(t) && !seen.insert(normal(t.path)).second)
+    // a device may take several outputs (/dev/null); a FIFO may not: its
+    // reader would get two files run together
+    struct stat st {};
+    const bool fifo = stat(t.path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+    if ((!direct(t) || fifo) && !seen.insert(normal(t.path)).second)
       throw InputError(what + " " + path + ": this file is named by another output option too");
   }
 }

@@ -28,6 +28,27 @@ std::string json_message(const std::exception& e) {
 nlohmann::json read_json_file(const std::string& path, const char* what) {
   // read_input_file refuses directories, devices, pipes and files too large to hold
   const std::string text = read_input_file(path, what);
+  // kanscale's files and torch.profiler's traces nest a few levels: a deeply
+  // nested document is refused before the library (whose copies and
+  // destruction recurse: 100,000 levels overflowed the stack)
+  constexpr int kMaxDepth = 256;
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth)
+        throw InputError(path + ": JSON nested more than " + std::to_string(kMaxDepth) + " levels deep (at byte " + std::to_string(i) +
+                         "); expected " + what);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {

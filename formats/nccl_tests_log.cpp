@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -101,6 +102,14 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
     r.count = static_cast<std::int64_t>(count);
     r.type = w[2];
     r.redop = w[3];
+    // the size is count x the element's bytes, for the types nccl-tests names
+    static const std::map<std::string, double> element = {{"int8", 1},  {"uint8", 1},  {"half", 2},    {"bfloat16", 2}, {"float", 4},
+                                                          {"int32", 4}, {"uint32", 4}, {"double", 8}, {"int64", 8},    {"uint64", 8}};
+    if (const auto e = element.find(r.type); e != element.end() && count * e->second != r.bytes)
+      throw bad("a size of " + w[0] + " bytes is not its count " + w[1] + " x " + std::to_string(static_cast<int>(e->second)) + " bytes (" + r.type + ")");
+    if (!log.rows.empty() && !(r.bytes > log.rows.back().bytes))
+      throw bad("the size " + w[0] + " does not follow the row before's " +
+                std::to_string(static_cast<long long>(log.rows.back().bytes)) + " (a sweep's sizes increase: two tables run together?)");
     for (int side = 0; side < 2; ++side) {
       const std::size_t o = base + 4 * static_cast<std::size_t>(side);
       for (std::size_t j = 0; j < 3; ++j)

@@ -98,8 +98,10 @@ YamlMap YamlMap::load_string(const std::string& text, const std::string& name) {
   try {
     root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    throw InputError(name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                     ": YAML syntax error: " + e.msg);
+    // (yaml-cpp says only "bad file" where a structure nests too deep for it)
+    throw InputError(name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": YAML syntax error: " +
+                     (e.msg == "bad file" ? std::string("nested deeper than the YAML reader takes (yaml-cpp: bad file); expected kanscale's few levels")
+                                          : e.msg));
   }
   if (!root.IsMap()) throw InputError(name + ":1:1: expected a YAML mapping at the top level");
   return YamlMap(file, root, "");

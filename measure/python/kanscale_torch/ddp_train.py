@@ -163,6 +163,9 @@ def run_and_leave(job, a):
     traceback (the interpreter's teardown could spin in gloo, see leave()).
     The other entry points (op_bench, collective_sweep) end the same way."""
     die_with_parent()
+    # Ctrl-C (kanscale passes SIGINT on to its ranks): end at once, without a
+    # KeyboardInterrupt traceback from every rank
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     faulthandler.register(signal.SIGUSR1)  # kill -USR1 PID: every thread's Python stack to the rank's stderr
     try:
         job(a)
