@@ -387,3 +387,27 @@ TEST_CASE("the schedule starts the calibration's live runs as it starts the case
   CHECK(calibration_runs > 0);
   CHECK(cases > 0);
 }
+
+TEST_CASE("the error per rank count: each count's judged cases, the oversubscribed apart") {
+  // by hand, error = (predicted - measured) / measured:
+  //   1 rank:  10 ms against 8 ms: +25%; 12 ms against 12 ms: 0%  -> mean |e| 12.5%, signed +12.5%
+  //   2 ranks: 9 ms against 10 ms: -10%, interval [9.5, 10.5] ms holds 10 ms -> 1 of 1
+  //   4 ranks, oversubscribed: 20 ms against 25 ms: -20% (kept apart, not judged)
+  std::vector<CaseResult> rs = {hand(1, 10, {8}), hand(1, 12, {12}), hand(2, 9, {10}), hand(4, 20, {25}, true)};
+  rs[2].interval = Band{0.0095, 0.0105};
+  const auto rows = per_rank_count(rs);
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].ranks == 1);
+  CHECK(rows[0].judged == 2);
+  CHECK(rows[0].mean_abs_pct == doctest::Approx(12.5));
+  CHECK(rows[0].mean_signed_pct == doctest::Approx(12.5));
+  CHECK(rows[0].coverage.cases == 0);
+  CHECK(rows[1].ranks == 2);
+  CHECK(rows[1].mean_signed_pct == doctest::Approx(-10.0));
+  CHECK(rows[1].coverage.cases == 1);
+  CHECK(rows[1].coverage.inside == 1);
+  CHECK(rows[2].ranks == 4);
+  CHECK(rows[2].judged == 0);
+  CHECK(rows[2].oversubscribed == 1);
+  CHECK(rows[2].oversubscribed_mean_abs_pct == doctest::Approx(20.0));
+}

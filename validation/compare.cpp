@@ -220,6 +220,38 @@ Coverage interval_coverage(const std::vector<CaseResult>& results) {
   return c;
 }
 
+std::vector<RanksSummary> per_rank_count(const std::vector<CaseResult>& results) {
+  std::map<int, std::vector<const CaseResult*>> by;
+  for (const auto& r : results) by[r.c.ranks].push_back(&r);
+  std::vector<RanksSummary> out;
+  for (const auto& [ranks, rs] : by) {
+    RanksSummary s;
+    s.ranks = ranks;
+    std::vector<CaseResult> judged;
+    double over_sum = 0;
+    for (const CaseResult* r : rs) {
+      const double e = pct_error(r->predicted.iteration_s, r->live.iteration_s);
+      if (r->c.oversubscribed) {
+        ++s.oversubscribed;
+        over_sum += std::fabs(e);
+        continue;
+      }
+      ++s.judged;
+      s.mean_abs_pct += std::fabs(e);
+      s.mean_signed_pct += e;
+      judged.push_back(*r);
+    }
+    if (s.judged > 0) {
+      s.mean_abs_pct /= s.judged;
+      s.mean_signed_pct /= s.judged;
+    }
+    if (s.oversubscribed > 0) s.oversubscribed_mean_abs_pct = over_sum / s.oversubscribed;
+    s.coverage = interval_coverage(judged);
+    out.push_back(s);
+  }
+  return out;
+}
+
 Metrics live_metrics(const std::string& path, const std::string& backend) {
   if (!std::filesystem::exists(path)) throw InputError(path + ": missing (did every job of the schedule run?)");
   const nlohmann::json j = read_json_file(path, "a kanscale train --json file");

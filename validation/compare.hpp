@@ -54,6 +54,20 @@ struct Coverage {
 };
 Coverage interval_coverage(const std::vector<CaseResult>& results);
 
+// The error and the intervals per rank count (issue 56: how the error grows
+// from the calibration's ranks to those it never measured). Oversubscribed
+// cases are counted apart (shown, not judged): their mean error is kept,
+// their coverage not counted.
+struct RanksSummary {
+  int ranks = 0;
+  int judged = 0, oversubscribed = 0;
+  double mean_abs_pct = 0;        // over the judged cases (0: none)
+  double mean_signed_pct = 0;     // the same, signed: too slow (+) or too fast (-)
+  double oversubscribed_mean_abs_pct = 0;
+  Coverage coverage;              // of the judged cases with an interval
+};
+std::vector<RanksSummary> per_rank_count(const std::vector<CaseResult>& results);
+
 // The mean noise floor of the judged (not oversubscribed) cases.
 double mean_noise_pct(const std::vector<CaseResult>& results);
 

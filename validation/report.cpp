@@ -184,6 +184,37 @@ nlohmann::json cases_json(const std::vector<CaseResult>& results) {
   return j;
 }
 
+// The error and the intervals per rank count, for report.md (none with one count).
+std::string per_ranks_table(const std::vector<CaseResult>& results) {
+  const auto rows = per_rank_count(results);
+  if (rows.size() < 2) return "";
+  std::ostringstream t;
+  t << std::fixed << std::setprecision(1)
+    << "## Error per rank count\n\nMean |error| and mean signed error of the iteration time over each rank count's judged cases; "
+       "oversubscribed cases (more ranks than cores) apart, not judged.\n\n"
+    << "| ranks | judged | mean abs error | mean signed error | 90% intervals covering | oversubscribed (mean abs error) |\n"
+       "|---|---|---|---|---|---|\n";
+  for (const auto& r : rows) {
+    t << "| " << r.ranks << " | " << r.judged << " | ";
+    if (r.judged) t << r.mean_abs_pct << "% | " << std::showpos << r.mean_signed_pct << std::noshowpos << "% | ";
+    else t << "- | - | ";
+    if (r.coverage.cases) t << r.coverage.inside << " of " << r.coverage.cases << " | ";
+    else t << "- | ";
+    if (r.oversubscribed) t << r.oversubscribed << " (" << r.oversubscribed_mean_abs_pct << "%) |\n";
+    else t << "- |\n";
+  }
+  return t.str() + "\n";
+}
+
+nlohmann::json per_ranks_json(const std::vector<CaseResult>& results) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& r : per_rank_count(results))
+    a.push_back({{"ranks", r.ranks}, {"judged", r.judged}, {"mean_abs_pct", r.mean_abs_pct}, {"mean_signed_pct", r.mean_signed_pct},
+                 {"intervals", r.coverage.cases}, {"inside", r.coverage.inside}, {"oversubscribed", r.oversubscribed},
+                 {"oversubscribed_mean_abs_pct", r.oversubscribed_mean_abs_pct}});
+  return a;
+}
+
 }  // namespace
 
 std::string ValidationOutcome::incomplete_text() const {
@@ -247,7 +278,7 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
      << "## Summary\n\n" << sum.str() << "\nCommunication-heavy cases (measured communication at least 30% of the iteration): "
      << heavy << " of " << judged << " judged.\n\nBound on the iteration time: " << bound.str() << ": **"
      << (o.incomplete() ? o.incomplete_text() : o.ok ? "met" : "exceeded: " + o.why) << "**\n\n" << coverage_text(o.coverage, plan) << "\n\n"
-     << "## Cases\n\n" << table << "\n";
+     << per_ranks_table(o.results) << "## Cases\n\n" << table << "\n";
   if (judged > 0)
     md << "![predicted vs measured](predicted_vs_measured.png)\n\n"
        << "Predicted against measured iteration time, log axes (dotted: equal; error bars: the prediction's interval). "
@@ -303,7 +334,7 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
                                     {"intervals", {{"samples", plan.interval_samples}, {"level", 0.9}, {"cases", o.coverage.cases},
                                                    {"inside", o.coverage.inside}, {"coverage_pct", o.coverage.pct()},
                                                    {"median_half_width_pct", o.coverage.median_half_width_pct}}},
-                                    {"summary", sj}, {"cases", j}}
+                                    {"summary", sj}, {"per_ranks", per_ranks_json(o.results)}, {"cases", j}}
                              .dump(1) +
                          "\n");
   if (judged > 0) {  // (no point to draw: gnuplot would only complain)
