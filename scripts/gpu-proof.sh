@@ -1,9 +1,10 @@
 #!/bin/bash
 # The GPU proof, run on the device machine (one H200) in one call: build for
 # sm_90 only, the CUDA tests, the CUDA kernel microbenchmarks and the
-# single-GPU validation plan. Everything lands under $OUT (at most 8 files):
-#   machine.txt  build.log  cuda_tests.txt  kernels-cuda.json  kernels.txt
-#   validate.txt  single-gpu-report.md  single-gpu-results.json
+# single-GPU validation plan, then issue 56's scaling check on its CPU cores.
+# Everything lands under $OUT in three files: machine.txt, gpu-proof.tar.gz
+# (build.log, cuda_tests.txt, kernels-cuda.json, kernels.txt, validate.txt,
+# scaling.txt, the single-GPU report and results) and scaling-check.tar.gz.
 # Each step has its own time limit so that what finished comes back even
 # when a later step runs long. Prepare here with scripts/gpu-proof-deps.sh.
 set -uo pipefail
@@ -12,6 +13,9 @@ OUT=${OUT:-/tmp/gpu-proof-out}
 mkdir -p "$OUT"
 t0=$(date +%s)
 stage() { echo "== $(($(date +%s) - t0)) s: $*" | tee -a "$OUT/machine.txt"; }
+# a stage's time limit: its own, or what is left of 450 s (the GPU proof and
+# the scaling check stay under 8 minutes together), at least 10 s
+budget() { local left=$((450 - ($(date +%s) - t0))); [ "$left" -lt "$1" ] && echo $((left > 10 ? left : 10)) || echo "$1"; }
 
 {
   date -u +%Y-%m-%dT%H:%M:%SZ
@@ -78,9 +82,23 @@ timeout 60 build-gpu/cli/kanscale measure kernels --backend cuda --plan configs/
   --json "$OUT/kernels-cuda.json" >"$OUT/kernels.txt" 2>&1
 echo "exit $?" >>"$OUT/kernels.txt"
 stage "validate single-gpu"
-timeout 200 build-gpu/cli/kanscale validate validation/plans/single-gpu.yaml --out /tmp/single-gpu >"$OUT/validate.txt" 2>&1
+timeout "$(budget 150)" build-gpu/cli/kanscale validate validation/plans/single-gpu.yaml --out /tmp/single-gpu >"$OUT/validate.txt" 2>&1
 echo "exit $?" >>"$OUT/validate.txt"
 cp /tmp/single-gpu/report.md "$OUT/single-gpu-report.md" 2>/dev/null
 cp /tmp/single-gpu/results.json "$OUT/single-gpu-results.json" 2>/dev/null
+# 4. issue 56's scaling check on the machine's CPU cores (kanscale's trainer
+# over MPI at 1-16 ranks, calibrated at 1 and 2): its own archive
+stage "scaling check"
+if command -v mpirun >/dev/null 2>&1; then
+  timeout "$(budget 120)" bash scripts/scaling-check.sh --out /tmp/scaling --kanscale build-gpu/cli/kanscale >"$OUT/scaling.txt" 2>&1
+  echo "exit $?" >>"$OUT/scaling.txt"
+  cp /tmp/scaling/scaling-check.tar.gz "$OUT/" 2>/dev/null
+else
+  echo "no mpirun (neither the image's nor the carried one): the scaling check did not run" >"$OUT/scaling.txt"
+fi
 stage "done"
-tail -n 3 "$OUT/cuda_tests.txt" "$OUT/kernels.txt" "$OUT/validate.txt"
+tail -n 3 "$OUT/cuda_tests.txt" "$OUT/kernels.txt" "$OUT/validate.txt" "$OUT/scaling.txt"
+# the device returns few files: everything but machine.txt and the scaling archive in one
+cd "$OUT" && tar -czf gpu-proof.tar.gz build.log cuda_tests.txt kernels-cuda.json kernels.txt validate.txt scaling.txt \
+  single-gpu-report.md single-gpu-results.json 2>/dev/null
+rm -f build.log cuda_tests.txt kernels-cuda.json kernels.txt validate.txt scaling.txt single-gpu-report.md single-gpu-results.json
