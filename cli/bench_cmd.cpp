@@ -142,8 +142,9 @@ int bench(const std::vector<std::string>& args, const std::string& cmdline) {
   if (!args.empty() && args[0] == "progress") return bench_progress({args.begin() + 1, args.end()}, cmdline);
   if (!args.empty() && args[0] == "overlap") return bench_overlap({args.begin() + 1, args.end()}, cmdline);
   if (!args.empty() && args[0] == "study") return bench_study({args.begin() + 1, args.end()});
+  if (!args.empty() && args[0] == "trace") return bench_trace({args.begin() + 1, args.end()});
   if (args.empty() || (args[0] != "sim" && args[0] != "--help" && args[0] != "-h"))
-    throw InputError("bench: expected a benchmark name: kanscale bench sim|kernels|interference|progress|overlap|study [options]");
+    throw InputError("bench: expected a benchmark name: kanscale bench sim|kernels|interference|progress|overlap|study|trace [options]");
   return bench_sim({args.begin() + (args[0] == "sim" ? 1 : 0), args.end()});
 }
 

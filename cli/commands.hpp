@@ -7,6 +7,7 @@ int simulate(const std::vector<std::string>& args, const std::string& cmdline);
 int bench(const std::vector<std::string>& args, const std::string& cmdline);
 int bench_kernels(const std::vector<std::string>& args);
 int bench_study(const std::vector<std::string>& args);
+int bench_trace(const std::vector<std::string>& args);
 int whatif(const std::vector<std::string>& args);
 int bench_interference(const std::vector<std::string>& args, const std::string& cmdline);
 int bench_progress(const std::vector<std::string>& args, const std::string& cmdline);

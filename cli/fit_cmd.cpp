@@ -44,6 +44,30 @@ bool same_table(const NcclTestsLog& a, const NcclTestsLog& b) {
       return false;
   return true;
 }
+// --cluster: an NCCL cluster whose model predicts the sweeps' held-out sizes (none: not given).
+std::optional<Cluster> nccl_cluster(const std::string& file) {
+  if (file.empty()) return std::nullopt;
+  Cluster c = load_cluster(file);
+  if (c.collectives.family != CollFamily::nccl)
+    throw InputError("--cluster " + file + ": its collectives are " + to_string(c.collectives.family) + ", not nccl: it cannot predict NCCL sweeps");
+  return c;
+}
+
+// The logs are all-reduce sweeps, each once: all_reduce_perf's rows reduce
+// (broadcast_perf's and gather's say redop none), and one table under two
+// names would weigh double in the fit.
+void check_nccl_logs(const std::vector<NcclTestsLog>& logs) {
+  for (const auto& log : logs)
+    for (const auto& r : log.rows)
+      if (r.redop == "none")
+        throw InputError("--nccl-tests " + log.file + ":" + std::to_string(r.line) +
+                         ": a row with redop none (a broadcast or gather log?); --nccl-tests takes all_reduce_perf logs");
+  for (std::size_t i = 0; i < logs.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (same_table(logs[i], logs[j]))
+        throw InputError("--nccl-tests " + logs[i].file + ": the same table as " + logs[j].file +
+                         " (one sweep counted twice would weigh double in the fit)");
+}
 }  // namespace
 
 int fit(const std::vector<std::string>& args, const std::string& cmdline) {
@@ -83,26 +107,11 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
     name = out.substr(out.find_last_of('/') + 1);
     name = name.substr(0, name.rfind('.'));
   }
-  std::optional<Cluster> cluster;
-  if (!cluster_file.empty()) {
-    cluster = load_cluster(cluster_file);
-    if (cluster->collectives.family != CollFamily::nccl)
-      throw InputError("--cluster " + cluster_file + ": its collectives are " + to_string(cluster->collectives.family) +
-                       ", not nccl: it cannot predict NCCL sweeps");
-  }
+  const std::optional<Cluster> cluster = nccl_cluster(cluster_file);
   refuse_inputs_twice({{"--kernels", &kernels}, {"--collectives", &collectives}, {"--interference", &interference}, {"--progress", &progress},
                        {"--nccl-tests", &nccl_logs}, {"--runtime-memory", &runtime_files}, {"--torch-ops", &torch_ops}});
   FitInputs inputs = read_fit_inputs(kernels, collectives, interference, nccl_logs, runtime_files, progress, torch_ops);
-  for (const auto& log : inputs.nccl_tests)  // all_reduce_perf's rows reduce; broadcast_perf's (and gather's) say redop none
-    for (const auto& r : log.rows)
-      if (r.redop == "none")
-        throw InputError("--nccl-tests " + log.file + ":" + std::to_string(r.line) +
-                         ": a row with redop none (a broadcast or gather log?); --nccl-tests takes all_reduce_perf logs");
-  for (std::size_t i = 0; i < inputs.nccl_tests.size(); ++i)
-    for (std::size_t j = 0; j < i; ++j)
-      if (same_table(inputs.nccl_tests[i], inputs.nccl_tests[j]))
-        throw InputError("--nccl-tests " + inputs.nccl_tests[i].file + ": the same table as " + inputs.nccl_tests[j].file +
-                         " (one sweep counted twice would weigh double in the fit)");
+  check_nccl_logs(inputs.nccl_tests);
   if (cluster) {
     bool nccl = !inputs.nccl_tests.empty();
     for (const auto& c : inputs.collectives) nccl = nccl || (c.has_metadata && c.backend == "nccl");

@@ -36,6 +36,36 @@ std::string strip_rank_prefix(std::string s) {
 }
 }  // namespace
 
+// Both sides of a row as nccl-tests prints them: no negative time or
+// bandwidth, no wrong results, algbw = size / time (two decimals), busbw at
+// most twice algbw. `bad` makes the row's error.
+namespace {
+template <typename Bad>
+void check_row_sides(const NcclTestsRow& r, const std::vector<std::string>& w, const std::vector<std::string>& header, std::size_t base,
+                     const Bad& bad) {
+  for (int side = 0; side < 2; ++side) {
+    const std::size_t o = base + 4 * static_cast<std::size_t>(side);
+    const char* which = side == 0 ? "out-of-place" : "in-place";
+    if (r.time_us[side] < 0 || r.algbw_GBps[side] < 0 || r.busbw_GBps[side] < 0)
+      throw bad(std::string("a negative ") + which + " time or bandwidth");
+    // the run checked its results: a wrong one is no measurement to fit
+    // (nccl-tests before 2.11 printed a column "error", the largest
+    // numerical error, in its place: not a count)
+    const bool counts_wrong = header.size() > o + 3 && header[o + 3] == "#wrong";
+    if (counts_wrong && is_number(w[o + 3]) && std::strtod(w[o + 3].c_str(), nullptr) != 0)
+      throw bad(std::string("the ") + which + " #wrong is " + w[o + 3] + " (the collective's results were wrong: kanscale fits no such run)");
+    if (r.time_us[side] <= 0) continue;  // (an in-place column nccl-tests left at 0)
+    // nccl-tests prints algbw = size / time (GB/s) to two decimals and busbw
+    // at most twice it (2 (n - 1) / n): a row that disagrees was not printed by it
+    const double algbw = r.bytes / (r.time_us[side] * 1e3);
+    if (std::fabs(r.algbw_GBps[side] - algbw) > 0.01 + 0.02 * algbw)
+      throw bad(std::string("the ") + which + " algbw " + w[o + 1] + " GB/s disagrees with size / time (" + std::to_string(algbw) + " GB/s)");
+    if (r.busbw_GBps[side] > 2 * r.algbw_GBps[side] + 0.01)
+      throw bad(std::string("the ") + which + " busbw " + w[o + 2] + " GB/s is more than twice the algbw (2 (n - 1) / n < 2)");
+  }
+}
+}  // namespace
+
 NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& file) {
   NcclTestsLog log;
   log.file = file;
@@ -121,26 +151,7 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
         throw bad("a time or bandwidth is not a finite number");
     }
     if (r.bytes < 0 || r.time_us[0] <= 0) throw bad("negative size or non-positive time");
-    for (int side = 0; side < 2; ++side) {
-      const std::size_t o = base + 4 * static_cast<std::size_t>(side);
-      const char* which = side == 0 ? "out-of-place" : "in-place";
-      if (r.time_us[side] < 0 || r.algbw_GBps[side] < 0 || r.busbw_GBps[side] < 0)
-        throw bad(std::string("a negative ") + which + " time or bandwidth");
-      // the run checked its results: a wrong one is no measurement to fit
-      // (nccl-tests before 2.11 printed a column "error", the largest
-      // numerical error, in its place: not a count)
-      const bool counts_wrong = header.size() > o + 3 && header[o + 3] == "#wrong";
-      if (counts_wrong && is_number(w[o + 3]) && std::strtod(w[o + 3].c_str(), nullptr) != 0)
-        throw bad(std::string("the ") + which + " #wrong is " + w[o + 3] + " (the collective's results were wrong: kanscale fits no such run)");
-      if (r.time_us[side] <= 0) continue;  // (an in-place column nccl-tests left at 0)
-      // nccl-tests prints algbw = size / time (GB/s) to two decimals and busbw
-      // at most twice it (2 (n - 1) / n): a row that disagrees was not printed by it
-      const double algbw = r.bytes / (r.time_us[side] * 1e3);
-      if (std::fabs(r.algbw_GBps[side] - algbw) > 0.01 + 0.02 * algbw)
-        throw bad(std::string("the ") + which + " algbw " + w[o + 1] + " GB/s disagrees with size / time (" + std::to_string(algbw) + " GB/s)");
-      if (r.busbw_GBps[side] > 2 * r.algbw_GBps[side] + 0.01)
-        throw bad(std::string("the ") + which + " busbw " + w[o + 2] + " GB/s is more than twice the algbw (2 (n - 1) / n < 2)");
-    }
+    check_row_sides(r, w, header, base, bad);
     log.rows.push_back(r);
   }
   if (log.rows.empty()) throw InputError(file + ": no nccl-tests table found (a '#  size  count  type ...' header and its rows)");

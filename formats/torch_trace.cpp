@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <unordered_map>
 
 #include "common/error.hpp"
 
@@ -78,9 +79,12 @@ std::vector<TorchTraceEvent> read_torch_trace(const nlohmann::json& trace, const
   if (!list->is_array()) throw InputError(what + ": not a torch.profiler trace (expected a list of events)");
   std::vector<TorchTraceEvent> ev;
   std::vector<long long> ids, parents;
+  ev.reserve(list->size());
   for (std::size_t i = 0; i < list->size(); ++i) {
     const auto& j = (*list)[i];
-    if (!j.is_object() || !j.contains("ph") || !j["ph"].is_string() || j["ph"].get<std::string>() != "X") continue;
+    if (!j.is_object()) continue;
+    const auto ph = j.find("ph");  // (one lookup each, no copies: a trace has a million events)
+    if (ph == j.end() || !ph->is_string() || ph->get_ref<const std::string&>() != "X") continue;
     TorchTraceEvent e;
     try {
       e.name = j.at("name").get<std::string>();
@@ -99,9 +103,12 @@ std::vector<TorchTraceEvent> read_torch_trace(const nlohmann::json& trace, const
       throw InputError(what + ": event " + std::to_string(i) + " (\"" + e.name + "\"): a duration of " + std::to_string(e.dur_us / 86400e6) +
                        " days; expected at most a day (86400000000 us)");
     // the profiler's own tree, where the trace carries it (kanscale_torch's --profile)
-    if (j.contains("args") && j["args"].is_object() && j["args"].contains("id") && j["args"].contains("parent")) {
-      const auto& id = j["args"]["id"];
-      const auto& parent = j["args"]["parent"];
+    const auto args = j.find("args");
+    const auto id_at = args != j.end() && args->is_object() ? args->find("id") : j.end();
+    const auto parent_at = args != j.end() && args->is_object() ? args->find("parent") : j.end();
+    if (args != j.end() && args->is_object() && id_at != args->end() && parent_at != args->end()) {
+      const auto& id = *id_at;
+      const auto& parent = *parent_at;
       if (!id.is_number_integer() || !parent.is_number_integer())
         throw InputError(what + ": event " + std::to_string(i) + ": args.id and args.parent must be integers");
       ids.push_back(id.get<long long>());
@@ -114,11 +121,13 @@ std::vector<TorchTraceEvent> read_torch_trace(const nlohmann::json& trace, const
   // per thread, by start (the longer first at a tie: the parent), nested by time
   std::vector<std::size_t> order(ev.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+  const auto before = [&](std::size_t a, std::size_t b) {
     if (ev[a].tid != ev[b].tid) return ev[a].tid < ev[b].tid;
     if (ev[a].ts_us != ev[b].ts_us) return ev[a].ts_us < ev[b].ts_us;
     return ev[a].dur_us > ev[b].dur_us;
-  });
+  };
+  // (a profiler writes its events nearly in order: sorted ones are not sorted again)
+  if (!std::is_sorted(order.begin(), order.end(), before)) std::stable_sort(order.begin(), order.end(), before);
   std::vector<TorchTraceEvent> out;
   out.reserve(ev.size());
   std::vector<std::size_t> stack;  // indices into out
@@ -148,24 +157,46 @@ std::vector<TorchTraceEvent> nest_by_ids(std::vector<TorchTraceEvent> ev, const 
                                          const std::vector<long long>& parents, const std::string& what) {
   std::vector<std::size_t> order(ev.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+  const auto before = [&](std::size_t a, std::size_t b) {
     if (ev[a].ts_us != ev[b].ts_us) return ev[a].ts_us < ev[b].ts_us;
     return ev[a].dur_us > ev[b].dur_us;
-  });
-  std::map<long long, std::size_t> at;  // id -> index in out
+  };
+  if (!std::is_sorted(order.begin(), order.end(), before)) std::stable_sort(order.begin(), order.end(), before);
+  // id -> index in out: a table when the ids are dense (the profiler numbers
+  // its events 1, 2, 3, ...), a hash map otherwise
+  long long lo = 0, hi = -1;
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    if (k == 0 || ids[k] < lo) lo = ids[k];
+    if (k == 0 || ids[k] > hi) hi = ids[k];
+  }
+  // (the span in unsigned arithmetic: ids at both ends of the range do not overflow it)
+  const unsigned long long span = static_cast<unsigned long long>(hi) - static_cast<unsigned long long>(lo);
+  const bool dense = !ids.empty() && span < 4 * static_cast<unsigned long long>(ids.size()) + 16;
+  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> table(dense ? static_cast<std::size_t>(span + 1) : 0, kNone);
+  std::unordered_map<long long, std::size_t> map;
+  if (!dense) map.reserve(ev.size());
+  auto index_of = [&](long long id) {
+    if (dense) return id < lo || id > hi ? kNone : table[static_cast<std::size_t>(static_cast<unsigned long long>(id) - static_cast<unsigned long long>(lo))];
+    const auto it = map.find(id);
+    return it == map.end() ? kNone : it->second;
+  };
   std::vector<TorchTraceEvent> out;
   out.reserve(ev.size());
   std::vector<long long> out_parent;
+  out_parent.reserve(ev.size());
   for (std::size_t k : order) {
-    if (!at.emplace(ids[k], out.size()).second) throw InputError(what + ": event id " + std::to_string(ids[k]) + " appears twice");
+    if (index_of(ids[k]) != kNone) throw InputError(what + ": event id " + std::to_string(ids[k]) + " appears twice");
+    if (dense) table[static_cast<std::size_t>(static_cast<unsigned long long>(ids[k]) - static_cast<unsigned long long>(lo))] = out.size();
+    else map.emplace(ids[k], out.size());
     out.push_back(std::move(ev[k]));
     out_parent.push_back(parents[k]);
   }
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (out_parent[i] == 0) continue;
-    const auto it = at.find(out_parent[i]);
-    if (it == at.end()) throw InputError(what + ": event " + out[i].name + ": its parent " + std::to_string(out_parent[i]) + " is not in the trace");
-    out[i].parent = static_cast<int>(it->second);
+    const std::size_t at = index_of(out_parent[i]);
+    if (at == kNone) throw InputError(what + ": event " + out[i].name + ": its parent " + std::to_string(out_parent[i]) + " is not in the trace");
+    out[i].parent = static_cast<int>(at);
   }
   // depths, each once (a parent may come later in time order only at equal
   // stamps): walk up to the first event whose depth is known, then down the

@@ -215,6 +215,20 @@ nlohmann::json per_ranks_json(const std::vector<CaseResult>& results) {
   return a;
 }
 
+// results.json: the run's verdict, its intervals, the summaries and every case (compact).
+nlohmann::json results_json(const ValidationPlan& plan, const ValidationOutcome& o, double mean_noise, int heavy, int judged) {
+  nlohmann::json sj = nlohmann::json::array();
+  for (const auto& s : o.summary)
+    sj.push_back({{"metric", s.metric}, {"cases", s.cases}, {"mean_abs_pct", s.mean_abs_pct}, {"max_abs_pct", s.max_abs_pct},
+                  {"worst_case", s.worst_case}});
+  return {{"plan", plan.file}, {"bound_met", o.ok && !o.incomplete()}, {"why", o.why}, {"mean_noise_pct", mean_noise},
+          {"incomplete", o.incomplete()}, {"missing", o.missing}, {"cases_total", o.cases_total},
+          {"communication_heavy_cases", heavy}, {"judged_cases", judged}, {"machine", o.machine},
+          {"intervals", {{"samples", plan.interval_samples}, {"level", 0.9}, {"cases", o.coverage.cases}, {"inside", o.coverage.inside},
+                         {"coverage_pct", o.coverage.pct()}, {"median_half_width_pct", o.coverage.median_half_width_pct}}},
+          {"summary", sj}, {"per_ranks", per_ranks_json(o.results)}, {"cases", cases_json(o.results)}};
+}
+
 }  // namespace
 
 std::string ValidationOutcome::incomplete_text() const {
@@ -321,22 +335,8 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
     }
   }
   md << "`" << cmdline << "`\n";
-  const nlohmann::json j = cases_json(o.results);
-  nlohmann::json sj = nlohmann::json::array();
-  for (const auto& s : o.summary)
-    sj.push_back({{"metric", s.metric}, {"cases", s.cases}, {"mean_abs_pct", s.mean_abs_pct}, {"max_abs_pct", s.max_abs_pct},
-                  {"worst_case", s.worst_case}});
   files.emplace_back(out_dir + "/report.md", md.str());
-  files.emplace_back(out_dir + "/results.json",
-                     nlohmann::json{{"plan", plan.file}, {"bound_met", o.ok && !o.incomplete()}, {"why", o.why}, {"mean_noise_pct", mean_noise},
-                                    {"incomplete", o.incomplete()}, {"missing", o.missing}, {"cases_total", o.cases_total},
-                                    {"communication_heavy_cases", heavy}, {"judged_cases", judged}, {"machine", o.machine},
-                                    {"intervals", {{"samples", plan.interval_samples}, {"level", 0.9}, {"cases", o.coverage.cases},
-                                                   {"inside", o.coverage.inside}, {"coverage_pct", o.coverage.pct()},
-                                                   {"median_half_width_pct", o.coverage.median_half_width_pct}}},
-                                    {"summary", sj}, {"per_ranks", per_ranks_json(o.results)}, {"cases", j}}
-                             .dump(1) +
-                         "\n");
+  files.emplace_back(out_dir + "/results.json", results_json(plan, o, mean_noise, heavy, judged).dump(1) + "\n");
   if (judged > 0) {  // (no point to draw: gnuplot would only complain)
     add_plot(scatter_plot(o.results));
     add_plot(errors_plot(o.results));
