@@ -76,6 +76,22 @@ std::string shipped_path(const std::string& relative) {
   return p;
 }
 
+namespace {
+// `given` in the data directory, once `looked` (where it was looked for
+// first, already missing) holds it not: `no_data` leads the error when
+// there is no data directory.
+std::string shipped_else_throw(const std::string& given, const std::string& looked, const std::string& no_data) {
+  std::string shipped;
+  try {
+    shipped = data_dir().path + "/" + given;
+  } catch (const InputError& e) {
+    throw InputError(no_data + ", and " + e.what());
+  }
+  if (exists(shipped)) return shipped;
+  throw InputError("file " + given + " not found (looked in " + looked + " and " + shipped + ")");
+}
+}  // namespace
+
 std::string resolve_named_path(const std::string& given, const std::string& naming_file) {
   if (given.empty()) throw InputError("expected a file name, got an empty one");
   if (given[0] == '/') {
@@ -85,26 +101,12 @@ std::string resolve_named_path(const std::string& given, const std::string& nami
   const std::string parent = fs::path(naming_file).parent_path().string();
   const std::string beside = parent.empty() ? given : parent + "/" + given;
   if (exists(beside)) return beside;
-  std::string shipped;
-  try {
-    shipped = data_dir().path + "/" + given;
-  } catch (const InputError& e) {
-    throw InputError("file " + given + " not found beside " + naming_file + " (" + beside + "), and " + e.what());
-  }
-  if (exists(shipped)) return shipped;
-  throw InputError("file " + given + " not found (looked in " + beside + " and " + shipped + ")");
+  return shipped_else_throw(given, beside, "file " + given + " not found beside " + naming_file + " (" + beside + ")");
 }
 
 std::string resolve_given_path(const std::string& given) {
   if (given.empty() || given[0] == '/' || exists(given)) return given;
-  std::string shipped;
-  try {
-    shipped = data_dir().path + "/" + given;
-  } catch (const InputError& e) {
-    throw InputError("file " + given + " not found (looked in " + given + "), and " + e.what());
-  }
-  if (exists(shipped)) return shipped;
-  throw InputError("file " + given + " not found (looked in " + given + " and " + shipped + ")");
+  return shipped_else_throw(given, given, "file " + given + " not found (looked in " + given + ")");
 }
 
 }  // namespace ks

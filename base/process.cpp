@@ -115,6 +115,18 @@ void forget_child(int pid) {
     if (c.compare_exchange_strong(mine, 0)) return;
   }
 }
+
+int exit_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 255;
+}
+
+double seconds_since(const timespec& t) {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<double>(now.tv_sec - t.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec - t.tv_nsec);
+}
 }  // namespace
 
 namespace {
@@ -172,19 +184,11 @@ int run_process_for(const ProcessSpec& spec, double timeout_s) {
   for (;;) {
     int status = 0;
     const pid_t got = waitpid(pid, &status, WNOHANG);
-    if (got == pid) {
+    if (got == pid || (got < 0 && errno != EINTR)) {
       forget_child(pid);
-      if (WIFEXITED(status)) return WEXITSTATUS(status);
-      if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-      return 255;
+      return got == pid ? exit_code(status) : 255;
     }
-    if (got < 0 && errno != EINTR) {
-      forget_child(pid);
-      return 255;
-    }
-    timespec now{};
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    if (static_cast<double>(now.tv_sec - start.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec - start.tv_nsec) > timeout_s) {
+    if (seconds_since(start) > timeout_s) {
       kill(-pid, SIGTERM);
       const timespec grace{3, 0};
       nanosleep(&grace, nullptr);
@@ -268,14 +272,6 @@ int start_process(const ProcessSpec& spec) {
   return pid;
 }
 
-namespace {
-int exit_code(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 255;
-}
-}  // namespace
-
 int wait_process(int pid) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
@@ -302,11 +298,6 @@ std::vector<int> run_processes(const std::vector<ProcessSpec>& specs, double gra
   bool stopping = false, killed = false;
   timespec first_done{}, stop_at{};  // when the first one ended with status 0; when the rest were sent SIGTERM
   bool any_done = false;
-  auto since = [](const timespec& t) {
-    timespec now{};
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return static_cast<double>(now.tv_sec - t.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec - t.tv_nsec);
-  };
   auto stop_rest = [&] {
     stopping = true;
     clock_gettime(CLOCK_MONOTONIC, &stop_at);
@@ -315,8 +306,8 @@ std::vector<int> run_processes(const std::vector<ProcessSpec>& specs, double gra
   };
   constexpr double kKillAfterS = 10;  // one that ignores SIGTERM that long gets SIGKILL
   while (left > 0) {
-    if (any_done && !stopping && grace_s > 0 && since(first_done) > grace_s) stop_rest();
-    if (stopping && !killed && since(stop_at) > kKillAfterS) {
+    if (any_done && !stopping && grace_s > 0 && seconds_since(first_done) > grace_s) stop_rest();
+    if (stopping && !killed && seconds_since(stop_at) > kKillAfterS) {
       killed = true;
       for (std::size_t j = 0; j < pids.size(); ++j)
         if (codes[j] < 0) kill(-pids[j], SIGKILL);

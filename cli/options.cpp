@@ -1,3 +1,4 @@
+#include "base/data_dir.hpp"
 #include "measure/comm.hpp"
 #include "measure/machine_info.hpp"
 #include "options.hpp"
@@ -136,12 +137,7 @@ bool parse_args(const std::vector<std::string>& args, const po::options_descript
   return true;
 }
 
-std::string self_executable() {
-  char exe[PATH_MAX] = {0};
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) throw std::runtime_error("cannot find the kanscale executable (/proc/self/exe)");
-  return std::string(exe, static_cast<std::size_t>(n));
-}
+std::string self_executable() { return executable_path(); }
 
 // Two buffers of `nbytes` on every rank of this machine must fit in half its
 // memory (`what`: the option and value named in the error).

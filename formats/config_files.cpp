@@ -228,7 +228,7 @@ static void read_calibration_compute(YamlMap& m, Calibration& cal) {
     cal.host_overhead_s = comp->quantity_opt("host_overhead", Quantity::time, Bound::non_negative).value_or(0.0);
     cal.jitter_sigma = comp->number_opt("jitter_sigma", Bound::non_negative).value_or(0.0);
     if (cal.jitter_sigma > 1.0) {
-      comp->fail("jitter_sigma", "must be at most 1 (a lognormal sigma; 0.01-0.1 is typical), got " + [&] { char b[32]; std::snprintf(b, sizeof b, "%g", cal.jitter_sigma); return std::string(b); }());
+      comp->fail("jitter_sigma", "must be at most 1 (a lognormal sigma; 0.01-0.1 is typical), got " + gnum(cal.jitter_sigma));
     }
     cal.interference = comp->number_opt("interference", Bound::non_negative).value_or(0.0);
     if (cal.interference > 100)
@@ -307,7 +307,7 @@ static void read_calibration_collectives(YamlMap& m, Calibration& cal) {
       mp.min_steps = static_cast<int>(pr->integer("min_steps", 1, 4096));
       mp.chunk_bytes = pr->quantity_opt("chunk", Quantity::size, Bound::positive).value_or(0.0);
       mp.interference = pr->number_opt("interference", Bound::non_negative);
-      if (mp.interference && *mp.interference > 100) pr->fail("interference", "must be at most 100 (compute lost per second of collective), got " + [&] { char b[32]; std::snprintf(b, sizeof b, "%g", *mp.interference); return std::string(b); }());
+      if (mp.interference && *mp.interference > 100) pr->fail("interference", "must be at most 100 (compute lost per second of collective), got " + gnum(*mp.interference));
       pr->finish();
       cal.mpi_progress = mp;
       cal.has_mpi_terms = true;

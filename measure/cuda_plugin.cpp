@@ -1,5 +1,7 @@
 #include "cuda_plugin.hpp"
 
+#include "base/data_dir.hpp"
+
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -14,9 +16,11 @@ const CudaPlugin* cuda_plugin(std::string* why) {
   static std::string error;
   std::call_once(once, [] {
     // beside the executable first, then the loader's search path
-    char exe[PATH_MAX] = {0};
-    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    std::string dir = n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : "";
+    std::string dir;
+    try {
+      dir = executable_path();
+    } catch (const std::exception&) {  // no /proc: the loader's search path alone
+    }
     dir = dir.substr(0, dir.find_last_of('/') + 1);
     void* h = nullptr;
     std::string tried;

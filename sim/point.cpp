@@ -457,6 +457,9 @@ void add_bands(const Cluster& c, const Workload& w, const Calibration& cal, cons
     inputs.back().iterations = std::max(2, o.iterations);
     inputs.back().include_first = true;
   }
+  // each point's reach past the live runs' ranks (model/config): its sigma, once
+  std::vector<double> reach_sigma;
+  for (const Layout& l : all) reach_sigma.push_back(extrapolation_for(cal, l.ranks).sigma);
   std::vector<std::vector<double>> iter(layouts.size()), speedup(layouts.size());
   std::vector<double> epoch(all.size());
   JitterTable jitter;
@@ -470,8 +473,7 @@ void add_bands(const Cluster& c, const Workload& w, const Calibration& cal, cons
       in.seed = seed;
       // ranks beyond the live runs': the carried terms' own error, one draw
       // per sample for every point (a systematic error, growing with the reach)
-      if (const Extrapolation x = extrapolation_for(cal, all[k].ranks); x.applies())
-        scale_iteration(in, std::exp(x.sigma * rng.normal(0x4000, static_cast<std::uint64_t>(s))));
+      if (reach_sigma[k] > 0) scale_iteration(in, std::exp(reach_sigma[k] * rng.normal(0x4000, static_cast<std::uint64_t>(s))));
       // this sample's ranks, each at a persistent speed of its own (median 1)
       if (cal.rank_sigma > 0 && all[k].ranks > 1) {
         in.rank_factor.resize(static_cast<std::size_t>(all[k].ranks));

@@ -252,9 +252,14 @@ std::vector<RanksSummary> per_rank_count(const std::vector<CaseResult>& results)
   return out;
 }
 
-Metrics live_metrics(const std::string& path, const std::string& backend) {
+nlohmann::json read_live_run(const std::string& path) {
   if (!std::filesystem::exists(path)) throw InputError(path + ": missing (did every job of the schedule run?)");
-  const nlohmann::json j = read_json_file(path, "a kanscale train --json file");
+  return read_json_file(path, "a kanscale train --json file");
+}
+
+Metrics live_metrics(const std::string& path, const std::string& backend) { return live_metrics(read_live_run(path), path, backend); }
+
+Metrics live_metrics(const nlohmann::json& j, const std::string& path, const std::string& backend) {
   if (!j.is_object() || !j.contains("summary")) throw InputError(path + ": not a kanscale train --json file (no summary)");
   const TrainSummary s = train_summary_from_json(j["summary"], path);
   Metrics m;

@@ -2,6 +2,7 @@
 // Live runs against predictions: the metrics of one run, the median over
 // rounds and its spread, errors per metric, the verdict against the plan's
 // bound, and speedups.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,10 @@ void attach_speedups(std::vector<CaseResult>& results);
 // its steady steps; the peak memory is the device's on cuda, the resident
 // set's on the CPU.
 Metrics live_metrics(const std::string& path, const std::string& backend);
+// The same from a live run already read (read_live_run: the file, or an
+// error naming it as missing); `path` names it in errors.
+nlohmann::json read_live_run(const std::string& path);
+Metrics live_metrics(const nlohmann::json& run, const std::string& path, const std::string& backend);
 // Each rank's own median compute time over the steady steps of one live run
 // (a kanscale train --json file), in rank order: what rank_spread_sigma
 // takes. Empty when the file records no per-step compute (PyTorch's runs)

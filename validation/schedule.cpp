@@ -51,6 +51,7 @@ std::string progress_file(const std::string& t, int round) {
 std::string torch_ops_file(int round) { return "results/torch-ops-r" + std::to_string(round) + ".json"; }
 }  // namespace
 
+std::string case_file(std::size_t c) { return "cases/case" + std::to_string(c) + ".yaml"; }
 std::string live_cal_workload(std::size_t c) { return "cases/livecal" + std::to_string(c) + ".yaml"; }
 std::string live_cal_file(std::size_t c, int round) {
   return "results/livecal-c" + std::to_string(c) + "-r" + std::to_string(round) + ".json";
@@ -169,7 +170,7 @@ std::vector<std::vector<Job>> make_schedule(const ValidationPlan& p) {
     }
     for (std::size_t c = 0; c < p.cases.size(); ++c) {
       const auto& vc = p.cases[c];
-      std::vector<std::string> args = train_args("cases/case" + std::to_string(c) + ".yaml", live_file(c, r), vc.ranks);
+      std::vector<std::string> args = train_args(case_file(c), live_file(c, r), vc.ranks);
       // the live timeline comes from kanscale's trainer (a PyTorch run's profile has no simulator lanes)
       if (r == 0 && c == shown && !torch) args.insert(args.end(), {"--trace", trace_file(c)});
       Job job{vc.label(), vc.ranks, vc.transport, vc.oversubscribed, args, live_file(c, r), torch, p.threads_per_rank};
@@ -214,7 +215,7 @@ void prepare_dir(const ValidationPlan& p, const std::string& dir) {
   nlohmann::json record = {{"plan", p.file}, {"plan_digest", content_digest(slurp(resolve_given_path(p.file)))}, {"steps", p.steps},
                            {"cases", nlohmann::json::array()}};
   for (std::size_t i = 0; i < p.cases.size(); ++i) {
-    const std::string file = "cases/case" + std::to_string(i) + ".yaml", text = case_workload(p.cases[i], p, static_cast<int>(i));
+    const std::string file = case_file(i), text = case_workload(p.cases[i], p, static_cast<int>(i));
     record["cases"].push_back({{"label", p.cases[i].label()}, {"file", file}, {"digest", content_digest(text)}, {"ranks", p.cases[i].ranks}});
     files.emplace_back(dir + "/" + file, text);
   }

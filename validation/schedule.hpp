@@ -33,6 +33,8 @@ std::vector<std::vector<Job>> make_schedule(const ValidationPlan& plan);
 // side: the judged multi-rank case with the most communication per sample.
 std::size_t timeline_case(const ValidationPlan& plan);
 
+// A case's workload, as --emit writes it, relative to the run directory.
+std::string case_file(std::size_t case_index);
 // The files the jobs leave, relative to the run directory.
 std::string live_file(std::size_t case_index, int round);
 std::string trace_file(std::size_t case_index);

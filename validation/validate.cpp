@@ -87,7 +87,7 @@ void check_emitted_record(const ValidationPlan& plan, const std::string& dir) {
   if (rec["cases"].size() != plan.cases.size())
     throw InputError(dir + ": emitted with " + std::to_string(rec["cases"].size()) + " cases, the plan has " + std::to_string(plan.cases.size()));
   for (std::size_t i = 0; i < plan.cases.size(); ++i) {
-    const std::string file = "cases/case" + std::to_string(i) + ".yaml";
+    const std::string file = case_file(i);
     const auto& c = rec["cases"][i];
     const std::string digest = c.is_object() && c.contains("digest") && c["digest"].is_string() ? c["digest"].get<std::string>() : "";
     if (!std::ifstream(dir + "/" + file)) continue;  // gone: its case has no results to judge (listed as missing)
@@ -96,11 +96,9 @@ void check_emitted_record(const ValidationPlan& plan, const std::string& dir) {
   }
 }
 
-// A live result is the case's: its provenance names the case's workload file,
-// its ranks and the plan's steps, where it records them.
-void check_case_result(const ValidationPlan& plan, std::size_t i, const std::string& dir, const std::string& file) {
-  const std::string path = dir + "/" + file;
-  const nlohmann::json j = read_json_file(path, "a live run's --json");
+// A live result (`j`, read from `path`) is case i's: its provenance names the
+// case's workload file, its ranks and the plan's steps, where it records them.
+void check_case_result(const ValidationPlan& plan, std::size_t i, const nlohmann::json& j, const std::string& path) {
   if (!j.is_object() || !j.contains("provenance") || !j["provenance"].is_object()) return;
   const auto& p = j["provenance"];
   const std::string cmd = p.contains("command_line") && p["command_line"].is_string() ? p["command_line"].get<std::string>() : "";
@@ -113,7 +111,7 @@ void check_case_result(const ValidationPlan& plan, std::size_t i, const std::str
   if (j.contains("summary") && j["summary"].is_object() && j["summary"].contains("steps") && j["summary"]["steps"].is_number_integer())
     steps = j["summary"]["steps"].get<long long>();
   else if (const std::string st = word_after(cmd, "--steps"); !st.empty()) steps = std::atoll(st.c_str());
-  const std::string want = "cases/case" + std::to_string(i) + ".yaml";
+  const std::string want = case_file(i);
   const ValidationCase& vc = plan.cases[i];
   std::string why;
   if (!workload.empty() && workload != want) why = "ran " + workload + ", not " + want;
@@ -163,7 +161,7 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
     const ValidationCase& vc = plan.cases[i];
     CaseResult& res = results.emplace_back();
     res.c = vc;
-    const Workload w = load_workload(dir + "/cases/case" + std::to_string(i) + ".yaml");
+    const Workload w = load_workload(dir + "/" + case_file(i));
     // predictions: from the calibration only (microbenchmarks or datasheet), never from the live cases
     const Calibration cal = with_default_host_terms(plan.datasheet ? datasheet_calibration(cluster, w.precision)
                                                                    : load_calibration(calibration_label(plan, dir, vc), cluster, w.precision),
@@ -183,8 +181,10 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
     for (const auto& b : pt.steady_plan) m.bucket_s.push_back(b.end_s - b.start_s);
     if (i == shown) sim_slices = simulated_iteration(pt);
     for (int r = 0; r < plan.rounds; ++r) {
-      check_case_result(plan, i, dir, live_file(i, r));
-      res.rounds.push_back(live_metrics(dir + "/" + live_file(i, r), plan.backend));
+      const std::string path = dir + "/" + live_file(i, r);
+      const nlohmann::json run = read_live_run(path);
+      check_case_result(plan, i, run, path);
+      res.rounds.push_back(live_metrics(run, path, plan.backend));
     }
   }
   for (auto& r : results) {
