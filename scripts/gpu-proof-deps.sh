@@ -2,12 +2,11 @@
 # Run HERE (a Debian 12 machine with network), before a device run: the
 # device machine reaches no package registry, so the Debian packages the
 # build needs travel with the working tree as .deb files in .deps/ (ignored
-# through .git/info/exclude; about 27 MB). scripts/gpu-proof.sh unpacks them
+# by .gitignore, so only carry brings it; about 27 MB). scripts/gpu-proof.sh unpacks them
 # into /tmp/ks-deps there. Then call the device tool's run with
 #   command: scripts/gpu-proof.sh      carry: [".deps"]      timeout_s: 480
 set -euo pipefail
 cd "$(dirname "$0")/.."
-grep -qx '/.deps/' .git/info/exclude 2>/dev/null || echo '/.deps/' >>.git/info/exclude
 mkdir -p .deps
 cd .deps
 # what configure and the run need, with the shared libraries they load
