@@ -14,6 +14,8 @@
 #include "formats/calibration_file.hpp"
 #include "formats/nccl_tests_log.hpp"
 #include "formats/config_files.hpp"
+#include "base/data_dir.hpp"
+#include "validation/corpus_score.hpp"
 #include "formats/measurement_records.hpp"
 #include "base/output_files.hpp"
 #include "formats/yaml_reader.hpp"
@@ -73,7 +75,7 @@ void check_nccl_logs(const std::vector<NcclTestsLog>& logs) {
 int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   std::vector<std::string> kernels, collectives, nccl_logs;
   std::vector<std::string> interference, runtime_files, progress, torch_ops;
-  std::string out, name, cluster_file;
+  std::string out, name, cluster_file, priors, gpus;
   po::options_description desc("fit options");
   desc.add_options()
       ("help,h", "show this help")
@@ -87,12 +89,23 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
        "kanscale measure kernels JSON file(s) at other ranks per node: only their runtime memory is read")
       ("cluster", po::value(&cluster_file)->value_name("FILE"),
        "the cluster the NCCL sweeps ran on: their held-out sizes (every fourth) predicted by its NCCL model")
+      ("priors", po::value(&priors)->value_name("DIR"),
+       "fit what real systems achieve of their datasheets from a corpus of public GPU measurements (validation/corpus); "
+       "--out names the priors file (configs/priors/gpu.yaml)")
+      ("gpus", po::value(&gpus)->value_name("DIR"), "with --priors: the GPU datasheets (default: the shipped configs/gpus)")
       ("name", po::value(&name), "calibration name (default: from the output file)")
       ("out", po::value(&out)->value_name("FILE"), "calibration YAML to write (configs/calibrations/)");
   po::variables_map vm;
   if (!parse_args(args, desc, "usage: kanscale fit --kernels K.json [--collectives A.json ...] [--interference I.json] [--runtime-memory K1.json ...] --out K.yaml", vm))
     return 0;
   if (out.empty()) throw InputError("missing required option --out");
+  if (!priors.empty()) {
+    if (!kernels.empty() || !collectives.empty() || !nccl_logs.empty() || !progress.empty() || !torch_ops.empty() ||
+        !interference.empty() || !runtime_files.empty() || !cluster_file.empty())
+      throw InputError("fit --priors: takes a corpus alone (no measurement files)");
+    return fit_priors(priors, gpus.empty() ? shipped_path("configs/gpus") : gpus, out);
+  }
+  if (!gpus.empty()) throw InputError("--gpus: goes with --priors");
   check_output_paths({{out, "--out"}});
   {
     std::vector<std::string> inputs;

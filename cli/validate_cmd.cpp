@@ -15,6 +15,8 @@
 #include "validation/repeatability.hpp"
 #include "validation/site.hpp"
 #include "validation/validate.hpp"
+#include "validation/corpus_score.hpp"
+#include "base/data_dir.hpp"
 
 namespace po = boost::program_options;
 
@@ -23,7 +25,7 @@ namespace ks::cli {
 namespace {
 
 struct ValidateArgs {
-  std::string plan_file, out = "validation-report", emit, collect, calibration, site;
+  std::string plan_file, out = "validation-report", emit, collect, calibration, site, corpus, gpus;
   std::vector<std::string> repeat;
   bool published = false;
   int rounds = 0, steps = 0, max_ranks = 0;
@@ -41,6 +43,10 @@ void validate_options(po::options_description& desc, ValidateArgs& a) {
       ("site", po::value(&a.site)->value_name("FILE"),
        "with --emit: the cluster's site file (configs/sites/): scheduler, partition, account, modules, launcher, scratch")
       ("collect", po::value(&a.collect)->value_name("DIR"), "compare what the emitted scripts left in DIR")
+      ("corpus", po::value(&a.corpus)->value_name("DIR"),
+       "predict every scored entry of a corpus of public GPU measurements (validation/corpus) from datasheets and the "
+       "priors of the other systems; no plan")
+      ("gpus", po::value(&a.gpus)->value_name("DIR"), "with --corpus: the GPU datasheets (default: the shipped configs/gpus)")
       ("published", po::bool_switch(&a.published), "only the comparison with the plan's published figures (no live runs)")
       ("repeatability", po::value(&a.repeat)->multitoken()->value_name("RUN..."),
        "how the plan's live measurements repeat: two or more of its validation runs (report directories or results.json), each "
@@ -136,9 +142,16 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
                   "       kanscale validate PLAN --emit DIR [--site FILE]  (then run DIR/run-slurm.sbatch or DIR/run-mpirun.sh)\n"
                   "       kanscale validate PLAN --collect DIR [--out REPORT]\n"
                   "       kanscale validate PLAN --published [--out REPORT]\n"
-                  "       kanscale validate PLAN --repeatability RUN RUN... [--out REPORT]",
+                  "       kanscale validate PLAN --repeatability RUN RUN... [--out REPORT]\n"
+                  "       kanscale validate --corpus DIR --out REPORT [--gpus DIR]",
                   vm, &pos))
     return 0;
+  if (!a.corpus.empty()) {
+    if (!a.plan_file.empty()) throw InputError("validate --corpus: takes no plan (the corpus's entries are the cases)");
+    if (!vm.count("out") || vm["out"].defaulted()) throw InputError("validate --corpus: give --out DIR for report.md and corpus.json");
+    return validate_corpus(a.corpus, a.gpus.empty() ? shipped_path("configs/gpus") : a.gpus, a.out);
+  }
+  if (!a.gpus.empty()) throw InputError("--gpus: goes with --corpus");
   if (a.plan_file.empty()) throw InputError("validate: give a plan: kanscale validate validation/plans/local-cpu.yaml");
   ValidationPlan plan = load_validation_plan(a.plan_file);
   apply_overrides(plan, a, vm);

@@ -190,13 +190,6 @@ static void read_table(YamlMap& m, const std::string& key, double* out) {
   t->finish();
 }
 
-// A number as %g writes it, for errors.
-static std::string gnum(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%g", v);
-  return b;
-}
-
 // compute: per-class op costs (warm and cold), jitter, interference, the cache probe
 static void read_calibration_compute(YamlMap& m, Calibration& cal) {
   if (auto comp = m.map_opt("compute")) {

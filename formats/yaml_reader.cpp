@@ -156,6 +156,12 @@ bool YamlMap::has(const std::string& key) {
   return node_[key].IsDefined();
 }
 
+bool YamlMap::is_null(const std::string& key) {
+  known_.insert(key);
+  const YAML::Node n = node_[key];
+  return n.IsDefined() && n.IsNull();
+}
+
 bool YamlMap::has_map(const std::string& key) {
   known_.insert(key);
   return node_[key].IsDefined() && node_[key].IsMap();

@@ -37,6 +37,9 @@ class YamlMap {
 
   bool has(const std::string& key);  // registers the key as known
   bool has_map(const std::string& key);  // present and a map (registers the key)
+  // Present with no value (`key: null` or `key:`), which some files use for
+  // "not stated"; registers the key. Every other getter refuses a null.
+  bool is_null(const std::string& key);
   // Accepts the key with any value (informational entries such as fit quality).
   void ignore(const std::string& key) { known_.insert(key); }
 

@@ -1,0 +1,64 @@
+#pragma once
+// Priors on what real systems achieve of their datasheet (issue 57): a
+// factor per link class, fitted as a lognormal over systems, with the
+// prediction interval of one more system. Pure functions; the corpus that
+// feeds them is read at the edge (formats/corpus), the fit is written by
+// `kanscale fit --priors` and scored by `kanscale validate --corpus`.
+//
+// The interval of a new system's factor, from k systems' log factors with
+// mean m and standard deviation s on df degrees of freedom, is
+//   m +- t(0.95; df) x s x sqrt(1 + 1/k)
+// (the textbook prediction interval of one more draw of a normal whose mean
+// and spread are both estimated).
+#include <string>
+#include <vector>
+
+namespace ks {
+
+// One system's measured factor (achieved / the datasheet model's) in a
+// class; several entries of one system are averaged (in logs) first.
+struct FactorSample {
+  std::string cls;     // e.g. "roce"
+  std::string system;  // CorpusEntry::system_key
+  std::string entry;   // the entry it came from
+  double ratio = 1;    // > 0
+};
+
+struct FactorPrior {
+  // class: the class's own systems (at least 2) give the median and the
+  // pooled within-class spread the width; pooled: fewer than 2 in the class,
+  // every class's systems together; none: fewer than 2 systems at all.
+  std::string scope = "none";
+  double median = 1;      // exp(mean of the log factors)
+  double sigma = 0;       // standard deviation of the log factors
+  int systems = 0;        // k: systems behind the median
+  int df = 0;             // degrees of freedom of sigma
+  std::vector<std::string> from;  // the entries behind it
+  // The same systems' root mean square log factor about 0 (factor 1: the
+  // datasheet model as it is), on `systems` degrees of freedom: the width
+  // of an interval centred on the datasheet, t(0.95; k) x rms.
+  double rms = 0;
+  bool usable() const { return scope != "none"; }
+  // Half-width in logs of the central `level` (e.g. 0.90) interval of one
+  // more system's factor; 0 when not usable.
+  double log_half_width(double level) const;
+  // The same for an interval centred on factor 1.
+  double log_half_width_at_one(double level) const;
+};
+
+// The prior for `cls` from `samples`, leaving out every sample of the system
+// `leave_out` ("" leaves none out).
+FactorPrior fit_factor_prior(const std::vector<FactorSample>& samples, const std::string& cls, const std::string& leave_out = "");
+
+// A time made of a latency part and a bandwidth part, each scaled by its
+// prior: T = lambda x latency + bandwidth / eta. Its interval's half-width in
+// logs combines the two priors' half-widths by their shares of T (first
+// order in the logs; the two factors independent):
+//   h = sqrt((w_lat h_lat)^2 + (w_bw h_bw)^2),  w_lat = lambda L / T, w_bw = (B / eta) / T.
+struct ScaledTime {
+  double time_s = 0;
+  double log_half_width = 0;
+};
+ScaledTime scale_time(double latency_s, double bandwidth_s, double lambda, double h_lambda, double eta, double h_eta);
+
+}  // namespace ks

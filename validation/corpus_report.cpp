@@ -1,0 +1,210 @@
+// kanscale validate --corpus (report.md, corpus.json) and kanscale fit
+// --priors (the priors file): the writers over corpus_score's numbers.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "base/output_files.hpp"
+#include "common/error.hpp"
+#include "corpus_score.hpp"
+#include "formats/provenance.hpp"
+#include "model/statistics.hpp"
+
+namespace ks {
+
+namespace fs = std::filesystem;
+
+static std::string pf(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+static std::string size_label(double b) {
+  const char* u[] = {"B", "KiB", "MiB", "GiB"};
+  int i = 0;
+  while (b >= 1024 && i < 3) b /= 1024, ++i;
+  return pf("%g", b) + " " + u[i];
+}
+
+static std::string unscored_reason(const CorpusEntry& e) {
+  if (e.cls == "unmodelled") return "unmodelled (NVLS/CollNet/PAT or a network kanscale does not model)";
+  if (e.health == "unhealthy") return "unhealthy (posted because something was wrong)";
+  return "scored: false";
+}
+
+static void class_table(std::ostringstream& md, const std::vector<ClassStats>& st) {
+  md << "| class / regime | n | datasheet: mean abs err | its 90% interval covers | priors' medians: mean abs err | median | max | "
+        "their 90% interval covers |\n|---|---|---|---|---|---|---|---|\n";
+  for (const auto& c : st)
+    md << "| " << c.cls << " | " << c.n << " | " << pf("%.1f%%", c.datasheet_mean_abs_pct) << " | " << c.ds_covered << " of "
+       << c.with_interval << " | " << pf("%.1f%%", c.mean_abs_pct) << " | " << pf("%.1f%%", c.median_abs_pct) << " | "
+       << pf("%.1f%%", c.max_abs_pct) << " | " << c.covered << " of " << c.with_interval
+       << (c.with_interval < c.n ? " (" + std::to_string(c.n - c.with_interval) + " without an interval)" : "") << " |\n";
+}
+
+static void point_table(std::ostringstream& md, const std::vector<ScoredPoint>& sp) {
+  md << "| entry | class | regime | size | ranks | model's choice | measured | datasheet (90%) | error | priors' medians (90%) | "
+        "error | priors (bandwidth; latency) |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& s : sp) {
+    md << "| " << s.p.entry << " | " << s.p.cls << " | " << s.p.regime << " | " << size_label(s.p.size_bytes) << " | " << s.p.ranks
+       << " | " << s.p.algorithm << " | " << pf("%.4g us", s.p.measured_s * 1e6) << " | " << pf("%.4g us", s.datasheet_s * 1e6)
+       << (s.has_interval ? " (" + pf("%.4g", s.ds_lo_s * 1e6) + "-" + pf("%.4g", s.ds_hi_s * 1e6) + ")" + (s.ds_covered ? "" : " **missed**")
+                          : std::string(" (no interval)"))
+       << " | " << pf("%+.1f%%", s.datasheet_error_pct()) << " | " << pf("%.4g us", s.predicted_s * 1e6)
+       << (s.has_interval ? " (" + pf("%.4g", s.lo_s * 1e6) + "-" + pf("%.4g", s.hi_s * 1e6) + ")" + (s.covered ? "" : " **missed**")
+                          : std::string(" (no interval)"))
+       << " | " << pf("%+.1f%%", s.error_pct()) << " | " << s.eta.scope << " x" << pf("%.3g", s.eta.median) << "; "
+       << s.lambda.scope << " x" << pf("%.3g", s.lambda.median) << " |\n";
+  }
+}
+
+static nlohmann::json point_json(const ScoredPoint& s) {
+  nlohmann::json j = {{"id", s.p.entry},
+                      {"class", s.p.cls},
+                      {"regime", s.p.regime},
+                      {"size_bytes", s.p.size_bytes},
+                      {"ranks", s.p.ranks},
+                      {"predicted", s.predicted_s},
+                      {"measured", s.p.measured_s},
+                      {"datasheet", s.datasheet_s},
+                      {"error_pct", s.error_pct()},
+                      {"datasheet_error_pct", s.datasheet_error_pct()}};
+  j["lo"] = s.has_interval ? nlohmann::json(s.lo_s) : nlohmann::json(nullptr);
+  j["hi"] = s.has_interval ? nlohmann::json(s.hi_s) : nlohmann::json(nullptr);
+  j["covered"] = s.has_interval ? nlohmann::json(s.covered) : nlohmann::json(nullptr);
+  j["datasheet_centred"] = {{"predicted", s.datasheet_s},
+                            {"lo", s.has_interval ? nlohmann::json(s.ds_lo_s) : nlohmann::json(nullptr)},
+                            {"hi", s.has_interval ? nlohmann::json(s.ds_hi_s) : nlohmann::json(nullptr)},
+                            {"covered", s.has_interval ? nlohmann::json(s.ds_covered) : nlohmann::json(nullptr)}};
+  j["prior_scope"] = {{"bandwidth", s.eta.scope}, {"latency", s.lambda.scope}};
+  return j;
+}
+
+static nlohmann::json stats_json(const ClassStats& c) {
+  return {{"n", c.n},
+          {"mean_abs_pct", c.mean_abs_pct},
+          {"median_abs_pct", c.median_abs_pct},
+          {"max_abs_pct", c.max_abs_pct},
+          {"datasheet_mean_abs_pct", c.datasheet_mean_abs_pct},
+          {"with_interval", c.with_interval},
+          {"datasheet_coverage", c.with_interval ? nlohmann::json(static_cast<double>(c.ds_covered) / c.with_interval) : nlohmann::json(nullptr)},
+          {"coverage", c.with_interval ? nlohmann::json(c.coverage()) : nlohmann::json(nullptr)}};
+}
+
+// The issue's three criteria, each with its numbers, for both ways of using
+// the priors; and which way the leave-one-out favours per regime.
+static void criteria(std::ostringstream& md, const std::vector<ClassStats>& st) {
+  auto find = [&](const std::string& k) -> const ClassStats* {
+    for (const auto& c : st)
+      if (c.cls == k) return &c;
+    return nullptr;
+  };
+  md << "\n## Criteria (every class together)\n\n| regime | target | datasheet | priors' medians | 90% coverage, datasheet-centred | "
+        "90% coverage, priors' medians | the leave-one-out favours |\n|---|---|---|---|---|---|---|\n";
+  for (const char* r : {"bandwidth", "middle", "latency"}) {
+    const ClassStats* c = find(std::string("all/") + r);
+    if (!c) continue;
+    const double target = std::string(r) == "bandwidth" ? 15 : std::string(r) == "latency" ? 30 : -1;
+    auto verdict = [&](double v) { return pf("%.1f%%", v) + (target < 0 ? "" : v <= target ? " (met)" : " (missed)"); };
+    auto cover = [&](int k) {
+      return std::to_string(k) + " of " + std::to_string(c->with_interval) +
+             (c->with_interval ? pf(" (%.0f%%)", 100.0 * k / c->with_interval) + (k >= 0.85 * c->with_interval ? " met" : " missed") : "");
+    };
+    md << "| " << r << " | " << (target < 0 ? std::string("none set") : pf("mean abs err within %.0f%%", target)) << " | "
+       << verdict(c->datasheet_mean_abs_pct) << " | " << verdict(c->mean_abs_pct) << " | " << cover(c->ds_covered) << " | "
+       << cover(c->covered) << " | " << (c->datasheet_mean_abs_pct <= c->mean_abs_pct ? "datasheet-centred" : "priors' medians")
+       << " |\n";
+  }
+  md << "\nCoverage target: at least 85% of the scored points.\n";
+}
+
+int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& out_dir) {
+  check_outputs_spare_inputs({corpus_dir, gpus_dir}, {{out_dir, "--out", true}});
+  check_owned_dir(out_dir, "--out");
+  const auto entries = load_corpus(corpus_dir, gpus_dir);
+  std::vector<CorpusSkip> skipped;
+  const auto pts = corpus_points(entries, skipped);
+  const auto sp = score_points(pts);
+  const auto st = class_stats(sp);
+
+  std::map<std::string, int> per_class;
+  for (const auto& e : entries) ++per_class[e.kind + " / " + e.cls + (e.scored ? "" : " (unscored)")];
+  std::ostringstream md;
+  const auto prov = provenance("", Dated::no);
+  md << "# The corpus of public GPU measurements, predicted from datasheets\n\n"
+     << describe(prov) << ". Corpus: " << entries.size() << " entries (" << corpus_dir << "); GPU sheets: " << gpus_dir << ".\n\n"
+     << "Each scored all-reduce entry is predicted from a datasheet cluster built from its own description (kanscale's NCCL "
+        "2.14 tuning model), then with the priors: the bandwidth factor (measured busbw / the model's, bandwidth-bound rows) "
+        "and the latency factor (measured time / the model's, latency-bound rows) fitted from every OTHER system, its own "
+        "left out. One point per entry and regime: the lower-median row of its sizes there. Error = predicted / measured "
+        "time - 1.\n\n## Corpus size\n\n| kind / class | entries |\n|---|---|\n";
+  for (const auto& [k, n] : per_class) md << "| " << k << " | " << n << " |\n";
+  md << "\n## Per class and regime\n\n";
+  class_table(md, st);
+  criteria(md, st);
+  md << "\n## Every point\n\n";
+  point_table(md, sp);
+  md << "\n## Not scored\n\n| entry | class | why |\n|---|---|---|\n";
+  for (const auto& e : entries)
+    if (e.kind == "nccl_allreduce" && !e.scored) md << "| " << e.id << " | " << e.cls << " | " << unscored_reason(e) << " |\n";
+  for (const auto& s : skipped) md << "| " << s.entry << " | (scored) | cannot be predicted: " << s.why << " |\n";
+  md << "\nKAN-layer, dispatch and DDP entries are read and checked but not yet scored here.\n";
+  if (fs::exists(fs::path(corpus_dir) / "SEARCHES.md"))
+    md << "The searches that built the corpus: SEARCHES.md beside its entries.\n";
+
+  nlohmann::json j;
+  j[kProvenanceKey] = to_json(prov);
+  j["corpus"] = corpus_dir;
+  j["unit"] = "s";
+  j["entries"] = nlohmann::json::array();
+  for (const auto& s : sp) j["entries"].push_back(point_json(s));
+  for (const auto& c : st) j["classes"][c.cls] = stats_json(c);
+  for (const auto& s : skipped) j["skipped"].push_back({{"id", s.entry}, {"why", s.why}});
+  write_owned_files(out_dir, {{out_dir + "/report.md", md.str()}, {out_dir + "/corpus.json", j.dump(2) + "\n"}});
+  std::cout << md.str();
+  return 0;
+}
+
+static void prior_yaml(std::ostringstream& y, const std::string& cls, const FactorPrior& p) {
+  y << "    " << cls << ": {scope: " << p.scope << ", median: " << pf("%.4g", p.median) << ", sigma: " << pf("%.4g", p.sigma)
+    << ", df: " << p.df << ", systems: " << p.systems << "}\n";
+}
+
+int fit_priors(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& out_file) {
+  check_outputs_spare_inputs({corpus_dir, gpus_dir}, {{out_file, "--out", false}});
+  check_output_path(out_file, "--out");
+  const auto entries = load_corpus(corpus_dir, gpus_dir);
+  std::vector<CorpusSkip> skipped;
+  const auto pts = corpus_points(entries, skipped);
+  const auto bw = bandwidth_samples(pts), lat = latency_samples(pts);
+  std::ostringstream y;
+  const auto prov = provenance("", Dated::yes);
+  y << "# What real systems achieve of their datasheet (kanscale fit --priors), as lognormal factors per link class:\n"
+       "#   bandwidth: measured busbw / kanscale's NCCL model on datasheet links (bandwidth-bound rows, from 64 MiB)\n"
+       "#   latency:   measured time / the model's (latency-bound rows, to 64 KiB)\n"
+       "# median = exp(mean log factor) over the class's systems; sigma: the within-class spread pooled over classes\n"
+       "# (scope class) or over all systems (scope pooled, fewer than 2 in the class). 90% interval of one more system:\n"
+       "# median x exp(+-t(0.95; df) sigma sqrt(1 + 1/systems)). docs/models.md, \"Priors from public measurements\".\n"
+       "kind: kanscale-priors\n"
+       "fitted_from:\n  corpus: \"" << corpus_dir << "\"\n  kanscale: \"" << describe(prov) << "\"\n  date: \"" << prov.date_utc
+    << "\"\n  entries:\n";
+  for (const auto* v : {&bw, &lat})
+    for (const auto& s : *v)
+      y << "    - {entry: " << s.entry << ", class: " << s.cls << ", " << (v == &bw ? "bandwidth" : "latency") << ": "
+        << pf("%.4g", s.ratio) << "}\n";
+  y << "nccl:\n";
+  for (const auto* v : {&bw, &lat}) {
+    y << "  " << (v == &bw ? "bandwidth" : "latency") << ":\n";
+    for (const char* cls : {"nvswitch", "nvlink", "pcie", "infiniband", "roce"}) prior_yaml(y, cls, fit_factor_prior(*v, cls));
+  }
+  write_files_atomic({{out_file, y.str()}});
+  std::cout << y.str();
+  return 0;
+}
+
+}  // namespace ks
