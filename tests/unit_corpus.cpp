@@ -1,0 +1,197 @@
+// The corpus of public GPU measurements (issue 57): its reader's refusals,
+// the priors' fit and leave-one-out by hand, and the interval's composition
+// on a hand case. The entries below are made up, laid out as
+// validation/corpus/README.md says.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "common/error.hpp"
+#include "formats/corpus.hpp"
+#include "model/priors.hpp"
+#include "temp_dir.hpp"
+#include "validation/corpus_score.hpp"
+
+using namespace ks;
+
+namespace {
+
+// A GPU sheet: NVLink 600 GB/s both ways (300 one way), PCIe gen4 x16.
+const char* kSheet = R"(model: G1
+compute_capability: 8.0
+fp32: "19.5TFLOP/s"
+tf32: ""
+memory_bandwidth: "1555GB/s"
+memory: "40GB"
+nvlink_bandwidth: "600GB/s"
+pcie: "gen4 x16"
+)";
+
+// One node of 8 GPUs on NVSwitch; ROWS replaced by the test's rows.
+std::string entry(const std::string& id, const std::string& gpu, const std::string& rows) {
+  return "id: " + id +
+         "\nkind: nccl_allreduce\nsource:\n  address: \"https://example.org/log\"\n  date: \"2025-01-01\"\n  where: \"the log\"\n"
+         "health: healthy\nhealth_pointer: \"https://example.org/log\"\nhealth_note: \"made up\"\nscored: true\nclass: nvswitch\n"
+         "system:\n  gpu: " + gpu +
+         "\n  gpus_per_node: 8\n  nodes: 1\n  intra_node: nvswitch\n  network: none\n  nics_per_node: 0\n  nic_speed: \"\"\n"
+         "  nccl: \"\"\n  cuda: \"\"\n  torch: \"\"\n  cpu: \"\"\n  nccl_env: {}\nmeasurements:\n" + rows;
+}
+
+// 1 GiB in 6,000 us on 8 ranks: algbw 178.96 GB/s, busbw x 2(8-1)/8 = 313.17 GB/s.
+const char* kGoodRow = "  - {size_bytes: 1073741824, time_us: 6000, busbw_GBps: 313.17}\n";
+
+std::string refusal(const TempDir& d, const std::string& id, const std::string& gpu, const std::string& rows) {
+  const std::string f = d.write(id + ".yaml", entry(id, gpu, rows));
+  try {
+    load_corpus_entry(f, d / "gpus");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("corpus entry: a good entry reads, its datasheet cluster follows the sheet") {
+  TempDir d;
+  std::filesystem::create_directory(d / "gpus");
+  d.write("gpus/g1.yaml", kSheet);
+  const std::string f = d.write("good.yaml", entry("good", "g1", kGoodRow));
+  const CorpusEntry e = load_corpus_entry(f, d / "gpus");
+  REQUIRE(e.nccl.size() == 1);
+  CHECK(e.gpu->nvlink_Bps == doctest::Approx(600e9));
+  // gen4: 16 GT/s x 128/130 / 8 bits x 16 lanes = 31.51 GB/s one way
+  CHECK(e.gpu->pcie_Bps() == doctest::Approx(16e9 / 8 * 128.0 / 130.0 * 16));
+  const CorpusCluster cc = datasheet_cluster(e);
+  REQUIRE(cc.cluster);
+  CHECK(cc.cluster->intra.bandwidth_Bps == doctest::Approx(300e9));  // the datasheet's 600 both ways, halved
+  CHECK(cc.cluster->collectives.channels == 15);                     // ceil(300 / 20 GB/s per channel)
+}
+
+TEST_CASE("corpus entry: bad entries refused in one line naming file, line and key") {
+  TempDir d;
+  std::filesystem::create_directory(d / "gpus");
+  d.write("gpus/g1.yaml", kSheet);
+  SUBCASE("a negative size") {
+    const std::string m = refusal(d, "neg", "g1", "  - {size_bytes: -8, time_us: 10, busbw_GBps: 0}\n");
+    CHECK(m.find(d / "neg.yaml") != std::string::npos);
+    CHECK(m.find(".yaml:26:") != std::string::npos);  // the row: 24 lines of header, measurements:, then the row
+    CHECK(m.find("size_bytes") != std::string::npos);
+    CHECK(m.find("greater than zero") != std::string::npos);
+  }
+  SUBCASE("a busbw above twice the link's peak") {
+    // 1 GiB in 2,684.35 us on 8 ranks: busbw 700 GB/s, consistent with size and time, above 2 x 300
+    const std::string m = refusal(d, "fast", "g1", "  - {size_bytes: 1073741824, time_us: 2684.35, busbw_GBps: 700}\n");
+    CHECK(m.find("fast.yaml:26:") != std::string::npos);
+    CHECK(m.find("busbw_GBps") != std::string::npos);
+    CHECK(m.find("above twice the link's datasheet peak (300 GB/s") != std::string::npos);
+  }
+  SUBCASE("an unknown GPU model") {
+    const std::string m = refusal(d, "unk", "nosuch", kGoodRow);
+    CHECK(m.find("unk.yaml:") != std::string::npos);
+    CHECK(m.find("system.gpu") != std::string::npos);
+    CHECK(m.find("unknown GPU model \"nosuch\"") != std::string::npos);
+  }
+  SUBCASE("a busbw that does not follow from size and time") {
+    const std::string m = refusal(d, "typo", "g1", "  - {size_bytes: 1073741824, time_us: 6000, busbw_GBps: 31.317}\n");
+    CHECK(m.find("does not follow from size and time on 8 ranks") != std::string::npos);
+  }
+  SUBCASE("an id that is not the file's name") {
+    const std::string f = d.write("other.yaml", entry("someid", "g1", kGoodRow));
+    CHECK_THROWS_WITH_AS(load_corpus_entry(f, d / "gpus"), doctest::Contains("expected the file's name"), InputError);
+  }
+  SUBCASE("an unhealthy entry marked scored") {
+    std::string t = entry("sick", "g1", kGoodRow);
+    t.replace(t.find("health: healthy"), 15, "health: unhealthy");
+    const std::string f = d.write("sick.yaml", t);
+    CHECK_THROWS_WITH_AS(load_corpus_entry(f, d / "gpus"), doctest::Contains("stays in the corpus unscored"), InputError);
+  }
+}
+
+namespace {
+// Three classes by hand (log factors): a: system s1 from two entries, logs 0.0
+// and 0.2 (mean 0.1), s2 0.3; b: s3 -0.2, s4 0.0, s5 0.2; c: s6 0.5.
+std::vector<FactorSample> hand_samples() {
+  auto f = [](const char* c, const char* s, const char* e, double l) { return FactorSample{c, s, e, std::exp(l)}; };
+  return {f("a", "s1", "e1", 0.0), f("a", "s1", "e1b", 0.2), f("a", "s2", "e2", 0.3), f("b", "s3", "e3", -0.2),
+          f("b", "s4", "e4", 0.0), f("b", "s5", "e5", 0.2), f("c", "s6", "e6", 0.5)};
+}
+}  // namespace
+
+TEST_CASE("priors: the fit of a class and its leave-one-out, by hand") {
+  const auto s = hand_samples();
+  // class a: mean of (0.1, 0.3) = 0.2; within-class sums of squares: a 0.01 + 0.01, b 0.04 + 0 + 0.04 (c has one
+  // system: none), 0.10 on 1 + 2 = 3 degrees of freedom: sigma = sqrt(0.1 / 3) = 0.182574; rms about 0 of
+  // (0.1, 0.3) = sqrt(0.05) = 0.223607
+  const FactorPrior a = fit_factor_prior(s, "a");
+  CHECK(a.scope == "class");
+  CHECK(a.median == doctest::Approx(std::exp(0.2)));
+  CHECK(a.systems == 2);
+  CHECK(a.df == 3);
+  CHECK(a.sigma == doctest::Approx(0.182574).epsilon(1e-5));
+  CHECK(a.rms == doctest::Approx(0.223607).epsilon(1e-5));
+  // t(0.95; 3) = 2.3534 (tables) x 0.182574 x sqrt(1 + 1/2) = 0.52623; at 1: t(0.95; 2) = 2.9200 x 0.223607 = 0.65293
+  CHECK(a.log_half_width(0.90) == doctest::Approx(0.52623).epsilon(1e-4));
+  CHECK(a.log_half_width_at_one(0.90) == doctest::Approx(0.65293).epsilon(1e-4));
+  CHECK(a.from.size() == 3);  // e1, e1b, e2
+
+  // s2 left out: class a keeps one system, so every class's remaining systems pool: logs 0.1, -0.2, 0.0, 0.2,
+  // 0.5, mean 0.12; squares about it 0.0004 + 0.1024 + 0.0144 + 0.0064 + 0.1444 = 0.268 on 4 df: sigma 0.258844;
+  // half-width t(0.95; 4) = 2.1318 x 0.258844 x sqrt(1 + 1/5) = 0.60447
+  const FactorPrior loo = fit_factor_prior(s, "a", "s2");
+  CHECK(loo.scope == "pooled");
+  CHECK(loo.median == doctest::Approx(std::exp(0.12)));
+  CHECK(loo.systems == 5);
+  CHECK(loo.df == 4);
+  CHECK(loo.sigma == doctest::Approx(0.258844).epsilon(1e-5));
+  CHECK(loo.log_half_width(0.90) == doctest::Approx(0.60447).epsilon(1e-4));
+
+  // class b keeps its own three when s6 (class c) is left out: mean 0, the pooled spread of a and b: as above
+  const FactorPrior b = fit_factor_prior(s, "b", "s6");
+  CHECK(b.scope == "class");
+  CHECK(b.median == doctest::Approx(1.0));
+  CHECK(b.df == 3);
+
+  // one system in all: no prior
+  CHECK_FALSE(fit_factor_prior({FactorSample{"a", "s1", "e1", 2.0}}, "a").usable());
+}
+
+TEST_CASE("priors: an interval's composition on a hand case") {
+  // latency 10 us x lambda 2 = 20 us, bandwidth 30 us / eta 0.5 = 60 us: T = 80 us; shares 0.25 and 0.75;
+  // h = sqrt((0.25 x 0.5)^2 + (0.75 x 0.2)^2) = sqrt(0.015625 + 0.0225) = 0.195256
+  const ScaledTime t = scale_time(10e-6, 30e-6, 2.0, 0.5, 0.5, 0.2);
+  CHECK(t.time_s == doctest::Approx(80e-6));
+  CHECK(t.log_half_width == doctest::Approx(0.195256).epsilon(1e-5));
+  // all latency: the latency prior's width alone
+  CHECK(scale_time(10e-6, 0, 2.0, 0.5, 0.5, 0.2).log_half_width == doctest::Approx(0.5));
+}
+
+TEST_CASE("corpus scoring: each point's priors leave its own machine out") {
+  // three machines of one class, bandwidth-bound, model 1 ms each; measured 1.0, 1.25 and 2.0 ms
+  std::vector<RegimePoint> pts;
+  const double measured[] = {1.0e-3, 1.25e-3, 2.0e-3};
+  for (int i = 0; i < 3; ++i) {
+    RegimePoint p;
+    p.entry = "e" + std::to_string(i);
+    p.cls = "roce";
+    p.regime = "bandwidth";
+    p.system = "m" + std::to_string(i);
+    p.size_bytes = 1 << 30;
+    p.measured_s = measured[i];
+    p.model_bandwidth_s = 1e-3;
+    pts.push_back(p);
+  }
+  const auto sp = score_points(pts);
+  REQUIRE(sp.size() == 3);
+  // point 0: eta from machines 1 and 2, eta = model / measured = 0.8 and 0.5: median exp(mean(log 0.8, log 0.5))
+  // = sqrt(0.4) = 0.63246, so 1 ms / 0.63246 = 1.5811 ms
+  CHECK(sp[0].eta.systems == 2);
+  CHECK(sp[0].predicted_s == doctest::Approx(1e-3 / std::sqrt(0.4)));
+  CHECK(sp[0].error_pct() == doctest::Approx((1 / std::sqrt(0.4) - 1) * 100));
+  CHECK(sp[0].datasheet_s == doctest::Approx(1e-3));
+  // no latency part: the interval is the bandwidth prior's alone
+  const double h = sp[0].eta.log_half_width(0.90);
+  CHECK(sp[0].hi_s / sp[0].predicted_s == doctest::Approx(std::exp(h)));
+  CHECK(sp[0].has_interval);
+}
