@@ -35,7 +35,7 @@ FactorPrior fit_factor_prior(const std::vector<FactorSample>& samples, const std
   for (const auto& s : samples) {
     if (!(s.ratio > 0) || !std::isfinite(s.ratio)) throw std::invalid_argument("fit_factor_prior: a ratio must be positive");
     if (!leave_out.empty() && s.system == leave_out) continue;
-    auto& y = sys[s.system];
+    auto& y = sys[s.cls + "#" + s.system];  // a machine in two classes (one node, several) counts in each
     y.cls = s.cls;
     y.sum += std::log(s.ratio);
     ++y.n;

@@ -123,7 +123,7 @@ static void criteria(std::ostringstream& md, const std::vector<ClassStats>& st) 
   md << "\nCoverage target: at least 85% of the scored points.\n";
 }
 
-int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& out_dir) {
+int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& gpus_shown, const std::string& out_dir) {
   check_outputs_spare_inputs({corpus_dir, gpus_dir}, {{out_dir, "--out", true}});
   check_owned_dir(out_dir, "--out");
   const auto entries = load_corpus(corpus_dir, gpus_dir);
@@ -137,7 +137,7 @@ int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, 
   std::ostringstream md;
   const auto prov = provenance("", Dated::no);
   md << "# The corpus of public GPU measurements, predicted from datasheets\n\n"
-     << describe(prov) << ". Corpus: " << entries.size() << " entries (" << corpus_dir << "); GPU sheets: " << gpus_dir << ".\n\n"
+     << describe(prov) << ". Corpus: " << entries.size() << " entries (" << corpus_dir << "); GPU sheets: " << gpus_shown << ".\n\n"
      << "Each scored all-reduce entry is predicted from a datasheet cluster built from its own description (kanscale's NCCL "
         "2.14 tuning model), then with the priors: the bandwidth factor (measured busbw / the model's, bandwidth-bound rows) "
         "and the latency factor (measured time / the model's, latency-bound rows) fitted from every OTHER system, its own "
@@ -172,7 +172,7 @@ int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, 
 
 static void prior_yaml(std::ostringstream& y, const std::string& cls, const FactorPrior& p) {
   y << "    " << cls << ": {scope: " << p.scope << ", median: " << pf("%.4g", p.median) << ", sigma: " << pf("%.4g", p.sigma)
-    << ", df: " << p.df << ", systems: " << p.systems << "}\n";
+    << ", df: " << p.df << ", systems: " << p.systems << ", rms: " << pf("%.4g", p.rms) << "}\n";
 }
 
 int fit_priors(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& out_file) {
@@ -189,7 +189,9 @@ int fit_priors(const std::string& corpus_dir, const std::string& gpus_dir, const
        "#   latency:   measured time / the model's (latency-bound rows, to 64 KiB)\n"
        "# median = exp(mean log factor) over the class's systems; sigma: the within-class spread pooled over classes\n"
        "# (scope class) or over all systems (scope pooled, fewer than 2 in the class). 90% interval of one more system:\n"
-       "# median x exp(+-t(0.95; df) sigma sqrt(1 + 1/systems)). docs/models.md, \"Priors from public measurements\".\n"
+       "# median x exp(+-t(0.95; df) sigma sqrt(1 + 1/systems)); centred on the datasheet (factor 1, what validate --corpus\n"
+       "# found better at both ends): exp(+-t(0.95; systems) rms), rms the log factors' root mean square about 0.\n"
+       "# docs/models.md, \"Priors from public measurements\".\n"
        "kind: kanscale-priors\n"
        "fitted_from:\n  corpus: \"" << corpus_dir << "\"\n  kanscale: \"" << describe(prov) << "\"\n  date: \"" << prov.date_utc
     << "\"\n  entries:\n";

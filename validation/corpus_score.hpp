@@ -81,7 +81,7 @@ struct ClassStats {
 std::vector<ClassStats> class_stats(const std::vector<ScoredPoint>& s);
 
 // kanscale validate --corpus DIR --out OUT: report.md and corpus.json.
-int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& out_dir);
+int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& gpus_shown, const std::string& out_dir);
 // kanscale fit --priors DIR --out FILE: the priors of every class from every
 // scored system.
 int fit_priors(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& out_file);
