@@ -15,6 +15,12 @@
 #include "model/limits.hpp"
 #include "sim/point.hpp"
 #include "formats/config_files.hpp"
+#include "formats/corpus.hpp"
+#include "base/data_dir.hpp"
+#include "model/priors.hpp"
+
+#include <cmath>
+#include <filesystem>
 
 namespace po = boost::program_options;
 
@@ -47,6 +53,35 @@ po::options_description model_options(const std::string& what, ModelArgs& a) {
   return desc;
 }
 
+// A datasheet NCCL answer's 90% interval from the shipped priors
+// (configs/priors/gpu.yaml, fitted from the corpus of public measurements):
+// centred on the datasheet, as validate --corpus found better at both ends,
+// the latency and bandwidth parts widened by their classes' spreads.
+void print_prior_interval(const NcclModel& n, const Cluster& cl, const Layout& l, double bytes, const CollectiveEstimate& e) {
+  const std::string path = shipped_path("configs/priors/gpu.yaml");
+  if (!std::filesystem::exists(path)) {
+    std::cout << "  no interval: the priors file (" << path << ") is missing\n";
+    return;
+  }
+  const NcclPriors pr = load_nccl_priors(path);
+  const std::string cls = nccl_prior_class(cl.intra.kind == LinkKind::nvlink, l.ranks_per_node(), l.nodes, cl.net.kind);
+  const auto bw = pr.bandwidth.find(cls), lat = pr.latency.find(cls);
+  if (cls.empty() || bw == pr.bandwidth.end() || lat == pr.latency.end() || !bw->second.usable() || !lat->second.usable()) {
+    std::cout << "  no interval: no prior for this link class (" << (cls.empty() ? "network.kind " + cl.net.kind : cls)
+              << "); the datasheet answer alone has no honest width\n";
+    return;
+  }
+  double lat_us = 0;
+  for (const auto& cd : n.allreduce_candidates(bytes, l))
+    if (cd.enabled && to_string(cd.algo) == e.algorithm && to_string(cd.proto) == e.protocol) lat_us = cd.latency_us;
+  const ScaledTime t = scale_time(lat_us * 1e-6, e.time_s - lat_us * 1e-6, 1.0, lat->second.log_half_width_at_one(0.90), 1.0,
+                                  bw->second.log_half_width_at_one(0.90));
+  std::cout << "  90% interval " << t.time_s * std::exp(-t.log_half_width) * 1e6 << "-" << t.time_s * std::exp(t.log_half_width) * 1e6
+            << " us: priors (" << cls << ": latency from " << lat->second.systems << " machine(s), " << lat->second.scope
+            << "; bandwidth from " << bw->second.systems << ", " << bw->second.scope << "), centred on the datasheet; "
+            << pr.file << "\n";
+}
+
 // kanscale model allreduce: one all-reduce priced by the collective model in use (NCCL's candidates listed).
 int model_allreduce(const ModelArgs& a, const po::variables_map& vm, const Cluster& cl, const Calibration& cal) {
   double b = 0;
@@ -65,6 +100,7 @@ int model_allreduce(const ModelArgs& a, const po::variables_map& vm, const Clust
             << "):\n  " << std::setprecision(2) << e.time_s * 1e6 << " us, algbw " << algbw << " GB/s, busbw "
             << algbw * 2.0 * (l.ranks - 1) / l.ranks << " GB/s, " << e.label() << "\n";
   if (const auto* n = dynamic_cast<const NcclModel*>(m.get())) {
+    if (cal.source == "datasheet" && l.ranks > 1) print_prior_interval(*n, cl, l, b, e);
     std::cout << "  candidates (NCCL's order):\n";
     for (const auto& cd : n->allreduce_candidates(b, l))
       std::cout << "    " << std::setw(5) << to_string(cd.algo) << "/" << std::left << std::setw(7) << to_string(cd.proto) << std::right

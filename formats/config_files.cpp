@@ -57,7 +57,7 @@ static Cluster read_cluster(YamlMap m) {
   c.net.nics_per_node = static_cast<int>(net.integer("nics_per_node", 1));
   c.net.nic_bandwidth_Bps = net.quantity("nic_bandwidth", Quantity::rate, Bound::positive);
   c.net.latency_s = net.quantity("latency", Quantity::time, Bound::non_negative);
-  net.string_opt("kind");
+  c.net.kind = net.string_opt("kind").value_or("");  // free text; infiniband and roce select the corpus priors
   net.finish();
 
   YamlMap col = m.map("collectives");

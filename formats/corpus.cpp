@@ -226,4 +226,34 @@ std::vector<CorpusEntry> load_corpus(const std::string& dir, const std::string& 
   return out;
 }
 
+NcclPriors load_nccl_priors(const std::string& path) {
+  YamlMap m = YamlMap::load_file(path);
+  NcclPriors p;
+  p.file = path;
+  if (m.string("kind") != "kanscale-priors") m.fail("kind", "expected kanscale-priors (a file kanscale fit --priors wrote)");
+  m.ignore("fitted_from");
+  YamlMap n = m.map("nccl");
+  for (const char* part : {"bandwidth", "latency"}) {
+    YamlMap classes = n.map(part);
+    auto& out = std::string(part) == "bandwidth" ? p.bandwidth : p.latency;
+    for (const auto& cls : classes.keys()) {
+      YamlMap c = classes.map(cls);
+      FactorPrior f;
+      f.scope = c.choice("scope", {"class", "pooled", "none"});
+      f.median = c.number("median", Bound::positive);
+      f.sigma = c.number("sigma", Bound::non_negative);
+      f.df = static_cast<int>(c.integer("df", 0, 1 << 20));
+      f.systems = static_cast<int>(c.integer("systems", 0, 1 << 20));
+      f.rms = c.number("rms", Bound::non_negative);
+      if (f.usable() && (f.df < 1 || f.systems < 1)) c.fail("df", "a usable prior needs df and systems of at least 1");
+      c.finish();
+      out[cls] = f;
+    }
+    classes.finish();
+  }
+  n.finish();
+  m.finish();
+  return p;
+}
+
 }  // namespace ks

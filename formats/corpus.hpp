@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "model/priors.hpp"
+
 namespace ks {
 
 // One GPU model's datasheet figures (configs/gpus/<name>.yaml). A figure the
@@ -83,5 +85,8 @@ struct CorpusEntry {
 CorpusEntry load_corpus_entry(const std::string& path, const std::string& gpus_dir);
 // Every *.yaml of `dir`, sorted by name (README.md and the like skipped).
 std::vector<CorpusEntry> load_corpus(const std::string& dir, const std::string& gpus_dir);
+
+// The priors file `kanscale fit --priors` writes.
+NcclPriors load_nccl_priors(const std::string& path);
 
 }  // namespace ks

@@ -58,6 +58,7 @@ struct Network {
   int nics_per_node = 1;
   double nic_bandwidth_Bps = 0;
   double latency_s = 0;
+  std::string kind;  // infiniband | roce | ethernet | "" (the file's network.kind: which priors apply)
 };
 
 struct CollectiveLibrary {

@@ -89,6 +89,12 @@ FactorPrior fit_factor_prior(const std::vector<FactorSample>& samples, const std
   return p;
 }
 
+std::string nccl_prior_class(bool nvlink, int gpus_per_node, int nodes, const std::string& network_kind) {
+  if (nodes > 1) return network_kind == "infiniband" || network_kind == "roce" ? network_kind : "";
+  if (nvlink) return gpus_per_node > 2 ? "nvswitch" : "nvlink";
+  return "pcie";
+}
+
 ScaledTime scale_time(double latency_s, double bandwidth_s, double lambda, double h_lambda, double eta, double h_eta) {
   ScaledTime r;
   const double lat = lambda * latency_s, bw = bandwidth_s / eta;

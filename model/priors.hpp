@@ -10,6 +10,7 @@
 //   m +- t(0.95; df) x s x sqrt(1 + 1/k)
 // (the textbook prediction interval of one more draw of a normal whose mean
 // and spread are both estimated).
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,18 @@ struct FactorPrior {
 // The prior for `cls` from `samples`, leaving out every sample of the system
 // `leave_out` ("" leaves none out).
 FactorPrior fit_factor_prior(const std::vector<FactorSample>& samples, const std::string& cls, const std::string& leave_out = "");
+
+// The NCCL priors as `kanscale fit --priors` writes them (configs/priors/gpu.yaml):
+// per link class, the bandwidth and latency factors.
+struct NcclPriors {
+  std::string file;
+  std::map<std::string, FactorPrior> bandwidth, latency;
+};
+// The corpus class an all-reduce over `nodes` nodes of this shape falls in:
+// one node, nvswitch (NVLink among more than 2 GPUs), nvlink (a pair) or
+// pcie; several, the network's kind (infiniband, roce); "" when the priors
+// have none (another network, an unnamed one).
+std::string nccl_prior_class(bool nvlink, int gpus_per_node, int nodes, const std::string& network_kind);
 
 // A time made of a latency part and a bandwidth part, each scaled by its
 // prior: T = lambda x latency + bandwidth / eta. Its interval's half-width in

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -589,4 +590,57 @@ TEST_CASE("validate --collect judges a directory only against the plan it was em
   CHECK(r.code == 2);
   CHECK(r.err.find("cases/case0.yaml") != std::string::npos);
   CHECK(r.err.find("edited after --emit") != std::string::npos);
+}
+
+TEST_CASE("cli: validate --corpus on the shipped corpus; its tables follow from its points; fit --priors reads back") {
+  TempDir d;
+  const Run r = run("validate --corpus " + kSrc + "/validation/corpus --out " + d.path + "/corpus", d);
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(read_file(d.path + "/corpus/corpus.json"));
+  REQUIRE(j["entries"].size() > 10);
+  // every class's figures recomputed from its points: n, mean |error| and coverage
+  std::map<std::string, std::vector<const nlohmann::json*>> by;
+  for (const auto& e : j["entries"]) {
+    by[e["class"].get<std::string>() + "/" + e["regime"].get<std::string>()].push_back(&e);
+    by["all/" + e["regime"].get<std::string>()].push_back(&e);
+    const double err = (e["predicted"].get<double>() / e["measured"].get<double>() - 1) * 100;
+    CHECK(e["error_pct"].get<double>() == doctest::Approx(err));
+    if (!e["covered"].is_null())
+      CHECK(e["covered"].get<bool>() == (e["measured"] >= e["lo"] && e["measured"] <= e["hi"]));
+  }
+  REQUIRE(j["classes"].size() == by.size());
+  for (const auto& [k, v] : by) {
+    CAPTURE(k);
+    const auto& c = j["classes"][k];
+    double sum = 0;
+    int with = 0, cov = 0;
+    for (const auto* e : v) {
+      sum += std::fabs((*e)["error_pct"].get<double>());
+      if (!(*e)["covered"].is_null()) ++with, cov += (*e)["covered"].get<bool>();
+    }
+    CHECK(c["n"] == v.size());
+    CHECK(c["mean_abs_pct"].get<double>() == doctest::Approx(sum / v.size()));
+    if (with) CHECK(c["coverage"].get<double>() == doctest::Approx(static_cast<double>(cov) / with));
+  }
+  CHECK(read_file(d.path + "/corpus/report.md").find("## Criteria") != std::string::npos);
+  // the priors it fits read back, and the shipped datasheet answer carries their interval
+  const Run f = run("fit --priors " + kSrc + "/validation/corpus --out " + d.path + "/priors.yaml", d);
+  CAPTURE(f.err);
+  REQUIRE(f.code == 0);
+  CHECK(read_file(d.path + "/priors.yaml").find("nvswitch: {scope: class") != std::string::npos);
+  const Run m = run("model allreduce --cluster configs/clusters/dgx-a100.yaml --bytes 1GiB --gpus 64", d);
+  CHECK(m.out.find("90% interval") != std::string::npos);
+  CHECK(m.out.find("infiniband") != std::string::npos);
+  // a corpus entry with an unknown GPU: one line, exit 2, nothing written
+  std::filesystem::create_directory(d.path + "/bad");
+  std::filesystem::copy_file(kSrc + "/validation/corpus/oci-bm-gpu-h100-8-2node-roce.yaml", d.path + "/bad/oci-bm-gpu-h100-8-2node-roce.yaml");
+  std::string t = read_file(d.path + "/bad/oci-bm-gpu-h100-8-2node-roce.yaml");
+  t.replace(t.find("gpu: h100-sxm5-80gb"), 19, "gpu: h100-sxm9-80gb");
+  std::ofstream(d.path + "/bad/oci-bm-gpu-h100-8-2node-roce.yaml") << t;
+  const Run b = run("validate --corpus " + d.path + "/bad --out " + d.path + "/badout", d);
+  CHECK(b.code == 2);
+  CHECK(b.err.find("unknown GPU model \"h100-sxm9-80gb\"") != std::string::npos);
+  CHECK(std::count(b.err.begin(), b.err.end(), '\n') == 1);
+  CHECK_FALSE(std::filesystem::exists(d.path + "/badout"));
 }
