@@ -72,6 +72,12 @@ void check_nccl_logs(const std::vector<NcclTestsLog>& logs) {
 }
 }  // namespace
 
+// A calibration's default name: its file's name without the extension.
+std::string stem_of(const std::string& out) {
+  const std::string file = out.substr(out.find_last_of('/') + 1);
+  return file.substr(0, file.rfind('.'));
+}
+
 int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   std::vector<std::string> kernels, collectives, nccl_logs;
   std::vector<std::string> interference, runtime_files, progress, torch_ops;
@@ -99,27 +105,20 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   if (!parse_args(args, desc, "usage: kanscale fit --kernels K.json [--collectives A.json ...] [--interference I.json] [--runtime-memory K1.json ...] --out K.yaml", vm))
     return 0;
   if (out.empty()) throw InputError("missing required option --out");
+  std::vector<std::string> files;
+  for (const auto* list : {&kernels, &collectives, &interference, &progress, &nccl_logs, &runtime_files, &torch_ops})
+    files.insert(files.end(), list->begin(), list->end());
   if (!priors.empty()) {
-    if (!kernels.empty() || !collectives.empty() || !nccl_logs.empty() || !progress.empty() || !torch_ops.empty() ||
-        !interference.empty() || !runtime_files.empty() || !cluster_file.empty())
-      throw InputError("fit --priors: takes a corpus alone (no measurement files)");
+    if (!files.empty() || !cluster_file.empty()) throw InputError("fit --priors: takes a corpus alone (no measurement files)");
     return fit_priors(priors, gpus.empty() ? shipped_path("configs/gpus") : gpus, out);
   }
   if (!gpus.empty()) throw InputError("--gpus: goes with --priors");
   check_output_paths({{out, "--out"}});
-  {
-    std::vector<std::string> inputs;
-    for (const auto* list : {&kernels, &collectives, &interference, &progress, &nccl_logs, &runtime_files, &torch_ops})
-      inputs.insert(inputs.end(), list->begin(), list->end());
-    if (!cluster_file.empty()) inputs.push_back(cluster_file);
-    check_outputs_spare_inputs(inputs, {{out, "--out"}});
-  }
+  if (!cluster_file.empty()) files.push_back(cluster_file);
+  check_outputs_spare_inputs(files, {{out, "--out"}});
   if (kernels.empty() && collectives.empty() && nccl_logs.empty() && progress.empty() && torch_ops.empty())
     throw InputError("give --kernels, --torch-ops, --collectives, --progress and/or --nccl-tests");
-  if (name.empty()) {
-    name = out.substr(out.find_last_of('/') + 1);
-    name = name.substr(0, name.rfind('.'));
-  }
+  if (name.empty()) name = stem_of(out);
   const std::optional<Cluster> cluster = nccl_cluster(cluster_file);
   refuse_inputs_twice({{"--kernels", &kernels}, {"--collectives", &collectives}, {"--interference", &interference}, {"--progress", &progress},
                        {"--nccl-tests", &nccl_logs}, {"--runtime-memory", &runtime_files}, {"--torch-ops", &torch_ops}});
