@@ -129,7 +129,7 @@ int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
   // Everything is read and checked before anything runs or is written.
   const Cluster cluster = load_cluster(c.cluster);
   const Workload workload = load_workload(c.workload);
-  const Calibration calib = with_default_host_terms(c.calibration.empty() ? datasheet_calibration(cluster, workload.precision)
+  const Calibration calib = with_shipped_defaults(c.calibration.empty() ? datasheet_calibration(cluster, workload.precision)
                                                                           : load_calibration(c.calibration, cluster, workload.precision),
                                                   cluster, workload);
   check_calibration_covers(workload, calib, c.calibration);

@@ -141,7 +141,7 @@ WhatifBase load_base(const WhatifArgs& w, const po::variables_map& vm) {
     wc.cluster = load_cluster(w.clusters[i]);
     wc.label = wc.cluster.name;
     const std::string cal = w.calibrations.empty() ? "" : w.calibrations.size() == 1 ? w.calibrations[0] : w.calibrations[i];
-    wc.calibration = with_default_host_terms(cal.empty() || cal == "datasheet" ? datasheet_calibration(wc.cluster, base.workload.precision)
+    wc.calibration = with_shipped_defaults(cal.empty() || cal == "datasheet" ? datasheet_calibration(wc.cluster, base.workload.precision)
                                                                                : load_calibration(cal, wc.cluster, base.workload.precision),
                                              wc.cluster, base.workload);
     check_calibration_covers(base.workload, wc.calibration, cal);

@@ -178,6 +178,9 @@ void write_live_section(std::ostream& y, const CalibrationFile& f) {
     if (f.comm_error_sigma > 0)
       y << "  comm_error_sigma: " << f.comm_error_sigma
         << "   # out of sample: RMS of log(measured / predicted all-reduce time), each shape against the communication factor fitted without it\n";
+    if (f.unwatched_runs > 0)
+      y << "  unwatched_error_sigma: " << f.unwatched_error_sigma << "   # the compute with no live term (microbenchmarks only): RMS of log(measured / predicted) over "
+        << f.unwatched_runs << " runs; what an answer that watched no job leaves out\n";
     y
       << "  drift_sigma: " << f.drift_sigma << "   # run-to-run: the spread of the " << f.drift_rounds
       << " round(s)' mean log deviation, a random effect per run" << (f.drift_rounds < 2 ? " (one round: not measured)" : "")

@@ -9,6 +9,8 @@
 
 #include "kanscale/build_info.hpp"
 #include "formats/yaml_reader.hpp"
+#include "formats/corpus.hpp"
+#include "model/priors.hpp"
 #include "model/kan_model.hpp"
 #include "model/limits.hpp"
 #include "model/machine.hpp"
@@ -356,6 +358,8 @@ static void read_calibration_live(YamlMap& m, Calibration& cal) {
     if (cal.model_error_sigma > kMaxSigma) live->fail("model_error_sigma", kSigmaRange + gnum(cal.model_error_sigma));
     cal.comm_error_sigma = live->number_opt("comm_error_sigma", Bound::non_negative).value_or(0.0);
     if (cal.comm_error_sigma > kMaxSigma) live->fail("comm_error_sigma", kSigmaRange + gnum(cal.comm_error_sigma));
+    cal.unwatched_error_sigma = live->number_opt("unwatched_error_sigma", Bound::non_negative).value_or(0.0);
+    if (cal.unwatched_error_sigma > kMaxSigma) live->fail("unwatched_error_sigma", kSigmaRange + gnum(cal.unwatched_error_sigma));
     cal.drift_sigma = live->number_opt("drift_sigma", Bound::non_negative).value_or(0.0);
     if (cal.drift_sigma > kMaxSigma) live->fail("drift_sigma", kSigmaRange + gnum(cal.drift_sigma));
     cal.rank_sigma = live->number_opt("rank_spread_sigma", Bound::non_negative).value_or(0.0);
@@ -457,6 +461,50 @@ const HostTerms& shipped_pytorch_host_terms() {
 
 Calibration with_default_host_terms(Calibration cal, const Cluster& c, const Workload& w) {
   if (needs_default_host_terms(c, w, cal)) cal.default_host_terms = shipped_pytorch_host_terms();
+  return cal;
+}
+
+namespace {
+struct StandIn {
+  double sigma = 0;
+  std::string source;
+};
+// The shipped calibration's unwatched error, read once per implementation.
+const StandIn& unwatched_stand_in(Implementation impl) {
+  static const auto read = [](Implementation i) {
+    const std::string rel = i == Implementation::pytorch ? "configs/calibrations/pytorch-cpu.yaml" : "configs/calibrations/local-cpu.yaml";
+    Cluster any;
+    any.collectives.family = i == Implementation::pytorch ? CollFamily::gloo : CollFamily::mpi;
+    const Calibration cal = load_calibration(shipped_path(rel), any, Precision::fp32);
+    return StandIn{cal.unwatched_error_sigma, "CPU stand-in: " + rel + "'s live runs predicted from its microbenchmarks alone (" +
+                                                  (cal.machine.empty() ? std::string("an unrecorded machine") : describe(cal.machine)) + ")"};
+  };
+  static const StandIn pytorch = read(Implementation::pytorch), kanscale = read(Implementation::kanscale);
+  return impl == Implementation::pytorch ? pytorch : kanscale;
+}
+}  // namespace
+
+Calibration with_shipped_defaults(Calibration cal, const Cluster& c, const Workload& w) {
+  cal = with_default_host_terms(std::move(cal), c, w);
+  if (cal.live_terms.empty() && cal.model_error_sigma == 0) {
+    const StandIn& s = unwatched_stand_in(w.implementation);
+    if (s.sigma > 0) {
+      cal.model_error_sigma = cal.unwatched_sigma_applied = s.sigma;
+      cal.unwatched_source = s.source;
+    }
+  }
+  if (cal.source == "datasheet" && c.collectives.family == CollFamily::nccl && cal.comm_error_sigma == 0) {
+    const std::string path = shipped_path("configs/priors/gpu.yaml");
+    const NcclPriors pr = load_nccl_priors(path);
+    if (const auto it = pr.datasheet_rms.find("all"); it != pr.datasheet_rms.end() && it->second.machines >= 2) {
+      // the lognormal sigma whose normal 90% band matches the t interval of one more machine
+      const double t = student_t_quantile(0.95, it->second.machines);
+      cal.comm_error_sigma = cal.priors_sigma_applied = it->second.rms * t / 1.6448536;
+      cal.priors_source = "configs/priors/gpu.yaml (shipped): the datasheet NCCL model's RMS log error on " + std::to_string(it->second.machines) +
+                          " machines' public all-reduce logs (every regime: gradient buckets span them), x t(0.95; " +
+                          std::to_string(it->second.machines) + ") / z(0.95)";
+    }
+  }
   return cal;
 }
 

@@ -30,4 +30,16 @@ std::string shipped_pytorch_calibration_path();
 // reads a file nobody named.
 Calibration with_default_host_terms(Calibration cal, const Cluster& c, const Workload& w);
 
+// with_default_host_terms, and what an answer that watched no job must
+// carry (issue 57): a calibration without live terms and without a model
+// error takes the shipped calibration's unwatched error for the workload's
+// implementation (pytorch: configs/calibrations/pytorch-cpu.yaml; kanscale:
+// local-cpu.yaml) as its model error, labelled a CPU stand-in; a datasheet
+// NCCL calibration takes the all-reduce error of the datasheet model on
+// public measurements (configs/priors/gpu.yaml, every regime together: the
+// gradient buckets' sizes span them) as its communication error. Each is recorded with its
+// source (Calibration::unwatched_source, priors_source). What the CLI
+// predicts with; tests of the bare model use with_default_host_terms.
+Calibration with_shipped_defaults(Calibration cal, const Cluster& c, const Workload& w);
+
 }  // namespace ks

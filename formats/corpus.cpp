@@ -252,6 +252,16 @@ NcclPriors load_nccl_priors(const std::string& path) {
     classes.finish();
   }
   n.finish();
+  YamlMap d = m.map("datasheet_error");
+  for (const auto& r : d.keys()) {
+    YamlMap x = d.map(r);
+    NcclPriors::Rms v;
+    v.rms = x.number("rms", Bound::non_negative);
+    v.machines = static_cast<int>(x.integer("machines", 0, 1 << 20));
+    x.finish();
+    p.datasheet_rms[r] = v;
+  }
+  d.finish();
   m.finish();
   return p;
 }

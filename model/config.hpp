@@ -312,6 +312,16 @@ struct Calibration {
   // prediction, out of sample (lognormal sigma): the intervals' error on
   // every gradient all-reduce. 0: not measured.
   double comm_error_sigma = 0;
+  // The compute's error where no job was watched (no live terms): RMS of
+  // log(measured / microbenchmark-only prediction) over a calibration's live
+  // runs (key live.unwatched_error_sigma). A calibration without live runs
+  // borrows a shipped one's as its model error (formats' with_shipped_defaults).
+  double unwatched_error_sigma = 0;
+  // What the intervals carry beyond the calibration's own fits, each with its
+  // source (set at the edge, formats' with_shipped_defaults): the compute's
+  // unwatched error, the collectives' prior spread (configs/priors/gpu.yaml).
+  double unwatched_sigma_applied = 0, priors_sigma_applied = 0;
+  std::string unwatched_source, priors_source;
   // A rank's compute speed that persists through a run, lognormal sigma:
   // the spread of the ranks' own medians in the live multi-rank runs
   // (rank_spread_sigma). The point prediction gives the ranks

@@ -83,6 +83,8 @@ struct CalibrationFile {
   double model_error_sigma = 0;            // leave one shape out: what the intervals carry
   double model_error_in_sample_sigma = 0;  // the same on the runs the terms were fitted to (for people)
   double comm_error_sigma = 0;             // leave one shape out on the all-reduce times (comm_error_loo)
+  double unwatched_error_sigma = 0;        // the compute's error with no live term (unwatched_compute_sigma)
+  int unwatched_runs = 0;
   double drift_sigma = 0;                  // the live runs' round-to-round random effect
   std::optional<double> kernel_drift_sigma;  // the same over the kernels files (rounds) of one plan; unset: one file
   int drift_rounds = 0;

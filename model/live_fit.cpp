@@ -197,6 +197,20 @@ std::vector<CalibrationFile::FittedLive> fit_live_term_set(const std::vector<Liv
   return out;
 }
 
+double unwatched_compute_sigma(const std::vector<LiveRun>& runs, int* counted) {
+  double s2 = 0;
+  int n = 0;
+  for (const LiveRun& r : runs) {
+    const double target = live_target(r);
+    if (!(target > 0) || !(r.compute_s > 0)) continue;
+    const double e = std::log(target / r.compute_s);
+    s2 += e * e;
+    ++n;
+  }
+  if (counted) *counted = n;
+  return n ? std::sqrt(s2 / n) : 0.0;
+}
+
 double fit_comm_factor(const std::vector<const LiveRun*>& runs, std::string& why) {
   // r = predicted / measured; minimising sum (1 - f r)^2 gives f = sum r / sum r^2
   std::vector<double> r;

@@ -76,6 +76,12 @@ ShapeCv leave_one_shape_out(const std::vector<const LiveRun*>& runs, const std::
 // shapes to leave out, where it does not differ from none at 95%). The report's lines go to `report` when given.
 std::vector<CalibrationFile::FittedLive> fit_live_term_set(const std::vector<LiveRun>& runs, std::ostream* report);
 
+// The error of an answer that watched no job (microbenchmarks only): RMS of
+// log(the live target / the predicted compute) over the runs, with no live
+// term applied; `runs` gets how many counted. This is what a calibration
+// without live runs leaves out of its intervals (issue 57's "unwatched").
+double unwatched_compute_sigma(const std::vector<LiveRun>& runs, int* counted);
+
 // The model error left with the live terms, as RMS of log(measured /
 // predicted): in sample (with `all`, fit_live_term_set's terms on every
 // run), and leave one shape out (each shape's runs predicted by the terms

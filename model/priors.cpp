@@ -8,6 +8,24 @@
 
 namespace ks {
 
+double student_t_quantile(double p, int df) { return boost::math::quantile(boost::math::students_t(df), p); }
+
+NcclPriors::Rms rms_over_machines(const std::vector<FactorSample>& samples, bool squares) {
+  std::map<std::string, std::pair<double, int>> m;
+  for (const auto& s : samples) {
+    auto& x = m[s.system];
+    const double l = std::log(s.ratio);
+    x.first += squares ? l * l : l;
+    ++x.second;
+  }
+  NcclPriors::Rms r;
+  double s2 = 0;
+  for (const auto& [k, x] : m) s2 += squares ? x.first / x.second : (x.first / x.second) * (x.first / x.second);
+  r.machines = static_cast<int>(m.size());
+  r.rms = r.machines ? std::sqrt(s2 / r.machines) : 0.0;
+  return r;
+}
+
 double FactorPrior::log_half_width(double level) const {
   if (!usable() || df < 1) return 0.0;
   const boost::math::students_t t(df);

@@ -56,7 +56,20 @@ FactorPrior fit_factor_prior(const std::vector<FactorSample>& samples, const std
 struct NcclPriors {
   std::string file;
   std::map<std::string, FactorPrior> bandwidth, latency;
+  // per regime (latency, middle, bandwidth): the datasheet model's RMS log
+  // error (measured / model) over machines, every class together
+  struct Rms {
+    double rms = 0;
+    int machines = 0;
+  };
+  std::map<std::string, Rms> datasheet_rms;
 };
+// Student's t quantile (p, df), for the intervals of one more draw.
+double student_t_quantile(double p, int df);
+// The RMS over machines of log(ratio): each machine's mean log first, or
+// (squares) its mean square log, so that one machine's errors of both signs
+// in several regimes do not cancel; every machine weighs the same.
+NcclPriors::Rms rms_over_machines(const std::vector<FactorSample>& samples, bool squares = false);
 // The corpus class an all-reduce over `nodes` nodes of this shape falls in:
 // one node, nvswitch (NVLink among more than 2 GPUs), nvlink (a pair) or
 // pcie; several, the network's kind (infiniband, roce); "" when the priors

@@ -177,7 +177,11 @@ void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info) {
       auto sig = [](double s) { return s > 0 ? "lognormal sigma " + fixed(s, 4) : std::string("none (not measured)"); };
       os << "    (a) the fits' covariances: " << (has_parameter_uncertainty(cal) ? "drawn per sample" : "none recorded") << "\n"
          << "    (b) the model's out-of-sample error (leave one shape out over the calibration's live runs): " << sig(cal.model_error_sigma) << "\n"
-         << "        on the gradient all-reduces (the same over their times): " << sig(cal.comm_error_sigma) << "\n"
+         << "        on the gradient all-reduces (the same over their times): " << sig(cal.comm_error_sigma) << "\n";
+      if (cal.unwatched_sigma_applied > 0)
+        os << "        the model error is UNWATCHED (no live run of this calibration measured it): " << cal.unwatched_source << "\n";
+      if (cal.priors_sigma_applied > 0) os << "        the all-reduce error is the PRIORS': " << cal.priors_source << "\n";
+      os
          << "    (c) run-to-run drift (the live runs' rounds, a random effect per run): " << sig(cal.drift_sigma) << "\n"
          << "    (d) jitter (per rank and iteration): " << sig(cal.jitter_sigma) << "\n"
          << "        and a rank's speed that persists through a run (each sample draws the ranks'; the point takes their expected order): "
@@ -229,6 +233,18 @@ nlohmann::json study_json(const StudyResult& r, const RunInfo& info) {
   for (const auto& p : r.points) pts.push_back(point_json(p));
   j["points"] = pts;
   j["intervals"] = {{"samples", r.interval_samples}, {"level", info.options.interval_level}, {"note", r.interval_note}};
+  if (info.calibration) {
+    // the lognormal sigmas behind the bands, by where they come from (issue 57)
+    const Calibration& cal = *info.calibration;
+    j["interval_parts"] = {{"calibration", {{"fits_covariance", has_parameter_uncertainty(cal)},
+                                            {"model_error_sigma", cal.model_error_sigma - cal.unwatched_sigma_applied},
+                                            {"comm_error_sigma", cal.comm_error_sigma - cal.priors_sigma_applied},
+                                            {"drift_sigma", cal.drift_sigma},
+                                            {"jitter_sigma", cal.jitter_sigma},
+                                            {"rank_sigma", cal.rank_sigma}}},
+                           {"priors", {{"comm_error_sigma", cal.priors_sigma_applied}, {"source", cal.priors_source}}},
+                           {"unwatched", {{"model_error_sigma", cal.unwatched_sigma_applied}, {"source", cal.unwatched_source}}}};
+  }
   j["warnings"] = r.warnings;
   return j;
 }

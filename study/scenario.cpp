@@ -292,7 +292,7 @@ void read_study_clusters(YamlMap& m, StudySpec& s, const std::string& calibratio
     const std::string cal_path = cal == "datasheet" || !calibration_override.empty() ? cal : c.path("calibration");
     if (cal != "datasheet") s.input_paths.push_back(cal_path);
     try {
-      sc.calibration = with_default_host_terms(cal == "datasheet" ? datasheet_calibration(sc.cluster, s.workload.precision)
+      sc.calibration = with_shipped_defaults(cal == "datasheet" ? datasheet_calibration(sc.cluster, s.workload.precision)
                                                                   : load_calibration(cal_path, sc.cluster, s.workload.precision),
                                                sc.cluster, s.workload);
       check_calibration_covers(s.workload, sc.calibration, cal);

@@ -644,3 +644,32 @@ TEST_CASE("cli: validate --corpus on the shipped corpus; its tables follow from 
   CHECK(std::count(b.err.begin(), b.err.end(), '\n') == 1);
   CHECK_FALSE(std::filesystem::exists(d.path + "/badout"));
 }
+
+TEST_CASE("cli: an unwatched answer carries its interval parts; a watched one does not borrow them") {
+  TempDir d;
+  const Run r = run("simulate --cluster configs/clusters/dgx-a100.yaml --workload configs/workloads/default.yaml --gpus 8,64 --json " +
+                        d.path + "/dgx.json",
+                    d);
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("UNWATCHED") != std::string::npos);
+  CHECK(r.out.find("PRIORS'") != std::string::npos);
+  const auto j = nlohmann::json::parse(read_file(d.path + "/dgx.json"));
+  CHECK(j["interval_parts"]["unwatched"]["model_error_sigma"].get<double>() > 0);
+  CHECK(j["interval_parts"]["priors"]["comm_error_sigma"].get<double>() > 0);
+  CHECK(j["interval_parts"]["calibration"]["model_error_sigma"].get<double>() == 0);
+  const auto& p = j["points"][1];
+  REQUIRE(p["iteration_time_interval_s"].is_object());
+  CHECK(p["iteration_time_interval_s"]["lo"].get<double>() < p["iteration_time_s"]["median"].get<double>());
+  CHECK(p["iteration_time_interval_s"]["hi"].get<double>() > p["iteration_time_s"]["median"].get<double>());
+  // the shipped local-cpu calibration watched its jobs: its own model error, nothing borrowed
+  const Run w = run("simulate --cluster configs/clusters/local-cpu.yaml --workload configs/workloads/local-kanscale.yaml --calibration "
+                    "configs/calibrations/local-cpu.yaml --gpus 1,2 --json " + d.path + "/cpu.json",
+                    d);
+  CAPTURE(w.err);
+  REQUIRE(w.code == 0);
+  const auto c = nlohmann::json::parse(read_file(d.path + "/cpu.json"));
+  CHECK(c["interval_parts"]["unwatched"]["model_error_sigma"].get<double>() == 0);
+  CHECK(c["interval_parts"]["priors"]["comm_error_sigma"].get<double>() == 0);
+  CHECK(c["interval_parts"]["calibration"]["model_error_sigma"].get<double>() > 0);
+}

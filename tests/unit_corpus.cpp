@@ -9,6 +9,7 @@
 
 #include "common/error.hpp"
 #include "formats/corpus.hpp"
+#include "model/live_fit.hpp"
 #include "model/priors.hpp"
 #include "temp_dir.hpp"
 #include "validation/corpus_score.hpp"
@@ -194,4 +195,29 @@ TEST_CASE("corpus scoring: each point's priors leave its own machine out") {
   const double h = sp[0].eta.log_half_width(0.90);
   CHECK(sp[0].hi_s / sp[0].predicted_s == doctest::Approx(std::exp(h)));
   CHECK(sp[0].has_interval);
+}
+
+TEST_CASE("unwatched: the compute's error with no live term, by hand") {
+  // run 1: target 1.2 ms (measured compute) against 1.0 predicted: log 1.2; run 2: 2.0 - 0.5 rest = 1.5 against 1.5:
+  // log 1 = 0; run 3 (no compute predicted) skipped. RMS = sqrt((ln(1.2)^2 + 0) / 2) = 0.128919
+  LiveRun a;
+  a.compute_s = 1e-3;
+  a.measured_compute_s = 1.2e-3;
+  LiveRun b;
+  b.compute_s = 1.5e-3;
+  b.measured_s = 2.0e-3;
+  b.rest_s = 0.5e-3;
+  LiveRun c;
+  int n = 0;
+  CHECK(unwatched_compute_sigma({a, b, c}, &n) == doctest::Approx(0.128919).epsilon(1e-5));
+  CHECK(n == 2);
+}
+
+TEST_CASE("priors: the datasheet model's RMS over machines, by hand") {
+  // machine m1: logs 0.1 and 0.3 (mean 0.2, mean square 0.05); m2: log -0.4
+  // mean first: sqrt((0.2^2 + 0.4^2) / 2) = 0.316228; squares: sqrt((0.05 + 0.16) / 2) = 0.324037
+  const std::vector<FactorSample> s = {{"a", "m1", "e1", std::exp(0.1)}, {"b", "m1", "e2", std::exp(0.3)}, {"a", "m2", "e3", std::exp(-0.4)}};
+  CHECK(rms_over_machines(s).rms == doctest::Approx(0.316228).epsilon(1e-5));
+  CHECK(rms_over_machines(s, true).rms == doctest::Approx(0.324037).epsilon(1e-5));
+  CHECK(rms_over_machines(s).machines == 2);
 }

@@ -179,6 +179,7 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
   file.model_error_sigma = errors.loo_sigma;
   int comm_n = 0;
   file.comm_error_sigma = comm_error_loo(runs, &comm_n);
+  file.unwatched_error_sigma = unwatched_compute_sigma(runs, &file.unwatched_runs);
   const int n = errors.runs, loo_n = errors.loo_runs;
   const std::size_t n_shapes = static_cast<std::size_t>(errors.shapes);
   // run-to-run drift: each round's mean log deviation over the runs, a
@@ -194,6 +195,8 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
          << loo_n << " runs): " << file.model_error_sigma << "\n"
          << "  all-reduce time, leave one shape out (each shape's all-reduces per iteration against the communication"
          << " factor fitted without it; " << comm_n << " runs): " << file.comm_error_sigma << (comm_n == 0 ? " (no runs with communication)" : "") << "\n"
+         << "  unwatched: the compute predicted with no live term (microbenchmarks only), RMS of log(measured / predicted) over "
+         << file.unwatched_runs << " runs: " << file.unwatched_error_sigma << "\n"
          << "  run-to-run drift (sigma of the rounds' mean log deviation, a random effect per run; " << p.rounds
          << " round(s)): " << file.drift_sigma << (p.rounds < 2 ? " (one round: not measured)" : "") << "\n";
 }

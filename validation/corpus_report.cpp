@@ -204,6 +204,17 @@ int fit_priors(const std::string& corpus_dir, const std::string& gpus_dir, const
     y << "  " << (v == &bw ? "bandwidth" : "latency") << ":\n";
     for (const char* cls : {"nvswitch", "nvlink", "pcie", "infiniband", "roce"}) prior_yaml(y, cls, fit_factor_prior(*v, cls));
   }
+  y << "# the datasheet model's own error per regime, every class together: RMS over machines of log(measured / model)\n"
+       "datasheet_error:\n";
+  for (const char* r : {"latency", "middle", "bandwidth"}) {
+    const auto m = rms_over_machines(regime_samples(pts, r));
+    y << "  " << r << ": {rms: " << pf("%.4g", m.rms) << ", machines: " << m.machines << "}\n";
+  }
+  std::vector<FactorSample> every;
+  for (const char* r : {"latency", "middle", "bandwidth"})
+    for (const auto& s : regime_samples(pts, r)) every.push_back(s);
+  const auto all = rms_over_machines(every, true);
+  y << "  all: {rms: " << pf("%.4g", all.rms) << ", machines: " << all.machines << "}   # each machine's mean square over its points\n";
   write_files_atomic({{out_file, y.str()}});
   std::cout << y.str();
   return 0;

@@ -158,6 +158,9 @@ static std::vector<FactorSample> samples(const std::vector<RegimePoint>& pts, co
 }
 std::vector<FactorSample> bandwidth_samples(const std::vector<RegimePoint>& pts) { return samples(pts, "bandwidth", false); }
 std::vector<FactorSample> latency_samples(const std::vector<RegimePoint>& pts) { return samples(pts, "latency", true); }
+std::vector<FactorSample> regime_samples(const std::vector<RegimePoint>& pts, const std::string& regime) {
+  return samples(pts, regime, true);
+}
 
 std::vector<ScoredPoint> score_points(const std::vector<RegimePoint>& pts, double level) {
   const auto bw = bandwidth_samples(pts), lat = latency_samples(pts);

@@ -52,6 +52,8 @@ std::vector<RegimePoint> corpus_points(const std::vector<CorpusEntry>& entries, 
 // regime) and latency (lambda = measured / model time, latency regime).
 std::vector<FactorSample> bandwidth_samples(const std::vector<RegimePoint>& pts);
 std::vector<FactorSample> latency_samples(const std::vector<RegimePoint>& pts);
+// measured / model time in one regime (the datasheet model's own error)
+std::vector<FactorSample> regime_samples(const std::vector<RegimePoint>& pts, const std::string& regime);
 
 // Two ways to use the priors, both scored: centred (the datasheet model
 // times the priors' medians, width from their spread) and datasheet-centred

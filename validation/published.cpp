@@ -114,7 +114,7 @@ int published_comparison(const ValidationPlan& plan, const std::string& out_dir,
   Workload w = load_workload(pub.workload);
   w.file = pub.workload_shown;  // reports name it as the plan does
   // datasheet only: nothing tuned to the figures
-  const Calibration cal = with_default_host_terms(datasheet_calibration(c, w.precision), c, w);
+  const Calibration cal = with_shipped_defaults(datasheet_calibration(c, w.precision), c, w);
   StudyOptions o;
   o.gpus = pub.gpus;
   o.scaling = Scaling::strong;

@@ -163,7 +163,7 @@ int collect_validation(const ValidationPlan& plan, const std::string& dir, const
     res.c = vc;
     const Workload w = load_workload(dir + "/" + case_file(i));
     // predictions: from the calibration only (microbenchmarks or datasheet), never from the live cases
-    const Calibration cal = with_default_host_terms(plan.datasheet ? datasheet_calibration(cluster, w.precision)
+    const Calibration cal = with_shipped_defaults(plan.datasheet ? datasheet_calibration(cluster, w.precision)
                                                                    : load_calibration(calibration_label(plan, dir, vc), cluster, w.precision),
                                                     cluster, w);
     StudyOptions o;
