@@ -2,9 +2,10 @@
 # The GPU proof, run on the device machine (one H200) in one call: build for
 # sm_90 only, the CUDA tests, the CUDA kernel microbenchmarks and the
 # single-GPU validation plan, then issue 56's scaling check on its CPU cores.
-# Everything lands under $OUT in three files: machine.txt, gpu-proof.tar.gz
+# Everything lands under $OUT in four files: machine.txt, gpu-proof.tar.gz
 # (build.log, cuda_tests.txt, kernels-cuda.json, kernels.txt, validate.txt,
-# scaling.txt, the single-GPU report and results) and scaling-check.tar.gz.
+# scaling-mpi.txt, scaling-pytorch.txt, the single-GPU report and results),
+# scaling-check-mpi.tar.gz and scaling-check-pytorch.tar.gz.
 # Each step has its own time limit so that what finished comes back even
 # when a later step runs long. Prepare here with scripts/gpu-proof-deps.sh.
 set -uo pipefail
@@ -86,19 +87,27 @@ timeout "$(budget 150)" build-gpu/cli/kanscale validate validation/plans/single-
 echo "exit $?" >>"$OUT/validate.txt"
 cp /tmp/single-gpu/report.md "$OUT/single-gpu-report.md" 2>/dev/null
 cp /tmp/single-gpu/results.json "$OUT/single-gpu-results.json" 2>/dev/null
-# 4. issue 56's scaling check on the machine's CPU cores (kanscale's trainer
-# over MPI at 1-16 ranks, calibrated at 1 and 2): its own archive
-stage "scaling check"
-if command -v mpirun >/dev/null 2>&1; then
-  timeout "$(budget 120)" bash scripts/scaling-check.sh --out /tmp/scaling --kanscale build-gpu/cli/kanscale >"$OUT/scaling.txt" 2>&1
-  echo "exit $?" >>"$OUT/scaling.txt"
-  cp /tmp/scaling/scaling-check.tar.gz "$OUT/" 2>/dev/null
-else
-  echo "no mpirun (neither the image's nor the carried one): the scaling check did not run" >"$OUT/scaling.txt"
-fi
+# 4. issue 56's scaling check on the machine's CPU cores, calibrated at 1 and
+# 2 ranks and judged up to 16: kanscale's trainer over MPI, then PyTorch DDP
+# (gloo) on the image's torch; an archive each, each within what is left
+for part in mpi pytorch; do
+  stage "scaling check ($part)"
+  if [ "$part" = mpi ] && ! command -v mpirun >/dev/null 2>&1; then
+    echo "no mpirun (neither the image's nor the carried one): the MPI scaling check did not run" >"$OUT/scaling-$part.txt"
+    continue
+  fi
+  if [ "$part" = pytorch ] && ! python3 -c 'import torch' >/dev/null 2>&1; then
+    echo "no torch for $(command -v python3): the PyTorch scaling check did not run" >"$OUT/scaling-$part.txt"
+    continue
+  fi
+  timeout "$(budget 150)" bash scripts/scaling-check.sh --parts "$part" --out "/tmp/scaling-$part" --kanscale build-gpu/cli/kanscale \
+    --python "$(command -v python3)" >"$OUT/scaling-$part.txt" 2>&1
+  echo "exit $?" >>"$OUT/scaling-$part.txt"
+  cp "/tmp/scaling-$part/scaling-check.tar.gz" "$OUT/scaling-check-$part.tar.gz" 2>/dev/null
+done
 stage "done"
-tail -n 3 "$OUT/cuda_tests.txt" "$OUT/kernels.txt" "$OUT/validate.txt" "$OUT/scaling.txt"
+tail -n 3 "$OUT/cuda_tests.txt" "$OUT/kernels.txt" "$OUT/validate.txt" "$OUT/scaling-mpi.txt" "$OUT/scaling-pytorch.txt"
 # the device returns few files: everything but machine.txt and the scaling archive in one
-cd "$OUT" && tar -czf gpu-proof.tar.gz build.log cuda_tests.txt kernels-cuda.json kernels.txt validate.txt scaling.txt \
+cd "$OUT" && tar -czf gpu-proof.tar.gz build.log cuda_tests.txt kernels-cuda.json kernels.txt validate.txt scaling-mpi.txt scaling-pytorch.txt \
   single-gpu-report.md single-gpu-results.json 2>/dev/null
-rm -f build.log cuda_tests.txt kernels-cuda.json kernels.txt validate.txt scaling.txt single-gpu-report.md single-gpu-results.json
+rm -f build.log cuda_tests.txt kernels-cuda.json kernels.txt validate.txt scaling-mpi.txt scaling-pytorch.txt single-gpu-report.md single-gpu-results.json
