@@ -58,7 +58,7 @@ po::options_description model_options(const std::string& what, ModelArgs& a) {
 // centred on the datasheet, as validate --corpus found better at both ends,
 // the latency and bandwidth parts widened by their classes' spreads.
 void print_prior_interval(const NcclModel& n, const Cluster& cl, const Layout& l, double bytes, const CollectiveEstimate& e) {
-  const std::string path = shipped_path("configs/priors/gpu.yaml");
+  const std::string path = data_dir().path + "/configs/priors/gpu.yaml";
   if (!std::filesystem::exists(path)) {
     std::cout << "  no interval: the priors file (" << path << ") is missing\n";
     return;

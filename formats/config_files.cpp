@@ -3,6 +3,7 @@
 #include "base/data_dir.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <cstdio>
 #include <cmath>
 #include <limits>
@@ -18,6 +19,21 @@
 namespace ks {
 
 // ---------------------------------------------------------------- cluster
+// gpu.sheet: a GPU model of configs/gpus/ (issue 57: GPU facts live once per
+// model), looked for beside the cluster file (../gpus/NAME.yaml) and then in
+// the data directory; an unknown model is refused.
+static GpuSheet cluster_gpu_sheet(YamlMap& g, const std::string& cluster_file) {
+  const std::string name = g.string("sheet");
+  if (name.empty() || name.find('/') != std::string::npos || name[0] == '.')
+    g.fail("sheet", "expected a GPU model's name in configs/gpus/, e.g. a100-sxm4-40gb");
+  const std::filesystem::path beside = std::filesystem::path(cluster_file).parent_path() / ".." / "gpus" / (name + ".yaml");
+  if (std::filesystem::is_regular_file(beside)) return load_gpu_sheet(beside.string());
+  const std::string dir = data_dir().path + "/configs/gpus";
+  if (std::filesystem::is_regular_file(dir + "/" + name + ".yaml")) return load_gpu_sheet(dir + "/" + name + ".yaml");
+  g.fail("sheet", "unknown GPU model \"" + name + "\": no " + name + ".yaml in " + beside.parent_path().lexically_normal().string() +
+                      " or " + dir);
+}
+
 static Cluster read_cluster(YamlMap m) {
   Cluster c;
   c.file = m.file();
@@ -30,12 +46,20 @@ static Cluster read_cluster(YamlMap m) {
                         std::to_string(kMaxGpus));
 
   YamlMap g = m.map("gpu");
-  c.gpu.model = g.string("model");
-  c.gpu.compute_capability = g.number_opt("compute_capability", Bound::positive).value_or(0.0);  // GPUs (NCCL's rules)
-  c.gpu.fp32_flops = g.quantity("fp32", Quantity::flop_rate, Bound::positive);
-  c.gpu.tf32_flops = g.quantity_opt("tf32", Quantity::flop_rate, Bound::positive).value_or(c.gpu.fp32_flops);
-  c.gpu.memory_bandwidth_Bps = g.quantity("memory_bandwidth", Quantity::rate, Bound::positive);
-  c.gpu.memory_bytes = g.quantity("memory", Quantity::size, Bound::positive);
+  // the sheet's figures, each replaced where the cluster file gives its own
+  // (e.g. the capacity as nvidia-smi reports it)
+  std::optional<GpuSheet> sheet;
+  if (g.has("sheet")) sheet = cluster_gpu_sheet(g, c.file);
+  auto figure = [&](const char* key, Quantity q, double from_sheet) {
+    return sheet && from_sheet > 0 && !g.has(key) ? from_sheet : g.quantity(key, q, Bound::positive);
+  };
+  c.gpu.model = sheet && !g.has("model") ? sheet->model : g.string("model");
+  c.gpu.compute_capability = g.number_opt("compute_capability", Bound::positive).value_or(sheet ? sheet->compute_capability : 0.0);  // GPUs (NCCL's rules)
+  c.gpu.fp32_flops = figure("fp32", Quantity::flop_rate, sheet ? sheet->fp32_flops : 0);
+  c.gpu.tf32_flops = g.quantity_opt("tf32", Quantity::flop_rate, Bound::positive)
+                         .value_or(sheet && sheet->tf32_flops > 0 ? sheet->tf32_flops : c.gpu.fp32_flops);
+  c.gpu.memory_bandwidth_Bps = figure("memory_bandwidth", Quantity::rate, sheet ? sheet->memory_bandwidth_Bps : 0);
+  c.gpu.memory_bytes = figure("memory", Quantity::size, sheet ? sheet->memory_bytes : 0);
   c.gpu.kernel_launch_s = g.quantity("kernel_launch", Quantity::time, Bound::non_negative);
   c.gpu.runtime_memory_bytes = g.quantity("runtime_memory", Quantity::size, Bound::non_negative);
   c.gpu.launch_queue_depth = static_cast<int>(g.integer_opt("launch_queue_depth", 1, 1 << 24).value_or(c.gpu.launch_queue_depth));

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "common/error.hpp"
+#include "formats/config_files.hpp"
 #include "formats/corpus.hpp"
 #include "model/live_fit.hpp"
 #include "model/priors.hpp"
@@ -220,4 +221,26 @@ TEST_CASE("priors: the datasheet model's RMS over machines, by hand") {
   CHECK(rms_over_machines(s).rms == doctest::Approx(0.316228).epsilon(1e-5));
   CHECK(rms_over_machines(s, true).rms == doctest::Approx(0.324037).epsilon(1e-5));
   CHECK(rms_over_machines(s).machines == 2);
+}
+
+TEST_CASE("a cluster names its GPU from configs/gpus/: the sheet's figures, the file's own where it gives one") {
+  auto cluster = [](const std::string& gpu) {
+    return "name: x\nnodes: 1\ngpus_per_node: 8\ngpu: {" + gpu +
+           ", kernel_launch: \"5us\", runtime_memory: \"0B\"}\n"
+           "intra_node: {kind: nvlink, bandwidth: \"264GB/s\", latency: \"1us\"}\n"
+           "network: {nics_per_node: 1, nic_bandwidth: \"200Gbps\", latency: \"2us\"}\n"
+           "collectives: {family: nccl, version: \"2.14.3\", algorithms: [ring], protocols: [Simple], channels: 2}\n";
+  };
+  // the shipped configs/gpus/a100-sxm4-40gb.yaml: 19.5 TFLOP/s FP32, 156 TF32, 1555 GB/s, 40 GB, compute capability 8.0
+  const Cluster a = parse_cluster(cluster("sheet: a100-sxm4-40gb"), "c.yaml");
+  CHECK(a.gpu.model == "A100-SXM4-40GB");
+  CHECK(a.gpu.compute_capability == doctest::Approx(8.0));
+  CHECK(a.gpu.fp32_flops == doctest::Approx(19.5e12));
+  CHECK(a.gpu.tf32_flops == doctest::Approx(156e12));
+  CHECK(a.gpu.memory_bandwidth_Bps == doctest::Approx(1555e9));
+  CHECK(a.gpu.memory_bytes == doctest::Approx(40e9));
+  const Cluster b = parse_cluster(cluster("sheet: a100-sxm4-40gb, memory: \"40GiB\""), "c.yaml");
+  CHECK(b.gpu.memory_bytes == doctest::Approx(40.0 * 1024 * 1024 * 1024));
+  CHECK_THROWS_WITH_AS(parse_cluster(cluster("sheet: a100-sxm9"), "c.yaml"), doctest::Contains("key 'gpu.sheet': unknown GPU model \"a100-sxm9\""),
+                       InputError);
 }
