@@ -188,7 +188,7 @@ CorpusEntry load_corpus_entry(const std::string& path, const std::string& gpus_d
   src.finish();
   e.health = m.choice("health", {"healthy", "unhealthy", "unknown"});
   e.health_pointer = m.string("health_pointer");
-  m.string_opt("health_note");
+  e.health_note = m.string_opt("health_note").value_or("");
   e.scored = m.boolean_opt("scored").value_or(false);
   e.cls = m.choice("class", {"nvswitch", "nvlink", "pcie", "infiniband", "roce", "unmodelled", "compute", "dispatch", "ddp"});
   const bool nccl_class = e.cls != "compute" && e.cls != "dispatch" && e.cls != "ddp";

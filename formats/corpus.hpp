@@ -63,7 +63,7 @@ struct CorpusEntry {
   std::string id, file, kind;  // kind: nccl_allreduce | kan_layer | dispatch | ddp_scaling
   std::string address, date, where;
   std::string health;  // healthy | unhealthy | unknown
-  std::string health_pointer;
+  std::string health_pointer, health_note;
   bool scored = false;
   std::string cls;  // nvswitch | nvlink | pcie | infiniband | roce | unmodelled | compute | dispatch | ddp
   CorpusSystem system;

@@ -32,7 +32,14 @@ static std::string size_label(double b) {
 }
 
 static std::string unscored_reason(const CorpusEntry& e) {
-  if (e.cls == "unmodelled") return "unmodelled (NVLS/CollNet/PAT or a network kanscale does not model)";
+  if (e.cls == "unmodelled") {
+    const auto& env = e.system.nccl_env;
+    if (env.count("NCCL_P2P_DISABLE") && env.at("NCCL_P2P_DISABLE") == "1") return "unmodelled: P2P disabled (data through host memory)";
+    if (env.count("NCCL_ALGO") && env.at("NCCL_ALGO") != "ring" && env.at("NCCL_ALGO") != "Ring" && env.at("NCCL_ALGO") != "Tree")
+      return "unmodelled: NCCL_ALGO=" + env.at("NCCL_ALGO");
+    if (e.system.network == "ethernet") return "unmodelled: an Ethernet network (EFA, TCPX, Slingshot or NCCL's sockets)";
+    return "unmodelled: NVLS, CollNet/SHARP or PAT in use (the entry's note)";
+  }
   if (e.health == "unhealthy") return "unhealthy (posted because something was wrong)";
   return "scored: false";
 }
@@ -123,6 +130,44 @@ static void criteria(std::ostringstream& md, const std::vector<ClassStats>& st) 
   md << "\nCoverage target: at least 85% of the scored points.\n";
 }
 
+static const CorpusEntry* entry_of(const std::vector<CorpusEntry>& entries, const std::string& id) {
+  for (const auto& e : entries)
+    if (e.id == id) return &e;
+  return nullptr;
+}
+
+// The points outside an interval, with what their source says of them.
+static void misses(std::ostringstream& md, const std::vector<ScoredPoint>& sp, const std::vector<CorpusEntry>& entries) {
+  md << "\n## Misses\n\nEvery point outside either 90% interval, with its entry's health note (the reason lies there or in "
+        "the hardware; nothing here was tuned to it).\n\n| entry | regime | datasheet error | priors' error | outside | health note |\n"
+        "|---|---|---|---|---|---|\n";
+  for (const auto& s : sp) {
+    if (!s.has_interval || (s.covered && s.ds_covered)) continue;
+    const CorpusEntry* e = entry_of(entries, s.p.entry);
+    md << "| " << s.p.entry << " | " << s.p.regime << " | " << pf("%+.1f%%", s.datasheet_error_pct()) << " | " << pf("%+.1f%%", s.error_pct())
+       << " | " << (!s.ds_covered && !s.covered ? "both" : !s.ds_covered ? "datasheet-centred" : "priors' medians") << " | "
+       << (e ? e->health_note : "") << " |\n";
+  }
+}
+
+// The unscored entries, each with the datasheet model's error per regime
+// where a cluster can be built from it (shown, never scored or fitted).
+static void unscored(std::ostringstream& md, const std::vector<CorpusEntry>& entries, std::vector<CorpusSkip>& skipped) {
+  std::vector<CorpusSkip> cannot;
+  const auto pts = corpus_points(entries, cannot, false);
+  md << "\n## Not scored\n\n| entry | class | why | datasheet error (shown only) |\n|---|---|---|---|\n";
+  for (const auto& e : entries) {
+    if (e.kind != "nccl_allreduce" || e.scored) continue;
+    std::string errs;
+    for (const auto& p : pts)
+      if (p.entry == e.id) errs += (errs.empty() ? "" : ", ") + p.regime + " " + pf("%+.1f%%", (p.model_s() / p.measured_s - 1) * 100);
+    for (const auto& c : cannot)
+      if (c.entry == e.id) errs = "cannot be predicted: " + c.why;
+    md << "| " << e.id << " | " << e.cls << " | " << unscored_reason(e) << " | " << errs << " |\n";
+  }
+  for (const auto& s : skipped) md << "| " << s.entry << " | (scored) | cannot be predicted: " << s.why << " | |\n";
+}
+
 int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& gpus_shown, const std::string& out_dir) {
   check_outputs_spare_inputs({corpus_dir, gpus_dir}, {{out_dir, "--out", true}});
   check_owned_dir(out_dir, "--out");
@@ -149,10 +194,8 @@ int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, 
   criteria(md, st);
   md << "\n## Every point\n\n";
   point_table(md, sp);
-  md << "\n## Not scored\n\n| entry | class | why |\n|---|---|---|\n";
-  for (const auto& e : entries)
-    if (e.kind == "nccl_allreduce" && !e.scored) md << "| " << e.id << " | " << e.cls << " | " << unscored_reason(e) << " |\n";
-  for (const auto& s : skipped) md << "| " << s.entry << " | (scored) | cannot be predicted: " << s.why << " |\n";
+  misses(md, sp, entries);
+  unscored(md, entries, skipped);
   md << "\nKAN-layer, dispatch and DDP entries are read and checked but not yet scored here.\n";
   if (fs::exists(fs::path(corpus_dir) / "SEARCHES.md"))
     md << "The searches that built the corpus: SEARCHES.md beside its entries.\n";

@@ -110,10 +110,10 @@ const char* regime_of(double bytes) {
   return "middle";
 }
 
-std::vector<RegimePoint> corpus_points(const std::vector<CorpusEntry>& entries, std::vector<CorpusSkip>& skipped) {
+std::vector<RegimePoint> corpus_points(const std::vector<CorpusEntry>& entries, std::vector<CorpusSkip>& skipped, bool scored) {
   std::vector<RegimePoint> out;
   for (const auto& e : entries) {
-    if (e.kind != "nccl_allreduce" || !e.scored) continue;
+    if (e.kind != "nccl_allreduce" || e.scored != scored) continue;
     const CorpusCluster cc = datasheet_cluster(e);
     if (!cc.cluster) {
       skipped.push_back({e.id, cc.why_not});

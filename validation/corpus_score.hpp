@@ -44,9 +44,10 @@ struct CorpusSkip {
   std::string entry, why;
 };
 
-// The points of every scored all-reduce entry; entries that cannot be
-// predicted go to `skipped` with the reason.
-std::vector<RegimePoint> corpus_points(const std::vector<CorpusEntry>& entries, std::vector<CorpusSkip>& skipped);
+// The points of every scored all-reduce entry (`scored` false: of every
+// unscored one instead); entries that cannot be predicted go to `skipped`
+// with the reason.
+std::vector<RegimePoint> corpus_points(const std::vector<CorpusEntry>& entries, std::vector<CorpusSkip>& skipped, bool scored = true);
 
 // The factor samples: bandwidth (eta = model time / measured, bandwidth
 // regime) and latency (lambda = measured / model time, latency regime).
