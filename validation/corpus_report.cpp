@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -168,6 +169,25 @@ static void unscored(std::ostringstream& md, const std::vector<CorpusEntry>& ent
   for (const auto& s : skipped) md << "| " << s.entry << " | (scored) | cannot be predicted: " << s.why << " | |\n";
 }
 
+// The KAN timings beside kanscale's one-GPU datasheet prediction (shown: a
+// prior needs two machines left once one is left out).
+static void kan_section(std::ostringstream& md, const std::vector<CorpusEntry>& entries) {
+  std::vector<CorpusSkip> skipped;
+  const auto kp = kan_points(entries, skipped);
+  std::set<std::string> gpus;
+  for (const auto& k : kp) gpus.insert(k.gpu);
+  md << "\n## KAN timings on GPUs (shown, not scored)\n\nefficient-kan rows with shape and batch stated, against the replay on a "
+        "one-GPU datasheet cluster of the entry's GPU (device: roofline at the sheet's peaks; host: the shipped PyTorch host "
+        "terms and 5 us a launch; a phase takes the slower track). " << gpus.size() << " GPU(s): a compute prior needs at least "
+        "two machines left after leaving one out, so none is fitted and the compute side keeps the CPU stand-in.\n\n"
+        "| entry | GPU | shape | phase | measured | predicted | host / device | predicted / measured |\n|---|---|---|---|---|---|---|---|\n";
+  for (const auto& k : kp)
+    md << "| " << k.entry << " | " << k.gpu << " | " << k.shape << " | " << k.phase << " | " << pf("%.3g ms", k.measured_s * 1e3) << " | "
+       << pf("%.3g ms", k.predicted_s * 1e3) << " | " << pf("%.3g", k.host_s * 1e3) << " / " << pf("%.3g ms", k.device_s * 1e3) << " | "
+       << pf("%.2f", k.predicted_s / k.measured_s) << " |\n";
+  for (const auto& s : skipped) md << "| " << s.entry << " | | | | | cannot be predicted: " << s.why << " | | |\n";
+}
+
 int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& gpus_shown, const std::string& out_dir) {
   check_outputs_spare_inputs({corpus_dir, gpus_dir}, {{out_dir, "--out", true}});
   check_owned_dir(out_dir, "--out");
@@ -196,7 +216,8 @@ int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, 
   point_table(md, sp);
   misses(md, sp, entries);
   unscored(md, entries, skipped);
-  md << "\nKAN-layer, dispatch and DDP entries are read and checked but not yet scored here.\n";
+  kan_section(md, entries);
+  md << "\nDispatch and DDP entries are read and checked but not scored here.\n";
   if (fs::exists(fs::path(corpus_dir) / "SEARCHES.md"))
     md << "The searches that built the corpus: SEARCHES.md beside its entries.\n";
 

@@ -12,6 +12,9 @@
 #include "formats/provenance.hpp"
 #include "model/collectives.hpp"
 #include "model/statistics.hpp"
+#include "formats/config_files.hpp"
+#include "sim/point.hpp"
+#include "sim/replay.hpp"
 
 namespace ks {
 
@@ -145,6 +148,73 @@ std::vector<RegimePoint> corpus_points(const std::vector<CorpusEntry>& entries, 
       p.algorithm = est.label();
       p.ranks = l.ranks;
       out.push_back(p);
+    }
+  }
+  return out;
+}
+
+// One-GPU datasheet cluster of a sheet, for the KAN timings.
+static std::optional<Cluster> one_gpu_cluster(const GpuSheet& g, std::string& why) {
+  if (!(g.fp32_flops > 0) || !(g.memory_bandwidth_Bps > 0)) {
+    why = "the GPU sheet gives no " + std::string(g.fp32_flops > 0 ? "memory bandwidth" : "FP32 peak") + " (" + g.model + ")";
+    return std::nullopt;
+  }
+  Cluster c;
+  c.name = g.name;
+  c.nodes = c.gpus_per_node = 1;
+  c.gpu.model = g.model;
+  c.gpu.compute_capability = g.compute_capability;
+  c.gpu.fp32_flops = g.fp32_flops;
+  c.gpu.tf32_flops = g.tf32_flops > 0 ? g.tf32_flops : g.fp32_flops;
+  c.gpu.memory_bandwidth_Bps = g.memory_bandwidth_Bps;
+  c.gpu.memory_bytes = g.memory_bytes > 0 ? g.memory_bytes : 1e12;
+  c.gpu.kernel_launch_s = 5e-6;  // as the shipped GPU clusters: CUDA C++ Best Practices Guide, ~5 us
+  c.intra.bandwidth_Bps = c.net.nic_bandwidth_Bps = 1e9;
+  c.collectives.version = "2.14.3";
+  c.collectives.algorithms = {Algo::ring};
+  c.collectives.protocols = {Proto::simple};
+  c.collectives.channels = 2;
+  return c;
+}
+
+std::vector<KanPoint> kan_points(const std::vector<CorpusEntry>& entries, std::vector<CorpusSkip>& skipped) {
+  std::vector<KanPoint> out;
+  for (const auto& e : entries) {
+    if (e.kind != "kan_layer" || !e.scored || !e.gpu) continue;
+    std::string why;
+    const auto c = one_gpu_cluster(*e.gpu, why);
+    if (!c) {
+      skipped.push_back({e.id, why});
+      continue;
+    }
+    for (const auto& r : e.kan) {
+      if (r.impl != "efficient-kan" || r.widths.empty() || !r.grid_size || !r.spline_order || !r.batch || r.precision != "fp32") continue;
+      Workload w;
+      w.name = e.id;
+      for (auto x : r.widths) w.widths.push_back(x);
+      w.grid_size = *r.grid_size;
+      w.spline_order = *r.spline_order;
+      w.batch_per_gpu = *r.batch;
+      w.dataset_size = *r.batch;
+      const Calibration cal = with_default_host_terms(datasheet_calibration(*c, Precision::fp32), *c, w);
+      const ReplayInput in = make_replay_input(*c, w, cal, Layout{1, 1}, *r.batch, 0);
+      double host[2] = {0, 0}, dev[2] = {0, 0};  // forward (with the loss), backward
+      for (std::size_t i = 0; i < in.ops.size(); ++i) {
+        const Phase ph = in.ops[i].phase;
+        const int k = ph == Phase::forward || ph == Phase::loss ? 0 : ph == Phase::backward ? 1 : -1;
+        if (k < 0) continue;
+        host[k] += i < in.op_host_s.size() ? in.op_host_s[i] : 0.0;
+        dev[k] += in.op_time_s[i];
+      }
+      std::string shape;
+      for (auto x : r.widths) shape += (shape.empty() ? "[" : ", ") + std::to_string(x);
+      shape += "] G" + std::to_string(*r.grid_size) + " k" + std::to_string(*r.spline_order) + " b" + std::to_string(*r.batch);
+      auto add = [&](const char* phase, std::optional<double> ms, double h, double d) {
+        if (ms) out.push_back({e.id, e.gpu->model, shape, phase, *ms * 1e-3, std::max(h, d), h, d});
+      };
+      add("forward", r.forward_ms, host[0], dev[0]);
+      add("backward", r.backward_ms, host[1], dev[1]);
+      add("forward_backward", r.forward_backward_ms, host[0] + host[1], dev[0] + dev[1]);
     }
   }
   return out;

@@ -83,6 +83,18 @@ struct ClassStats {
 // Per "<class>/<regime>", then per regime over every class ("all/<regime>").
 std::vector<ClassStats> class_stats(const std::vector<ScoredPoint>& s);
 
+// A KAN timing of the corpus (efficient-kan, shapes and batch stated) beside
+// what kanscale predicts for it on a one-GPU datasheet cluster of the
+// entry's GPU: the replay's device time per op (roofline at the sheet's
+// peaks) and host time per op (the shipped PyTorch host terms and the
+// kernel launch), a phase taking max(host sum, device sum): the host
+// dispatches ahead of the device, and the slower track sets the pace.
+struct KanPoint {
+  std::string entry, gpu, shape, phase;  // phase: forward | backward | forward_backward
+  double measured_s = 0, predicted_s = 0, host_s = 0, device_s = 0;
+};
+std::vector<KanPoint> kan_points(const std::vector<CorpusEntry>& entries, std::vector<CorpusSkip>& skipped);
+
 // kanscale validate --corpus DIR --out OUT: report.md and corpus.json.
 int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& gpus_shown, const std::string& out_dir);
 // kanscale fit --priors DIR --out FILE: the priors of every class from every
