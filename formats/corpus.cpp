@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <sstream>
+#include <strings.h>
 
 #include "common/error.hpp"
 #include "formats/yaml_reader.hpp"
@@ -88,6 +90,25 @@ static CorpusSystem read_system(YamlMap s) {
   y.cpu = stated_string(s, "cpu");
   if (auto env = s.map_opt("nccl_env")) {
     for (const auto& k : env->keys()) y.nccl_env[k] = env->string(k);
+    // NCCL's own names (src/graph/tuning.cc, its NCCL_ALGO/NCCL_PROTO parsing): a list, optionally negated with ^
+    auto check_list = [&](const char* var, const std::vector<std::string>& names) {
+      const auto it = y.nccl_env.find(var);
+      if (it == y.nccl_env.end()) return;
+      std::string v = it->second;
+      if (!v.empty() && v[0] == '^') v.erase(0, 1);
+      std::stringstream in(v);
+      for (std::string w; std::getline(in, w, ',');) {
+        bool known = false;
+        for (const auto& n : names) known = known || strcasecmp(n.c_str(), w.c_str()) == 0;
+        if (!known) env->fail(var, "unknown " + std::string(var) + " value \"" + w + "\"; NCCL knows " + [&] {
+          std::string l;
+          for (const auto& n : names) l += (l.empty() ? "" : ", ") + n;
+          return l;
+        }());
+      }
+    };
+    check_list("NCCL_ALGO", {"Ring", "Tree", "CollNet", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"});
+    check_list("NCCL_PROTO", {"LL", "LL128", "Simple"});
     env->finish();
   }
   s.finish();
@@ -112,6 +133,8 @@ static void read_nccl_rows(YamlMap& m, CorpusEntry& e) {
   for (auto& r : rows) {
     NcclRow row;
     row.size_bytes = r.number("size_bytes", Bound::positive);
+    if (row.size_bytes != std::floor(row.size_bytes) || row.size_bytes > 9.0e18)
+      r.fail("size_bytes", "expected a whole number of bytes, got " + gnum(row.size_bytes));
     row.time_us = r.number("time_us", Bound::positive);
     row.busbw_GBps = r.number("busbw_GBps", Bound::non_negative);
     r.ignore("note");
@@ -178,12 +201,25 @@ CorpusEntry load_corpus_entry(const std::string& path, const std::string& gpus_d
   CorpusEntry e;
   e.file = path;
   e.id = m.string("id");
-  if (e.id != fs::path(path).stem().string()) m.fail("id", "expected the file's name without .yaml (\"" + fs::path(path).stem().string() + "\")");
+  if (e.id != fs::path(path).stem().string())
+    m.fail("id", "\"" + e.id + "\": expected the file's name without .yaml (\"" + fs::path(path).stem().string() + "\")");
   e.kind = m.choice("kind", {"nccl_allreduce", "kan_layer", "dispatch", "ddp_scaling"});
   YamlMap src = m.map("source");
   e.address = src.string("address");
   if (e.address.rfind("https://", 0) != 0) src.fail("address", "expected the source's https:// address");
   e.date = src.string("date");
+  {
+    // YYYY-MM-DD, YYYY-MM, or "" (not shown by the source)
+    const std::string& d = e.date;
+    auto digits = [&](std::size_t a, std::size_t n) {
+      for (std::size_t i = a; i < a + n; ++i)
+        if (!std::isdigit(static_cast<unsigned char>(d[i]))) return false;
+      return true;
+    };
+    const bool ok = d.empty() || (d.size() == 7 && digits(0, 4) && d[4] == '-' && digits(5, 2)) ||
+                    (d.size() == 10 && digits(0, 4) && d[4] == '-' && digits(5, 2) && d[7] == '-' && digits(8, 2));
+    if (!ok) src.fail("date", "expected YYYY-MM-DD, YYYY-MM or \"\" (not shown), got \"" + d + "\"");
+  }
   e.where = src.string("where");
   src.finish();
   e.health = m.choice("health", {"healthy", "unhealthy", "unknown"});
@@ -199,6 +235,15 @@ CorpusEntry load_corpus_entry(const std::string& path, const std::string& gpus_d
                          " entry stays in the corpus unscored (scored: false)");
   YamlMap sys = m.map("system");
   e.system = read_system(sys);
+  // an all-reduce class follows from the system: one node, its link; several, its network
+  if (e.kind == "nccl_allreduce" && e.cls != "unmodelled") {
+    const auto& s = e.system;
+    const bool one = s.nodes == 1;
+    const bool fits = one ? (e.cls == "pcie" ? s.intra_node == "pcie" : e.cls == s.intra_node) : e.cls == s.network;
+    if (!fits)
+      m.fail("class", "class " + e.cls + " contradicts the system (" + std::to_string(s.nodes) + " node(s), intra_node " + s.intra_node +
+                          ", network " + s.network + "); expected " + (one ? s.intra_node : s.network) + " or unmodelled");
+  }
   if (!e.system.gpu.empty()) {
     const fs::path sheet = fs::path(gpus_dir) / (e.system.gpu + ".yaml");
     if (!fs::is_regular_file(sheet)) sys.fail("gpu", "unknown GPU model \"" + e.system.gpu + "\": expected a file " + sheet.string());
@@ -219,6 +264,8 @@ std::vector<CorpusEntry> load_corpus(const std::string& dir, const std::string& 
   std::vector<std::string> files;
   for (const auto& f : fs::directory_iterator(dir))
     if (f.is_regular_file() && f.path().extension() == ".yaml") files.push_back(f.path().string());
+    else if (f.is_regular_file() && f.path().extension() == ".yml")
+      throw InputError(f.path().string() + ": a corpus entry is named <id>.yaml; rename it (.yml is not read)");
   std::sort(files.begin(), files.end());
   if (files.empty()) throw InputError(dir + ": no corpus entries (*.yaml) in it");
   std::vector<CorpusEntry> out;
@@ -245,6 +292,8 @@ NcclPriors load_nccl_priors(const std::string& path) {
       f.df = static_cast<int>(c.integer("df", 0, 1 << 20));
       f.systems = static_cast<int>(c.integer("systems", 0, 1 << 20));
       f.rms = c.number("rms", Bound::non_negative);
+      if (auto ccs = c.number_list_opt("compute_capabilities", Bound::non_negative))
+        for (double x : *ccs) f.ccs.insert(x);
       if (f.usable() && (f.df < 1 || f.systems < 1)) c.fail("df", "a usable prior needs df and systems of at least 1");
       c.finish();
       out[cls] = f;

@@ -44,20 +44,25 @@ struct SystemLog {
   double sum = 0;
   int n = 0;
   std::vector<std::string> entries;
+  double cc = 0;
   double mean() const { return sum / n; }
 };
 }  // namespace
 
 FactorPrior fit_factor_prior(const std::vector<FactorSample>& samples, const std::string& cls, const std::string& leave_out) {
-  std::map<std::string, SystemLog> sys;
+  // a machine in two classes (one node, several) counts in each class, and
+  // once among every class's machines (whole: all its samples' mean)
+  std::map<std::string, SystemLog> sys, machines;
   for (const auto& s : samples) {
     if (!(s.ratio > 0) || !std::isfinite(s.ratio)) throw std::invalid_argument("fit_factor_prior: a ratio must be positive");
     if (!leave_out.empty() && s.system == leave_out) continue;
-    auto& y = sys[s.cls + "#" + s.system];  // a machine in two classes (one node, several) counts in each
-    y.cls = s.cls;
-    y.sum += std::log(s.ratio);
-    ++y.n;
-    y.entries.push_back(s.entry);
+    for (SystemLog* y : {&sys[s.cls + "#" + s.system], &machines[s.system]}) {
+      y->cls = s.cls;
+      y->sum += std::log(s.ratio);
+      ++y->n;
+      y->entries.push_back(s.entry);
+      y->cc = s.cc;
+    }
   }
   // per class: the systems' mean log factors
   std::map<std::string, std::vector<const SystemLog*>> by_class;
@@ -69,13 +74,13 @@ FactorPrior fit_factor_prior(const std::vector<FactorSample>& samples, const std
   };
   FactorPrior p;
   std::vector<const SystemLog*> all;
-  for (const auto& [c, v] : by_class) all.insert(all.end(), v.begin(), v.end());
+  for (const auto& [k, y] : machines) all.push_back(&y);
   const auto it = by_class.find(cls);
   if (it != by_class.end() && it->second.size() >= 2) {
     p.scope = "class";
     p.median = std::exp(mean_of(it->second));
     p.systems = static_cast<int>(it->second.size());
-    for (auto* y : it->second) p.from.insert(p.from.end(), y->entries.begin(), y->entries.end());
+    for (auto* y : it->second) p.from.insert(p.from.end(), y->entries.begin(), y->entries.end()), p.ccs.insert(y->cc);
     // the spread pooled within classes (each class about its own mean)
     double ss = 0;
     int df = 0;
@@ -102,7 +107,7 @@ FactorPrior fit_factor_prior(const std::vector<FactorSample>& samples, const std
     double s2 = 0;
     for (auto* y : all) s2 += y->mean() * y->mean();
     p.rms = std::sqrt(s2 / p.systems);
-    for (auto* y : all) p.from.insert(p.from.end(), y->entries.begin(), y->entries.end());
+    for (auto* y : all) p.from.insert(p.from.end(), y->entries.begin(), y->entries.end()), p.ccs.insert(y->cc);
   }
   return p;
 }

@@ -11,6 +11,7 @@
 // (the textbook prediction interval of one more draw of a normal whose mean
 // and spread are both estimated).
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ struct FactorSample {
   std::string system;  // CorpusEntry::system_key
   std::string entry;   // the entry it came from
   double ratio = 1;    // > 0
+  double cc = 0;       // the machine's GPU compute capability (0: not stated)
 };
 
 struct FactorPrior {
@@ -35,6 +37,7 @@ struct FactorPrior {
   int systems = 0;        // k: systems behind the median
   int df = 0;             // degrees of freedom of sigma
   std::vector<std::string> from;  // the entries behind it
+  std::set<double> ccs;            // the compute capabilities of the GPUs behind it (a generation not among them: untested)
   // The same systems' root mean square log factor about 0 (factor 1: the
   // datasheet model as it is), on `systems` degrees of freedom: the width
   // of an interval centred on the datasheet, t(0.95; k) x rms.
@@ -70,10 +73,12 @@ double student_t_quantile(double p, int df);
 // (squares) its mean square log, so that one machine's errors of both signs
 // in several regimes do not cancel; every machine weighs the same.
 NcclPriors::Rms rms_over_machines(const std::vector<FactorSample>& samples, bool squares = false);
-// The corpus class an all-reduce over `nodes` nodes of this shape falls in:
-// one node, nvswitch (NVLink among more than 2 GPUs), nvlink (a pair) or
-// pcie; several, the network's kind (infiniband, roce); "" when the priors
-// have none (another network, an unnamed one).
+// The corpus class an all-reduce over `nodes` nodes of a cluster with
+// `gpus_per_node` GPUs a node falls in (the hardware, not the ranks the
+// job uses): one node, nvswitch (NVLink among more than 2 GPUs; a V100
+// hybrid cube mesh would count here too), nvlink (a pair) or pcie; several,
+// the network's kind (infiniband, roce); "" when the priors have none
+// (another network, an unnamed one).
 std::string nccl_prior_class(bool nvlink, int gpus_per_node, int nodes, const std::string& network_kind);
 
 // A time made of a latency part and a bandwidth part, each scaled by its

@@ -188,8 +188,20 @@ static void kan_section(std::ostringstream& md, const std::vector<CorpusEntry>& 
   for (const auto& s : skipped) md << "| " << s.entry << " | | | | | cannot be predicted: " << s.why << " | | |\n";
 }
 
+// An output inside the corpus or the GPU sheets would replace or add an input.
+static void refuse_inside_inputs(const std::string& out, const std::vector<std::string>& dirs) {
+  const fs::path o = fs::weakly_canonical(fs::absolute(out));
+  for (const auto& d : dirs) {
+    const fs::path in = fs::weakly_canonical(fs::absolute(d));
+    const auto rel = o.lexically_relative(in);
+    if (!rel.empty() && *rel.begin() != "..")
+      throw InputError("--out " + out + ": lies inside the input directory " + d + "; an output never replaces or adds to an input");
+  }
+}
+
 int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& gpus_shown, const std::string& out_dir) {
   check_outputs_spare_inputs({corpus_dir, gpus_dir}, {{out_dir, "--out", true}});
+  refuse_inside_inputs(out_dir, {corpus_dir, gpus_dir});
   check_owned_dir(out_dir, "--out");
   const auto entries = load_corpus(corpus_dir, gpus_dir);
   std::vector<CorpusSkip> skipped;
@@ -236,11 +248,15 @@ int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, 
 
 static void prior_yaml(std::ostringstream& y, const std::string& cls, const FactorPrior& p) {
   y << "    " << cls << ": {scope: " << p.scope << ", median: " << pf("%.4g", p.median) << ", sigma: " << pf("%.4g", p.sigma)
-    << ", df: " << p.df << ", systems: " << p.systems << ", rms: " << pf("%.4g", p.rms) << "}\n";
+    << ", df: " << p.df << ", systems: " << p.systems << ", rms: " << pf("%.4g", p.rms) << ", compute_capabilities: [";
+  bool first = true;
+  for (double c : p.ccs) y << (first ? "" : ", ") << pf("%g", c), first = false;
+  y << "]}\n";
 }
 
 int fit_priors(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& out_file) {
   check_outputs_spare_inputs({corpus_dir, gpus_dir}, {{out_file, "--out", false}});
+  refuse_inside_inputs(out_file, {corpus_dir, gpus_dir});
   check_output_path(out_file, "--out");
   const auto entries = load_corpus(corpus_dir, gpus_dir);
   std::vector<CorpusSkip> skipped;

@@ -147,6 +147,7 @@ std::vector<RegimePoint> corpus_points(const std::vector<CorpusEntry>& entries, 
       p.model_bandwidth_s = est.time_s - p.model_latency_s;
       p.algorithm = est.label();
       p.ranks = l.ranks;
+      p.cc = e.gpu->compute_capability;
       out.push_back(p);
     }
   }
@@ -223,7 +224,8 @@ std::vector<KanPoint> kan_points(const std::vector<CorpusEntry>& entries, std::v
 static std::vector<FactorSample> samples(const std::vector<RegimePoint>& pts, const std::string& regime, bool measured_over_model) {
   std::vector<FactorSample> out;
   for (const auto& p : pts)
-    if (p.regime == regime) out.push_back({p.cls, p.system, p.entry, measured_over_model ? p.measured_s / p.model_s() : p.model_s() / p.measured_s});
+    if (p.regime == regime)
+      out.push_back({p.cls, p.system, p.entry, measured_over_model ? p.measured_s / p.model_s() : p.model_s() / p.measured_s, p.cc});
   return out;
 }
 std::vector<FactorSample> bandwidth_samples(const std::vector<RegimePoint>& pts) { return samples(pts, "bandwidth", false); }

@@ -37,6 +37,7 @@ struct RegimePoint {
   double model_latency_s = 0, model_bandwidth_s = 0;
   std::string algorithm;
   int ranks = 0;
+  double cc = 0;  // the GPU's compute capability
   double model_s() const { return model_latency_s + model_bandwidth_s; }
 };
 
