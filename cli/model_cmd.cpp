@@ -119,8 +119,12 @@ int model_allreduce(const ModelArgs& a, const po::variables_map& vm, const Clust
             << ", calibration " << cal.name << " (" << cal.source << (cal.machine.empty() ? "" : ", measured on " + describe(cal.machine))
             << "):\n  " << std::setprecision(2) << e.time_s * 1e6 << " us, algbw " << algbw << " GB/s, busbw "
             << algbw * 2.0 * (l.ranks - 1) / l.ranks << " GB/s, " << e.label() << "\n";
+  if (l.ranks <= 1) {
+    std::cout << "  one rank: nothing to reduce\n";
+    return 0;
+  }
   if (const auto* n = dynamic_cast<const NcclModel*>(m.get())) {
-    if (cal.source == "datasheet" && l.ranks > 1) print_prior_interval(*n, cl, l, b, e);
+    if (cal.source == "datasheet") print_prior_interval(*n, cl, l, b, e);
     std::cout << "  candidates (NCCL's order):\n";
     for (const auto& cd : n->allreduce_candidates(b, l))
       std::cout << "    " << std::setw(5) << to_string(cd.algo) << "/" << std::left << std::setw(7) << to_string(cd.proto) << std::right

@@ -19,8 +19,12 @@ over_max=16
 parts=mpi,pytorch
 out=scaling-check
 exe=$src/build/cli/kanscale
+usage() { sed -n 's/^# Usage: //p; s/^#                                 /    /p' "$0"; }
 while [ $# -gt 0 ]; do
   case $1 in
+    -h|--help) usage; exit 0 ;;
+    --max-ranks|--oversubscribed-max|--parts|--out|--kanscale|--python)
+      [ $# -ge 2 ] || { echo "scaling-check: $1: expected a value" >&2; exit 2; } ;;&
     --max-ranks) max_ranks=$2; shift 2 ;;
     --oversubscribed-max) over_max=$2; shift 2 ;;
     --parts) parts=$2; shift 2 ;;
@@ -31,7 +35,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 for v in "$max_ranks" "$over_max"; do
-  case $v in ''|*[!0-9]*) echo "scaling-check: --max-ranks/--oversubscribed-max: expected a positive integer, got '$v'" >&2; exit 2 ;; esac
+  case $v in ''|*[!0-9]*|0) echo "scaling-check: --max-ranks/--oversubscribed-max: expected a positive integer, got '$v'" >&2; exit 2 ;; esac
+done
+[ -n "${parts//,/}" ] || { echo "scaling-check: --parts: expected mpi and/or pytorch" >&2; exit 2; }
+for part in ${parts//,/ }; do
+  case $part in mpi|pytorch) ;; *) echo "scaling-check: --parts: expected mpi and/or pytorch, got '$part'" >&2; exit 2 ;; esac
 done
 mkdir -p "$out"
 out=$(cd "$out" && pwd)

@@ -175,12 +175,18 @@ void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info) {
     if (info.calibration) {
       const Calibration& cal = *info.calibration;
       auto sig = [](double s) { return s > 0 ? "lognormal sigma " + fixed(s, 4) : std::string("none (not measured)"); };
-      os << "    (a) the fits' covariances: " << (has_parameter_uncertainty(cal) ? "drawn per sample" : "none recorded") << "\n"
-         << "    (b) the model's out-of-sample error (leave one shape out over the calibration's live runs): " << sig(cal.model_error_sigma) << "\n"
-         << "        on the gradient all-reduces (the same over their times): " << sig(cal.comm_error_sigma) << "\n";
+      os << "    (a) the fits' covariances: " << (has_parameter_uncertainty(cal) ? "drawn per sample" : "none recorded") << "\n";
       if (cal.unwatched_sigma_applied > 0)
-        os << "        the model error is UNWATCHED (no live run of this calibration measured it): " << cal.unwatched_source << "\n";
-      if (cal.priors_sigma_applied > 0) os << "        the all-reduce error is the PRIORS': " << cal.priors_source << "\n";
+        os << "    (b) the model's error, UNWATCHED (no live run of this calibration measured it): " << sig(cal.model_error_sigma) << ", "
+           << cal.unwatched_source << "\n";
+      else
+        os << "    (b) the model's out-of-sample error (leave one shape out over the calibration's live runs): " << sig(cal.model_error_sigma)
+           << "\n";
+      if (cal.priors_sigma_applied > 0)
+        os << "        on the gradient all-reduces, the PRIORS' (one draw for every bucket): " << sig(cal.comm_error_sigma) << ", "
+           << cal.priors_source << "\n";
+      else
+        os << "        on the gradient all-reduces (leave one shape out over their measured times): " << sig(cal.comm_error_sigma) << "\n";
       os
          << "    (c) run-to-run drift (the live runs' rounds, a random effect per run): " << sig(cal.drift_sigma) << "\n"
          << "    (d) jitter (per rank and iteration): " << sig(cal.jitter_sigma) << "\n"

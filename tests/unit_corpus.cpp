@@ -244,3 +244,47 @@ TEST_CASE("a cluster names its GPU from configs/gpus/: the sheet's figures, the 
   CHECK_THROWS_WITH_AS(parse_cluster(cluster("sheet: a100-sxm9"), "c.yaml"), doctest::Contains("key 'gpu.sheet': unknown GPU model \"a100-sxm9\""),
                        InputError);
 }
+
+TEST_CASE("corpus entry: a class that contradicts its system, a malformed date, a fractional size, an unknown NCCL_ALGO") {
+  TempDir d;
+  std::filesystem::create_directory(d / "gpus");
+  d.write("gpus/g1.yaml", kSheet);
+  auto refused = [&](const std::string& id, std::string text, const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+    const std::string f = d.write(id + ".yaml", text);
+    try {
+      load_corpus_entry(f, d / "gpus");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(refused("c", entry("c", "g1", kGoodRow), "class: nvswitch", "class: roce").find("class roce contradicts the system") !=
+        std::string::npos);
+  CHECK(refused("dt", entry("dt", "g1", kGoodRow), "date: \"2025-01-01\"", "date: \"June 2021\"").find("expected YYYY-MM-DD") !=
+        std::string::npos);
+  CHECK(refused("fr", entry("fr", "g1", kGoodRow), "size_bytes: 1073741824", "size_bytes: 512.5").find("a whole number of bytes") !=
+        std::string::npos);
+  CHECK(refused("al", entry("al", "g1", kGoodRow), "nccl_env: {}", "nccl_env: {NCCL_ALGO: \"Foo\"}").find("unknown NCCL_ALGO value \"Foo\"") !=
+        std::string::npos);
+  // NCCL's own spellings, a negated list included, are accepted
+  const std::string ok = d.write("ok.yaml", [] {
+    std::string t = entry("ok", "g1", kGoodRow);
+    t.replace(t.find("nccl_env: {}"), 12, "nccl_env: {NCCL_ALGO: \"^NVLS,CollNet\", NCCL_PROTO: \"LL128,Simple\"}");
+    return t;
+  }());
+  CHECK_NOTHROW(load_corpus_entry(ok, d / "gpus"));
+}
+
+TEST_CASE("priors: a machine in two classes counts in each class and once among all") {
+  // m1 in class a (log 0.2) and class b (log 0.4); m2 in a (log 0.0); m3 in b (log 0.1)
+  // class a: m1 0.2, m2 0.0 -> mean 0.1; pooled for class c (none of its own): machines m1 (mean of 0.2, 0.4 = 0.3), m2 0,
+  // m3 0.1: three machines, mean 0.4/3
+  const std::vector<FactorSample> s = {{"a", "m1", "e1", std::exp(0.2)}, {"b", "m1", "e2", std::exp(0.4)}, {"a", "m2", "e3", 1.0},
+                                       {"b", "m3", "e4", std::exp(0.1)}};
+  CHECK(fit_factor_prior(s, "a").median == doctest::Approx(std::exp(0.1)));
+  const FactorPrior c = fit_factor_prior(s, "c");
+  CHECK(c.scope == "pooled");
+  CHECK(c.systems == 3);
+  CHECK(c.median == doctest::Approx(std::exp(0.4 / 3)));
+}

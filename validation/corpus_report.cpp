@@ -166,7 +166,10 @@ static void unscored(std::ostringstream& md, const std::vector<CorpusEntry>& ent
       if (c.entry == e.id) errs = "cannot be predicted: " + c.why;
     md << "| " << e.id << " | " << e.cls << " | " << unscored_reason(e) << " | " << errs << " |\n";
   }
-  for (const auto& s : skipped) md << "| " << s.entry << " | (scored) | cannot be predicted: " << s.why << " | |\n";
+  for (const auto& s : skipped) {
+    const CorpusEntry* e = entry_of(entries, s.entry);
+    md << "| " << s.entry << " | " << (e ? e->cls : "") << " | scored, but cannot be predicted: " << s.why << " | |\n";
+  }
 }
 
 // The KAN timings beside kanscale's one-GPU datasheet prediction (shown: a
