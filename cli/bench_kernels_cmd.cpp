@@ -8,6 +8,7 @@
 #include <fstream>
 #include <unistd.h>
 #include <iomanip>
+#include <map>
 #include <iostream>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -66,6 +67,31 @@ void check_memory(const std::vector<KernelCase>& cases, int batch) {
                      format_bytes(memory));
 }
 
+// oneDNN's SGEMM at the kernels' own GEMM shapes (each case's widest layer,
+// batch B, IC = in x (G + 3) spline columns): the forward spline product
+// (B x out x IC, N/T), the backward weight gradient (out x IC x B, T/N) and
+// the input gradient (B x IC x out, N/N), against oneDNN at 1024^3.
+void gemm_shape_table(const std::vector<KernelCase>& cases, int batch, const std::vector<int>& threads,
+                      const std::map<int, double>& peak, std::ostream& out) {
+  out << "\noneDNN SGEMM at the kernels' own GEMM shapes (each case's widest layer):\n"
+      << std::left << std::setw(22) << "shape" << std::setw(4) << "G" << std::setw(9) << "threads" << std::setw(30) << "product (M x N x K)"
+      << std::setw(10) << "GFLOP/s" << "% of 1024^3\n";
+  for (const auto& c : cases) {
+    std::size_t in = 0, o = 0;
+    for (std::size_t l = 0; l + 1 < c.widths.size(); ++l)
+      if (static_cast<std::size_t>(c.widths[l] * c.widths[l + 1]) > in * o) in = c.widths[l], o = c.widths[l + 1];
+    const std::size_t B = static_cast<std::size_t>(batch), IC = in * static_cast<std::size_t>(c.G + 3);
+    struct P { const char* what; std::size_t M, N, K; char ta, tb; };
+    for (const P& p : {P{"forward", B, o, IC, 'N', 'T'}, P{"weight grad", o, IC, B, 'T', 'N'}, P{"input grad", B, IC, o, 'N', 'N'}})
+      for (int t : threads) {
+        const double f = measure_onednn_sgemm_flops(t, p.M, p.N, p.K, p.ta, p.tb);
+        out << std::setw(22) << shape_text(c.widths) << std::setw(4) << c.G << std::setw(9) << t << std::setw(30)
+            << (std::string(p.what) + " " + std::to_string(p.M) + "x" + std::to_string(p.N) + "x" + std::to_string(p.K)) << std::setw(10)
+            << printf_number("%.1f", f / 1e9) << printf_number("%.1f", 100 * f / peak.at(t)) << "\n";
+      }
+  }
+}
+
 }  // namespace
 
 int bench_kernels(const std::vector<std::string>& args) {
@@ -98,19 +124,28 @@ int bench_kernels(const std::vector<std::string>& args) {
   std::cout << "kanscale bench kernels: forward + backward + MSE loss, batch " << batch << ", fp32, median of " << reps
             << "\n\n";
   std::cout << std::left << std::setw(22) << "shape" << std::setw(4) << "G" << std::setw(9) << "threads" << std::setw(12)
-            << "time" << std::setw(14) << "samples/s" << std::setw(10) << "GFLOP/s" << std::setw(10) << "% GEMM"
+            << "time" << std::setw(14) << "samples/s" << std::setw(10) << "GFLOP/s" << std::setw(10) << "% oneDNN"
             << std::setw(12) << "dense-eq" << "p95/med\n";
-  std::map<int, double> peak;
-  for (int t : threads) peak[t] = measure_gemm_flops(t);
+  std::map<int, double> peak, eigen;
+  for (int t : threads) peak[t] = measure_onednn_sgemm_flops(t, 1024, 1024, 1024), eigen[t] = measure_gemm_flops(t);
   for (const auto& c : cases) {
     KanNet net = init_kan(c.widths, c.G, 3, 1);
     const KernelBatch b = random_batch(c, batch, 7);
-    for (int t : threads) out.push_back(time_kernel_case(net, c, b, t, reps, peak[t], std::cout));
+    for (int t : threads) {
+      nlohmann::json row = time_kernel_case(net, c, b, t, reps, peak[t], std::cout);
+      row["shape"] = shape_text(c.widths);
+      row["G"] = c.G;
+      row["ms"] = row["time_s"].get<double>() * 1e3;
+      row["pct_onednn_1024"] = 100 * row["gflops"].get<double>() * 1e9 / peak[t];
+      out.push_back(row);
+    }
     if (!export_dir.empty()) export_kernel_case(net, c, b, export_dir);
   }
-  std::cout << "\nGFLOP/s counts the FLOPs the local-support kernels execute; % GEMM is against this machine's\n"
-               "Eigen SGEMM (1024^3) at the same threads: ";
-  for (auto& [t, p] : peak) std::cout << t << " thread(s) " << printf_number("%.1f", p / 1e9) << " GFLOP/s  ";
+  std::cout << "\nGFLOP/s counts the FLOPs the local-support kernels execute; % oneDNN is against oneDNN's SGEMM (the\n"
+               "library the kernels call) at 1024^3 and the same threads: ";
+  for (auto& [t, p] : peak)
+    std::cout << t << " thread(s) " << printf_number("%.1f", p / 1e9) << " GFLOP/s (Eigen: " << printf_number("%.1f", eigen[t] / 1e9) << ")  ";
+  gemm_shape_table(cases, batch, threads, peak, std::cout);
   std::cout << "\ndense-eq: the FLOPs efficient-kan's dense formulation would need, per second of this run.\n";
   print_phase_table(out, std::cout);
   // Trainer overhead: one rank, the same shapes, against bare kernels + Adam.

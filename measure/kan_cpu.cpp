@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <random>
+#include <vector>
 #include <stdexcept>
 #include <string>
 
@@ -195,6 +197,17 @@ double measure_gemm_flops(int threads) {
   Eigen::MatrixXf a = Eigen::MatrixXf::Random(n, n), b = Eigen::MatrixXf::Random(n, n), c(n, n);
   const Stat t = time_calls(Repeats{2, 7}, [&] { c.noalias() = a * b; });
   return 2.0 * n * n * n / t.median;
+}
+
+double measure_onednn_sgemm_flops(int threads, std::size_t M, std::size_t N, std::size_t K, char ta, char tb) {
+  set_cpu_threads(threads);
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> a(M * K), b(K * N), c(M * N);
+  for (auto& x : a) x = u(gen);
+  for (auto& x : b) x = u(gen);
+  const Stat t = time_calls(Repeats{2, 7}, [&] { sgemm(ta, tb, M, N, K, a.data(), b.data(), false, c.data()); });
+  return 2.0 * static_cast<double>(M) * N * K / t.median;
 }
 
 namespace {

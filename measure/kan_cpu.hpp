@@ -116,5 +116,9 @@ void set_cpu_threads(int threads);
 // This machine's FP32 GEMM rate (FLOP/s) at `threads`: Eigen SGEMM 1024^3,
 // median of 7 after 2 warm-ups, built with the kernels' flags.
 double measure_gemm_flops(int threads);
+// oneDNN's SGEMM (the library the kernels call, through sgemm below) on
+// C[M][N] = op(A) op(B) at `threads`: FLOP/s, median of 7 after 2 warm-ups
+// (issue 60: the reference the kernels are held to).
+double measure_onednn_sgemm_flops(int threads, std::size_t M, std::size_t N, std::size_t K, char ta = 'N', char tb = 'N');
 
 }  // namespace ks

@@ -43,12 +43,13 @@ struct NetAdam {
   void step() { adam.update(params, grads); }
 };
 
+}  // namespace
+
 std::string shape_text(const std::vector<std::int64_t>& widths) {
   std::string shape = "[";
   for (std::size_t i = 0; i < widths.size(); ++i) shape += (i ? "," : "") + std::to_string(widths[i]);
   return shape + "]";
 }
-}  // namespace
 
 KernelBatch random_batch(const KernelCase& c, int batch, unsigned seed) {
   KernelBatch b;

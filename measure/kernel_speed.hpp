@@ -28,6 +28,8 @@ KernelBatch random_batch(const KernelCase& c, int batch, unsigned seed);
 // One row of the table: forward + backward of the case on `threads` threads,
 // the FLOPs executed and those of efficient-kan's dense formulation; the
 // row is printed to `out` and returned.
+// "[64,64,1]": a case's widths as the tables print them.
+std::string shape_text(const std::vector<std::int64_t>& widths);
 nlohmann::json time_kernel_case(KanNet& net, const KernelCase& c, const KernelBatch& b, int threads, int reps, double peak, std::ostream& out);
 // Where each row's time goes (rows as time_kernel_case returns them): the
 // median milliseconds of each phase per iteration (forward + backward +
