@@ -133,9 +133,7 @@ int bench_kernels(const std::vector<std::string>& args) {
     const KernelBatch b = random_batch(c, batch, 7);
     for (int t : threads) {
       nlohmann::json row = time_kernel_case(net, c, b, t, reps, peak[t], std::cout);
-      row["shape"] = shape_text(c.widths);
-      row["G"] = c.G;
-      row["ms"] = row["time_s"].get<double>() * 1e3;
+      row["shape"] = shape_text(c.widths), row["G"] = c.G, row["ms"] = row["time_s"].get<double>() * 1e3;
       row["pct_onednn_1024"] = 100 * row["gflops"].get<double>() * 1e9 / peak[t];
       out.push_back(row);
     }

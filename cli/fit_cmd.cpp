@@ -109,8 +109,7 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
   for (const auto* list : {&kernels, &collectives, &interference, &progress, &nccl_logs, &runtime_files, &torch_ops})
     files.insert(files.end(), list->begin(), list->end());
   if (!priors.empty()) {
-    if (!files.empty() || !cluster_file.empty() || !name.empty())
-      throw InputError("fit --priors: takes a corpus alone (no measurement files, no --name)");
+    if (!files.empty() || !cluster_file.empty() || !name.empty()) throw InputError("fit --priors: takes a corpus alone (no files, no --name)");
     return fit_priors(priors, gpus.empty() ? shipped_path("configs/gpus") : gpus, out);
   }
   if (!gpus.empty()) throw InputError("--gpus: goes with --priors");
