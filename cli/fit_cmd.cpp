@@ -110,7 +110,7 @@ int fit(const std::vector<std::string>& args, const std::string& cmdline) {
     files.insert(files.end(), list->begin(), list->end());
   if (!priors.empty()) {
     if (!files.empty() || !cluster_file.empty() || !name.empty()) throw InputError("fit --priors: takes a corpus alone (no files, no --name)");
-    return fit_priors(priors, gpus.empty() ? shipped_path("configs/gpus") : gpus, out);
+    return fit_priors(priors, gpus.empty() ? shipped_path("configs/gpus") : gpus, out, cmdline);
   }
   if (!gpus.empty()) throw InputError("--gpus: goes with --priors");
   check_output_paths({{out, "--out"}});

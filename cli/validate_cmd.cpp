@@ -150,7 +150,7 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
     if (!a.plan_file.empty()) throw InputError("validate --corpus: takes no plan (the corpus's entries are the cases)");
     if (!vm.count("out") || vm["out"].defaulted()) throw InputError("validate --corpus: give --out DIR for report.md and corpus.json");
     return validate_corpus(a.corpus, a.gpus.empty() ? shipped_path("configs/gpus") : a.gpus, a.gpus.empty() ? "configs/gpus (shipped)" : a.gpus,
-                           a.out);
+                           a.out, cmdline);
   }
   if (!a.gpus.empty()) throw InputError("--gpus: goes with --corpus");
   if (a.plan_file.empty()) throw InputError("validate: give a plan: kanscale validate validation/plans/local-cpu.yaml");

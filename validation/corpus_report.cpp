@@ -202,7 +202,8 @@ static void refuse_inside_inputs(const std::string& out, const std::vector<std::
   }
 }
 
-int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& gpus_shown, const std::string& out_dir) {
+int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& gpus_shown, const std::string& out_dir,
+                    const std::string& cmdline) {
   check_outputs_spare_inputs({corpus_dir, gpus_dir}, {{out_dir, "--out", true}});
   refuse_inside_inputs(out_dir, {corpus_dir, gpus_dir});
   check_owned_dir(out_dir, "--out");
@@ -215,7 +216,7 @@ int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, 
   std::map<std::string, int> per_class;
   for (const auto& e : entries) ++per_class[e.kind + " / " + e.cls + (e.scored ? "" : " (unscored)")];
   std::ostringstream md;
-  const auto prov = provenance("", Dated::no);
+  const auto prov = provenance(cmdline, Dated::no);
   md << "# The corpus of public GPU measurements, predicted from datasheets\n\n"
      << describe(prov) << ". Corpus: " << entries.size() << " entries (" << corpus_dir << "); GPU sheets: " << gpus_shown << ".\n\n"
      << "Each scored all-reduce entry is predicted from a datasheet cluster built from its own description (kanscale's NCCL "
@@ -249,6 +250,21 @@ int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, 
   return 0;
 }
 
+// A YAML double-quoted scalar: backslashes, quotes and control characters escaped.
+static std::string yaml_quoted(const std::string& s) {
+  std::string q = "\"";
+  for (unsigned char ch : s) {
+    if (ch == '\\' || ch == '"') q += '\\', q += static_cast<char>(ch);
+    else if (ch < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\x%02x", ch);
+      q += b;
+    }
+    else q += static_cast<char>(ch);
+  }
+  return q + "\"";
+}
+
 static void prior_yaml(std::ostringstream& y, const std::string& cls, const FactorPrior& p) {
   y << "    " << cls << ": {scope: " << p.scope << ", median: " << pf("%.4g", p.median) << ", sigma: " << pf("%.4g", p.sigma)
     << ", df: " << p.df << ", systems: " << p.systems << ", rms: " << pf("%.4g", p.rms) << ", compute_capabilities: [";
@@ -257,7 +273,7 @@ static void prior_yaml(std::ostringstream& y, const std::string& cls, const Fact
   y << "]}\n";
 }
 
-int fit_priors(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& out_file) {
+int fit_priors(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& out_file, const std::string& cmdline) {
   check_outputs_spare_inputs({corpus_dir, gpus_dir}, {{out_file, "--out", false}});
   refuse_inside_inputs(out_file, {corpus_dir, gpus_dir});
   check_output_path(out_file, "--out");
@@ -266,7 +282,7 @@ int fit_priors(const std::string& corpus_dir, const std::string& gpus_dir, const
   const auto pts = corpus_points(entries, skipped);
   const auto bw = bandwidth_samples(pts), lat = latency_samples(pts);
   std::ostringstream y;
-  const auto prov = provenance("", Dated::yes);
+  const auto prov = provenance(cmdline, Dated::yes);
   y << "# What real systems achieve of their datasheet (kanscale fit --priors), as lognormal factors per link class:\n"
        "#   bandwidth: measured busbw / kanscale's NCCL model on datasheet links (bandwidth-bound rows, from 64 MiB)\n"
        "#   latency:   measured time / the model's (latency-bound rows, to 64 KiB)\n"
@@ -276,8 +292,8 @@ int fit_priors(const std::string& corpus_dir, const std::string& gpus_dir, const
        "# found better at both ends): exp(+-t(0.95; systems) rms), rms the log factors' root mean square about 0.\n"
        "# docs/models.md, \"Priors from public measurements\".\n"
        "kind: kanscale-priors\n"
-       "fitted_from:\n  corpus: \"" << corpus_dir << "\"\n  kanscale: \"" << describe(prov) << "\"\n  date: \"" << prov.date_utc
-    << "\"\n  entries:\n";
+       "fitted_from:\n  corpus: " << yaml_quoted(corpus_dir) << "\n  kanscale: " << yaml_quoted(describe(prov)) << "\n  command: "
+    << yaml_quoted(cmdline) << "\n  date: " << yaml_quoted(prov.date_utc) << "\n  entries:\n";
   for (const auto* v : {&bw, &lat})
     for (const auto& s : *v)
       y << "    - {entry: " << s.entry << ", class: " << s.cls << ", " << (v == &bw ? "bandwidth" : "latency") << ": "

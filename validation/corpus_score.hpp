@@ -97,9 +97,10 @@ struct KanPoint {
 std::vector<KanPoint> kan_points(const std::vector<CorpusEntry>& entries, std::vector<CorpusSkip>& skipped);
 
 // kanscale validate --corpus DIR --out OUT: report.md and corpus.json.
-int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& gpus_shown, const std::string& out_dir);
+int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& gpus_shown, const std::string& out_dir,
+                    const std::string& cmdline = "");
 // kanscale fit --priors DIR --out FILE: the priors of every class from every
 // scored system.
-int fit_priors(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& out_file);
+int fit_priors(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& out_file, const std::string& cmdline = "");
 
 }  // namespace ks
