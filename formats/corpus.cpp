@@ -187,6 +187,7 @@ static void read_kan_rows(YamlMap& m, CorpusEntry& e) {
 static void read_dispatch_rows(YamlMap& m, CorpusEntry& e) {
   for (auto& r : m.map_list_opt("measurements")) {
     DispatchRow d;
+    d.mode = r.choice("mode", {"eager", "compiled", "device"});
     d.op = r.string("op");
     d.overhead_us = r.number("overhead_us", Bound::positive);
     r.ignore("note");
@@ -279,6 +280,7 @@ NcclPriors load_nccl_priors(const std::string& path) {
   p.file = path;
   if (m.string("kind") != "kanscale-priors") m.fail("kind", "expected kanscale-priors (a file kanscale fit --priors wrote)");
   m.ignore("fitted_from");
+  m.ignore("dispatch");  // not used by the predictions yet
   YamlMap n = m.map("nccl");
   for (const char* part : {"bandwidth", "latency"}) {
     YamlMap classes = n.map(part);

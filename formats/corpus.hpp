@@ -55,6 +55,7 @@ struct KanLayerRow {
   std::optional<double> forward_ms, backward_ms, forward_backward_ms;
 };
 struct DispatchRow {
+  std::string mode;  // eager | compiled (torch.compile) | device (a GPU tensor: dispatch and the device's own work)
   std::string op;
   double overhead_us = 0;
 };

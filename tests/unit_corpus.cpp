@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 #include "common/error.hpp"
 #include "formats/config_files.hpp"
@@ -287,4 +288,16 @@ TEST_CASE("priors: a machine in two classes counts in each class and once among 
   CHECK(c.scope == "pooled");
   CHECK(c.systems == 3);
   CHECK(c.median == doctest::Approx(std::exp(0.4 / 3)));
+}
+
+TEST_CASE("dispatch: each CPU's eager rows' median, from the shipped corpus") {
+  // the entries' own figures: i9-11900K eager x+1 4.5 us (its torch.compile rows left out); M1 Pro's four CPU ops
+  // 0.9, 0.9, 1.1, 0.9 us: median 0.9 (its MPS row left out); pytorch#41383's 6.8, 5 and 2 us: median 5
+  const auto entries = load_corpus(KANSCALE_SOURCE_DIR "/validation/corpus", KANSCALE_SOURCE_DIR "/configs/gpus");
+  std::map<std::string, double> got;
+  for (const auto& s : dispatch_samples(entries)) got[s.entry] = s.ratio;
+  REQUIRE(got.size() == 3);
+  CHECK(got["dispatch-devdiscuss-i9-11900k-add1"] == doctest::Approx(4.5));
+  CHECK(got["dispatch-pytorch-issue-148219-m1-pro"] == doctest::Approx(0.9));
+  CHECK(got["dispatch-pytorch-issue-41383-scalar-mul"] == doctest::Approx(5.0));
 }

@@ -202,6 +202,23 @@ static void refuse_inside_inputs(const std::string& out, const std::vector<std::
   }
 }
 
+// Each CPU's eager per-op cost against the prior of the others (a CPU each).
+static void dispatch_section(std::ostringstream& md, const std::vector<CorpusEntry>& entries) {
+  const auto ds = dispatch_samples(entries);
+  md << "\n## PyTorch's eager per-op host cost on CPUs\n\nEach entry's eager rows' median (one CPU each) against the "
+        "lognormal prior of the other CPUs, its 90% interval that of one more CPU.\n\n"
+        "| entry | measured | prior of the others (median) | 90% interval | covered |\n|---|---|---|---|---|\n";
+  for (const auto& s : ds) {
+    const FactorPrior p = fit_factor_prior(ds, "dispatch", s.system);
+    const double h = p.log_half_width(0.90);
+    md << "| " << s.entry << " | " << pf("%.3g us", s.ratio) << " | "
+       << (p.usable() ? pf("%.3g us", p.median) + " | " + pf("%.3g", p.median * std::exp(-h)) + "-" + pf("%.3g us", p.median * std::exp(h)) +
+                            " | " + (s.ratio >= p.median * std::exp(-h) && s.ratio <= p.median * std::exp(h) ? "yes" : "**no**")
+                      : std::string("none (fewer than two other CPUs) | | "))
+       << " |\n";
+  }
+}
+
 int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& gpus_shown, const std::string& out_dir,
                     const std::string& cmdline) {
   check_outputs_spare_inputs({corpus_dir, gpus_dir}, {{out_dir, "--out", true}});
@@ -233,7 +250,8 @@ int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, 
   misses(md, sp, entries);
   unscored(md, entries, skipped);
   kan_section(md, entries);
-  md << "\nDispatch and DDP entries are read and checked but not scored here.\n";
+  dispatch_section(md, entries);
+  md << "\nThe DDP entry is read and checked but not scored here (issue 58 explains FinisTerrae III).\n";
   if (fs::exists(fs::path(corpus_dir) / "SEARCHES.md"))
     md << "The searches that built the corpus: SEARCHES.md beside its entries.\n";
 
@@ -303,6 +321,11 @@ int fit_priors(const std::string& corpus_dir, const std::string& gpus_dir, const
     y << "  " << (v == &bw ? "bandwidth" : "latency") << ":\n";
     for (const char* cls : {"nvswitch", "nvlink", "pcie", "infiniband", "roce"}) prior_yaml(y, cls, fit_factor_prior(*v, cls));
   }
+  const FactorPrior d = fit_factor_prior(dispatch_samples(entries), "dispatch");
+  y << "# PyTorch's eager per-op host cost (Python, the dispatcher) on a CPU, microseconds: lognormal over the dispatch\n"
+       "# entries' CPUs (each the median of its eager rows); not yet used by the predictions (issue 57, item 5)\n"
+       "dispatch:\n  per_op_us: {scope: " << d.scope << ", median: " << pf("%.4g", d.median) << ", sigma: " << pf("%.4g", d.sigma)
+    << ", df: " << d.df << ", cpus: " << d.systems << "}\n";
   y << "# the datasheet model's own error per regime, every class together: RMS over machines of log(measured / model)\n"
        "datasheet_error:\n";
   for (const char* r : {"latency", "middle", "bandwidth"}) {

@@ -221,6 +221,18 @@ std::vector<KanPoint> kan_points(const std::vector<CorpusEntry>& entries, std::v
   return out;
 }
 
+std::vector<FactorSample> dispatch_samples(const std::vector<CorpusEntry>& entries) {
+  std::vector<FactorSample> out;
+  for (const auto& e : entries) {
+    if (e.kind != "dispatch" || !e.scored) continue;
+    std::vector<double> eager;
+    for (const auto& d : e.dispatch)
+      if (d.mode == "eager") eager.push_back(d.overhead_us);
+    if (!eager.empty()) out.push_back({"dispatch", e.id, e.id, median(eager), 0});
+  }
+  return out;
+}
+
 static std::vector<FactorSample> samples(const std::vector<RegimePoint>& pts, const std::string& regime, bool measured_over_model) {
   std::vector<FactorSample> out;
   for (const auto& p : pts)

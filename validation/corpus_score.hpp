@@ -96,6 +96,11 @@ struct KanPoint {
 };
 std::vector<KanPoint> kan_points(const std::vector<CorpusEntry>& entries, std::vector<CorpusSkip>& skipped);
 
+// PyTorch's eager per-op host cost on a CPU, one sample a dispatch entry
+// (a CPU each): the median of its eager rows, in microseconds (the prior's
+// "ratio" is that value).
+std::vector<FactorSample> dispatch_samples(const std::vector<CorpusEntry>& entries);
+
 // kanscale validate --corpus DIR --out OUT: report.md and corpus.json.
 int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, const std::string& gpus_shown, const std::string& out_dir,
                     const std::string& cmdline = "");
