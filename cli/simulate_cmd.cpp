@@ -59,7 +59,7 @@ po::options_description simulate_options(SimulateArgs& a) {
       ("max-events", po::value(&a.max_events)->default_value(a.max_events, "5e7"),
        "refuse a study estimated to replay more events than this (time and memory grow with them)")
       ("interval-samples", po::value(&a.interval_samples)->default_value(a.interval_samples),
-       "Monte Carlo samples behind the prediction intervals of a fitted calibration (fit covariances, jitter); 0: none")
+       "Monte Carlo samples behind the prediction intervals (the calibration's fits and errors, or an unwatched one's borrowed errors); 0: none")
       ("interval-level", po::value(&a.interval_level)->default_value(a.interval_level, "0.9"), "the intervals' coverage, e.g. 0.9");
   desc.add(own);
   return desc;
