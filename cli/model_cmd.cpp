@@ -76,10 +76,8 @@ void print_prior_interval(const NcclModel& n, const Cluster& cl, const Layout& l
               << "); the datasheet answer alone has no honest width\n";
     return;
   }
-  double lat_us = 0;
-  for (const auto& cd : n.allreduce_candidates(bytes, l))
-    if (cd.enabled && to_string(cd.algo) == e.algorithm && to_string(cd.proto) == e.protocol) lat_us = cd.latency_us;
-  const ScaledTime t = scale_time(lat_us * 1e-6, e.time_s - lat_us * 1e-6, 1.0, lat->second.log_half_width_at_one(0.90), 1.0,
+  const double lat_s = n.allreduce_latency_s(bytes, l);
+  const ScaledTime t = scale_time(lat_s, e.time_s - lat_s, 1.0, lat->second.log_half_width_at_one(0.90), 1.0,
                                   bw->second.log_half_width_at_one(0.90));
   double h = t.log_half_width;
   std::string floor_why;

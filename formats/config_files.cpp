@@ -49,17 +49,16 @@ static Cluster read_cluster(YamlMap m) {
   // the sheet's figures, each replaced where the cluster file gives its own
   // (e.g. the capacity as nvidia-smi reports it)
   std::optional<GpuSheet> sheet;
-  if (g.has("sheet")) sheet = cluster_gpu_sheet(g, c.file);
+  if (g.has("sheet")) sheet = cluster_gpu_sheet(g, c.file), c.gpu = gpu_spec_of(*sheet);
   auto figure = [&](const char* key, Quantity q, double from_sheet) {
     return sheet && from_sheet > 0 && !g.has(key) ? from_sheet : g.quantity(key, q, Bound::positive);
   };
-  c.gpu.model = sheet && !g.has("model") ? sheet->model : g.string("model");
-  c.gpu.compute_capability = g.number_opt("compute_capability", Bound::positive).value_or(sheet ? sheet->compute_capability : 0.0);  // GPUs (NCCL's rules)
-  c.gpu.fp32_flops = figure("fp32", Quantity::flop_rate, sheet ? sheet->fp32_flops : 0);
-  c.gpu.tf32_flops = g.quantity_opt("tf32", Quantity::flop_rate, Bound::positive)
-                         .value_or(sheet && sheet->tf32_flops > 0 ? sheet->tf32_flops : c.gpu.fp32_flops);
-  c.gpu.memory_bandwidth_Bps = figure("memory_bandwidth", Quantity::rate, sheet ? sheet->memory_bandwidth_Bps : 0);
-  c.gpu.memory_bytes = figure("memory", Quantity::size, sheet ? sheet->memory_bytes : 0);
+  if (!sheet || g.has("model")) c.gpu.model = g.string("model");
+  c.gpu.compute_capability = g.number_opt("compute_capability", Bound::positive).value_or(c.gpu.compute_capability);  // GPUs (NCCL's rules)
+  c.gpu.fp32_flops = figure("fp32", Quantity::flop_rate, c.gpu.fp32_flops);
+  c.gpu.tf32_flops = g.quantity_opt("tf32", Quantity::flop_rate, Bound::positive).value_or(sheet && sheet->tf32_flops > 0 ? sheet->tf32_flops : c.gpu.fp32_flops);
+  c.gpu.memory_bandwidth_Bps = figure("memory_bandwidth", Quantity::rate, c.gpu.memory_bandwidth_Bps);
+  c.gpu.memory_bytes = figure("memory", Quantity::size, c.gpu.memory_bytes);
   c.gpu.kernel_launch_s = g.quantity("kernel_launch", Quantity::time, Bound::non_negative);
   c.gpu.runtime_memory_bytes = g.quantity("runtime_memory", Quantity::size, Bound::non_negative);
   c.gpu.launch_queue_depth = static_cast<int>(g.integer_opt("launch_queue_depth", 1, 1 << 24).value_or(c.gpu.launch_queue_depth));

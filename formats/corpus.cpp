@@ -71,6 +71,17 @@ static std::string site_of(const std::string& address) {
   return a;
 }
 
+GpuSpec gpu_spec_of(const GpuSheet& g) {
+  GpuSpec s;
+  s.model = g.model;
+  s.compute_capability = g.compute_capability;
+  s.fp32_flops = g.fp32_flops;
+  s.tf32_flops = g.tf32_flops > 0 ? g.tf32_flops : g.fp32_flops;
+  s.memory_bandwidth_Bps = g.memory_bandwidth_Bps;
+  s.memory_bytes = g.memory_bytes;
+  return s;
+}
+
 std::string CorpusEntry::system_key() const { return site_of(address) + "|" + system.gpu; }
 
 static std::string stated_string(YamlMap& m, const std::string& key) { return m.string_opt(key).value_or(""); }
@@ -90,29 +101,39 @@ static CorpusSystem read_system(YamlMap s) {
   y.cpu = stated_string(s, "cpu");
   if (auto env = s.map_opt("nccl_env")) {
     for (const auto& k : env->keys()) y.nccl_env[k] = env->string(k);
-    // NCCL's own names (src/graph/tuning.cc, its NCCL_ALGO/NCCL_PROTO parsing): a list, optionally negated with ^
-    auto check_list = [&](const char* var, const std::vector<std::string>& names) {
-      const auto it = y.nccl_env.find(var);
-      if (it == y.nccl_env.end()) return;
-      std::string v = it->second;
-      if (!v.empty() && v[0] == '^') v.erase(0, 1);
-      std::stringstream in(v);
-      for (std::string w; std::getline(in, w, ',');) {
-        bool known = false;
-        for (const auto& n : names) known = known || strcasecmp(n.c_str(), w.c_str()) == 0;
-        if (!known) env->fail(var, "unknown " + std::string(var) + " value \"" + w + "\"; NCCL knows " + [&] {
-          std::string l;
-          for (const auto& n : names) l += (l.empty() ? "" : ", ") + n;
-          return l;
-        }());
+    for (const auto& [var, names] : {std::pair{"NCCL_ALGO", &kNcclAlgos}, std::pair{"NCCL_PROTO", &kNcclProtos}})
+      if (const NcclEnvList l = nccl_env_list(y.nccl_env, var, *names); !l.unknown.empty()) {
+        std::string known;
+        for (const auto& n : *names) known += (known.empty() ? "" : ", ") + n;
+        env->fail(var, "unknown " + std::string(var) + " value \"" + l.unknown + "\"; NCCL knows " + known);
       }
-    };
-    check_list("NCCL_ALGO", {"Ring", "Tree", "CollNet", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"});
-    check_list("NCCL_PROTO", {"LL", "LL128", "Simple"});
     env->finish();
   }
   s.finish();
   return y;
+}
+
+NcclEnvList nccl_env_list(const std::map<std::string, std::string>& env, const std::string& var, const std::vector<std::string>& names) {
+  NcclEnvList out;
+  const auto it = env.find(var);
+  if (it == env.end() || it->second.empty()) {
+    out.selected = names;
+    return out;
+  }
+  std::string v = it->second;
+  out.negated = v[0] == '^';
+  if (out.negated) v.erase(0, 1);
+  std::vector<bool> named(names.size(), false);
+  std::stringstream in(v);
+  for (std::string w; std::getline(in, w, ',');) {
+    bool known = false;
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (strcasecmp(names[i].c_str(), w.c_str()) == 0) named[i] = known = true;
+    if (!known && out.unknown.empty()) out.unknown = w;
+  }
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (named[i] != out.negated) out.selected.push_back(names[i]);
+  return out;
 }
 
 // The link a busbw cannot exceed twice: the intra-node link on one node; on

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "model/config.hpp"
 #include "model/priors.hpp"
 
 namespace ks {
@@ -30,6 +31,10 @@ struct GpuSheet {
 };
 
 GpuSheet load_gpu_sheet(const std::string& path);
+// The sheet's figures as a cluster's GPU (TF32 falls back on FP32; what the
+// sheet does not give stays 0, and the launch and runtime costs are the
+// cluster's to set).
+GpuSpec gpu_spec_of(const GpuSheet& g);
 
 // The system as the source states it; 0 or "" = not stated.
 struct CorpusSystem {
@@ -43,6 +48,19 @@ struct CorpusSystem {
   std::map<std::string, std::string> nccl_env;
   int ranks() const { return gpus_per_node * nodes; }
 };
+
+// What an entry's NCCL_ALGO or NCCL_PROTO selects, read as NCCL reads it (a
+// comma list of its own names, any case; "^a,b": every name but those):
+// `selected` in NCCL's spelling, every name when the variable is absent or
+// empty; `unknown`, a word that is no NCCL name ("" when none).
+struct NcclEnvList {
+  std::vector<std::string> selected;
+  bool negated = false;
+  std::string unknown;
+};
+inline const std::vector<std::string> kNcclAlgos = {"Ring", "Tree", "CollNet", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
+inline const std::vector<std::string> kNcclProtos = {"LL", "LL128", "Simple"};
+NcclEnvList nccl_env_list(const std::map<std::string, std::string>& env, const std::string& var, const std::vector<std::string>& names);
 
 struct NcclRow {
   double size_bytes = 0, time_us = 0, busbw_GBps = 0;

@@ -115,14 +115,19 @@ std::vector<NcclCandidate> NcclModel::allreduce_candidates(double bytes, const L
   return out;
 }
 
-static CollectiveEstimate pick(const std::vector<NcclCandidate>& cands) {
-  // getAlgoInfo: strict '<' over (tree, ring) x (LL, LL128, Simple): the
-  // first pair with the smallest time wins ties.
+// getAlgoInfo: strict '<' over (tree, ring) x (LL, LL128, Simple): the
+// first pair with the smallest time wins ties; null when none is enabled.
+static const NcclCandidate* best_of(const std::vector<NcclCandidate>& cands) {
   const NcclCandidate* best = nullptr;
   for (const auto& c : cands) {
     if (!c.enabled) continue;
     if (!best || c.time_us < best->time_us) best = &c;
   }
+  return best;
+}
+
+static CollectiveEstimate pick(const std::vector<NcclCandidate>& cands) {
+  const NcclCandidate* best = best_of(cands);
   if (!best) return {0.0, "none", ""};
   return {best->time_us * 1e-6, to_string(best->algo), to_string(best->proto)};
 }
@@ -130,6 +135,13 @@ static CollectiveEstimate pick(const std::vector<NcclCandidate>& cands) {
 CollectiveEstimate NcclModel::allreduce(double bytes, const Layout& l) const {
   if (l.ranks <= 1) return {0.0, "none", ""};  // one rank: nothing to reduce
   return pick(allreduce_candidates(bytes, l));
+}
+
+double NcclModel::allreduce_latency_s(double bytes, const Layout& l) const {
+  if (l.ranks <= 1) return 0.0;
+  const auto cands = allreduce_candidates(bytes, l);
+  const NcclCandidate* best = best_of(cands);
+  return best ? best->latency_us * 1e-6 : 0.0;
 }
 
 CollectiveEstimate NcclModel::broadcast(double bytes, const Layout& l) const {

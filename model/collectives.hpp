@@ -62,6 +62,9 @@ class NcclModel : public CollectiveModel {
   std::string family() const override { return "nccl"; }
   // Every (algorithm, protocol) pair for an all-reduce of `bytes`.
   std::vector<NcclCandidate> allreduce_candidates(double bytes, const Layout& l) const;
+  // The latency part (s) of the all-reduce of `bytes` that allreduce() chose
+  // (its time less the bytes over its bandwidth); 0 for one rank.
+  double allreduce_latency_s(double bytes, const Layout& l) const;
   // NCCL's bus bandwidth before per-protocol refinements (GB/s).
   double bus_bandwidth_GBps(const Layout& l) const;
 

@@ -28,14 +28,12 @@ NcclPriors::Rms rms_over_machines(const std::vector<FactorSample>& samples, bool
 
 double FactorPrior::log_half_width(double level) const {
   if (!usable() || df < 1) return 0.0;
-  const boost::math::students_t t(df);
-  return boost::math::quantile(t, 0.5 + level / 2) * sigma * std::sqrt(1.0 + 1.0 / systems);
+  return student_t_quantile(0.5 + level / 2, df) * sigma * std::sqrt(1.0 + 1.0 / systems);
 }
 
 double FactorPrior::log_half_width_at_one(double level) const {
   if (!usable()) return 0.0;
-  const boost::math::students_t t(systems);
-  return boost::math::quantile(t, 0.5 + level / 2) * rms;
+  return student_t_quantile(0.5 + level / 2, systems) * rms;
 }
 
 namespace {

@@ -14,23 +14,12 @@
 #include "corpus_score.hpp"
 #include "formats/provenance.hpp"
 #include "model/statistics.hpp"
+#include "model/units.hpp"
+#include "sim/report.hpp"
 
 namespace ks {
 
 namespace fs = std::filesystem;
-
-static std::string pf(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
-
-static std::string size_label(double b) {
-  const char* u[] = {"B", "KiB", "MiB", "GiB"};
-  int i = 0;
-  while (b >= 1024 && i < 3) b /= 1024, ++i;
-  return pf("%g", b) + " " + u[i];
-}
 
 static std::string unscored_reason(const CorpusEntry& e) {
   if (e.cls == "unmodelled") {
@@ -49,9 +38,9 @@ static void class_table(std::ostringstream& md, const std::vector<ClassStats>& s
   md << "| class / regime | n | datasheet: mean abs err | its 90% interval covers | priors' medians: mean abs err | median | max | "
         "their 90% interval covers |\n|---|---|---|---|---|---|---|---|\n";
   for (const auto& c : st)
-    md << "| " << c.cls << " | " << c.n << " | " << pf("%.1f%%", c.datasheet_mean_abs_pct) << " | " << c.ds_covered << " of "
-       << c.with_interval << " | " << pf("%.1f%%", c.mean_abs_pct) << " | " << pf("%.1f%%", c.median_abs_pct) << " | "
-       << pf("%.1f%%", c.max_abs_pct) << " | " << c.covered << " of " << c.with_interval
+    md << "| " << c.cls << " | " << c.n << " | " << printf_number("%.1f%%", c.datasheet_mean_abs_pct) << " | " << c.ds_covered << " of "
+       << c.with_interval << " | " << printf_number("%.1f%%", c.mean_abs_pct) << " | " << printf_number("%.1f%%", c.median_abs_pct) << " | "
+       << printf_number("%.1f%%", c.max_abs_pct) << " | " << c.covered << " of " << c.with_interval
        << (c.with_interval < c.n ? " (" + std::to_string(c.n - c.with_interval) + " without an interval)" : "") << " |\n";
 }
 
@@ -59,15 +48,15 @@ static void point_table(std::ostringstream& md, const std::vector<ScoredPoint>& 
   md << "| entry | class | regime | size | ranks | model's choice | measured | datasheet (90%) | error | priors' medians (90%) | "
         "error | priors (bandwidth; latency) |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& s : sp) {
-    md << "| " << s.p.entry << " | " << s.p.cls << " | " << s.p.regime << " | " << size_label(s.p.size_bytes) << " | " << s.p.ranks
-       << " | " << s.p.algorithm << " | " << pf("%.4g us", s.p.measured_s * 1e6) << " | " << pf("%.4g us", s.datasheet_s * 1e6)
-       << (s.has_interval ? " (" + pf("%.4g", s.ds_lo_s * 1e6) + "-" + pf("%.4g", s.ds_hi_s * 1e6) + ")" + (s.ds_covered ? "" : " **missed**")
+    md << "| " << s.p.entry << " | " << s.p.cls << " | " << s.p.regime << " | " << format_bytes(s.p.size_bytes) << " | " << s.p.ranks
+       << " | " << s.p.algorithm << " | " << printf_number("%.4g us", s.p.measured_s * 1e6) << " | " << printf_number("%.4g us", s.datasheet_s * 1e6)
+       << (s.has_interval ? " (" + printf_number("%.4g", s.ds_lo_s * 1e6) + "-" + printf_number("%.4g", s.ds_hi_s * 1e6) + ")" + (s.ds_covered ? "" : " **missed**")
                           : std::string(" (no interval)"))
-       << " | " << pf("%+.1f%%", s.datasheet_error_pct()) << " | " << pf("%.4g us", s.predicted_s * 1e6)
-       << (s.has_interval ? " (" + pf("%.4g", s.lo_s * 1e6) + "-" + pf("%.4g", s.hi_s * 1e6) + ")" + (s.covered ? "" : " **missed**")
+       << " | " << printf_number("%+.1f%%", s.datasheet_error_pct()) << " | " << printf_number("%.4g us", s.predicted_s * 1e6)
+       << (s.has_interval ? " (" + printf_number("%.4g", s.lo_s * 1e6) + "-" + printf_number("%.4g", s.hi_s * 1e6) + ")" + (s.covered ? "" : " **missed**")
                           : std::string(" (no interval)"))
-       << " | " << pf("%+.1f%%", s.error_pct()) << " | " << s.eta.scope << " x" << pf("%.3g", s.eta.median) << "; "
-       << s.lambda.scope << " x" << pf("%.3g", s.lambda.median) << " |\n";
+       << " | " << printf_number("%+.1f%%", s.error_pct()) << " | " << s.eta.scope << " x" << printf_number("%.3g", s.eta.median) << "; "
+       << s.lambda.scope << " x" << printf_number("%.3g", s.lambda.median) << " |\n";
   }
 }
 
@@ -118,12 +107,12 @@ static void criteria(std::ostringstream& md, const std::vector<ClassStats>& st) 
     const ClassStats* c = find(std::string("all/") + r);
     if (!c) continue;
     const double target = std::string(r) == "bandwidth" ? 15 : std::string(r) == "latency" ? 30 : -1;
-    auto verdict = [&](double v) { return pf("%.1f%%", v) + (target < 0 ? "" : v <= target ? " (met)" : " (missed)"); };
+    auto verdict = [&](double v) { return printf_number("%.1f%%", v) + (target < 0 ? "" : v <= target ? " (met)" : " (missed)"); };
     auto cover = [&](int k) {
       return std::to_string(k) + " of " + std::to_string(c->with_interval) +
-             (c->with_interval ? pf(" (%.0f%%)", 100.0 * k / c->with_interval) + (k >= 0.85 * c->with_interval ? " met" : " missed") : "");
+             (c->with_interval ? printf_number(" (%.0f%%)", 100.0 * k / c->with_interval) + (k >= 0.85 * c->with_interval ? " met" : " missed") : "");
     };
-    md << "| " << r << " | " << (target < 0 ? std::string("none set") : pf("mean abs err within %.0f%%", target)) << " | "
+    md << "| " << r << " | " << (target < 0 ? std::string("none set") : printf_number("mean abs err within %.0f%%", target)) << " | "
        << verdict(c->datasheet_mean_abs_pct) << " | " << verdict(c->mean_abs_pct) << " | " << cover(c->ds_covered) << " | "
        << cover(c->covered) << " | " << (c->datasheet_mean_abs_pct <= c->mean_abs_pct ? "datasheet-centred" : "priors' medians")
        << " |\n";
@@ -145,9 +134,21 @@ static void misses(std::ostringstream& md, const std::vector<ScoredPoint>& sp, c
   for (const auto& s : sp) {
     if (!s.has_interval || (s.covered && s.ds_covered)) continue;
     const CorpusEntry* e = entry_of(entries, s.p.entry);
-    md << "| " << s.p.entry << " | " << s.p.regime << " | " << pf("%+.1f%%", s.datasheet_error_pct()) << " | " << pf("%+.1f%%", s.error_pct())
+    md << "| " << s.p.entry << " | " << s.p.regime << " | " << printf_number("%+.1f%%", s.datasheet_error_pct()) << " | " << printf_number("%+.1f%%", s.error_pct())
        << " | " << (!s.ds_covered && !s.covered ? "both" : !s.ds_covered ? "datasheet-centred" : "priors' medians") << " | "
        << (e ? e->health_note : "") << " |\n";
+  }
+}
+
+// What each scored entry's datasheet cluster assumed where the entry is silent.
+static void assumptions(std::ostringstream& md, const std::vector<CorpusEntry>& entries) {
+  md << "\n## Assumed where an entry is silent\n\n| entry | assumed |\n|---|---|\n";
+  for (const auto& e : entries) {
+    if (e.kind != "nccl_allreduce" || !e.scored) continue;
+    const CorpusCluster cc = datasheet_cluster(e);
+    std::string a;
+    for (const auto& x : cc.assumptions) a += (a.empty() ? "" : "; ") + x;
+    if (cc.cluster && !a.empty()) md << "| " << e.id << " | " << a << " |\n";
   }
 }
 
@@ -161,7 +162,7 @@ static void unscored(std::ostringstream& md, const std::vector<CorpusEntry>& ent
     if (e.kind != "nccl_allreduce" || e.scored) continue;
     std::string errs;
     for (const auto& p : pts)
-      if (p.entry == e.id) errs += (errs.empty() ? "" : ", ") + p.regime + " " + pf("%+.1f%%", (p.model_s() / p.measured_s - 1) * 100);
+      if (p.entry == e.id) errs += (errs.empty() ? "" : ", ") + p.regime + " " + printf_number("%+.1f%%", (p.model_s() / p.measured_s - 1) * 100);
     for (const auto& c : cannot)
       if (c.entry == e.id) errs = "cannot be predicted: " + c.why;
     md << "| " << e.id << " | " << e.cls << " | " << unscored_reason(e) << " | " << errs << " |\n";
@@ -185,9 +186,9 @@ static void kan_section(std::ostringstream& md, const std::vector<CorpusEntry>& 
         "two machines left after leaving one out, so none is fitted and the compute side keeps the CPU stand-in.\n\n"
         "| entry | GPU | shape | phase | measured | predicted | host / device | predicted / measured |\n|---|---|---|---|---|---|---|---|\n";
   for (const auto& k : kp)
-    md << "| " << k.entry << " | " << k.gpu << " | " << k.shape << " | " << k.phase << " | " << pf("%.3g ms", k.measured_s * 1e3) << " | "
-       << pf("%.3g ms", k.predicted_s * 1e3) << " | " << pf("%.3g", k.host_s * 1e3) << " / " << pf("%.3g ms", k.device_s * 1e3) << " | "
-       << pf("%.2f", k.predicted_s / k.measured_s) << " |\n";
+    md << "| " << k.entry << " | " << k.gpu << " | " << k.shape << " | " << k.phase << " | " << printf_number("%.3g ms", k.measured_s * 1e3) << " | "
+       << printf_number("%.3g ms", k.predicted_s * 1e3) << " | " << printf_number("%.3g", k.host_s * 1e3) << " / " << printf_number("%.3g ms", k.device_s * 1e3) << " | "
+       << printf_number("%.2f", k.predicted_s / k.measured_s) << " |\n";
   for (const auto& s : skipped) md << "| " << s.entry << " | | | | | cannot be predicted: " << s.why << " | | |\n";
 }
 
@@ -211,8 +212,8 @@ static void dispatch_section(std::ostringstream& md, const std::vector<CorpusEnt
   for (const auto& s : ds) {
     const FactorPrior p = fit_factor_prior(ds, "dispatch", s.system);
     const double h = p.log_half_width(0.90);
-    md << "| " << s.entry << " | " << pf("%.3g us", s.ratio) << " | "
-       << (p.usable() ? pf("%.3g us", p.median) + " | " + pf("%.3g", p.median * std::exp(-h)) + "-" + pf("%.3g us", p.median * std::exp(h)) +
+    md << "| " << s.entry << " | " << printf_number("%.3g us", s.ratio) << " | "
+       << (p.usable() ? printf_number("%.3g us", p.median) + " | " + printf_number("%.3g", p.median * std::exp(-h)) + "-" + printf_number("%.3g us", p.median * std::exp(h)) +
                             " | " + (s.ratio >= p.median * std::exp(-h) && s.ratio <= p.median * std::exp(h) ? "yes" : "**no**")
                       : std::string("none (fewer than two other CPUs) | | "))
        << " |\n";
@@ -248,6 +249,7 @@ int validate_corpus(const std::string& corpus_dir, const std::string& gpus_dir, 
   md << "\n## Every point\n\n";
   point_table(md, sp);
   misses(md, sp, entries);
+  assumptions(md, entries);
   unscored(md, entries, skipped);
   kan_section(md, entries);
   dispatch_section(md, entries);
@@ -284,10 +286,10 @@ static std::string yaml_quoted(const std::string& s) {
 }
 
 static void prior_yaml(std::ostringstream& y, const std::string& cls, const FactorPrior& p) {
-  y << "    " << cls << ": {scope: " << p.scope << ", median: " << pf("%.4g", p.median) << ", sigma: " << pf("%.4g", p.sigma)
-    << ", df: " << p.df << ", systems: " << p.systems << ", rms: " << pf("%.4g", p.rms) << ", compute_capabilities: [";
+  y << "    " << cls << ": {scope: " << p.scope << ", median: " << printf_number("%.4g", p.median) << ", sigma: " << printf_number("%.4g", p.sigma)
+    << ", df: " << p.df << ", systems: " << p.systems << ", rms: " << printf_number("%.4g", p.rms) << ", compute_capabilities: [";
   bool first = true;
-  for (double c : p.ccs) y << (first ? "" : ", ") << pf("%g", c), first = false;
+  for (double c : p.ccs) y << (first ? "" : ", ") << printf_number("%g", c), first = false;
   y << "]}\n";
 }
 
@@ -315,7 +317,7 @@ int fit_priors(const std::string& corpus_dir, const std::string& gpus_dir, const
   for (const auto* v : {&bw, &lat})
     for (const auto& s : *v)
       y << "    - {entry: " << s.entry << ", class: " << s.cls << ", " << (v == &bw ? "bandwidth" : "latency") << ": "
-        << pf("%.4g", s.ratio) << "}\n";
+        << printf_number("%.4g", s.ratio) << "}\n";
   y << "nccl:\n";
   for (const auto* v : {&bw, &lat}) {
     y << "  " << (v == &bw ? "bandwidth" : "latency") << ":\n";
@@ -324,19 +326,19 @@ int fit_priors(const std::string& corpus_dir, const std::string& gpus_dir, const
   const FactorPrior d = fit_factor_prior(dispatch_samples(entries), "dispatch");
   y << "# PyTorch's eager per-op host cost (Python, the dispatcher) on a CPU, microseconds: lognormal over the dispatch\n"
        "# entries' CPUs (each the median of its eager rows); not yet used by the predictions (issue 57, item 5)\n"
-       "dispatch:\n  per_op_us: {scope: " << d.scope << ", median: " << pf("%.4g", d.median) << ", sigma: " << pf("%.4g", d.sigma)
+       "dispatch:\n  per_op_us: {scope: " << d.scope << ", median: " << printf_number("%.4g", d.median) << ", sigma: " << printf_number("%.4g", d.sigma)
     << ", df: " << d.df << ", cpus: " << d.systems << "}\n";
   y << "# the datasheet model's own error per regime, every class together: RMS over machines of log(measured / model)\n"
        "datasheet_error:\n";
   for (const char* r : {"latency", "middle", "bandwidth"}) {
     const auto m = rms_over_machines(regime_samples(pts, r));
-    y << "  " << r << ": {rms: " << pf("%.4g", m.rms) << ", machines: " << m.machines << "}\n";
+    y << "  " << r << ": {rms: " << printf_number("%.4g", m.rms) << ", machines: " << m.machines << "}\n";
   }
   std::vector<FactorSample> every;
   for (const char* r : {"latency", "middle", "bandwidth"})
     for (const auto& s : regime_samples(pts, r)) every.push_back(s);
   const auto all = rms_over_machines(every, true);
-  y << "  all: {rms: " << pf("%.4g", all.rms) << ", machines: " << all.machines << "}   # each machine's mean square over its points\n";
+  y << "  all: {rms: " << printf_number("%.4g", all.rms) << ", machines: " << all.machines << "}   # each machine's mean square over its points\n";
   write_files_atomic({{out_file, y.str()}});
   std::cout << y.str();
   return 0;

@@ -23,21 +23,17 @@ static std::string lower(std::string s) {
   return s;
 }
 
-// NCCL_ALGO / NCCL_PROTO as the entry's environment restricts them ("" or
-// absent: every one the model carries).
+// NCCL_ALGO / NCCL_PROTO as the entry's environment restricts them, among
+// `carried` (what the model has): false when a list names outright one the
+// model does not carry (NCCL might choose it) or leaves none of them.
 static bool restrict_list(const CorpusSystem& s, const std::string& var, const std::vector<std::string>& names,
-                          std::vector<std::string>& out) {
-  const auto it = s.nccl_env.find(var);
-  out = names;
-  if (it == s.nccl_env.end() || it->second.empty()) return true;
+                          const std::vector<std::string>& carried, std::vector<std::string>& out) {
+  const NcclEnvList l = nccl_env_list(s.nccl_env, var, names);
   out.clear();
-  std::stringstream in(lower(it->second));
-  for (std::string w; std::getline(in, w, ',');) {
-    bool known = false;
-    for (const auto& n : names) known = known || lower(n) == w;
-    if (!known) return false;  // an algorithm or protocol the model does not carry
-    for (const auto& n : names)
-      if (lower(n) == w) out.push_back(n);
+  for (const auto& n : l.selected) {
+    const bool has = std::find(carried.begin(), carried.end(), n) != carried.end();
+    if (has) out.push_back(n);
+    else if (!l.negated && s.nccl_env.count(var)) return false;
   }
   return !out.empty();
 }
@@ -55,13 +51,8 @@ CorpusCluster datasheet_cluster(const CorpusEntry& e) {
   c.file = e.file;
   c.nodes = s.nodes;
   c.gpus_per_node = s.gpus_per_node;
-  c.gpu.model = g.model;
-  c.gpu.compute_capability = g.compute_capability;
+  c.gpu = gpu_spec_of(g);
   if (g.compute_capability == 0) r.assumptions.push_back("compute capability not in the GPU sheet: LL128 off");
-  c.gpu.fp32_flops = g.fp32_flops;
-  c.gpu.tf32_flops = g.tf32_flops > 0 ? g.tf32_flops : g.fp32_flops;
-  c.gpu.memory_bandwidth_Bps = g.memory_bandwidth_Bps;
-  c.gpu.memory_bytes = g.memory_bytes;
   const std::string cpu = lower(s.cpu);
   c.cpu_vendor = cpu.find("amd") != std::string::npos || cpu.find("epyc") != std::string::npos ? CpuVendor::amd : CpuVendor::intel;
   if (s.cpu.empty()) r.assumptions.push_back("CPU not stated: Intel (NCCL's LL bandwidth table)");
@@ -93,11 +84,11 @@ CorpusCluster datasheet_cluster(const CorpusEntry& e) {
   // difference the priors absorb)
   c.collectives.version = "2.14.3";
   std::vector<std::string> algos, protos;
-  if (!restrict_list(s, "NCCL_ALGO", {"ring", "tree"}, algos) || !restrict_list(s, "NCCL_PROTO", {"LL", "LL128", "Simple"}, protos)) {
+  if (!restrict_list(s, "NCCL_ALGO", kNcclAlgos, {"Ring", "Tree"}, algos) || !restrict_list(s, "NCCL_PROTO", kNcclProtos, kNcclProtos, protos)) {
     r.why_not = "NCCL_ALGO/NCCL_PROTO name what the model does not carry";
     return r;
   }
-  for (const auto& a : algos) c.collectives.algorithms.push_back(a == "ring" ? Algo::ring : Algo::tree);
+  for (const auto& a : algos) c.collectives.algorithms.push_back(a == "Ring" ? Algo::ring : Algo::tree);
   for (const auto& p : protos) c.collectives.protocols.push_back(p == "LL" ? Proto::ll : p == "LL128" ? Proto::ll128 : Proto::simple);
   // Channels: as many as NCCL 2.14's per-channel LL128 ceiling (20 GB/s,
   // tuning.cc) needs to fill the slowest link, 2 to 32 (MAXCHANNELS).
@@ -132,9 +123,6 @@ std::vector<RegimePoint> corpus_points(const std::vector<CorpusEntry>& entries, 
       if (rows.empty()) continue;
       const NcclRow& row = *rows[(rows.size() - 1) / 2];  // rows ascend by size: the lower median
       const CollectiveEstimate est = m.allreduce(row.size_bytes, l);
-      double lat_us = 0;
-      for (const auto& cd : m.allreduce_candidates(row.size_bytes, l))
-        if (cd.enabled && to_string(cd.algo) == est.algorithm && to_string(cd.proto) == est.protocol) lat_us = cd.latency_us;
       RegimePoint p;
       p.entry = e.id;
       p.cls = e.cls;
@@ -143,7 +131,7 @@ std::vector<RegimePoint> corpus_points(const std::vector<CorpusEntry>& entries, 
       p.size_bytes = row.size_bytes;
       p.measured_s = row.time_us * 1e-6;
       p.measured_busbw_GBps = row.busbw_GBps;
-      p.model_latency_s = lat_us * 1e-6;
+      p.model_latency_s = m.allreduce_latency_s(row.size_bytes, l);
       p.model_bandwidth_s = est.time_s - p.model_latency_s;
       p.algorithm = est.label();
       p.ranks = l.ranks;
@@ -163,12 +151,8 @@ static std::optional<Cluster> one_gpu_cluster(const GpuSheet& g, std::string& wh
   Cluster c;
   c.name = g.name;
   c.nodes = c.gpus_per_node = 1;
-  c.gpu.model = g.model;
-  c.gpu.compute_capability = g.compute_capability;
-  c.gpu.fp32_flops = g.fp32_flops;
-  c.gpu.tf32_flops = g.tf32_flops > 0 ? g.tf32_flops : g.fp32_flops;
-  c.gpu.memory_bandwidth_Bps = g.memory_bandwidth_Bps;
-  c.gpu.memory_bytes = g.memory_bytes > 0 ? g.memory_bytes : 1e12;
+  c.gpu = gpu_spec_of(g);
+  if (!(c.gpu.memory_bytes > 0)) c.gpu.memory_bytes = 1e12;  // capacity not on the sheet: not what a timing needs
   c.gpu.kernel_launch_s = 5e-6;  // as the shipped GPU clusters: CUDA C++ Best Practices Guide, ~5 us
   c.intra.bandwidth_Bps = c.net.nic_bandwidth_Bps = 1e9;
   c.collectives.version = "2.14.3";
