@@ -67,7 +67,7 @@ static Cluster read_cluster(YamlMap m) {
   if (auto cpu = m.map_opt("cpu")) {
     const std::string v = cpu->choice("vendor", {"intel", "amd", "other"});
     c.cpu_vendor = v == "intel" ? CpuVendor::intel : v == "amd" ? CpuVendor::amd : CpuVendor::other;
-    cpu->string_opt("model");
+    c.cpu_model = cpu->string_opt("model").value_or("");
     cpu->finish();
   }
 
@@ -469,21 +469,25 @@ Calibration parse_calibration(const std::string& text, const std::string& name, 
 
 std::string shipped_pytorch_calibration_path() { return shipped_path("configs/calibrations/pytorch-cpu.yaml"); }
 
-const HostTerms& shipped_pytorch_host_terms() {
+const HostTerms& dispatch_prior_host_terms() {
   static const HostTerms terms = [] {
-    const std::string path = shipped_pytorch_calibration_path();
-    Cluster any;  // the op classes do not depend on the cluster
-    any.collectives.family = CollFamily::gloo;
-    const Calibration cal = load_calibration(path, any, Precision::fp32);
-    if (cal.torch_ops.empty()) throw InputError(path + ": key 'torch_ops': the shipped PyTorch calibration has no op classes");
-    return host_terms_of(cal, "the shipped configs/calibrations/pytorch-cpu.yaml (measured on " +
-                                  (cal.machine.empty() ? std::string("an unrecorded machine") : describe(cal.machine)) + ")");
+    const std::string path = shipped_path("configs/priors/gpu.yaml");
+    const FactorPrior& d = load_nccl_priors(path).dispatch_us;
+    if (!d.usable() || d.df < 1)
+      throw InputError(path + ": key 'dispatch.per_op_us': no usable prior of PyTorch's per-op host cost (kanscale fit --priors writes it)");
+    HostTerms h;
+    h.per_dispatch_s = d.median * 1e-6;
+    // the lognormal sigma whose normal 90% band matches the t interval of one more CPU
+    h.sigma = d.log_half_width(0.90) / 1.6448536;
+    h.from = "configs/priors/gpu.yaml (shipped): PyTorch's eager per-op host cost, the median over " + std::to_string(d.systems) +
+             " CPUs' public measurements (validation/corpus)";
+    return h;
   }();
   return terms;
 }
 
 Calibration with_default_host_terms(Calibration cal, const Cluster& c, const Workload& w) {
-  if (needs_default_host_terms(c, w, cal)) cal.default_host_terms = shipped_pytorch_host_terms();
+  if (needs_default_host_terms(c, w, cal)) cal.default_host_terms = dispatch_prior_host_terms();
   return cal;
 }
 
@@ -509,6 +513,8 @@ const StandIn& unwatched_stand_in(Implementation impl) {
 
 Calibration with_shipped_defaults(Calibration cal, const Cluster& c, const Workload& w) {
   cal = with_default_host_terms(std::move(cal), c, w);
+  if (cal.default_host_terms && cal.default_host_terms->per_dispatch_s > 0 && cal.host_prior_sigma == 0)
+    cal.host_prior_sigma = cal.default_host_terms->sigma;
   if (cal.live_terms.empty() && cal.model_error_sigma == 0) {
     const StandIn& s = unwatched_stand_in(w.implementation);
     if (s.sigma > 0) {

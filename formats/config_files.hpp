@@ -16,13 +16,14 @@ Workload parse_workload(const std::string& yaml_text, const std::string& name);
 Calibration load_calibration(const std::string& path, const Cluster& c, Precision precision);
 Calibration parse_calibration(const std::string& yaml_text, const std::string& name, const Cluster& c,
                               Precision precision);
-// The shipped PyTorch CPU calibration (configs/calibrations/pytorch-cpu.yaml
-// in kanscale's data directory, base/data_dir) as host terms: what a
-// pytorch workload on a CUDA cluster whose calibration has no PyTorch op
-// classes takes its host costs from. Read once; InputError when it cannot be
-// read.
-const HostTerms& shipped_pytorch_host_terms();
-// Where that file is.
+// What a pytorch workload on a CUDA cluster whose calibration has no
+// PyTorch op classes takes its host costs from: the shipped priors'
+// (configs/priors/gpu.yaml in kanscale's data directory, base/data_dir)
+// eager per-op cost, on every dispatch, with its spread for one more CPU
+// (issue 57, item 5: GPU-node evidence, not a CPU VM's CPU-tensor timings).
+// Read once; InputError when it cannot be read.
+const HostTerms& dispatch_prior_host_terms();
+// The shipped PyTorch CPU calibration (configs/calibrations/pytorch-cpu.yaml).
 std::string shipped_pytorch_calibration_path();
 // `cal`, with the shipped host terms passed in when the prediction of `w`
 // on `c` needs them (model/config's needs_default_host_terms): the edges
@@ -37,7 +38,9 @@ Calibration with_default_host_terms(Calibration cal, const Cluster& c, const Wor
 // local-cpu.yaml) as its model error, labelled a CPU stand-in; a datasheet
 // NCCL calibration takes the all-reduce error of the datasheet model on
 // public measurements (configs/priors/gpu.yaml, every regime together: the
-// gradient buckets' sizes span them) as its communication error. Each is recorded with its
+// gradient buckets' sizes span them) as its communication error; host terms
+// from the dispatch prior bring its spread (Calibration::host_prior_sigma),
+// and the compute's error then covers the device alone. Each is recorded with its
 // source (Calibration::unwatched_source, priors_source). What the CLI
 // predicts with; tests of the bare model use with_default_host_terms.
 Calibration with_shipped_defaults(Calibration cal, const Cluster& c, const Workload& w);

@@ -301,7 +301,19 @@ NcclPriors load_nccl_priors(const std::string& path) {
   p.file = path;
   if (m.string("kind") != "kanscale-priors") m.fail("kind", "expected kanscale-priors (a file kanscale fit --priors wrote)");
   m.ignore("fitted_from");
-  m.ignore("dispatch");  // not used by the predictions yet
+  if (auto d = m.map_opt("dispatch")) {
+    YamlMap u = d->map("per_op_us");
+    FactorPrior& f = p.dispatch_us;
+    f.scope = u.choice("scope", {"class", "pooled", "none"});
+    f.median = u.number("median", Bound::positive);
+    f.sigma = u.number("sigma", Bound::non_negative);
+    f.df = static_cast<int>(u.integer("df", 0, 1 << 20));
+    f.systems = static_cast<int>(u.integer("cpus", 0, 1 << 20));
+    if (u.has("from")) f.from = u.string_list("from");
+    if (f.usable() && (f.df < 1 || f.systems < 1)) u.fail("df", "a usable prior needs df and cpus of at least 1");
+    u.finish();
+    d->finish();
+  }
   YamlMap n = m.map("nccl");
   for (const char* part : {"bandwidth", "latency"}) {
     YamlMap classes = n.map(part);

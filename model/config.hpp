@@ -100,6 +100,7 @@ struct Cluster {
   int gpus_per_node = 0;
   GpuSpec gpu;
   CpuVendor cpu_vendor = CpuVendor::intel;
+  std::string cpu_model;  // as the cluster file names it ("": not given)
   IntraNodeLink intra;
   Network net;
   CollectiveLibrary collectives;
@@ -261,11 +262,18 @@ using GlooTerm = AlphaBetaTerm;
 // dispatcher, autograd's bookkeeping; its per-element cost is the CPU's
 // arithmetic and is left out), times `factor`, that fit's one-rank live
 // compute factor where it has one (what a whole step costs beyond the
-// classes timed alone; 1: none).
+// classes timed alone; 1: none). Or, where no PyTorch fit is at hand (a
+// GPU node nobody measured), one cost per dispatch: every op of the list
+// that torch dispatches (each op with a torch_class: a kernel's op, a view,
+// an autograd node) costs per_dispatch_s on the host, the eager per-op cost
+// public measurements give for a CPU (configs/priors/gpu.yaml's dispatch
+// prior), with `sigma` its lognormal spread for one more CPU.
 struct HostTerms {
   std::map<std::string, TorchOpCost> ops;
   double factor = 1;
-  std::string from;  // the calibration and the machine it was measured on
+  double per_dispatch_s = 0;  // > 0: every dispatch costs this, and ops/factor are unused
+  double sigma = 0;           // per_dispatch_s's lognormal spread (the interval's priors part)
+  std::string from;  // the calibration and the machine it was measured on, or the prior
 };
 
 struct Calibration {
@@ -322,6 +330,13 @@ struct Calibration {
   // unwatched error, the collectives' prior spread (configs/priors/gpu.yaml).
   double unwatched_sigma_applied = 0, priors_sigma_applied = 0;
   std::string unwatched_source, priors_source;
+  // The host's per-dispatch cost's spread where it comes from the dispatch
+  // prior (default_host_terms' sigma, set with it at the edge): a lognormal
+  // factor on every op's host time, drawn as host_scale (1: none). The
+  // compute's model error then scales the device's time alone, so that the
+  // host is not given two errors for one cost.
+  double host_prior_sigma = 0;
+  double host_scale = 1;
   // A rank's compute speed that persists through a run, lognormal sigma:
   // the spread of the ranks' own medians in the live multi-rank runs
   // (rank_spread_sigma). The point prediction gives the ranks

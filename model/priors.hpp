@@ -66,6 +66,9 @@ struct NcclPriors {
     int machines = 0;
   };
   std::map<std::string, Rms> datasheet_rms;
+  // PyTorch's eager per-op host cost on a CPU, microseconds (key
+  // dispatch.per_op_us; systems: the CPUs behind it); scope none: absent
+  FactorPrior dispatch_us;
 };
 // Student's t quantile (p, df), for the intervals of one more draw.
 double student_t_quantile(double p, int df);

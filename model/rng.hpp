@@ -28,6 +28,12 @@ class Rng {
     if (sigma <= 0) return 1.0;
     return std::exp(sigma * normal(stream, index) - 0.5 * sigma * sigma);
   }
+  // Lognormal factor with median 1: exp(sigma z). For a prior whose point is
+  // its median (the geometric mean of the sources' figures).
+  double lognormal_median_one(double sigma, std::uint64_t stream, std::uint64_t index) const {
+    if (sigma <= 0) return 1.0;
+    return std::exp(sigma * normal(stream, index));
+  }
 
   static std::uint64_t mix(std::uint64_t z) {
     z += 0x9E3779B97F4A7C15ULL;

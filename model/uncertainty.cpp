@@ -94,6 +94,9 @@ Calibration draw_calibration(const Calibration& fitted, const Rng& rng, std::uin
   cal.compute_scale = rng.lognormal_mean_one(cal.model_error_sigma, 0x2000, draw) * rng.lognormal_mean_one(cal.drift_sigma, 0x2001, draw);
   // and on the gradient all-reduces, their own (one factor for all of them)
   cal.comm_scale = rng.lognormal_mean_one(cal.comm_error_sigma, 0x2002, draw);
+  // and on the host's dispatches, the prior's (one factor for every op;
+  // median one: the point is the prior's median, a geometric mean)
+  cal.host_scale = rng.lognormal_median_one(cal.host_prior_sigma, 0x2003, draw);
   return cal;
 }
 

@@ -121,6 +121,12 @@ const HostTerms& default_host_terms(const Calibration& cal) {
 std::string host_terms_note(const Cluster& c, const Workload& w, const Calibration& cal) {
   if (!needs_default_host_terms(c, w, cal)) return "";
   const HostTerms& h = default_host_terms(cal);
+  if (h.per_dispatch_s > 0) {
+    char us[32];
+    std::snprintf(us, sizeof us, "%.3g", h.per_dispatch_s * 1e6);
+    return "note: the host's cost of PyTorch's ops (Python, the dispatcher, autograd) comes from " + h.from + ": " + us + " us per dispatch (every op, view and autograd node torch runs), plus the cluster's "
+           "kernel_launch per kernel; calibration '" + cal.name + "' has no PyTorch op classes of its own";
+  }
   char factor[32];
   std::snprintf(factor, sizeof factor, "%.3g", h.factor);
   return "note: the host's cost of PyTorch's ops (Python, the dispatcher, autograd) comes from " + h.from +
@@ -130,23 +136,24 @@ std::string host_terms_note(const Cluster& c, const Workload& w, const Calibrati
 
 namespace {
 // A pytorch workload on a CUDA cluster: per op the host's time (its class's
-// fixed cost in `classes` x `factor`, on the op that carries the class's
-// unit, plus a launch per kernel) and the device's (the roofline without the
-// launch); `from` names the classes' calibration in an error.
-void set_two_track_costs(ReplayInput& in, const Cluster& c, const Calibration& cal, const std::map<std::string, TorchOpCost>& classes,
-                         double factor, const std::string& from) {
+// fixed cost in h.ops x h.factor, on the op that carries the class's unit;
+// or h.per_dispatch_s on every op torch dispatches; plus a launch per
+// kernel) and the device's (the roofline without the launch).
+void set_two_track_costs(ReplayInput& in, const Cluster& c, const Calibration& cal, const HostTerms& h) {
   const std::size_t n = in.ops.size();
   in.op_time_s.assign(n, 0.0);
   in.op_host_s.assign(n, 0.0);
   for (std::size_t i = 0; i < n; ++i) {
     const Op& o = in.ops[i];
     double host = 0, device = 0;
-    if (!o.torch_unit.empty() && o.unit_calls > 0) {
-      const auto it = classes.find(o.torch_unit);
-      if (it == classes.end())
-        throw InputError(from + ": no cost for PyTorch op class '" + o.torch_unit + "' (its torch_ops lack it); measure it again with "
+    if (h.per_dispatch_s > 0) {
+      if (!o.torch_class.empty()) host = h.per_dispatch_s;
+    } else if (!o.torch_unit.empty() && o.unit_calls > 0) {
+      const auto it = h.ops.find(o.torch_unit);
+      if (it == h.ops.end())
+        throw InputError(h.from + ": no cost for PyTorch op class '" + o.torch_unit + "' (its torch_ops lack it); measure it again with "
                          "kanscale calibrate configs/calibrate/pytorch-cpu.yaml");
-      host = std::max(0.0, o.unit_calls * it->second.fixed_s * factor);
+      host = std::max(0.0, o.unit_calls * it->second.fixed_s * h.factor);
     }
     if (!o.host_only) {
       host += c.gpu.kernel_launch_s;
@@ -172,14 +179,19 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
     const MemoryEstimate m = calibrated_memory(kanscale_memory(shape, batch_per_gpu, w.ddp, 0.0, 0.0), shape, cal);
     cold_fraction = cold_fraction_for(cal, m.peak_bytes - m.runtime_bytes);
   }
+  bool host_from_prior = false;
   if (host_track_applies(c, w)) {
     // the device runs the ops behind the host (sim/replay's host track)
     if (cal.torch_ops.empty()) {
       const HostTerms& h = default_host_terms(cal);
-      set_two_track_costs(in, c, cal, h.ops, h.factor, h.from);
+      host_from_prior = h.per_dispatch_s > 0;
+      set_two_track_costs(in, c, cal, h);
     } else {
       // (the calibration's own live term, of this rank count, is applied below)
-      set_two_track_costs(in, c, cal, cal.torch_ops, 1.0, "calibration '" + cal.name + "'");
+      HostTerms own;
+      own.ops = cal.torch_ops;
+      own.from = "calibration '" + cal.name + "'";
+      set_two_track_costs(in, c, cal, own);
     }
   } else {
     in.op_time_s = op_times_s(in.ops, cal, cold_fraction);
@@ -189,7 +201,8 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
   // (per ranks on a node), and a drawn model error when sampling intervals
   const Calibration::LiveTerm* live = live_term_for(cal, layout.ranks_per_node());
   for (double& t : in.op_time_s) t *= (live ? live->compute_factor : 1.0) * cal.compute_scale;
-  for (double& t : in.op_host_s) t *= (live ? live->compute_factor : 1.0) * cal.compute_scale;
+  // (a host from the dispatch prior has the prior's error, not the compute's)
+  for (double& t : in.op_host_s) t *= (live ? live->compute_factor : 1.0) * (host_from_prior ? cal.host_scale : cal.compute_scale);
   for (PlannedBuckets* pb : {&in.first, &in.steady}) {
     pb->allreduce.clear();
     for (const auto& b : pb->buckets) pb->allreduce.push_back(coll.allreduce(b.bytes, layout));
@@ -394,7 +407,7 @@ ScalingPoint simulate_point(const Cluster& c, const Workload& w, const Calibrati
 
 bool has_measured_uncertainty(const Calibration& cal) {
   return has_parameter_uncertainty(cal) || cal.jitter_sigma > 0 || cal.model_error_sigma > 0 || cal.drift_sigma > 0 || cal.comm_error_sigma > 0 ||
-         cal.rank_sigma > 0;
+         cal.rank_sigma > 0 || cal.host_prior_sigma > 0;
 }
 
 Band central_band(std::vector<double> v, double level) {

@@ -178,7 +178,7 @@ void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info) {
       os << "    (a) the fits' covariances: " << (has_parameter_uncertainty(cal) ? "drawn per sample" : "none recorded") << "\n";
       if (cal.unwatched_sigma_applied > 0)
         os << "    (b) the model's error, UNWATCHED (no live run of this calibration measured it): " << sig(cal.model_error_sigma) << ", "
-           << cal.unwatched_source << "\n";
+           << cal.unwatched_source << (cal.host_prior_sigma > 0 ? "; on the device's time only" : "") << "\n";
       else
         os << "    (b) the model's out-of-sample error (leave one shape out over the calibration's live runs): " << sig(cal.model_error_sigma)
            << "\n";
@@ -187,6 +187,9 @@ void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info) {
            << cal.priors_source << "\n";
       else
         os << "        on the gradient all-reduces (leave one shape out over their measured times): " << sig(cal.comm_error_sigma) << "\n";
+      if (cal.host_prior_sigma > 0 && cal.default_host_terms)
+        os << "        on the host's PyTorch dispatches, the PRIORS' (one draw for every op, median one): " << sig(cal.host_prior_sigma) << ", "
+           << cal.default_host_terms->from << ", x t(0.95) for one more CPU / z(0.95)\n";
       os
          << "    (c) run-to-run drift (the live runs' rounds, a random effect per run): " << sig(cal.drift_sigma) << "\n"
          << "    (d) jitter (per rank and iteration): " << sig(cal.jitter_sigma) << "\n"
@@ -248,7 +251,10 @@ nlohmann::json study_json(const StudyResult& r, const RunInfo& info) {
                                             {"drift_sigma", cal.drift_sigma},
                                             {"jitter_sigma", cal.jitter_sigma},
                                             {"rank_sigma", cal.rank_sigma}}},
-                           {"priors", {{"comm_error_sigma", cal.priors_sigma_applied}, {"source", cal.priors_source}}},
+                           {"priors", {{"comm_error_sigma", cal.priors_sigma_applied},
+                                       {"source", cal.priors_source},
+                                       {"host_dispatch_sigma", cal.host_prior_sigma},
+                                       {"host_source", cal.host_prior_sigma > 0 && cal.default_host_terms ? cal.default_host_terms->from : ""}}},
                            {"unwatched", {{"model_error_sigma", cal.unwatched_sigma_applied}, {"source", cal.unwatched_source}}}};
   }
   j["warnings"] = r.warnings;

@@ -658,6 +658,9 @@ TEST_CASE("cli: an unwatched answer carries its interval parts; a watched one do
   const auto j = nlohmann::json::parse(read_file(d.path + "/dgx.json"));
   CHECK(j["interval_parts"]["unwatched"]["model_error_sigma"].get<double>() > 0);
   CHECK(j["interval_parts"]["priors"]["comm_error_sigma"].get<double>() > 0);
+  // the host's dispatches from the dispatch prior (issue 57, item 5), named in the header
+  CHECK(j["interval_parts"]["priors"]["host_dispatch_sigma"].get<double>() > 0);
+  CHECK(r.out.find("on the host's PyTorch dispatches, the PRIORS'") != std::string::npos);
   CHECK(j["interval_parts"]["calibration"]["model_error_sigma"].get<double>() == 0);
   const auto& p = j["points"][1];
   REQUIRE(p["iteration_time_interval_s"].is_object());
@@ -672,5 +675,6 @@ TEST_CASE("cli: an unwatched answer carries its interval parts; a watched one do
   const auto c = nlohmann::json::parse(read_file(d.path + "/cpu.json"));
   CHECK(c["interval_parts"]["unwatched"]["model_error_sigma"].get<double>() == 0);
   CHECK(c["interval_parts"]["priors"]["comm_error_sigma"].get<double>() == 0);
+  CHECK(c["interval_parts"]["priors"]["host_dispatch_sigma"].get<double>() == 0);
   CHECK(c["interval_parts"]["calibration"]["model_error_sigma"].get<double>() > 0);
 }

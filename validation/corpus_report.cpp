@@ -325,9 +325,10 @@ int fit_priors(const std::string& corpus_dir, const std::string& gpus_dir, const
   }
   const FactorPrior d = fit_factor_prior(dispatch_samples(entries), "dispatch");
   y << "# PyTorch's eager per-op host cost (Python, the dispatcher) on a CPU, microseconds: lognormal over the dispatch\n"
-       "# entries' CPUs (each the median of its eager rows); not yet used by the predictions (issue 57, item 5)\n"
+       "# entries' CPUs (each the median of its eager rows): every dispatch's host cost where PyTorch runs on a GPU node that\n"
+       "# no PyTorch calibration measured (formats' with_default_host_terms; its sigma, t-inflated, is the interval's host part)\n"
        "dispatch:\n  per_op_us: {scope: " << d.scope << ", median: " << printf_number("%.4g", d.median) << ", sigma: " << printf_number("%.4g", d.sigma)
-    << ", df: " << d.df << ", cpus: " << d.systems << "}\n";
+    << ", df: " << d.df << ", cpus: " << d.systems << ", from: " << nlohmann::json(d.from).dump() << "}\n";
   y << "# the datasheet model's own error per regime, every class together: RMS over machines of log(measured / model)\n"
        "datasheet_error:\n";
   for (const char* r : {"latency", "middle", "bandwidth"}) {
