@@ -181,6 +181,11 @@ void write_live_section(std::ostream& y, const CalibrationFile& f) {
     if (f.unwatched_runs > 0)
       y << "  unwatched_error_sigma: " << f.unwatched_error_sigma << "   # the compute with no live term (microbenchmarks only): RMS of log(measured / predicted) over "
         << f.unwatched_runs << " runs; what an answer that watched no job leaves out\n";
+    if (f.memory_runs > 0)
+      y << "  memory_extra: " << num(f.memory_extra_bytes, "B") << "   # peak memory the live runs hold beyond the memory model: median of measured - predicted over "
+        << f.memory_runs << " runs\n"
+        << "  memory_error_sigma: " << f.memory_error_sigma << "   # peak memory with it, out of sample: RMS of log(measured / (predicted + extra)), each shape against the extra of the others\n"
+        << "  unwatched_memory_sigma: " << f.unwatched_memory_sigma << "   # peak memory with none (an answer that watched no job): RMS of log(measured / predicted)\n";
     y
       << "  drift_sigma: " << f.drift_sigma << "   # run-to-run: the spread of the " << f.drift_rounds
       << " round(s)' mean log deviation, a random effect per run" << (f.drift_rounds < 2 ? " (one round: not measured)" : "")

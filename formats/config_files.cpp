@@ -383,6 +383,11 @@ static void read_calibration_live(YamlMap& m, Calibration& cal) {
     if (cal.comm_error_sigma > kMaxSigma) live->fail("comm_error_sigma", kSigmaRange + gnum(cal.comm_error_sigma));
     cal.unwatched_error_sigma = live->number_opt("unwatched_error_sigma", Bound::non_negative).value_or(0.0);
     if (cal.unwatched_error_sigma > kMaxSigma) live->fail("unwatched_error_sigma", kSigmaRange + gnum(cal.unwatched_error_sigma));
+    cal.memory_error_sigma = live->number_opt("memory_error_sigma", Bound::non_negative).value_or(0.0);
+    if (cal.memory_error_sigma > kMaxSigma) live->fail("memory_error_sigma", kSigmaRange + gnum(cal.memory_error_sigma));
+    cal.unwatched_memory_sigma = live->number_opt("unwatched_memory_sigma", Bound::non_negative).value_or(0.0);
+    if (cal.unwatched_memory_sigma > kMaxSigma) live->fail("unwatched_memory_sigma", kSigmaRange + gnum(cal.unwatched_memory_sigma));
+    cal.memory_live_extra_bytes = live->quantity_opt("memory_extra", Quantity::size, Bound::non_negative).value_or(0.0);
     cal.drift_sigma = live->number_opt("drift_sigma", Bound::non_negative).value_or(0.0);
     if (cal.drift_sigma > kMaxSigma) live->fail("drift_sigma", kSigmaRange + gnum(cal.drift_sigma));
     cal.rank_sigma = live->number_opt("rank_spread_sigma", Bound::non_negative).value_or(0.0);
@@ -495,6 +500,8 @@ namespace {
 struct StandIn {
   double sigma = 0;
   std::string source;
+  double memory_sigma = 0;  // its peak memory's error (live.memory_error_sigma)
+  std::string rel;
 };
 // The shipped calibration's unwatched error, read once per implementation.
 const StandIn& unwatched_stand_in(Implementation impl) {
@@ -503,8 +510,10 @@ const StandIn& unwatched_stand_in(Implementation impl) {
     Cluster any;
     any.collectives.family = i == Implementation::pytorch ? CollFamily::gloo : CollFamily::mpi;
     const Calibration cal = load_calibration(shipped_path(rel), any, Precision::fp32);
-    return StandIn{cal.unwatched_error_sigma, "CPU stand-in: " + rel + "'s live runs predicted from its microbenchmarks alone (" +
-                                                  (cal.machine.empty() ? std::string("an unrecorded machine") : describe(cal.machine)) + ")"};
+    return StandIn{cal.unwatched_error_sigma,
+                   "CPU stand-in: " + rel + "'s live runs predicted from its microbenchmarks alone (" +
+                       (cal.machine.empty() ? std::string("an unrecorded machine") : describe(cal.machine)) + ")",
+                   cal.unwatched_memory_sigma, rel};
   };
   static const StandIn pytorch = read(Implementation::pytorch), kanscale = read(Implementation::kanscale);
   return impl == Implementation::pytorch ? pytorch : kanscale;
@@ -521,6 +530,18 @@ Calibration with_shipped_defaults(Calibration cal, const Cluster& c, const Workl
       cal.model_error_sigma = cal.unwatched_sigma_applied = s.sigma;
       cal.unwatched_source = s.source;
     }
+  }
+  if (cal.memory_error_sigma == 0) {
+    const StandIn& s = unwatched_stand_in(w.implementation);
+    if (c.collectives.family == CollFamily::nccl)
+      cal.memory_source = "no interval: no GPU job's memory was measured, and the CPU calibrations' error (a process's resident set "
+                          "against the model) does not carry to a GPU's allocations";
+    else if (s.memory_sigma > 0) {
+      cal.memory_error_sigma = s.memory_sigma;
+      cal.memory_source = "UNWATCHED, CPU stand-in: " + s.rel + "'s live runs' peak memory against the memory model with no live term";
+    }
+  } else {
+    cal.memory_source = "the calibration's live runs' peak memory, leave one shape out";
   }
   if (cal.source == "datasheet" && c.collectives.family == CollFamily::nccl && cal.comm_error_sigma == 0) {
     const std::string path = shipped_path("configs/priors/gpu.yaml");

@@ -337,6 +337,16 @@ struct Calibration {
   // host is not given two errors for one cost.
   double host_prior_sigma = 0;
   double host_scale = 1;
+  // Peak memory against the memory model over a calibration's live runs
+  // (RMS of log(measured / predicted); key live.memory_error_sigma): the
+  // memory interval's lognormal sigma. A calibration without it borrows a
+  // shipped one's where it transfers (memory_source says which, or why none).
+  double memory_error_sigma = 0;
+  std::string memory_source;
+  // what a calibration's live runs held beyond the memory model, per rank
+  // (key live.memory_extra), and their error with none (key
+  // live.unwatched_memory_sigma: what a calibration without live runs borrows)
+  double memory_live_extra_bytes = 0, unwatched_memory_sigma = 0;
   // A rank's compute speed that persists through a run, lognormal sigma:
   // the spread of the ranks' own medians in the live multi-rank runs
   // (rank_spread_sigma). The point prediction gives the ranks

@@ -126,7 +126,7 @@ MemoryEstimate calibrated_memory(MemoryEstimate m, const KanShape& s, const Cali
     m.transient_bytes *= *cal.memory_activation_factor;
     m.batch_bytes *= *cal.memory_activation_factor;
   }
-  m.runtime_bytes += cal.memory_fixed_bytes;
+  m.runtime_bytes += cal.memory_fixed_bytes + cal.memory_live_extra_bytes;
   m.peak_bytes = m.parameters_bytes + m.gradients_bytes + m.buckets_bytes + m.optimizer_bytes + m.activations_bytes +
                  m.transient_bytes + m.batch_bytes + m.buffers_bytes + m.collective_bytes + m.runtime_bytes;
   return m;

@@ -85,6 +85,10 @@ struct CalibrationFile {
   double comm_error_sigma = 0;             // leave one shape out on the all-reduce times (comm_error_loo)
   double unwatched_error_sigma = 0;        // the compute's error with no live term (unwatched_compute_sigma)
   int unwatched_runs = 0;
+  // peak memory over the live runs (fit_memory_live): the bytes beyond the
+  // model, the error left with them (leave one shape out) and with none
+  double memory_extra_bytes = 0, memory_error_sigma = 0, unwatched_memory_sigma = 0;
+  int memory_runs = 0;
   double drift_sigma = 0;                  // the live runs' round-to-round random effect
   std::optional<double> kernel_drift_sigma;  // the same over the kernels files (rounds) of one plan; unset: one file
   int drift_rounds = 0;

@@ -308,3 +308,45 @@ LiveModelErrors live_model_errors(
 }
 
 }  // namespace ks
+
+namespace ks {
+namespace {
+double median_extra(const std::vector<MemoryRun>& runs, const std::string& leave_out) {
+  std::vector<double> d;
+  for (const auto& r : runs)
+    if (r.shape != leave_out) d.push_back(r.measured_bytes - r.predicted_bytes);
+  if (d.empty()) return 0.0;
+  std::sort(d.begin(), d.end());
+  const std::size_t n = d.size();
+  const double m = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+  return std::max(0.0, m);
+}
+}  // namespace
+
+MemoryLive fit_memory_live(const std::vector<MemoryRun>& all) {
+  std::vector<MemoryRun> runs;
+  std::set<std::string> shapes;
+  for (const auto& r : all)
+    if (r.measured_bytes > 0 && r.predicted_bytes > 0) {
+      runs.push_back(r);
+      shapes.insert(r.shape);
+    }
+  MemoryLive m;
+  m.runs = static_cast<int>(runs.size());
+  m.shapes = static_cast<int>(shapes.size());
+  if (runs.empty()) return m;
+  m.extra_bytes = median_extra(runs, "");
+  double none = 0, loo = 0;
+  for (const auto& r : runs) {
+    const double l0 = std::log(r.measured_bytes / r.predicted_bytes);
+    none += l0 * l0;
+    // with fewer than 2 shapes no shape can be left out: the extra of all
+    const double extra = m.shapes >= 2 ? median_extra(runs, r.shape) : m.extra_bytes;
+    const double l = std::log(r.measured_bytes / (r.predicted_bytes + extra));
+    loo += l * l;
+  }
+  m.unwatched_sigma = std::sqrt(none / m.runs);
+  m.loo_sigma = std::sqrt(loo / m.runs);
+  return m;
+}
+}  // namespace ks

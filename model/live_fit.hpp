@@ -81,6 +81,22 @@ std::vector<CalibrationFile::FittedLive> fit_live_term_set(const std::vector<Liv
 // term applied; `runs` gets how many counted. This is what a calibration
 // without live runs leaves out of its intervals (issue 57's "unwatched").
 double unwatched_compute_sigma(const std::vector<LiveRun>& runs, int* counted);
+// Peak memory against the memory model over live runs (the same treatment
+// as the compute's): the bytes the runs hold beyond the model (the median of
+// measured - predicted over the runs, none when not positive: a process's
+// interpreter, libraries and allocator pools the model does not count), the
+// model error left with it, each shape's runs predicted by the extra of the
+// other shapes' (RMS of log(measured / (predicted + extra))), and the error
+// with none (an answer that watched no job: RMS of log(measured / predicted)).
+struct MemoryRun {
+  std::string shape;
+  double measured_bytes = 0, predicted_bytes = 0;
+};
+struct MemoryLive {
+  double extra_bytes = 0, loo_sigma = 0, unwatched_sigma = 0;
+  int runs = 0, shapes = 0;
+};
+MemoryLive fit_memory_live(const std::vector<MemoryRun>& runs);
 
 // The model error left with the live terms, as RMS of log(measured /
 // predicted): in sample (with `all`, fit_live_term_set's terms on every

@@ -3,6 +3,7 @@
 #include "model/uncertainty.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
@@ -33,6 +34,18 @@ std::string csv_escape(const std::string& s) {
   std::string o = "\"";
   for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
   return o + "\"";
+}
+
+std::pair<double, double> memory_interval(double peak, double sigma, double level) {
+  // the standard normal's (1 + level) / 2 quantile, by bisection on erfc
+  const double p = 0.5 + level / 2;
+  double lo = 0, hi = 10;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = (lo + hi) / 2;
+    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
+  }
+  const double z = (lo + hi) / 2;
+  return {peak * std::exp(-z * sigma), peak * std::exp(z * sigma)};
 }
 
 namespace {
@@ -170,6 +183,21 @@ void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info) {
        << format_bytes(p.memory.peak_bytes) << bucket_choices(p.steady_plan) << "\n";
   }
   os << "\n  overhead = exposed / iteration (and total communication / iteration)\n";
+  if (info.calibration) {
+    const Calibration& cal = *info.calibration;
+    const double level = info.options.interval_level;
+    if (cal.memory_error_sigma > 0) {
+      os << "  peak memory, " << fixed(100 * level, 0) << "% interval (lognormal sigma " << fixed(cal.memory_error_sigma, 4) << ", "
+         << cal.memory_source << "):";
+      for (const auto& p : r.points) {
+        const auto [lo, hi] = memory_interval(p.memory.peak_bytes, cal.memory_error_sigma, level);
+        os << " N=" << p.gpus << " [" << format_bytes(lo) << ", " << format_bytes(hi) << "];";
+      }
+      os << "\n";
+    } else if (!cal.memory_source.empty()) {
+      os << "  peak memory: " << cal.memory_source << "\n";
+    }
+  }
   if (r.interval_samples > 0) {
     os << "  " << fixed(100 * info.options.interval_level, 0) << "% intervals (" << r.interval_samples << " samples), drawn from:\n";
     if (info.calibration) {
@@ -239,7 +267,14 @@ nlohmann::json study_json(const StudyResult& r, const RunInfo& info) {
                           {"source", job.source}};
   j["baseline_1gpu"] = point_json(r.baseline);
   nlohmann::json pts = nlohmann::json::array();
-  for (const auto& p : r.points) pts.push_back(point_json(p));
+  for (const auto& p : r.points) {
+    nlohmann::json pj = point_json(p);
+    if (info.calibration && info.calibration->memory_error_sigma > 0) {
+      const auto [lo, hi] = memory_interval(p.memory.peak_bytes, info.calibration->memory_error_sigma, info.options.interval_level);
+      pj["memory"]["peak_interval_bytes"] = {{"lo", lo}, {"hi", hi}};
+    }
+    pts.push_back(pj);
+  }
   j["points"] = pts;
   j["intervals"] = {{"samples", r.interval_samples}, {"level", info.options.interval_level}, {"note", r.interval_note}};
   if (info.calibration) {
@@ -255,7 +290,8 @@ nlohmann::json study_json(const StudyResult& r, const RunInfo& info) {
                                        {"source", cal.priors_source},
                                        {"host_dispatch_sigma", cal.host_prior_sigma},
                                        {"host_source", cal.host_prior_sigma > 0 && cal.default_host_terms ? cal.default_host_terms->from : ""}}},
-                           {"unwatched", {{"model_error_sigma", cal.unwatched_sigma_applied}, {"source", cal.unwatched_source}}}};
+                           {"unwatched", {{"model_error_sigma", cal.unwatched_sigma_applied}, {"source", cal.unwatched_source}}},
+                           {"memory", {{"memory_error_sigma", cal.memory_error_sigma}, {"source", cal.memory_source}}}};
   }
   j["warnings"] = r.warnings;
   return j;

@@ -368,3 +368,41 @@ TEST_CASE("priors: the dispatch prior's file section and its interval for one mo
              "dispatch:\n  per_op_us: {scope: class, median: 2.0, sigma: 0.5, df: 0, cpus: 3}\ndatasheet_error: {}\n");
   CHECK_THROWS_WITH_AS(load_nccl_priors(path), doctest::Contains("df"), InputError);
 }
+
+TEST_CASE("memory: the bytes live runs hold beyond the model, the error left (leave one shape out) and with none, by hand") {
+  // shape A: 12 and 13 measured against 10 predicted; B: 25 against 20; C: 31 against 30.
+  // measured - predicted: 2, 3, 5, 1: median 2.5 (the extra)
+  // with none: RMS of ln 1.2, ln 1.3, ln 1.25, ln(31/30) = 0.195541
+  // leave one shape out: A against the median of B's and C's (5, 1) = 3: ln(12/13), ln(13/13);
+  // B against A's and C's (2, 3, 1) = 2: ln(25/22); C against A's and B's (2, 3, 5) = 3: ln(31/33); RMS 0.081635
+  const std::vector<MemoryRun> runs = {{"A", 12, 10}, {"A", 13, 10}, {"B", 25, 20}, {"C", 31, 30}, {"D", 0, 5}};
+  const MemoryLive m = fit_memory_live(runs);
+  CHECK(m.runs == 4);  // D measured nothing
+  CHECK(m.shapes == 3);
+  CHECK(m.extra_bytes == doctest::Approx(2.5));
+  CHECK(m.unwatched_sigma == doctest::Approx(0.195541).epsilon(1e-5));
+  CHECK(m.loo_sigma == doctest::Approx(0.081635).epsilon(1e-5));
+  // a model above every run: no extra (none is negative)
+  CHECK(fit_memory_live({{"A", 8, 10}, {"B", 9, 10}}).extra_bytes == 0);
+}
+
+TEST_CASE("memory: an unwatched CPU answer borrows the shipped calibration's error with none; a GPU answer says it has no interval") {
+  const Cluster cpu = load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/local-cpu.yaml");
+  const Workload wk = load_workload(KANSCALE_SOURCE_DIR "/configs/workloads/local-kanscale.yaml");
+  Calibration cal = load_calibration(KANSCALE_SOURCE_DIR "/configs/calibrations/local-cpu.yaml", cpu, wk.precision);
+  // the shipped file's own live runs: its extra and its error with it
+  CHECK(cal.memory_live_extra_bytes == 5504411.0);
+  CHECK(with_shipped_defaults(cal, cpu, wk).memory_error_sigma == doctest::Approx(0.04692));
+  // the same calibration as one that watched no job (microbenchmarks only)
+  cal.live_terms.clear();
+  cal.model_error_sigma = cal.memory_error_sigma = cal.memory_live_extra_bytes = 0;
+  const Calibration u = with_shipped_defaults(cal, cpu, wk);
+  CHECK(u.memory_error_sigma == doctest::Approx(0.2207));  // local-cpu.yaml's unwatched_memory_sigma
+  CHECK(u.memory_source.find("UNWATCHED") != std::string::npos);
+  // a datasheet GPU cluster: no GPU memory measured, no interval, and the reason
+  const Cluster gpu = load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/dgx-a100.yaml");
+  const Workload w = load_workload(KANSCALE_SOURCE_DIR "/configs/workloads/default.yaml");
+  const Calibration g = with_shipped_defaults(datasheet_calibration(gpu, w.precision), gpu, w);
+  CHECK(g.memory_error_sigma == 0);
+  CHECK(g.memory_source.find("no interval") != std::string::npos);
+}

@@ -24,7 +24,7 @@ struct LivePoint {
   std::size_t index = 0;
   Workload workload;
   Cluster cluster;  // oversubscribed runs get their ranks on one node
-  double measured_s = 0, measured_comm_s = 0, measured_compute_s = 0;
+  double measured_s = 0, measured_comm_s = 0, measured_compute_s = 0, measured_peak_bytes = 0;
   std::vector<double> rounds_s;  // each round's iteration time
   ScalingPoint predicted;  // from the microbenchmark terms alone
 };
@@ -66,6 +66,7 @@ std::vector<LivePoint> live_points(const ValidationPlan& p, const std::string& d
     lp.measured_s = med.iteration_s;
     lp.measured_comm_s = med.comm_s;
     lp.measured_compute_s = med.compute_s;
+    lp.measured_peak_bytes = med.peak_memory_bytes;
     for (const auto& m : rounds) lp.rounds_s.push_back(m.iteration_s);
     lp.predicted = predict(lp, base);
     points.push_back(std::move(lp));
@@ -180,6 +181,16 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
   int comm_n = 0;
   file.comm_error_sigma = comm_error_loo(runs, &comm_n);
   file.unwatched_error_sigma = unwatched_compute_sigma(runs, &file.unwatched_runs);
+  {
+    // peak memory: what the runs hold beyond the memory model, the error left, the error with none
+    std::vector<MemoryRun> mem;
+    for (const auto& lp : points) mem.push_back({shape_of(p.measure.live[lp.index]), lp.measured_peak_bytes, lp.predicted.memory.peak_bytes});
+    const MemoryLive ml = fit_memory_live(mem);
+    file.memory_extra_bytes = ml.extra_bytes;
+    file.memory_error_sigma = ml.loo_sigma;
+    file.unwatched_memory_sigma = ml.unwatched_sigma;
+    file.memory_runs = ml.runs;
+  }
   const int n = errors.runs, loo_n = errors.loo_runs;
   const std::size_t n_shapes = static_cast<std::size_t>(errors.shapes);
   // run-to-run drift: each round's mean log deviation over the runs, a
@@ -197,6 +208,9 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
          << " factor fitted without it; " << comm_n << " runs): " << file.comm_error_sigma << (comm_n == 0 ? " (no runs with communication)" : "") << "\n"
          << "  unwatched: the compute predicted with no live term (microbenchmarks only), RMS of log(measured / predicted) over "
          << file.unwatched_runs << " runs: " << file.unwatched_error_sigma << "\n"
+         << "  peak memory over " << file.memory_runs << " runs: " << format_bytes(file.memory_extra_bytes)
+         << " beyond the memory model (median of measured - predicted); error with it, leave one shape out: " << file.memory_error_sigma
+         << "; with none: " << file.unwatched_memory_sigma << "\n"
          << "  run-to-run drift (sigma of the rounds' mean log deviation, a random effect per run; " << p.rounds
          << " round(s)): " << file.drift_sigma << (p.rounds < 2 ? " (one round: not measured)" : "") << "\n";
 }
