@@ -3,6 +3,8 @@
 #include "model/limits.hpp"
 #include "formats/provenance.hpp"
 #include "formats/config_files.hpp"
+#include "base/output_files.hpp"
+#include <nlohmann/json.hpp>
 
 #include <sys/resource.h>
 
@@ -86,6 +88,7 @@ int bench_sim(const std::vector<std::string>& rest) {
   c.workload = "configs/workloads/bench-4layer.yaml";
   c.gpus = "8,64,1024,8192,65536";
   int repeat = 5;
+  std::string json;
   double jitter = 0.05, interference = 0.05, max_events = kDefaultMaxEvents;
   po::options_description desc("bench sim options");
   desc.add_options()
@@ -94,6 +97,7 @@ int bench_sim(const std::vector<std::string>& rest) {
       ("workload", po::value(&c.workload)->default_value(c.workload), "workload YAML")
       ("gpus", po::value(&c.gpus)->default_value(c.gpus), "GPU counts")
       ("repeat", po::value(&repeat)->default_value(repeat), "timed repetitions per GPU count (median reported)")
+      ("json", po::value(&json), "also write the rows here: gpus, nodes, events, events_per_s, wall_s, peak_rss_bytes, predicted_iteration_s")
       ("jitter", po::value(&jitter)->default_value(jitter, "0.05"), "lognormal sigma of compute jitter (on for the benchmark)")
       ("interference", po::value(&interference)->default_value(interference, "0.05"), "compute slowdown while communicating")
       ("max-events", po::value(&max_events)->default_value(max_events, "5e7"),
@@ -108,6 +112,7 @@ int bench_sim(const std::vector<std::string>& rest) {
   if (repeat < 1) throw InputError("--repeat: must be at least 1, got " + std::to_string(repeat));
   if (!(jitter >= 0 && jitter <= 1)) throw InputError("--jitter: expected a sigma between 0 and 1");
   if (!(interference >= 0 && interference < 1e6)) throw InputError("--interference: expected a non-negative fraction");
+  if (!json.empty()) check_outputs_spare_inputs({c.cluster, c.workload}, {{json, "--json"}});
   const Cluster cluster = load_cluster(c.cluster);
   const Workload workload = load_workload(c.workload);
   Calibration calib = with_default_host_terms(datasheet_calibration(cluster, workload.precision), cluster, workload);
@@ -131,6 +136,14 @@ int bench_sim(const std::vector<std::string>& rest) {
   std::vector<BenchSimRow> rows;
   for (int n : gpus) rows.push_back(bench_sim_row(cluster, workload, calib, n, repeat));
   print_bench_sim_table(rows);
+  if (!json.empty()) {
+    // (peak RSS: the process's high-water mark after that row, as the table says)
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : rows)
+      out.push_back({{"gpus", r.n}, {"nodes", r.nodes}, {"events", r.events}, {"events_per_s", r.rate()}, {"wall_s", r.wall_s},
+                     {"peak_rss_bytes", r.rss_bytes}, {"predicted_iteration_s", r.iteration_s}});
+    write_files_atomic({{json, out.dump(2) + "\n"}});
+  }
   return 0;
 }
 

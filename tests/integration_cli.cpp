@@ -678,3 +678,21 @@ TEST_CASE("cli: an unwatched answer carries its interval parts; a watched one do
   CHECK(c["interval_parts"]["priors"]["host_dispatch_sigma"].get<double>() == 0);
   CHECK(c["interval_parts"]["calibration"]["model_error_sigma"].get<double>() > 0);
 }
+
+TEST_CASE("cli: bench sim --json writes a row per N: events/s is events over the wall time") {
+  TempDir d;
+  const Run r = run("bench sim --gpus 8,64 --repeat 1 --json " + d.path + "/sim.json", d);
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(read_file(d.path + "/sim.json"));
+  REQUIRE(j.size() == 2);
+  CHECK(j[0]["gpus"] == 8);
+  CHECK(j[1]["gpus"] == 64);
+  for (const auto& row : j) {
+    CHECK(row["events"].get<double>() > 0);
+    CHECK(row["events_per_s"].get<double>() == doctest::Approx(row["events"].get<double>() / row["wall_s"].get<double>()));
+    CHECK(row["peak_rss_bytes"].get<double>() > 0);
+  }
+  // the same replay has the same events whatever the timing: 64 ranks replay more than 8
+  CHECK(j[1]["events"].get<double>() > j[0]["events"].get<double>());
+}
