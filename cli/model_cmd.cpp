@@ -134,7 +134,7 @@ int model_allreduce(const ModelArgs& a, const po::variables_map& vm, const Clust
 }
 
 // kanscale model layer: one KAN layer's forward and backward by the op model.
-int model_layer(const ModelArgs& a, const Calibration& cal) {
+int model_layer(const ModelArgs& a, const Cluster& cl, const Calibration& cal) {
   if (a.batch < 1 || a.in < 1 || a.out < 1 || a.grid < 1 || a.order < 1 || a.order > 16)
     throw InputError("layer: sizes must be positive (order <= 16)");
   if (a.in > YamlMap::kIntMax || a.out > YamlMap::kIntMax) throw InputError("--in, --out: at most " + std::to_string(YamlMap::kIntMax));
@@ -156,6 +156,23 @@ int model_layer(const ModelArgs& a, const Calibration& cal) {
             << ", calibration " << cal.name << " (" << cal.source << (cal.machine.empty() ? "" : ", measured on " + describe(cal.machine))
             << "):\n  forward " << std::setprecision(2) << fwd * 1e6 << " us (" << fl / fwd / 1e9
             << " GFLOP/s), backward (no input gradient: first layer) " << bwd * 1e6 << " us\n";
+  // the 90% interval: the calibration's own model error, else what an
+  // unwatched answer borrows (formats' with_shipped_defaults), lognormal
+  Workload w;
+  w.implementation = impl == "kanscale" ? Implementation::kanscale : Implementation::pytorch;
+  const Calibration k = with_shipped_defaults(cal, cl, w);
+  if (k.model_error_sigma > 0) {
+    const double h = 1.6448536 * k.model_error_sigma;
+    std::cout << "  90% interval: forward " << fwd * std::exp(-h) * 1e6 << "-" << fwd * std::exp(h) * 1e6 << " us, backward "
+              << bwd * std::exp(-h) * 1e6 << "-" << bwd * std::exp(h) * 1e6 << " us (lognormal sigma " << std::setprecision(4)
+              << k.model_error_sigma << ": "
+              << (k.unwatched_sigma_applied > 0 ? "UNWATCHED, " + k.unwatched_source : "the calibration's live runs, leave one shape out") << ")\n";
+    if (k.unwatched_sigma_applied > 0 && cl.collectives.family == CollFamily::nccl)
+      std::cout << "  on a GPU this band is too narrow: the corpus's one KAN timing that can be predicted (RTX A5000, efficient-kan) "
+                   "ran 3.4-4.9x slower than the datasheet replay (validate --corpus, \"KAN timings\")\n";
+  } else {
+    std::cout << "  no interval: calibration " << cal.name << " records no model error, and no shipped one is lent\n";
+  }
   return 0;
 }
 
@@ -176,7 +193,7 @@ int model(const std::vector<std::string>& args, const std::string& cmdline) {
       a.c.calibration.empty() ? datasheet_calibration(cl, Precision::fp32) : load_calibration(a.c.calibration, cl, Precision::fp32);
   if (const std::string m = collective_family_mismatch(cl, cal); !m.empty() && what == "allreduce") std::cerr << "WARNING: " << m << "\n";
   std::cout << std::fixed;
-  return what == "allreduce" ? model_allreduce(a, vm, cl, cal) : model_layer(a, cal);
+  return what == "allreduce" ? model_allreduce(a, vm, cl, cal) : model_layer(a, cl, cal);
 }
 
 }  // namespace ks::cli

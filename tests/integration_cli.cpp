@@ -696,3 +696,18 @@ TEST_CASE("cli: bench sim --json writes a row per N: events/s is events over the
   // the same replay has the same events whatever the timing: 64 ranks replay more than 8
   CHECK(j[1]["events"].get<double>() > j[0]["events"].get<double>());
 }
+
+TEST_CASE("cli: model layer prints a 90% interval, and on a GPU says the CPU stand-in is too narrow") {
+  TempDir d;
+  const Run g = run("model layer --cluster configs/clusters/dgx-a100.yaml --in 256 --out 256 --implementation pytorch", d);
+  CAPTURE(g.err);
+  REQUIRE(g.code == 0);
+  CHECK(g.out.find("90% interval: forward") != std::string::npos);
+  CHECK(g.out.find("UNWATCHED") != std::string::npos);
+  CHECK(g.out.find("too narrow") != std::string::npos);
+  const Run c = run("model layer --cluster configs/clusters/local-cpu.yaml --calibration configs/calibrations/local-cpu.yaml --in 64 --out 64", d);
+  CAPTURE(c.err);
+  REQUIRE(c.code == 0);
+  CHECK(c.out.find("leave one shape out") != std::string::npos);
+  CHECK(c.out.find("too narrow") == std::string::npos);
+}
