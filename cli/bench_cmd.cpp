@@ -82,6 +82,15 @@ void print_bench_sim_table(const std::vector<BenchSimRow>& rows) {
             << "peak RSS is the process's high-water mark so far (grows with the largest N run)\n";
 }
 
+// --json: the rows (peak RSS: the process's high-water mark after that row, as the table says)
+void write_bench_sim_json(const std::string& path, const std::vector<BenchSimRow>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : rows)
+    out.push_back({{"gpus", r.n}, {"nodes", r.nodes}, {"events", r.events}, {"events_per_s", r.rate()}, {"wall_s", r.wall_s},
+                   {"peak_rss_bytes", r.rss_bytes}, {"predicted_iteration_s", r.iteration_s}});
+  write_files_atomic({{path, out.dump(2) + "\n"}});
+}
+
 int bench_sim(const std::vector<std::string>& rest) {
   CommonOptions c;
   c.cluster = "configs/clusters/dgx-a100.yaml";
@@ -136,14 +145,7 @@ int bench_sim(const std::vector<std::string>& rest) {
   std::vector<BenchSimRow> rows;
   for (int n : gpus) rows.push_back(bench_sim_row(cluster, workload, calib, n, repeat));
   print_bench_sim_table(rows);
-  if (!json.empty()) {
-    // (peak RSS: the process's high-water mark after that row, as the table says)
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& r : rows)
-      out.push_back({{"gpus", r.n}, {"nodes", r.nodes}, {"events", r.events}, {"events_per_s", r.rate()}, {"wall_s", r.wall_s},
-                     {"peak_rss_bytes", r.rss_bytes}, {"predicted_iteration_s", r.iteration_s}});
-    write_files_atomic({{json, out.dump(2) + "\n"}});
-  }
+  if (!json.empty()) write_bench_sim_json(json, rows);
   return 0;
 }
 
