@@ -14,6 +14,7 @@
 #include "options.hpp"
 #include "model/limits.hpp"
 #include "sim/point.hpp"
+#include "sim/report.hpp"
 #include "formats/config_files.hpp"
 #include "formats/corpus.hpp"
 #include "base/data_dir.hpp"
@@ -162,9 +163,10 @@ int model_layer(const ModelArgs& a, const Cluster& cl, const Calibration& cal) {
   w.implementation = impl == "kanscale" ? Implementation::kanscale : Implementation::pytorch;
   const Calibration k = with_shipped_defaults(cal, cl, w);
   if (k.model_error_sigma > 0) {
-    const double h = 1.6448536 * k.model_error_sigma;
-    std::cout << "  90% interval: forward " << fwd * std::exp(-h) * 1e6 << "-" << fwd * std::exp(h) * 1e6 << " us, backward "
-              << bwd * std::exp(-h) * 1e6 << "-" << bwd * std::exp(h) * 1e6 << " us (lognormal sigma " << std::setprecision(4)
+    const auto [f_lo, f_hi] = lognormal_band(fwd, k.model_error_sigma, 0.90);
+    const auto [b_lo, b_hi] = lognormal_band(bwd, k.model_error_sigma, 0.90);
+    std::cout << "  90% interval: forward " << f_lo * 1e6 << "-" << f_hi * 1e6 << " us, backward " << b_lo * 1e6 << "-" << b_hi * 1e6
+              << " us (lognormal sigma " << std::setprecision(4)
               << k.model_error_sigma << ": "
               << (k.unwatched_sigma_applied > 0 ? "UNWATCHED, " + k.unwatched_source : "the calibration's live runs, leave one shape out") << ")\n";
     if (k.unwatched_sigma_applied > 0 && cl.collectives.family == CollFamily::nccl)

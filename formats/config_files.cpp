@@ -67,7 +67,7 @@ static Cluster read_cluster(YamlMap m) {
   if (auto cpu = m.map_opt("cpu")) {
     const std::string v = cpu->choice("vendor", {"intel", "amd", "other"});
     c.cpu_vendor = v == "intel" ? CpuVendor::intel : v == "amd" ? CpuVendor::amd : CpuVendor::other;
-    c.cpu_model = cpu->string_opt("model").value_or("");
+    cpu->string_opt("model");
     cpu->finish();
   }
 

@@ -270,15 +270,6 @@ bool needs_default_host_terms(const Cluster& c, const Workload& w, const Calibra
   return host_track_applies(c, w) && cal.torch_ops.empty();
 }
 
-HostTerms host_terms_of(const Calibration& cal, const std::string& from) {
-  HostTerms h;
-  h.ops = cal.torch_ops;
-  const Calibration::LiveTerm* one = live_term_for(cal, 1);
-  h.factor = one && one->ranks == 1 ? one->compute_factor : 1.0;
-  h.from = from;
-  return h;
-}
-
 void check_calibration_covers(const Workload& w, const Calibration& cal, const std::string& calibration_file) {
   if (w.implementation != Implementation::pytorch || cal.ops.empty() || !cal.torch_ops.empty()) return;
   throw InputError((calibration_file.empty() ? "calibration '" + cal.name + "'" : calibration_file) +

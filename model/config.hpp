@@ -100,7 +100,6 @@ struct Cluster {
   int gpus_per_node = 0;
   GpuSpec gpu;
   CpuVendor cpu_vendor = CpuVendor::intel;
-  std::string cpu_model;  // as the cluster file names it ("": not given)
   IntraNodeLink intra;
   Network net;
   CollectiveLibrary collectives;
@@ -258,11 +257,9 @@ using GlooTerm = AlphaBetaTerm;
 
 // The host's share of PyTorch's ops, for a device that runs them behind the
 // host (a pytorch workload on a CUDA cluster: sim/replay's host track): each
-// op class's fixed cost per call from a PyTorch CPU fit (Python, the
-// dispatcher, autograd's bookkeeping; its per-element cost is the CPU's
-// arithmetic and is left out), times `factor`, that fit's one-rank live
-// compute factor where it has one (what a whole step costs beyond the
-// classes timed alone; 1: none). Or, where no PyTorch fit is at hand (a
+// op class's fixed cost per call from the calibration's PyTorch fit (Python,
+// the dispatcher, autograd's bookkeeping; its per-element cost is the CPU's
+// arithmetic and is left out). Or, where no PyTorch fit is at hand (a
 // GPU node nobody measured), one cost per dispatch: every op of the list
 // that torch dispatches (each op with a torch_class: a kernel's op, a view,
 // an autograd node) costs per_dispatch_s on the host, the eager per-op cost
@@ -270,8 +267,7 @@ using GlooTerm = AlphaBetaTerm;
 // prior), with `sigma` its lognormal spread for one more CPU.
 struct HostTerms {
   std::map<std::string, TorchOpCost> ops;
-  double factor = 1;
-  double per_dispatch_s = 0;  // > 0: every dispatch costs this, and ops/factor are unused
+  double per_dispatch_s = 0;  // > 0: every dispatch costs this, and ops are unused
   double sigma = 0;           // per_dispatch_s's lognormal spread (the interval's priors part)
   std::string from;  // the calibration and the machine it was measured on, or the prior
 };
@@ -422,8 +418,6 @@ inline constexpr double kExtrapolationPriorPerDoubling = 0.057;
 // Extrapolation from the largest rank count of `cal`'s live terms to
 // `ranks`; none (sigma 0) without live terms or within what they measured.
 Extrapolation extrapolation_for(const Calibration& cal, int ranks);
-
-HostTerms host_terms_of(const Calibration& cal, const std::string& from);
 
 // Whether a workload's ops run on a host track and a device track (a
 // pytorch workload on a CUDA cluster, NCCL collectives: sim/replay).

@@ -113,7 +113,7 @@ namespace {
 const HostTerms& default_host_terms(const Calibration& cal) {
   if (!cal.default_host_terms)
     throw InputError("calibration '" + cal.name + "' has no PyTorch op classes, and no host terms were passed in for the host track "
-                     "(the shipped configs/calibrations/pytorch-cpu.yaml's; formats' with_default_host_terms)");
+                     "(the shipped dispatch prior's; formats' with_default_host_terms)");
   return *cal.default_host_terms;
 }
 }  // namespace
@@ -121,22 +121,19 @@ const HostTerms& default_host_terms(const Calibration& cal) {
 std::string host_terms_note(const Cluster& c, const Workload& w, const Calibration& cal) {
   if (!needs_default_host_terms(c, w, cal)) return "";
   const HostTerms& h = default_host_terms(cal);
+  std::string each = "each op class's fixed cost per call";
   if (h.per_dispatch_s > 0) {
     char us[32];
     std::snprintf(us, sizeof us, "%.3g", h.per_dispatch_s * 1e6);
-    return "note: the host's cost of PyTorch's ops (Python, the dispatcher, autograd) comes from " + h.from + ": " + us + " us per dispatch (every op, view and autograd node torch runs), plus the cluster's "
-           "kernel_launch per kernel; calibration '" + cal.name + "' has no PyTorch op classes of its own";
+    each = std::string(us) + " us per dispatch (every op, view and autograd node torch runs)";
   }
-  char factor[32];
-  std::snprintf(factor, sizeof factor, "%.3g", h.factor);
-  return "note: the host's cost of PyTorch's ops (Python, the dispatcher, autograd) comes from " + h.from +
-         ": each op class's fixed cost per call x " + factor + " (its one-rank live term), plus the cluster's kernel_launch per kernel; "
-         "calibration '" + cal.name + "' has no PyTorch op classes of its own";
+  return "note: the host's cost of PyTorch's ops (Python, the dispatcher, autograd) comes from " + h.from + ": " + each +
+         ", plus the cluster's kernel_launch per kernel; calibration '" + cal.name + "' has no PyTorch op classes of its own";
 }
 
 namespace {
 // A pytorch workload on a CUDA cluster: per op the host's time (its class's
-// fixed cost in h.ops x h.factor, on the op that carries the class's unit;
+// fixed cost in h.ops, on the op that carries the class's unit;
 // or h.per_dispatch_s on every op torch dispatches; plus a launch per
 // kernel) and the device's (the roofline without the launch).
 void set_two_track_costs(ReplayInput& in, const Cluster& c, const Calibration& cal, const HostTerms& h) {
@@ -153,7 +150,7 @@ void set_two_track_costs(ReplayInput& in, const Cluster& c, const Calibration& c
       if (it == h.ops.end())
         throw InputError(h.from + ": no cost for PyTorch op class '" + o.torch_unit + "' (its torch_ops lack it); measure it again with "
                          "kanscale calibrate configs/calibrate/pytorch-cpu.yaml");
-      host = std::max(0.0, o.unit_calls * it->second.fixed_s * h.factor);
+      host = std::max(0.0, o.unit_calls * it->second.fixed_s);
     }
     if (!o.host_only) {
       host += c.gpu.kernel_launch_s;

@@ -162,12 +162,12 @@ Band central_band(std::vector<double> samples, double level);
 ReplayInput replay_structure(const Workload& w, const Layout& layout, std::int64_t batch_per_gpu);
 // A pytorch workload on a CUDA (NCCL) cluster: the device runs PyTorch's ops
 // behind the host thread that issues them (sim/replay's host track), each
-// op's host time its class's fixed cost from a PyTorch CPU fit (HostTerms:
-// the calibration's own op classes, else its default_host_terms, passed in
-// from the edge) plus the cluster's kernel_launch per kernel, its device
-// time the datasheet roofline (model/config's host_track_applies).
-// The one note a study prints when those host costs come from the shipped
-// calibration ("" otherwise).
+// op's host time from HostTerms (the calibration's own op classes' fixed
+// costs, else its default_host_terms passed in from the edge: the dispatch
+// prior's cost per dispatch) plus the cluster's kernel_launch per kernel, its
+// device time the datasheet roofline (model/config's host_track_applies).
+// The one note a study prints when those host costs are the default ones
+// ("" otherwise).
 std::string host_terms_note(const Cluster& c, const Workload& w, const Calibration& cal);
 // The costs of a replay's ops and collectives under a calibration (not the
 // ranks' persistent speeds: make_replay_input sets the point's, an interval

@@ -36,7 +36,7 @@ std::string csv_escape(const std::string& s) {
   return o + "\"";
 }
 
-std::pair<double, double> memory_interval(double peak, double sigma, double level) {
+std::pair<double, double> lognormal_band(double point, double sigma, double level) {
   // the standard normal's (1 + level) / 2 quantile, by bisection on erfc
   const double p = 0.5 + level / 2;
   double lo = 0, hi = 10;
@@ -45,7 +45,7 @@ std::pair<double, double> memory_interval(double peak, double sigma, double leve
     (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
   }
   const double z = (lo + hi) / 2;
-  return {peak * std::exp(-z * sigma), peak * std::exp(z * sigma)};
+  return {point * std::exp(-z * sigma), point * std::exp(z * sigma)};
 }
 
 namespace {
@@ -190,7 +190,7 @@ void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info) {
       os << "  peak memory, " << fixed(100 * level, 0) << "% interval (lognormal sigma " << fixed(cal.memory_error_sigma, 4) << ", "
          << cal.memory_source << "):";
       for (const auto& p : r.points) {
-        const auto [lo, hi] = memory_interval(p.memory.peak_bytes, cal.memory_error_sigma, level);
+        const auto [lo, hi] = lognormal_band(p.memory.peak_bytes, cal.memory_error_sigma, level);
         os << " N=" << p.gpus << " [" << format_bytes(lo) << ", " << format_bytes(hi) << "];";
       }
       os << "\n";
@@ -270,7 +270,7 @@ nlohmann::json study_json(const StudyResult& r, const RunInfo& info) {
   for (const auto& p : r.points) {
     nlohmann::json pj = point_json(p);
     if (info.calibration && info.calibration->memory_error_sigma > 0) {
-      const auto [lo, hi] = memory_interval(p.memory.peak_bytes, info.calibration->memory_error_sigma, info.options.interval_level);
+      const auto [lo, hi] = lognormal_band(p.memory.peak_bytes, info.calibration->memory_error_sigma, info.options.interval_level);
       pj["memory"]["peak_interval_bytes"] = {{"lo", lo}, {"hi", hi}};
     }
     pts.push_back(pj);

@@ -28,9 +28,9 @@ std::string fixed(double v, int prec);
 // One number through a printf format ("%.4g", "%+.1f%%").
 std::string printf_number(const char* format, double v);
 std::string csv_escape(const std::string& s);
-// The central `level` band of a peak memory `peak` x exp(sigma z), z standard
-// normal (the model's point as its median): (peak e^-zq sigma, peak e^zq sigma).
-std::pair<double, double> memory_interval(double peak, double sigma, double level);
+// The central `level` band of `point` x exp(sigma z), z standard normal (the
+// model's point as its median): (point e^-zq sigma, point e^zq sigma).
+std::pair<double, double> lognormal_band(double point, double sigma, double level);
 
 void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info);
 nlohmann::json study_json(const StudyResult& r, const RunInfo& info);
