@@ -173,12 +173,15 @@ int run_nccl_sweep(Comm& host, const SweepOptions& o) {
 int measure_torch_ops(const std::vector<std::string>& args, const std::string& cmdline) {
   std::string plan_file = "configs/measure/pytorch-cpu.yaml", json, python, port_range = "29500-29999";
   int reps = 0;
+  double target = 0;
   po::options_description desc("measure torch-ops options");
   desc.add_options()
       ("help,h", "show this help")
       ("plan", po::value(&plan_file)->default_value(plan_file), "the shapes to time (configs/measure/)")
       ("json", po::value(&json)->value_name("FILE"), "the records, for kanscale fit --torch-ops")
-      ("reps", po::value(&reps), "timed repetitions per class and shape (default: the plan's)")
+      ("reps", po::value(&reps), "timed repetitions per class and shape (at most, with --target-rel-halfwidth; default: the plan's)")
+      ("target-rel-halfwidth", po::value(&target)->value_name("F"),
+       "stop a class's repetitions once its median is known to F (95% interval, order statistics)")
       ("python", po::value(&python)->value_name("PATH"), "the interpreter with torch (default: $KANSCALE_PYTHON, else /usr/bin/python3)")
       ("port-range", po::value(&port_range)->default_value(port_range), "where to look for a free port (DDP's reducer is timed in a gloo group of one)");
   po::variables_map vm;
@@ -196,6 +199,8 @@ int measure_torch_ops(const std::vector<std::string>& args, const std::string& c
     if (reps < 3 || reps > 10000) throw InputError("--reps: expected 3 to 10000, got " + std::to_string(reps));
     plan.reps = reps;
   }
+  if (!(target >= 0 && target < 1)) throw InputError("--target-rel-halfwidth: expected a fraction from 0 to below 1");
+  plan.target_rel_halfwidth = target;
   free_port(port_range);  // a malformed range is refused before the probe
   return run_torch_ops(plan, json, resolve_python(python), port_range, cmdline);
 }

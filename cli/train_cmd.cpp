@@ -121,6 +121,7 @@ void check_train_outputs(const CommonOptions& c, const std::string& checkpoint, 
 // The options only a PyTorch run reads (workloads with implementation: pytorch).
 struct TorchCli {
   int ranks = 1, warmup = 2, threads = 1, epochs = -1;
+  double target = 0;
   long long steps = -1;
   std::uint64_t seed = 0;
   std::string python, port_range = "29500-29999", profile;
@@ -129,6 +130,8 @@ struct TorchCli {
 void add_torch_options(po::options_description& desc, TorchCli& t) {
   desc.add_options()
       ("ranks", po::value(&t.ranks)->default_value(t.ranks), "pytorch: ranks kanscale starts (one process each)")
+      ("target-rel-halfwidth", po::value(&t.target)->value_name("F"),
+       "pytorch: stop before --steps once every rank's median step is known to F (its 95% interval, order statistics)")
       ("warmup", po::value(&t.warmup)->default_value(t.warmup), "pytorch: first steps left out of the summary")
       ("python", po::value(&t.python)->value_name("PATH"), "pytorch: the interpreter (default $KANSCALE_PYTHON, else /usr/bin/python3)")
       ("port-range", po::value(&t.port_range)->default_value(t.port_range), "pytorch: where to look for a free rendezvous port")
@@ -137,7 +140,7 @@ void add_torch_options(po::options_description& desc, TorchCli& t) {
 
 // A PyTorch-only option on a kanscale workload is a mistake, not a no-op.
 void check_kanscale_only(const po::variables_map& vm) {
-  for (const char* key : {"ranks", "warmup", "python", "port-range", "profile"})
+  for (const char* key : {"ranks", "warmup", "python", "port-range", "profile", "target-rel-halfwidth"})
     if (vm.count(key) && !vm[key].defaulted())
       throw InputError(std::string("--") + key + ": only for a workload with implementation: pytorch");
 }
@@ -185,17 +188,12 @@ void check_torch_ranks(const Workload& w, int ranks, double limit) {
                      " each need " + format_bytes(per_rank * ranks) + ", above half this machine's " + format_bytes(memory));
 }
 
-int train_pytorch(const Workload& w, const CommonOptions& c, const std::string& backend, const TorchCli& t, const po::variables_map& vm,
-                  bool quiet, double memory_limit_bytes, const std::string& cmdline) {
-  for (const char* key : {"csv", "trace", "checkpoint", "checkpoint-every", "resume", "inject-delay-us"})
-    if (vm.count(key)) throw InputError(std::string("--") + key + ": not for implementation: pytorch (kanscale's own trainer only)");
-  if (launched_by_mpirun())
-    throw InputError(c.workload + ": implementation pytorch: kanscale starts the ranks itself (--ranks P), not under mpirun");
-  if (t.ranks < 1 || t.ranks > 4096) throw InputError("--ranks: expected 1 to 4096, got " + std::to_string(t.ranks));
-  if (t.warmup < 0) throw InputError("--warmup: must not be negative");
+// One PyTorch run's options, checked (its outputs too) before anything starts.
+TorchTrainOptions torch_run_options(const Workload& w, const std::string& json, const std::string& backend, const TorchCli& t,
+                                    double memory_limit_bytes, const std::string& cmdline) {
   check_torch_ranks(w, t.ranks, memory_limit_bytes);
-  check_output_paths({{c.json, "--json"}, {t.profile, "--profile"}});  // (the same file twice is refused)
-  check_outputs_spare_inputs({c.workload}, {{c.json, "--json"}, {t.profile, "--profile"}});
+  check_output_paths({{json, "--json"}, {t.profile, "--profile"}});  // (the same file twice is refused)
+  check_outputs_spare_inputs({w.file}, {{json, "--json"}, {t.profile, "--profile"}});
   TorchTrainOptions o;
   o.workload = w;
   o.ranks = t.ranks;
@@ -204,12 +202,31 @@ int train_pytorch(const Workload& w, const CommonOptions& c, const std::string& 
   if (t.epochs > 0) throw InputError("--epochs: a PyTorch run counts --steps (its batch is one tensor, no data set)");
   if (o.steps <= o.warmup)
     throw InputError("--steps " + std::to_string(o.steps) + ": must be more than --warmup " + std::to_string(o.warmup));
+  if (!(t.target >= 0 && t.target < 1)) throw InputError("--target-rel-halfwidth: expected a fraction from 0 to below 1");
+  o.target_rel_halfwidth = t.target;
   o.threads = t.threads;
   o.seed = t.seed;
   o.dist_backend = backend == "cuda" ? "nccl" : "gloo";
   o.profile = t.profile;
   o.command_line = cmdline;
   o.port_range = t.port_range;
+  o.json = json;
+  return o;
+}
+
+void check_torch_cli(const CommonOptions& c, const TorchCli& t, const po::variables_map& vm) {
+  for (const char* key : {"csv", "trace", "checkpoint", "checkpoint-every", "resume", "inject-delay-us"})
+    if (vm.count(key)) throw InputError(std::string("--") + key + ": not for implementation: pytorch (kanscale's own trainer only)");
+  if (launched_by_mpirun())
+    throw InputError(c.workload + ": implementation pytorch: kanscale starts the ranks itself (--ranks P), not under mpirun");
+  if (t.ranks < 1 || t.ranks > 4096) throw InputError("--ranks: expected 1 to 4096, got " + std::to_string(t.ranks));
+  if (t.warmup < 0) throw InputError("--warmup: must not be negative");
+}
+
+int train_pytorch(const Workload& w, const CommonOptions& c, const std::string& backend, const TorchCli& t, const po::variables_map& vm,
+                  bool quiet, double memory_limit_bytes, const std::string& cmdline) {
+  check_torch_cli(c, t, vm);
+  TorchTrainOptions o = torch_run_options(w, c.json, backend, t, memory_limit_bytes, cmdline);
   free_port(o.port_range);  // a range with no free port fails before the interpreter starts
   o.python = resolve_python(t.python);
   const TorchEnv env = probe_torch(o.python);
@@ -219,13 +236,41 @@ int train_pytorch(const Workload& w, const CommonOptions& c, const std::string& 
   if (c.json.empty()) {
     temp.emplace("kanscale-torch");
     o.json = temp->path() + "/summary.json";
-  } else {
-    o.json = c.json;
   }
   // (printed from what rank 0 wrote, not read back from --json: a FIFO or a device reads back nothing)
   std::string summary;
   const int code = run_torch_train(o, env, &summary);
   if (code == 0 && !quiet) print_torch_summary(summary, o.json, w, o.ranks, env);
+  return code;
+}
+
+// Several PyTorch workloads, each with its --json, in turn on one set of
+// ranks: the interpreters' start-up and the process group's paid once.
+int train_pytorch_batch(const std::vector<std::string>& workloads, const std::vector<std::string>& jsons, const CommonOptions& c,
+                        const std::string& backend, const TorchCli& t, const po::variables_map& vm, bool quiet, double memory_limit_bytes,
+                        const std::string& cmdline) {
+  check_torch_cli(c, t, vm);
+  if (!t.profile.empty()) throw InputError("--profile: one workload at a time");
+  std::vector<TorchTrainOptions> runs;
+  std::vector<std::pair<std::string, std::string>> outputs;
+  for (std::size_t i = 0; i < workloads.size(); ++i) {
+    const Workload w = load_workload(workloads[i]);
+    if (w.implementation != Implementation::pytorch)
+      throw InputError(workloads[i] + ": key 'implementation': several workloads run together only under PyTorch (implementation: pytorch)");
+    TorchCli ti = t;
+    if (!vm.count("seed")) ti.seed = w.seed;  // each workload's own seed
+    runs.push_back(torch_run_options(w, jsons[i], backend, ti, memory_limit_bytes, cmdline));
+    outputs.emplace_back(jsons[i], "--json");
+  }
+  check_output_paths(outputs);  // (no --json twice)
+  free_port(t.port_range);
+  const std::string python = resolve_python(t.python);
+  for (auto& o : runs) o.python = python;
+  const TorchEnv env = probe_torch(python);
+  const int code = run_torch_train_batch(runs, env);
+  if (code == 0 && !quiet)
+    std::cout << "kanscale train: " << runs.size() << " PyTorch DDP runs on one process group of " << t.ranks << " rank(s) (" << env.fingerprint()
+              << "), each summary in its --json\n";
   return code;
 }
 
@@ -235,6 +280,7 @@ namespace {
 
 // The options of kanscale's own trainer (and those PyTorch runs share).
 struct TrainCli {
+  std::vector<std::string> workloads, jsons;  // pytorch: several, paired in order, run in turn on one process group
   std::string backend = "cpu", checkpoint, resume, memory_limit = "64GiB";
   long long steps = -1, checkpoint_every = 0;
   int epochs = -1, threads = 1;
@@ -245,13 +291,14 @@ struct TrainCli {
 void add_train_options(po::options_description& desc, CommonOptions& c, TrainCli& t) {
   desc.add_options()
       ("help,h", "show this help")
-      ("workload", po::value(&c.workload)->value_name("FILE"), "workload YAML (configs/workloads/)")
+      ("workload", po::value(&t.workloads)->value_name("FILE")->composing(),
+       "workload YAML (configs/workloads/); pytorch: several, each with its --json, run in turn on one process group")
       ("backend", po::value(&t.backend)->default_value(t.backend), "cpu (MPI between ranks under mpirun) | cuda")
       ("steps", po::value(&t.steps)->value_name("N"), "optimizer steps in all (default: the workload's epochs)")
       ("epochs", po::value(&t.epochs)->value_name("E"), "epochs (overrides the workload's)")
       ("threads", po::value(&t.threads)->default_value(t.threads), "CPU threads per rank")
       ("seed", po::value(&c.seed)->value_name("S"), "random seed (default: the workload's)")
-      ("json", po::value(&c.json)->value_name("FILE"), "per-iteration records and the summary as JSON")
+      ("json", po::value(&t.jsons)->value_name("FILE")->composing(), "per-iteration records and the summary as JSON")
       ("csv", po::value(&c.csv)->value_name("FILE"), "per-iteration, per-rank records as CSV")
       ("trace", po::value(&c.trace)->value_name("FILE"), "Chrome trace-event JSON (Perfetto), the simulator's shape")
       ("checkpoint", po::value(&t.checkpoint)->value_name("FILE"),
@@ -264,8 +311,14 @@ void add_train_options(po::options_description& desc, CommonOptions& c, TrainCli
        "refuse a run whose estimated memory per rank (model, Adam, buckets, batch, data, records) is above this");
 }
 
-void check_train_flags(const CommonOptions& c, const TrainCli& t, const po::variables_map& vm) {
-  if (c.workload.empty()) throw InputError("missing required option --workload");
+void check_train_flags(CommonOptions& c, const TrainCli& t, const po::variables_map& vm) {
+  if (t.workloads.empty()) throw InputError("missing required option --workload");
+  if (t.workloads.size() > 1 && t.jsons.size() != t.workloads.size())
+    throw InputError("--workload: " + std::to_string(t.workloads.size()) + " workloads need as many --json, one each (got " +
+                     std::to_string(t.jsons.size()) + ")");
+  if (t.workloads.size() == 1 && t.jsons.size() > 1) throw InputError("--json: one workload, one --json");
+  c.workload = t.workloads.front();
+  c.json = t.jsons.empty() ? "" : t.jsons.front();
   if (t.backend != "cpu" && t.backend != "cuda") throw InputError("--backend: expected cpu or cuda, got \"" + t.backend + "\"");
   check_threads(t.threads, "--threads");
   if ((vm.count("steps") && t.steps < 1) || (vm.count("epochs") && t.epochs < 1))
@@ -317,8 +370,11 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
   const std::uint64_t seed = vm.count("seed") ? parse_seed(c.seed) : w.seed;
   if (w.implementation == Implementation::pytorch) {
     std::tie(torch.steps, torch.epochs, torch.threads, torch.seed) = std::tie(t.steps, t.epochs, t.threads, seed);
+    if (t.workloads.size() > 1)
+      return train_pytorch_batch(t.workloads, t.jsons, c, t.backend, torch, vm, t.quiet, memory_limit_bytes, cmdline);
     return train_pytorch(w, c, t.backend, torch, vm, t.quiet, memory_limit_bytes, cmdline);
   }
+  if (t.workloads.size() > 1) throw InputError(c.workload + ": several workloads run together only under PyTorch (implementation: pytorch)");
   check_kanscale_only(vm);
   return train_kanscale(w, c, t, memory_limit_bytes, seed, cmdline);
 }

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <iostream>
 #include <sstream>
 
@@ -176,6 +177,7 @@ std::vector<std::string> torch_train_args(const TorchTrainOptions& o) {
                                 std::to_string(o.steps), "--warmup", std::to_string(o.warmup), "--seed", std::to_string(o.seed),
                                 "--learning-rate", lr.str(), "--bucket-cap-bytes", cap.str(), "--first-bucket-bytes", first.str(), "--threads", std::to_string(o.threads),
                                 "--backend", o.dist_backend, "--workload-name", w.name, "--workload-file", w.file};
+  if (o.target_rel_halfwidth > 0) a.insert(a.end(), {"--target", std::to_string(o.target_rel_halfwidth)});
   if (w.ddp.gradient_as_bucket_view) a.push_back("--gradient-as-bucket-view");
   if (w.ddp.find_unused_parameters) a.push_back("--find-unused-parameters");
   if (!w.ddp.broadcast_buffers) a.push_back("--no-broadcast-buffers");
@@ -192,19 +194,37 @@ namespace {
 // own writer (base/output_files: a device or a FIFO written as it is, a link
 // followed, a file replaced atomically), so a Python writer never replaces
 // anything of the user's. The directory goes however the run ends.
+// The ranks' outputs, each first written in a private directory (the user's
+// path beside it), then copied through kanscale's own writer.
+struct StagedOutputs {
+  ScratchDir dir{"kanscale-torch"};
+  std::vector<std::pair<std::string, std::string>> files;  // (temporary file, the user's path)
+  std::string stage(const std::string& user_path) {
+    files.emplace_back(dir.path() + "/output-" + std::to_string(files.size()), user_path);
+    return files.back().first;
+  }
+};
+
+int run_torch_ranks(const std::string& python, const std::string& module, const std::vector<std::string>& module_args, int ranks,
+                    int threads, const std::string& port_range, const std::string& what, const StagedOutputs& staged,
+                    std::string* first_output);
+
 int run_torch_ranks(const std::string& python, const std::string& module, const std::vector<std::string>& module_args, int ranks,
                     int threads, const std::string& port_range, const std::string& what,
                     const std::vector<std::pair<std::string, std::string>>& outputs, std::string* first_output = nullptr) {
+  StagedOutputs staged;
+  std::vector<std::string> args = module_args;
+  for (const auto& [option, path] : outputs)
+    if (!path.empty()) args.insert(args.end(), {option, staged.stage(path)});
+  return run_torch_ranks(python, module, args, ranks, threads, port_range, what, staged, first_output);
+}
+
+int run_torch_ranks(const std::string& python, const std::string& module, const std::vector<std::string>& module_args, int ranks,
+                    int threads, const std::string& port_range, const std::string& what, const StagedOutputs& staged,
+                    std::string* first_output) {
   const int port = free_port(port_range);
-  ScratchDir tmp("kanscale-torch");
   std::vector<std::string> args = {python, "-m", module};
   args.insert(args.end(), module_args.begin(), module_args.end());
-  std::vector<std::pair<std::string, std::string>> staged;  // (temporary file, the user's path)
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    if (outputs[i].second.empty()) continue;
-    staged.emplace_back(tmp.path() + "/output-" + std::to_string(i), outputs[i].second);
-    args.insert(args.end(), {outputs[i].first, staged.back().first});
-  }
   std::vector<ProcessSpec> specs;
   for (int r = 0; r < ranks; ++r) {
     ProcessSpec s;
@@ -232,7 +252,7 @@ int run_torch_ranks(const std::string& python, const std::string& module, const 
     return 1;
   }
   std::vector<std::pair<std::string, std::string>> files;
-  for (const auto& [from, to] : staged) {
+  for (const auto& [from, to] : staged.files) {
     std::ifstream in(from, std::ios::binary);
     if (!in) throw std::runtime_error(what + ": PyTorch rank 0 wrote no " + to + " (" + module + ")");
     std::ostringstream text;
@@ -273,6 +293,29 @@ int run_torch_train(const TorchTrainOptions& o, const TorchEnv& env, std::string
                          {{"--json", o.json}, {"--profile", o.profile}}, summary_json);
 }
 
+int run_torch_train_batch(const std::vector<TorchTrainOptions>& runs, const TorchEnv& env) {
+  if (runs.empty()) return 0;
+  const TorchTrainOptions& first = runs.front();
+  if (first.dist_backend == "nccl" && !env.cuda)
+    throw InputError("nccl: " + env.python + "'s torch " + env.torch + " sees no CUDA device (Debian's python3-torch is CPU-only; use gloo)");
+  if (!env.gloo && first.dist_backend != "nccl") throw InputError(env.python + ": torch " + env.torch + " has no gloo backend");
+  StagedOutputs staged;
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& o : runs) {
+    if (o.ranks != first.ranks || o.threads != first.threads || o.dist_backend != first.dist_backend)
+      throw InputError("kanscale train: the runs of one process group need the same ranks, threads and backend");
+    auto args = torch_train_args(o);
+    for (auto& a : provenance_args(o.command_line)) args.push_back(std::move(a));
+    args.insert(args.end(), {"--json", staged.stage(o.json)});
+    if (!o.profile.empty()) args.insert(args.end(), {"--profile", staged.stage(o.profile)});
+    list.push_back(args);
+  }
+  const std::string file = staged.dir.path() + "/runs.json";
+  std::ofstream(file) << list.dump() << "\n";
+  return run_torch_ranks(first.python, "kanscale_torch.ddp_train", {"--runs", file, "--backend", first.dist_backend}, first.ranks, first.threads,
+                         first.port_range, "kanscale train", staged, nullptr);
+}
+
 TorchOpsPlan load_torch_ops_plan(const std::string& path) {
   YamlMap m = YamlMap::load_file(path);
   TorchOpsPlan p;
@@ -300,7 +343,7 @@ int run_torch_ops(const TorchOpsPlan& p, const std::string& json, const std::str
     for (int g : p.grid_sizes)
       for (auto b : p.batches) shapes.push_back({{"widths", w}, {"grid_size", g}, {"spline_order", p.spline_order}, {"batch", b}});
   std::vector<std::string> args = {"--shapes", shapes.dump(), "--reps", std::to_string(p.reps), "--warmup", std::to_string(p.warmup),
-                                   "--threads", std::to_string(p.threads)};
+                                   "--threads", std::to_string(p.threads), "--target", std::to_string(p.target_rel_halfwidth)};
   for (auto& a : provenance_args(command_line)) args.push_back(std::move(a));
   return run_torch_ranks(python, "kanscale_torch.op_bench", args, 1, p.threads, port_range, "kanscale measure torch-ops", {{"--json", json}});
 }

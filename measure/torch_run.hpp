@@ -38,7 +38,10 @@ int free_port(const std::string& range, const std::string& option = "--port-rang
 struct TorchTrainOptions {
   Workload workload;
   int ranks = 1;
-  long long steps = 30;
+  long long steps = 30;  // at most, with target_rel_halfwidth
+  // stop once every rank's median step is known to this fraction (the 95%
+  // interval of order statistics; 0: all `steps`)
+  double target_rel_halfwidth = 0;
   int warmup = 2;  // DDP's first step (one bucket) and the second (rebuilt buckets)
   int threads = 1;
   std::uint64_t seed = 0;
@@ -56,6 +59,10 @@ std::vector<std::string> torch_train_args(const TorchTrainOptions& o);
 // one fails the others are stopped. Returns 0, or 2 / 1 after naming the
 // first failing rank on stderr.
 int run_torch_train(const TorchTrainOptions& o, const TorchEnv& env, std::string* summary_json = nullptr);
+// Several runs in turn on one set of ranks (one interpreter a rank, one
+// process group: its start-up paid once), each writing its own o.json; they
+// share ranks, threads and backend (InputError otherwise).
+int run_torch_train_batch(const std::vector<TorchTrainOptions>& runs, const TorchEnv& env);
 
 // What kanscale measure torch-ops times (configs/measure/pytorch-cpu.yaml):
 // every (widths, grid size, batch) of the lists, at one spline order.
@@ -66,6 +73,7 @@ struct TorchOpsPlan {
   int spline_order = 3;
   std::vector<std::int64_t> batches;
   int reps = 20, warmup = 3, threads = 1;
+  double target_rel_halfwidth = 0;  // > 0: repetitions stop once the median is known to it (reps: at most)
 };
 TorchOpsPlan load_torch_ops_plan(const std::string& path);
 // Times efficient-kan's op classes (python -m kanscale_torch.op_bench, one

@@ -141,6 +141,48 @@ TEST_CASE("kanscale train runs efficient-kan under PyTorch DDP at 1 and 2 ranks 
   CHECK(allreduce >= 1);
 }
 
+TEST_CASE("kanscale train with several workloads: one process group runs them in turn, each its own --json and peak memory") {
+  TempDir d;
+  const std::string small = d.write("small.yaml", kWorkload);
+  // the same KAN at a batch 1,024 times larger: its activations raise its own peak
+  std::string big_text = kWorkload;
+  big_text.replace(big_text.find("batch_per_gpu: 8"), 16, "batch_per_gpu: 8192");
+  const std::string big = d.write("big.yaml", big_text);
+  const std::string a = d / "a.json", b = d / "b.json", c = d / "c.json";
+  // a 0.9 target: a median known to +-90% after the minimum of 6 steady steps
+  const ProcessResult r = run_process({kExe, "train", "--workload", small, "--json", a, "--workload", big, "--json", b, "--workload", small,
+                                       "--json", c, "--ranks", "2", "--steps", "30", "--target-rel-halfwidth", "0.9"},
+                                      d.path, 240);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("3 PyTorch DDP runs on one process group of 2 rank(s)") != std::string::npos);
+  std::vector<nlohmann::json> runs;
+  for (const auto& f : {a, b, c}) runs.push_back(nlohmann::json::parse(slurp(f)));
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    CAPTURE(i);
+    const auto& p = runs[i]["provenance"];
+    CHECK(p["process"]["run_in_process"] == static_cast<int>(i + 1));
+    CHECK(p["process"]["runs_in_process"] == 3);
+    CHECK(p["process"]["startup_s"].get<double>() > 0);
+    CHECK(p["steps_at_most"] == 30);
+    // stopped by the rule: the 2 warm-up steps and 6 steady ones (a step's
+    // spread on this machine is far within +-90%), at most 30
+    const int steps = runs[i]["summary"]["steps"].get<int>();
+    CHECK(steps >= 8);
+    CHECK(steps < 30);
+    CHECK(runs[i]["iterations"].size() == static_cast<std::size_t>(2 * steps));
+  }
+  CHECK(runs[1]["provenance"]["workload"]["file"] == big);
+  // each run's own peak (reset between runs): the small run after the big one
+  // holds less than it did (the big run's B-spline bases alone are
+  // 8192 x 8 x 8 floats = 2 MiB in layer 0, with their gradients as much again)
+  CHECK(runs[2]["summary"]["peak_rss_bytes"].get<double>() < runs[1]["summary"]["peak_rss_bytes"].get<double>());
+  // refused before any rank starts: a --json short, a kanscale workload among them
+  const ProcessResult short_json = run_process({kExe, "train", "--workload", small, "--json", a, "--workload", big}, d.path, 60);
+  CHECK(short_json.exit_code == 2);
+  CHECK(short_json.err == "kanscale: --workload: 2 workloads need as many --json, one each (got 1)\n");
+}
+
 TEST_CASE("a PyTorch run refuses, before any rank starts, an interpreter without torch and a port range with no free port") {
   TempDir d;
   const std::string w = d.write("w.yaml", kWorkload);

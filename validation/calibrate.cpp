@@ -1,6 +1,7 @@
 #include "calibrate.hpp"
 
 #include <chrono>
+#include <iomanip>
 #include <iostream>
 
 #include "measure/cuda_plugin.hpp"
@@ -25,8 +26,12 @@ int run_calibration(const ValidationPlan& plan_in, const std::string& out_dir, c
     if (!cuda || !cuda->device_available(&why)) throw InputError(plan_in.file + ": key 'backend': cuda: " + why);
   }
   if (plan_in.implementation == "pytorch") {  // the interpreter every job will find, probed before any starts
+    const Stopwatch probe;
     const TorchEnv env = probe_torch(resolve_python(""));
-    std::cout << "kanscale calibrate: PyTorch from " << env.python << ": " << env.fingerprint() << "\n";
+    // the start-up every job's processes pay before they measure anything
+    // (an interpreter importing torch: the probe does it), measured first
+    std::cout << "kanscale calibrate: PyTorch from " << env.python << ": " << env.fingerprint() << "; an interpreter's start-up with torch "
+              << std::setprecision(2) << probe.seconds() << " s, paid once per job and rank\n";
   }
   ValidationPlan plan = plan_in;
   plan.cases.clear();  // only the microbenchmarks

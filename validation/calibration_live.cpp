@@ -94,6 +94,39 @@ void report_one_rank_ratios(const ValidationPlan& p, const std::vector<const Liv
   report << "\n";
 }
 
+// The stopping rule and what it took (steady steps per run), and the
+// start-up each process paid (PyTorch's runs record it: the torch import
+// and the process group), from the runs' own files.
+void report_sampling(const ValidationPlan& p, const std::string& dir, std::ostream& report) {
+  std::vector<double> steps, startup;
+  std::size_t processes = 0;
+  for (std::size_t i = 0; i < p.measure.live.size(); ++i)
+    for (int r = 0; r < p.rounds; ++r) {
+      const nlohmann::json j = read_live_run(dir + "/" + live_cal_file(i, r));
+      const auto& prov = j.value("provenance", nlohmann::json::object());
+      const int warmup = prov.value("warmup_steps", 0);
+      if (j.contains("summary") && j["summary"].contains("steps") && j["summary"]["steps"].is_number())
+        steps.push_back(j["summary"]["steps"].get<double>() - warmup);
+      if (prov.contains("process") && prov["process"].is_object()) {
+        const auto& pr = prov["process"];
+        if (pr.value("run_in_process", 0) == 1) {
+          ++processes;
+          startup.push_back(pr.value("startup_s", 0.0));
+        }
+      }
+    }
+  report << "  stopping rule: a run's steps until every rank's median step is known to +-" << p.measure.target_rel_halfwidth * 100
+         << "% (95% interval, order statistics), at most " << p.measure.cap_samples << " steady steps";
+  if (!steps.empty()) {
+    std::sort(steps.begin(), steps.end());
+    report << "; taken: " << steps.front() << " to " << steps.back() << " (median " << quantile(steps, 0.5) << ") over " << steps.size()
+           << " runs";
+  }
+  report << "\n";
+  if (!startup.empty())
+    report << "  start-up (the interpreters' torch import and the gloo group): median " << std::setprecision(3) << quantile(startup, 0.5)
+           << " s a process, paid by " << processes << " processes for " << steps.size() << " runs\n";
+}
 }  // namespace
 
 void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::string& transport, CalibrationFile& file,
@@ -128,6 +161,7 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
       report << " (the slower of 2 ranks at x" << std::setprecision(3) << two.back() << " in the predictions)";
     report << "\n";
   }
+  report_sampling(p, dir, report);
   if (by_ranks.count(1)) report_one_rank_ratios(p, by_ranks[1], report);
   auto run_of = [&](std::size_t i, const ScalingPoint& pt) {
     const LivePoint& lp = points[i];

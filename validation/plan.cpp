@@ -130,12 +130,21 @@ static void read_interference_bytes(YamlMap& ms, ValidationPlan& p) {
   }
 }
 
+static void read_stopping_rule(YamlMap& ms, ValidationPlan& p) {
+  if (auto t = ms.number_opt("target_rel_halfwidth", Bound::any)) {
+    if (!(*t >= 0 && *t < 1)) ms.fail("target_rel_halfwidth", "expected a fraction from 0 (take cap_samples always) to below 1");
+    p.measure.target_rel_halfwidth = *t;
+  }
+  p.measure.cap_samples = static_cast<int>(ms.integer_opt("cap_samples", 6, 10000).value_or(kDefaultCapSamples));
+}
+
 static void read_torch_measure_section(YamlMap& ms, ValidationPlan& p) {
   for (const char* mpi_only : {"kernels", "progress", "transports"})
     if (ms.has(mpi_only))
       ms.fail(mpi_only, "for implementation kanscale; a pytorch plan measures torch_ops, gloo's allreduce and broadcast, "
                         "the interference of gloo's threads, and live runs");
   p.measure.enabled = true;
+  read_stopping_rule(ms, p);
   p.measure.ranks = static_cast<int>(ms.integer("ranks", 2, kMaxGpus));
   p.measure.torch_ops_plan = ms.path("torch_ops");
   try {
@@ -163,6 +172,7 @@ static void read_torch_measure_section(YamlMap& ms, ValidationPlan& p) {
 static void read_measure_section(YamlMap& ms, ValidationPlan& p) {
   if (p.implementation == "pytorch") return read_torch_measure_section(ms, p);
   p.measure.enabled = true;
+  read_stopping_rule(ms, p);
   p.measure.ranks = static_cast<int>(ms.integer("ranks", 1, kMaxGpus));
   p.measure.kernels_plan = ms.path("kernels");
   try {  // read as what it claims to be before the run directory gets a copy

@@ -23,6 +23,13 @@ struct ValidationCase {
 
 // Microbenchmarks that calibrate the plan, run in every round before its
 // live cases (kanscale measure kernels / allreduce, bench interference).
+// The stopping rule's defaults: a median known to +-5% (noise far below the
+// op classes' held-out errors, 10-40% in configs/calibrations/), and at most
+// 30 samples (the live runs' 28 steady steps and torch ops' 20 repetitions
+// of before, rounded up).
+inline constexpr double kDefaultTargetRelHalfwidth = 0.05;
+inline constexpr int kDefaultCapSamples = 30;
+
 struct MeasureSpec {
   bool enabled = false;
   int ranks = 1;                   // ranks that time at once (the concurrency)
@@ -32,6 +39,13 @@ struct MeasureSpec {
   std::string broadcast;           // the same for a broadcast sweep ("" : not measured)
   std::string interference_bytes;  // "" : not measured
   std::string progress_sizes;      // bench progress's --sizes per transport; "": not measured
+  // The stopping rule of every sampled measurement (torch ops' and kernels'
+  // repetitions, a live run's steady steps): samples until the median's 95%
+  // interval (order statistics) is within target_rel_halfwidth of it, at
+  // most cap_samples. Sweeps keep their own -n (one sample a size: the mean
+  // of -n calls back to back, as nccl-tests time them).
+  double target_rel_halfwidth = kDefaultTargetRelHalfwidth;
+  int cap_samples = kDefaultCapSamples;
   std::vector<std::string> transports;  // one all-reduce sweep per transport ("" : the default; "gloo": a pytorch plan's)
   // Live trainer runs on shapes of the calibration's own (never a case's):
   // what the trainer's sequence of ops costs beyond the microbenchmarks'

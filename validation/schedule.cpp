@@ -96,8 +96,10 @@ std::vector<std::string> sweep_args(const std::string& op, const std::string& op
 
 // A pytorch plan's measurements: PyTorch's op classes, gloo's sweeps.
 void torch_measure_jobs(const ValidationPlan& p, int r, std::vector<Job>& jobs) {
-  Job ops{"torch ops", 1, "", false, {"measure", "torch-ops", "--plan", "torch-ops-plan.yaml", "--json", torch_ops_file(r)}, torch_ops_file(r),
-          true, 1};
+  Job ops{"torch ops", 1, "", false,
+          {"measure", "torch-ops", "--plan", "torch-ops-plan.yaml", "--reps", std::to_string(p.measure.cap_samples), "--target-rel-halfwidth",
+           std::to_string(p.measure.target_rel_halfwidth), "--json", torch_ops_file(r)},
+          torch_ops_file(r), true, 1};
   jobs.push_back(ops);
   const int n = p.measure.ranks;
   jobs.push_back({"all-reduce sweep gloo", n, "", false, sweep_args("allreduce", p.measure.allreduce, p, allreduce_file("gloo", r)),
@@ -161,7 +163,33 @@ std::vector<std::vector<Job>> make_schedule(const ValidationPlan& p) {
       if (torch) args.insert(args.end(), {"--ranks", std::to_string(ranks)});
       return args;
     };
-    if (p.measure.enabled) {
+    if (p.measure.enabled && torch) {
+      // PyTorch: every run of a rank count in turn on one process group (the
+      // interpreters' torch import and gloo's start-up paid once a round, not
+      // once a run), each until its median step is known (the stopping rule)
+      std::map<int, std::size_t> group;  // ranks -> its job
+      for (std::size_t c = 0; c < p.measure.live.size(); ++c) {
+        const auto& lc = p.measure.live[c];
+        if (!group.count(lc.ranks)) {
+          group[lc.ranks] = jobs.size();
+          Job j{"calibration runs np" + std::to_string(lc.ranks), lc.ranks, lc.transport, lc.oversubscribed,
+                {"train", "--quiet", "--backend", p.backend, "--steps", std::to_string(2 + p.measure.cap_samples), "--threads",
+                 std::to_string(p.threads_per_rank), "--ranks", std::to_string(lc.ranks), "--target-rel-halfwidth",
+                 std::to_string(p.measure.target_rel_halfwidth)},
+                "", true, p.threads_per_rank};
+          jobs.push_back(j);
+        }
+        Job& j = jobs[group[lc.ranks]];
+        j.args.insert(j.args.end(), {"--workload", live_cal_workload(c), "--json", live_cal_file(c, r)});
+        j.output = live_cal_file(c, r);  // (the last: the runs' files are written together at the end)
+        j.oversubscribed = j.oversubscribed || lc.oversubscribed;
+      }
+      for (const auto& [ranks, at] : group) {
+        std::size_t n = 0;
+        for (const auto& lc : p.measure.live) n += lc.ranks == ranks;
+        jobs[at].what += " (" + std::to_string(n) + " runs)";
+      }
+    } else if (p.measure.enabled) {
       for (std::size_t c = 0; c < p.measure.live.size(); ++c) {
         const auto& lc = p.measure.live[c];
         jobs.push_back({"calibration run " + lc.label(), lc.ranks, lc.transport, lc.oversubscribed,

@@ -76,7 +76,9 @@ def parse_args(argv):
     p.add_argument("--grid-size", type=int, default=5)
     p.add_argument("--spline-order", type=int, default=3)
     p.add_argument("--batch", type=int, required=True, help="samples per rank per step")
-    p.add_argument("--steps", type=int, required=True, help="steps in all, warm-up included")
+    p.add_argument("--steps", type=int, required=True, help="steps in all, warm-up included (at most, with --target)")
+    p.add_argument("--target", type=float, default=0.0,
+                   help="stop once every rank's median step is known to this fraction (95%% interval, order statistics)")
     p.add_argument("--warmup", type=int, default=2, help="first steps left out of the summary")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--learning-rate", type=float, default=1e-3)
@@ -177,18 +179,29 @@ def run_and_leave(job, a):
 
 
 def main(argv=None):
-    run_and_leave(run, parse_args(sys.argv[1:] if argv is None else argv))
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--runs"]:
+        # --runs FILE [--backend B]: a JSON list of argument lists, each run in
+        # turn on one process group (each with its own --json)
+        p = argparse.ArgumentParser(prog="python3 -m kanscale_torch.ddp_train --runs")
+        p.add_argument("--runs", required=True)
+        p.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
+        run_and_leave(run, p.parse_args(argv))
+    run_and_leave(run, parse_args(argv))
 
 
 def run(a):
+    """One run, or with --runs every run of the file in turn on one process group."""
+    started = timer.now_s()
     rank, world, local_rank = rendezvous_env()
     import torch
     import torch.distributed as dist
-    import torch.nn.functional as F
-    from torch.nn.parallel import DistributedDataParallel as DDP
-    from .efficient_kan import KAN
 
-    torch.set_num_threads(a.threads)
+    runs = [parse_args(r) for r in load_runs(a.runs)] if getattr(a, "runs", "") else [a]
+    for r in runs:
+        if (r.threads, r.backend) != (runs[0].threads, runs[0].backend):
+            raise SystemExit("kanscale_torch.ddp_train: --runs: every run needs the same --threads and --backend")
+    torch.set_num_threads(runs[0].threads)
     backend = a.backend if a.backend != "auto" else ("nccl" if torch.cuda.is_available() else "gloo")
     if backend == "nccl" and not torch.cuda.is_available():
         raise SystemExit("kanscale_torch.ddp_train: --backend nccl: torch sees no CUDA device")
@@ -197,7 +210,56 @@ def run(a):
         torch.cuda.set_device(device)
     # a rank that never arrives (or dies) ends the others' waits after 5 minutes, not gloo's 30
     dist.init_process_group(backend, rank=rank, world_size=world, timeout=datetime.timedelta(minutes=5))
+    startup_s = timer.now_s() - started  # the interpreter's torch import and the group's start
+    for i, r in enumerate(runs):
+        one_run(r, rank, world, local_rank, backend, device,
+                {"startup_s": startup_s, "run_in_process": i + 1, "runs_in_process": len(runs)})
 
+
+def load_runs(path):
+    """--runs FILE: a JSON list of argument lists, each a run's (its own --json)."""
+    with open(path) as f:
+        runs = json.load(f)
+    if not isinstance(runs, list) or not runs or not all(isinstance(r, list) for r in runs):
+        raise SystemExit("kanscale_torch.ddp_train: %s: expected a JSON list of argument lists" % path)
+    return runs
+
+
+def peak_rss_reset():
+    """Lets the next peak_rss_bytes() be this run's own: the C heap's free
+    memory back to the system (glibc's malloc_trim), then the peak reset to
+    what is resident now (Linux's /proc/self/clear_refs, 5). False where
+    either is missing: the process's lifetime peak is read instead."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_bytes(was_reset):
+    if was_reset:
+        try:
+            with open("/proc/self/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        return float(line.split()[1]) * 1024.0
+        except OSError:
+            pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024.0
+
+
+def one_run(a, rank, world, local_rank, backend, device, process_info):
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from .efficient_kan import KAN
+
+    was_reset = process_info["runs_in_process"] > 1 and peak_rss_reset()
     seed = a.seed % (1 << 63)  # torch's generators take a seed below 2^64
     torch.manual_seed(seed)  # the same initial model everywhere (DDP broadcasts rank 0's anyway)
     model = KAN(a.widths, a.grid_size, a.spline_order).to(device)
@@ -234,8 +296,18 @@ def run(a):
         return loss, marks
 
     records = []
+    stop = torch.zeros(1, device=device)
     for s in range(a.steps):
-        dist.barrier()
+        if a.target > 0 and s > a.warmup:
+            # every rank's verdict on its steady steps so far (the median known
+            # to a.target: timer.rel_halfwidth), which also lines the ranks up
+            steady = [r["iteration_time_s"] for r in records if not r["first_iteration"]]
+            stop.fill_(1.0 if len(steady) >= timer.MIN_SAMPLES and timer.rel_halfwidth(steady) <= a.target else 0.0)
+            dist.all_reduce(stop, op=dist.ReduceOp.MIN)
+            if stop.item() > 0:
+                break
+        else:
+            dist.barrier()
         loss, marks = step()
         records.append({"step": s, "rank": rank, "batch": a.batch, "first_iteration": s < a.warmup,
                         "iteration_time_s": marks.total_s(), "compute_time_s": None, "communication_time_s": None,
@@ -249,7 +321,7 @@ def run(a):
             step()
         if rank == 0:
             write_atomic(a.profile, chrome_trace(prof))
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024.0
+    rss = peak_rss_bytes(was_reset)
     # DDP's own record of the last iteration: the order gradients became ready
     # (parameter indices, parameters() order) and the rebuilt buckets' sizes
     logged = ddp._get_ddp_logging_data()
@@ -280,7 +352,7 @@ def run(a):
         "compute_time_s": null_split, "communication_time_s": null_split, "exposed_communication_s": null_split,
         "samples_per_s": world * a.batch / quantile(it, 0.5),
         "peak_rss_bytes": max(g["rss"] for g in gathered), "peak_device_bytes": None,
-        "final_loss": records[-1]["loss"], "steps": a.steps, "interrupted": False,
+        "final_loss": records[-1]["loss"], "steps": len(records), "interrupted": False,
         "bucket_communication_s": [], "epoch_fixed_s": None,
         "ops": [{"op": name, "median_s": quantile(per_rank[name], 0.5)} for name in phases],
     }
@@ -289,6 +361,7 @@ def run(a):
                  "seed": a.seed, "workload": {"name": a.workload_name, "file": a.workload_file}, "ranks": world,
                  "backend": "pytorch-" + backend, "threads_per_rank": a.threads, "hosts": sorted({os.uname().nodename}),
                  "implementation": "pytorch", "warmup_steps": a.warmup, "ddp": ddp_info,
+                 "steps_at_most": a.steps, "target_rel_halfwidth": a.target, "process": process_info,
                  "bucket_cap_bytes": a.bucket_cap_bytes, "first_bucket_bytes": a.first_bucket_bytes,
                  "gradient_as_bucket_view": a.gradient_as_bucket_view,
                  "torch": torch.__version__, "blas": probe.blas_library(), "python": sys.version.split()[0],

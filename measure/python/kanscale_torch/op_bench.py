@@ -60,16 +60,20 @@ def quantile(v, q):
     return v[lo] + (v[hi] - v[lo]) * (pos - lo)
 
 
-def timed(fn, reps, warmup):
-    """fn()'s wall time per repetition, after `warmup` untimed calls (seconds)."""
-    return timer.samples_s(fn, reps, warmup)
+def timed(fn, a):
+    """fn()'s wall time per repetition (seconds), after `a.warmup` untimed
+    calls: until the median is known to a.target (timer.until_known), at
+    most a.reps repetitions."""
+    return timer.until_known(lambda: timer.span_s(fn)[0], a.target, a.reps, a.warmup)
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python3 -m kanscale_torch.op_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--shapes", required=True,
                    help='JSON list of {"widths": [..], "grid_size": G, "spline_order": k, "batch": B}')
-    p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--reps", type=int, default=20, help="repetitions at most (all of them with --target 0)")
+    p.add_argument("--target", type=float, default=0.0,
+                   help="stop once the median's 95%% interval (order statistics) is within this fraction of it")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=5)
@@ -141,7 +145,7 @@ def run(a):
                    ("forward:add", B * o, lambda: base + spline)]
             with torch.no_grad():
                 for cls, n, fn in fwd:
-                    record(cls, shape, 1, n, timed(fn, a.reps, a.warmup))
+                    record(cls, shape, 1, n, timed(fn, a))
             # backward classes: each op's graph from leaves, kept between repetitions
             for first in (False, True):
                 xg = x0.clone().requires_grad_(not first)
@@ -161,7 +165,7 @@ def run(a):
                 cases.append(("backward:spline_linear" + suffix, B * i * C * o, F.linear(b_in, w_in)))
                 for cls, n, y in cases:
                     g = torch.ones_like(y)
-                    record(cls, shape, 1, n, timed(backward_of(y, g), a.reps, a.warmup))
+                    record(cls, shape, 1, n, timed(backward_of(y, g), a))
                 model.zero_grad(set_to_none=True)
         # ---- per model: loss, zero_grad, Adam, DDP's reducer and forward
         shape = {"in": widths[0], "out": widths[-1], "grid_size": G, "spline_order": k, "batch": B, "widths": widths}
@@ -171,15 +175,15 @@ def run(a):
         target = torch.rand(B, widths[-1])
         with torch.no_grad():
             pred0 = model(x)
-        record("loss:mse", shape, 1, B * widths[-1], timed(lambda: F.mse_loss(pred0, target), a.reps, a.warmup))
+        record("loss:mse", shape, 1, B * widths[-1], timed(lambda: F.mse_loss(pred0, target), a))
         pl = pred0.clone().requires_grad_(True)
         loss = F.mse_loss(pl, target)
-        record("backward:mse", shape, 1, B * widths[-1], timed(lambda: loss.backward(retain_graph=True), a.reps, a.warmup))
+        record("backward:mse", shape, 1, B * widths[-1], timed(lambda: loss.backward(retain_graph=True), a))
         opt = torch.optim.Adam(params, lr=1e-3)
         F.mse_loss(model(x), target).backward()
-        record("zero_grad", shape, len(params), n_params, timed(opt.zero_grad, a.reps, a.warmup))
+        record("zero_grad", shape, len(params), n_params, timed(opt.zero_grad, a))
         F.mse_loss(model(x), target).backward()
-        record("adam", shape, len(params), n_params, timed(opt.step, a.reps, a.warmup))
+        record("adam", shape, len(params), n_params, timed(opt.step, a))
         # DDP at world size 1 against the bare model, interleaved
         ddp = DDP(model, bucket_cap_mb=25)
         def forward_backward(wrapped):
@@ -191,7 +195,15 @@ def run(a):
             return marks.spans_s()
 
         # each repetition: the bare model, then DDP's (forward, backward) spans
-        reps = timer.repeat(lambda: (forward_backward(model), forward_backward(ddp)), a.reps, a.warmup)
+        # (until both backward medians are known, at most a.reps)
+        for _ in range(a.warmup):
+            forward_backward(model), forward_backward(ddp)
+        reps = []
+        while len(reps) < a.reps:
+            reps.append((forward_backward(model), forward_backward(ddp)))
+            if (a.target > 0 and len(reps) >= timer.MIN_SAMPLES and timer.rel_halfwidth([p[1] for p, _ in reps]) <= a.target
+                    and timer.rel_halfwidth([d[1] for _, d in reps]) <= a.target):
+                break
         plain_f, plain_b = [p[0] for p, _ in reps], [p[1] for p, _ in reps]
         ddp_f, ddp_b = [d[0] for _, d in reps], [d[1] for _, d in reps]
         n_buffers = sum(b.numel() for b in model.buffers())
@@ -208,6 +220,7 @@ def run(a):
     progress(total, total, "done")
     meta = {"op": "torch_ops", "torch": torch.__version__, "blas": probe.blas_library(), "python": sys.version.split()[0],
             "machine": {"cpu_model": probe.cpu_model(), "cores": os.cpu_count()}, "threads": a.threads, "reps": a.reps,
+            "target_rel_halfwidth": a.target,
             "warmup": a.warmup, "dropped": dropped, "command_line": a.command_line,
             "provenance": dict(json.loads(a.provenance_json),
                                date_utc=datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"))}
