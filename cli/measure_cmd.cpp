@@ -110,7 +110,9 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
       ("help,h", "show this help")
       ("plan", po::value(&plan_file)->default_value(plan_file), "measurement plan YAML (configs/measure/)")
       ("shapes", po::value(&shapes)->value_name("B:IN:OUT:G:K,..."), "shapes instead of the plan's")
-      ("repeat", po::value(&repeats), "repetitions (default: the plan's)")
+      ("repeat", po::value(&repeats), "repetitions (at most, with --target-rel-halfwidth; default: the plan's)")
+      ("target-rel-halfwidth", po::value(&plan.target_rel_halfwidth)->value_name("F"),
+       "stop an op's repetitions once its median is known to F (95% interval, order statistics; every rank agreeing)")
       ("threads", po::value(&threads), "CPU threads per rank (default: the plan's)")
       ("backend", po::value(&backend), "cpu | cuda (default: the plan's, else cpu)")
       ("json", po::value(&json)->value_name("FILE"), "rows and metadata as JSON")
@@ -125,14 +127,15 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
     return 0;
   if (vm.count("backend") && backend != "cpu" && backend != "cuda")
     throw InputError("--backend: expected cpu or cuda, got \"" + backend + "\"");
+  if (!(plan.target_rel_halfwidth >= 0 && plan.target_rel_halfwidth < 1)) throw InputError("--target-rel-halfwidth: expected a fraction from 0 to below 1");
   if (!resume.empty() && json.empty()) json = resume;  // continue writing the same file
   if (vm.count("shapes") && shapes.empty()) throw InputError("--shapes: an empty list; expected B:IN:OUT:G:K items, e.g. 8:16:128:5:3");
   if (json.empty() && csv.empty()) throw InputError("give --json and/or --csv: the measurements are for kanscale fit");
   check_output_paths({{json, resume.empty() ? "--json" : "--resume"}, {csv, "--csv"}, {csv_meta_path(csv), "--csv (its .meta.json)"}});
-  const int max_shapes = plan.max_shapes;
+  const auto [max_shapes, target] = std::pair(plan.max_shapes, plan.target_rel_halfwidth);
   check_outputs_spare_inputs({plan_file}, {{json, resume.empty() ? "--json" : "--resume"}, {csv, "--csv"}, {csv_meta_path(csv), "--csv (its .meta.json)"}});
   plan = shapes.empty() ? load_kernel_plan(plan_file) : KernelPlan{};
-  plan.max_shapes = max_shapes;
+  std::tie(plan.max_shapes, plan.target_rel_halfwidth) = std::pair(max_shapes, target);
   if (!shapes.empty()) plan.shapes = parse_shapes(shapes);
   if (vm.count("repeat")) {
     if (repeats < 3 || repeats > 1000) throw InputError("--repeat: expected 3 to 1000, got " + std::to_string(repeats));

@@ -140,14 +140,21 @@ double probe_effective_cache(Comm& comm) {
   return cache;
 }
 
+// The plan's stopping rule (KernelPlan::target_rel_halfwidth) for this run.
+double g_target = 0;
+
 // The plan's warm-up and repeats, every rank at once (neighbours time
-// together); caches evicted before each sample when the plan asks, else the
-// calls per sample scaled to kMinSampleS.
+// together, and stop together under the stopping rule); caches evicted
+// before each sample when the plan asks, else the calls per sample scaled to
+// kMinSampleS.
 template <typename F>
 Stat time_op(Comm& comm, F&& f, int warmup, int reps) {
   const bool cold = !g_flush.empty();
-  return time_calls(Repeats{warmup, reps, 1, cold ? 0.0 : kMinSampleS}, std::forward<F>(f),
-                    TimerHooks{[&] { comm.barrier(); }, {}, cold ? std::function<void()>(flush_caches) : nullptr});
+  Repeats r{warmup, reps, 1, cold ? 0.0 : kMinSampleS};
+  r.target_rel_halfwidth = g_target;
+  return time_calls(r, std::forward<F>(f),
+                    TimerHooks{[&] { comm.barrier(); }, {}, cold ? std::function<void()>(flush_caches) : nullptr,
+                               [&](bool known) { return comm.allreduce_max(known ? 0.0 : 1.0) == 0.0; }});
 }
 
 // Bytes the allocator holds for the program (glibc's accounting: the main
@@ -417,7 +424,7 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan, co
                          {"host", host()}, {"hosts", hosts}, {"collective_library", comm.library_version()},
                          {"ranks", comm.size()}, {"nodes", nodes.size()},
                          {"concurrency_ranks_per_node", static_cast<double>(comm.size()) / std::max<std::size_t>(1, nodes.size())},
-                         {"threads_per_rank", plan.threads}, {"repeats", plan.repeats}, {"warmup", plan.warmup},
+                         {"threads_per_rank", plan.threads}, {"repeats", plan.repeats}, {"target_rel_halfwidth", plan.target_rel_halfwidth}, {"warmup", plan.warmup},
                          {"seed", plan.seed}, {"shapes", shapes_json(plan)}, {"shapes_done", 0},
                          {"flush_between_repeats_bytes", plan.flush_bytes},
                          {"effective_cache_what", "largest buffer a rank reads at more than the geometric mean of its in-cache and "
@@ -473,6 +480,7 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan, co
       mine.push_back(to_json(kernel_row(s, op, detail, cache, flops, bytes, t, ws, rank)));
     };
     // warm: repetitions back to back; cold: caches evicted before each one
+    g_target = plan.target_rel_halfwidth;
     g_flush.clear();
     const double peak = KS_GPU_OR(measure_shape_cuda(comm, *gpu, plan, si, add_row), measure_shape_cpu(comm, plan, si, add_row));
     if (plan.flush_bytes > 0 && plan.backend == "cpu") {

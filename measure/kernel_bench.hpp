@@ -23,7 +23,8 @@ struct KernelPlan {
   std::string name = "cli";
   std::vector<KernelShape> shapes;
   std::string backend = "cpu";  // cpu | cuda
-  int repeats = 15, warmup = 3, threads = 1;
+  int repeats = 15, warmup = 3, threads = 1;  // repeats: at most, with a target
+  double target_rel_halfwidth = 0;  // > 0: an op's repeats stop once its median is known to it (all ranks agreeing)
   std::uint64_t seed = 1;
   double flush_bytes = 0;  // caches evicted (a buffer this large touched) before every timed repetition
   int max_shapes = 0;  // stop after this many new shapes (0: all); for tests of --resume

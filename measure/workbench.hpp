@@ -62,6 +62,9 @@ struct Repeats {
   // least this long (the trial samples count as warm-up), at most max_calls
   double min_sample_s = 0;
   int max_calls = 1 << 20;
+  // > 0: `samples` is at most; they stop once the median is known to this
+  // fraction (model/statistics' median_rel_halfwidth, the calibration's rule)
+  double target_rel_halfwidth = 0;
 };
 
 // Around the timed samples: `barrier` once after the warm-up (neighbours
@@ -69,6 +72,9 @@ struct Repeats {
 // finished), `before_sample` untimed before each sample (cache eviction).
 struct TimerHooks {
   std::function<void()> barrier, drain, before_sample;
+  // with a target: every rank's verdict (this one's in, all ranks' out), so
+  // that neighbours that time together also stop together
+  std::function<bool(bool)> agree;
 };
 
 // The time per call of f, summarized over the samples.
@@ -87,7 +93,13 @@ Stat time_calls(const Repeats& r, F&& f, BenchClock& clock, const TimerHooks& ho
   if (hooks.drain) hooks.drain();
   if (hooks.barrier) hooks.barrier();
   std::vector<double> t;
-  for (int s = 0; s < r.samples; ++s) t.push_back(sample(calls) / calls);
+  for (int s = 0; s < r.samples; ++s) {
+    t.push_back(sample(calls) / calls);
+    if (r.target_rel_halfwidth > 0 && static_cast<int>(t.size()) >= kMinStopSamples) {
+      const bool known = median_rel_halfwidth(t) <= r.target_rel_halfwidth;
+      if (hooks.agree ? hooks.agree(known) : known) break;
+    }
+  }
   return summarize(std::move(t));
 }
 

@@ -1,6 +1,7 @@
 #include "statistics.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 
 #include <boost/math/distributions/normal.hpp>
@@ -30,6 +31,33 @@ double median(std::vector<double> v) {
 double quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   return quantile_sorted(v, q);
+}
+
+bool median_ci(std::vector<double> v, double level, double& lo, double& hi) {
+  const std::size_t n = v.size();
+  const double alpha = (1.0 - level) / 2.0;
+  // cdf: P(Binomial(n, 1/2) <= j - 1), its terms C(n, i) / 2^n in logs (n may be large)
+  double cdf = 0;
+  std::size_t j = 0;
+  while (j < n / 2) {
+    const double term = std::exp(std::lgamma(static_cast<double>(n) + 1) - std::lgamma(static_cast<double>(j) + 1) -
+                                 std::lgamma(static_cast<double>(n - j) + 1) - static_cast<double>(n) * std::log(2.0));
+    if (cdf + term > alpha) break;
+    cdf += term;
+    ++j;
+  }
+  if (j == 0) return false;
+  std::sort(v.begin(), v.end());
+  lo = v[j - 1];
+  hi = v[n - j];
+  return true;
+}
+
+double median_rel_halfwidth(const std::vector<double>& v, double level) {
+  double lo = 0, hi = 0;
+  const double m = median(v);
+  if (!median_ci(v, level, lo, hi) || !(m > 0)) return std::numeric_limits<double>::infinity();
+  return (hi - lo) / 2.0 / m;
 }
 
 Stat summarize(std::vector<double> v) {

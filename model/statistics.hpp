@@ -15,6 +15,19 @@ double median(std::vector<double> v);
 // q x n values at or below it (q = 0: the minimum); 0 for no values.
 double quantile(std::vector<double> v, double q);
 
+// The median's distribution-free interval from order statistics: the j-th
+// smallest and the j-th largest of the n values, j the largest with
+// P(Binomial(n, 1/2) < j) <= (1 - level) / 2, so that it holds the median
+// with probability at least `level` whatever the distribution; false when
+// no j qualifies (fewer than 6 values at 95%). The calibration's stopping
+// rule (kanscale_torch/timer.py's median_ci is the Python side's).
+bool median_ci(std::vector<double> v, double level, double& lo, double& hi);
+// Half that interval's width over the median (infinity without one).
+double median_rel_halfwidth(const std::vector<double>& v, double level = 0.95);
+// The fewest samples before a stopping rule looks (a 95% interval of the
+// median needs 6: with 5, the smallest and largest cover only 93.75%).
+inline constexpr int kMinStopSamples = 6;
+
 // A sample summarised. p95, p25 and p75 are nearest-rank quantiles; cv is
 // the sample standard deviation (n - 1) over the mean (0 when n < 2 or the
 // mean is not positive).

@@ -3,6 +3,7 @@
 // (measure/collective_sweep): what nccl-tests' testColl entries hold.
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,57 @@ TEST_CASE("the timer: warm-up, the barrier once, samples of scaled calls, the ti
   // 1 s is out of reach: the trials of 1, 2 and 4 calls, then samples at the cap of 8
   time_calls(Repeats{0, 1, 1, 1.0, 8}, [&] { ++calls; }, clock);
   CHECK(calls == 1 + 2 + 4 + 8);
+}
+
+TEST_CASE("the median's interval from order statistics, and the stopping rule that reads it") {
+  std::vector<double> v;
+  double lo = 0, hi = 0;
+  // 5 values: even the smallest and largest hold the median with 1 - 2/2^5 = 93.75% < 95%: no interval
+  for (int i = 1; i <= 5; ++i) v.push_back(i);
+  CHECK_FALSE(median_ci(v, 0.95, lo, hi));
+  CHECK(median_rel_halfwidth(v) == std::numeric_limits<double>::infinity());
+  // 6 values: min and max, 1 - 2/64 = 96.9%
+  v.push_back(6);
+  REQUIRE(median_ci(v, 0.95, lo, hi));
+  CHECK(lo == 1);
+  CHECK(hi == 6);
+  // 20 values (shuffled): P(Bin(20, 1/2) <= 5) = 21700/2^20 = 0.0207 <= 0.025 and
+  // P(<= 6) = 60460/2^20 = 0.0577 > 0.025, so the 6th smallest and 6th largest (the 15th)
+  v.clear();
+  for (int i = 20; i >= 1; --i) v.push_back(i * 10.0);
+  REQUIRE(median_ci(v, 0.95, lo, hi));
+  CHECK(lo == 60);
+  CHECK(hi == 150);
+  // half of (150 - 60) over the median 105
+  CHECK(median_rel_halfwidth(v) == doctest::Approx(45.0 / 105.0));
+  // 100 values: the normal approximation's j = 50 - 1.96 x 5 = 40.2 -> 40 (tables: 40th and 61st)
+  v.clear();
+  for (int i = 1; i <= 100; ++i) v.push_back(i);
+  REQUIRE(median_ci(v, 0.95, lo, hi));
+  CHECK(lo == 40);
+  CHECK(hi == 61);
+
+  // the rule: a clock that alternates 1 and 1.04 us a call (the median is known
+  // to +-2% from the sixth sample on) stops there with a 5% target, takes
+  // every sample without one, and stops only when every rank agrees
+  long calls = 0;
+  struct Alternating final : BenchClock {
+    long* calls;
+    long at = 0;
+    explicit Alternating(long* c) : calls(c) {}
+    void start() override { at = *calls; }
+    double stop() override { return (*calls - at) * (*calls % 2 ? 1.04e-6 : 1e-6); }
+  } clock(&calls);
+  Repeats r{0, 30};
+  r.target_rel_halfwidth = 0.05;
+  CHECK(time_calls(r, [&] { ++calls; }, clock).n == 6);
+  r.target_rel_halfwidth = 0;
+  CHECK(time_calls(r, [&] { ++calls; }, clock).n == 30);
+  r.target_rel_halfwidth = 0.05;
+  int asked = 0;
+  TimerHooks other_rank_unsure;
+  other_rank_unsure.agree = [&](bool known) { return known && ++asked > 3; };  // another rank knows 3 samples later
+  CHECK(time_calls(r, [&] { ++calls; }, clock, other_rank_unsure).n == 9);
 }
 
 TEST_CASE("the collective table: bus factors, results and initial buffers per entry") {

@@ -135,6 +135,7 @@ static void read_stopping_rule(YamlMap& ms, ValidationPlan& p) {
     if (!(*t >= 0 && *t < 1)) ms.fail("target_rel_halfwidth", "expected a fraction from 0 (take cap_samples always) to below 1");
     p.measure.target_rel_halfwidth = *t;
   }
+  p.measure.cap_samples_given = ms.has("cap_samples");
   p.measure.cap_samples = static_cast<int>(ms.integer_opt("cap_samples", 6, 10000).value_or(kDefaultCapSamples));
 }
 

@@ -46,6 +46,7 @@ struct MeasureSpec {
   // of -n calls back to back, as nccl-tests time them).
   double target_rel_halfwidth = kDefaultTargetRelHalfwidth;
   int cap_samples = kDefaultCapSamples;
+  bool cap_samples_given = false;  // else a kernel plan's own `repeats` caps its kernels
   std::vector<std::string> transports;  // one all-reduce sweep per transport ("" : the default; "gloo": a pytorch plan's)
   // Live trainer runs on shapes of the calibration's own (never a case's):
   // what the trainer's sequence of ops costs beyond the microbenchmarks'

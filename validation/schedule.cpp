@@ -125,8 +125,13 @@ std::vector<std::vector<Job>> make_schedule(const ValidationPlan& p) {
     } else if (p.measure.enabled) {
       const int n = p.measure.ranks;
       jobs.push_back({"kernels", n, "", false,
-                      {"measure", "kernels", "--plan", "measure-plan.yaml", "--backend", p.backend, "--json", kernels_file(r)},
+                      {"measure", "kernels", "--plan", "measure-plan.yaml", "--backend", p.backend, "--target-rel-halfwidth",
+                       std::to_string(p.measure.target_rel_halfwidth), "--json", kernels_file(r)},
                       kernels_file(r)});
+      // (at most the kernel plan's own repeats, unless the plan sets cap_samples:
+      // each cold repetition first evicts 64 MiB of caches, which a larger cap multiplies)
+      if (p.measure.cap_samples_given)
+        jobs.back().args.insert(jobs.back().args.end() - 2, {"--repeat", std::to_string(std::min(p.measure.cap_samples, 1000))});
       if (n > 1) {
         // the runtime's own memory at one rank per node (the kernels above
         // give it at n): one shape, only its runtime memory is used

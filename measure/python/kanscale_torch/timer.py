@@ -21,7 +21,7 @@ import math
 import time
 
 # The fewest samples before a stopping rule looks (a 95% interval of the
-# median needs 6: with 5, even the smallest and largest cover only 94%).
+# median needs 6: with 5, even the smallest and largest cover only 93.75%).
 MIN_SAMPLES = 6
 
 
