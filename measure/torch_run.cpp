@@ -283,10 +283,17 @@ std::string number(double v) {
 }
 }  // namespace
 
-int run_torch_train(const TorchTrainOptions& o, const TorchEnv& env, std::string* summary_json) {
-  if (o.dist_backend == "nccl" && !env.cuda)
+namespace {
+// The interpreter's torch offers the backend the run asks for.
+void check_dist_backend(const std::string& dist_backend, const TorchEnv& env) {
+  if (dist_backend == "nccl" && !env.cuda)
     throw InputError("nccl: " + env.python + "'s torch " + env.torch + " sees no CUDA device (Debian's python3-torch is CPU-only; use gloo)");
-  if (!env.gloo && o.dist_backend != "nccl") throw InputError(env.python + ": torch " + env.torch + " has no gloo backend");
+  if (!env.gloo && dist_backend != "nccl") throw InputError(env.python + ": torch " + env.torch + " has no gloo backend");
+}
+}  // namespace
+
+int run_torch_train(const TorchTrainOptions& o, const TorchEnv& env, std::string* summary_json) {
+  check_dist_backend(o.dist_backend, env);
   auto args = torch_train_args(o);
   for (auto& a : provenance_args(o.command_line)) args.push_back(std::move(a));
   return run_torch_ranks(o.python, "kanscale_torch.ddp_train", args, o.ranks, o.threads, o.port_range, "kanscale train",
@@ -296,9 +303,7 @@ int run_torch_train(const TorchTrainOptions& o, const TorchEnv& env, std::string
 int run_torch_train_batch(const std::vector<TorchTrainOptions>& runs, const TorchEnv& env) {
   if (runs.empty()) return 0;
   const TorchTrainOptions& first = runs.front();
-  if (first.dist_backend == "nccl" && !env.cuda)
-    throw InputError("nccl: " + env.python + "'s torch " + env.torch + " sees no CUDA device (Debian's python3-torch is CPU-only; use gloo)");
-  if (!env.gloo && first.dist_backend != "nccl") throw InputError(env.python + ": torch " + env.torch + " has no gloo backend");
+  check_dist_backend(first.dist_backend, env);
   StagedOutputs staged;
   nlohmann::json list = nlohmann::json::array();
   for (const auto& o : runs) {

@@ -26,6 +26,9 @@ struct LivePoint {
   Cluster cluster;  // oversubscribed runs get their ranks on one node
   double measured_s = 0, measured_comm_s = 0, measured_compute_s = 0, measured_peak_bytes = 0;
   std::vector<double> rounds_s;  // each round's iteration time
+  // per round: the steady steps the stopping rule took, and the start-up of
+  // the process when the run was its first (PyTorch's runs record it; -1: none)
+  std::vector<double> steady_steps, startup_s;
   ScalingPoint predicted;  // from the microbenchmark terms alone
 };
 
@@ -61,7 +64,16 @@ std::vector<LivePoint> live_points(const ValidationPlan& p, const std::string& d
     lp.cluster = cluster;
     if (lc.ranks > cluster.gpus_per_node * cluster.nodes) lp.cluster.gpus_per_node = lc.ranks;
     std::vector<Metrics> rounds;
-    for (int r = 0; r < p.rounds; ++r) rounds.push_back(live_metrics(dir + "/" + live_cal_file(i, r), p.backend));
+    for (int r = 0; r < p.rounds; ++r) {
+      const std::string path = dir + "/" + live_cal_file(i, r);
+      const nlohmann::json j = read_live_run(path);
+      rounds.push_back(live_metrics(j, path, p.backend));
+      const auto& prov = j.value("provenance", nlohmann::json::object());
+      if (j.contains("summary") && j["summary"].contains("steps") && j["summary"]["steps"].is_number())
+        lp.steady_steps.push_back(j["summary"]["steps"].get<double>() - prov.value("warmup_steps", 0));
+      const auto& pr = prov.value("process", nlohmann::json::object());
+      lp.startup_s.push_back(pr.is_object() && pr.value("run_in_process", 0) == 1 ? pr.value("startup_s", 0.0) : -1.0);
+    }
     const Metrics med = median_of(rounds);
     lp.measured_s = med.iteration_s;
     lp.measured_comm_s = med.comm_s;
@@ -96,25 +108,14 @@ void report_one_rank_ratios(const ValidationPlan& p, const std::vector<const Liv
 
 // The stopping rule and what it took (steady steps per run), and the
 // start-up each process paid (PyTorch's runs record it: the torch import
-// and the process group), from the runs' own files.
-void report_sampling(const ValidationPlan& p, const std::string& dir, std::ostream& report) {
+// and the process group), as the live points read them.
+void report_sampling(const ValidationPlan& p, const std::vector<LivePoint>& points, std::ostream& report) {
   std::vector<double> steps, startup;
-  std::size_t processes = 0;
-  for (std::size_t i = 0; i < p.measure.live.size(); ++i)
-    for (int r = 0; r < p.rounds; ++r) {
-      const nlohmann::json j = read_live_run(dir + "/" + live_cal_file(i, r));
-      const auto& prov = j.value("provenance", nlohmann::json::object());
-      const int warmup = prov.value("warmup_steps", 0);
-      if (j.contains("summary") && j["summary"].contains("steps") && j["summary"]["steps"].is_number())
-        steps.push_back(j["summary"]["steps"].get<double>() - warmup);
-      if (prov.contains("process") && prov["process"].is_object()) {
-        const auto& pr = prov["process"];
-        if (pr.value("run_in_process", 0) == 1) {
-          ++processes;
-          startup.push_back(pr.value("startup_s", 0.0));
-        }
-      }
-    }
+  for (const auto& lp : points) {
+    steps.insert(steps.end(), lp.steady_steps.begin(), lp.steady_steps.end());
+    for (double s : lp.startup_s)
+      if (s >= 0) startup.push_back(s);
+  }
   report << "  stopping rule: a run's steps until every rank's median step is known to +-" << p.measure.target_rel_halfwidth * 100
          << "% (95% interval, order statistics), at most " << p.measure.cap_samples << " steady steps";
   if (!steps.empty()) {
@@ -125,7 +126,7 @@ void report_sampling(const ValidationPlan& p, const std::string& dir, std::ostre
   report << "\n";
   if (!startup.empty())
     report << "  start-up (the interpreters' torch import and the gloo group): median " << std::setprecision(3) << quantile(startup, 0.5)
-           << " s a process, paid by " << processes << " processes for " << steps.size() << " runs\n";
+           << " s a process, paid by " << startup.size() << " processes for " << steps.size() << " runs\n";
 }
 }  // namespace
 
@@ -161,7 +162,7 @@ void fit_live_terms(const ValidationPlan& p, const std::string& dir, const std::
       report << " (the slower of 2 ranks at x" << std::setprecision(3) << two.back() << " in the predictions)";
     report << "\n";
   }
-  report_sampling(p, dir, report);
+  report_sampling(p, points, report);
   if (by_ranks.count(1)) report_one_rank_ratios(p, by_ranks[1], report);
   auto run_of = [&](std::size_t i, const ScalingPoint& pt) {
     const LivePoint& lp = points[i];

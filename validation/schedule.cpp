@@ -172,7 +172,7 @@ std::vector<std::vector<Job>> make_schedule(const ValidationPlan& p) {
       // PyTorch: every run of a rank count in turn on one process group (the
       // interpreters' torch import and gloo's start-up paid once a round, not
       // once a run), each until its median step is known (the stopping rule)
-      std::map<int, std::size_t> group;  // ranks -> its job
+      std::map<int, std::size_t> group, runs;  // ranks -> its job, its runs
       for (std::size_t c = 0; c < p.measure.live.size(); ++c) {
         const auto& lc = p.measure.live[c];
         if (!group.count(lc.ranks)) {
@@ -184,16 +184,13 @@ std::vector<std::vector<Job>> make_schedule(const ValidationPlan& p) {
                 "", true, p.threads_per_rank};
           jobs.push_back(j);
         }
+        ++runs[lc.ranks];
         Job& j = jobs[group[lc.ranks]];
         j.args.insert(j.args.end(), {"--workload", live_cal_workload(c), "--json", live_cal_file(c, r)});
         j.output = live_cal_file(c, r);  // (the last: the runs' files are written together at the end)
         j.oversubscribed = j.oversubscribed || lc.oversubscribed;
       }
-      for (const auto& [ranks, at] : group) {
-        std::size_t n = 0;
-        for (const auto& lc : p.measure.live) n += lc.ranks == ranks;
-        jobs[at].what += " (" + std::to_string(n) + " runs)";
-      }
+      for (const auto& [ranks, at] : group) jobs[at].what += " (" + std::to_string(runs[ranks]) + " runs)";
     } else if (p.measure.enabled) {
       for (std::size_t c = 0; c < p.measure.live.size(); ++c) {
         const auto& lc = p.measure.live[c];

@@ -196,14 +196,8 @@ def run(a):
 
         # each repetition: the bare model, then DDP's (forward, backward) spans
         # (until both backward medians are known, at most a.reps)
-        for _ in range(a.warmup):
-            forward_backward(model), forward_backward(ddp)
-        reps = []
-        while len(reps) < a.reps:
-            reps.append((forward_backward(model), forward_backward(ddp)))
-            if (a.target > 0 and len(reps) >= timer.MIN_SAMPLES and timer.rel_halfwidth([p[1] for p, _ in reps]) <= a.target
-                    and timer.rel_halfwidth([d[1] for _, d in reps]) <= a.target):
-                break
+        reps = timer.until_known(lambda: (forward_backward(model), forward_backward(ddp)), a.target, a.reps, a.warmup,
+                                 series=lambda out: ([p[1] for p, _ in out], [d[1] for _, d in out]))
         plain_f, plain_b = [p[0] for p, _ in reps], [p[1] for p, _ in reps]
         ddp_f, ddp_b = [d[0] for _, d in reps], [d[1] for _, d in reps]
         n_buffers = sum(b.numel() for b in model.buffers())

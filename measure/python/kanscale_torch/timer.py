@@ -55,15 +55,16 @@ def rel_halfwidth(values, level=0.95):
     return (ci[1] - ci[0]) / 2.0 / med if med > 0 else math.inf
 
 
-def until_known(sample, target, cap, warmup=0):
-    """`warmup` untimed calls of sample(), then its results until
-    rel_halfwidth(results) <= target or `cap` of them (target 0: exactly cap)."""
+def until_known(sample, target, cap, warmup=0, series=lambda out: [out]):
+    """`warmup` untimed calls of sample(), then its results until every list
+    of times series(results) gives (default: the results themselves) has
+    rel_halfwidth <= target, or `cap` of them (target 0: exactly cap)."""
     for _ in range(warmup):
         sample()
     out = []
     while len(out) < cap:
         out.append(sample())
-        if target > 0 and len(out) >= MIN_SAMPLES and rel_halfwidth(out) <= target:
+        if target > 0 and len(out) >= MIN_SAMPLES and all(rel_halfwidth(t) <= target for t in series(out)):
             break
     return out
 
