@@ -3,6 +3,7 @@
 // whole (study/scenario.hpp, study/study_report.hpp).
 #include <boost/program_options.hpp>
 
+#include <chrono>
 #include <iostream>
 #include <optional>
 
@@ -15,6 +16,7 @@
 #include "formats/yaml_reader.hpp"
 #include "measure/comm.hpp"
 #include "study/result_codec.hpp"
+#include "study/infer.hpp"
 #include "study/scenario.hpp"
 #include "study/study_report.hpp"
 
@@ -27,6 +29,7 @@ namespace {
 struct StudyArgs {
   std::string file, out;
   bool no_plots = false;
+  bool infer = false;
   double max_events = 1e9;
 };
 
@@ -40,7 +43,9 @@ StudySpec read_and_check(StudyArgs& a, int rank) {
     inputs.push_back(a.file);
     check_outputs_spare_inputs(inputs, {{a.out, "--out", true}});
     check_owned_dir(a.out, "--out");
-    if (!a.no_plots && !in_path("gnuplot"))
+    if (a.infer && !spec.infer.given)
+      throw InputError("study: " + a.file + " has no infer: section (samples, predict); the inference needs one");
+    if (!a.infer && !a.no_plots && !in_path("gnuplot"))
       throw InputError("study: gnuplot is not in PATH (Debian: apt-get install gnuplot-nox); or pass --no-plots to write the scripts only");
   }
   return spec;
@@ -137,6 +142,41 @@ void write_study(const StudySpec& spec, const std::vector<StudyResult>& results,
             << outputs.plots.size() << " plots" << (a.no_plots ? " as scripts" : "") << ", study.json)\n";
 }
 
+// --infer: every rank runs the same inference, simulating its share of each
+// batch (study/infer); rank 0 writes the files.
+void run_infer(const StudySpec& spec, const StudyArgs& a, Comm& comm, const std::string& cmdline) {
+  const int rank = comm.rank(), ranks = comm.size();
+  const SumAll sum_all = [&comm](const std::vector<double>& v) {
+    std::vector<double> out = v;
+    comm.allreduce_sum(out);
+    return out;
+  };
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<InferRun> runs;
+  for (double scale : {1.0, 2.0}) {
+    const auto progress = [&](const std::string& what) {
+      if (rank == 0) std::cerr << "infer (ranges x" << scale << "): " << what << "\n";
+    };
+    runs.push_back(run_inference(spec, scale, rank, ranks, sum_all, progress));
+  }
+  if (rank != 0) return;
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const std::string staging = make_staging_dir(a.out);
+  try {
+    std::vector<std::pair<std::string, std::string>> files;
+    for (auto& [name, content] : infer_files(spec, runs[0], runs[1], wall_s, ranks, cmdline))
+      files.emplace_back(staging + "/" + name, std::move(content));
+    write_files_atomic(files);
+    mark_all_outputs(staging);
+    commit_staging_dir(staging, a.out);
+  } catch (...) {
+    discard_staging_dir(staging);
+    throw;
+  }
+  std::cout << "wrote " << a.out << "/ (report.md, posterior.yaml, findings.csv, loo.csv, predictive.csv, sensitivity.csv) in "
+            << printf_number("%.1f", wall_s) << " s on " << ranks << " rank(s)\n";
+}
+
 }  // namespace
 
 int study(const std::vector<std::string>& args, const std::string& cmdline) {
@@ -146,6 +186,7 @@ int study(const std::vector<std::string>& args, const std::string& cmdline) {
       ("help,h", "show this help")
       ("study", po::value(&a.file)->value_name("FILE"), "the study file (configs/studies/)")
       ("out", po::value(&a.out)->value_name("DIR"), "output directory (default: study-NAME); replaced whole when it holds only an earlier output of kanscale")
+      ("infer", po::bool_switch(&a.infer), "approximate Bayesian computation over the study's unknowns, conditioned on its published findings (the study's infer: section); writes posterior.yaml, findings.csv, loo.csv, predictive.csv, sensitivity.csv and report.md")
       ("no-plots", po::bool_switch(&a.no_plots), "write the plots' .gp scripts and data but do not run gnuplot")
       ("max-events", po::value(&a.max_events)->default_value(a.max_events, "1e9"),
        "refuse a study estimated to replay more events than this, all scenarios and interval samples together");
@@ -153,7 +194,7 @@ int study(const std::vector<std::string>& args, const std::string& cmdline) {
   pos.add("study", 1);
   po::variables_map vm;
   if (!parse_args(args, desc,
-                  "usage: kanscale study STUDY.yaml [--out DIR] [--no-plots]\n"
+                  "usage: kanscale study STUDY.yaml [--out DIR] [--no-plots] [--infer]\n"
                   "  runs every scenario of the study (clusters x sweep values, each over the GPU counts) and writes\n"
                   "  strong_scaling, weak_scaling, communication and model_size as CSV and JSON, gnuplot plots\n"
                   "  (.gp, .dat, .svg, .png), study.json and report.md into DIR",
@@ -172,6 +213,10 @@ int study(const std::vector<std::string>& args, const std::string& cmdline) {
     error = std::current_exception();
   }
   if (const int rc = ranks_verdict(*comm, error); rc >= 0) return rc;
+  if (a.infer) {
+    run_infer(spec, a, *comm, cmdline);
+    return 0;
+  }
   const auto results = run_block(spec, *comm);
   if (results) write_study(spec, *results, a, cmdline);
   return 0;

@@ -167,6 +167,11 @@ bool YamlMap::has_map(const std::string& key) {
   return node_[key].IsDefined() && node_[key].IsMap();
 }
 
+bool YamlMap::has_list(const std::string& key) {
+  known_.insert(key);
+  return node_[key].IsDefined() && node_[key].IsSequence();
+}
+
 std::string YamlMap::scalar_of(const YAML::Node& n, const std::string& key, const char* expected) const {
   if (!n.IsScalar()) fail_at(n.Mark(), key, std::string("wrong type: expected ") + expected);
   // Names and paths end up in messages, reports and job scripts: a newline
@@ -486,6 +491,15 @@ std::optional<YamlMap> YamlMap::map_opt(const std::string& key) {
   if (!n.IsDefined()) return std::nullopt;
   if (!n.IsMap()) fail_at(n.Mark(), key, "wrong type: expected a mapping of keys to values");
   return YamlMap(file_, n, key_path(key));
+}
+
+std::optional<YamlMap> YamlMap::map_or_file_opt(const std::string& key, std::string* loaded) {
+  YAML::Node n = value(key);
+  if (!n.IsDefined()) return std::nullopt;
+  if (n.IsMap()) return YamlMap(file_, n, key_path(key));
+  const std::string p = path(key);
+  if (loaded) *loaded = p;
+  return load_file(p);
 }
 
 YamlMap YamlMap::map(const std::string& key) {

@@ -37,6 +37,7 @@ class YamlMap {
 
   bool has(const std::string& key);  // registers the key as known
   bool has_map(const std::string& key);  // present and a map (registers the key)
+  bool has_list(const std::string& key);  // present and a list (registers the key)
   // Present with no value (`key: null` or `key:`), which some files use for
   // "not stated"; registers the key. Every other getter refuses a null.
   bool is_null(const std::string& key);
@@ -86,6 +87,10 @@ class YamlMap {
 
   YamlMap map(const std::string& key);
   std::optional<YamlMap> map_opt(const std::string& key);
+  // A map given in place, or a file named in its place (resolved as path()
+  // does; `loaded`, when given, receives the path opened): a section that
+  // several files share.
+  std::optional<YamlMap> map_or_file_opt(const std::string& key, std::string* loaded = nullptr);
   // A list of maps.
   std::vector<YamlMap> map_list_opt(const std::string& key);
   // The map's own keys, in the file's order (a map keyed by names, e.g. op classes).

@@ -33,6 +33,7 @@ class SelfComm final : public Comm {
   void barrier() override {}
   double allreduce_max(double v) override { return v; }
   double allreduce_sum(double v) override { return v; }
+  void allreduce_sum(std::vector<double>&) override {}
   std::vector<std::string> gather(const std::string& s) override { return {s}; }
   std::vector<std::string> hosts() override { return {hostname()}; }
   void abort(int) override {}
@@ -98,6 +99,10 @@ class MpiComm final : public Comm {
     double r = 0;
     check(MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce", rank_);
     return r;
+  }
+  void allreduce_sum(std::vector<double>& v) override {
+    if (v.empty()) return;
+    check(MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce", rank_);
   }
   std::vector<std::string> gather(const std::string& s) override {
     const int len = static_cast<int>(s.size());

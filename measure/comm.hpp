@@ -27,6 +27,11 @@ class Comm {
   virtual void barrier() = 0;
   virtual double allreduce_max(double v) = 0;
   virtual double allreduce_sum(double v) = 0;
+  // Element-wise sum of a vector of doubles over every rank, in place (one
+  // call for the vector; the default sums element by element).
+  virtual void allreduce_sum(std::vector<double>& v) {
+    for (double& x : v) x = allreduce_sum(x);
+  }
   // Rank 0 receives every rank's string (others get an empty vector).
   virtual std::vector<std::string> gather(const std::string& s) = 0;
   // Every rank's host name (for metadata).

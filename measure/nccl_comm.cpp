@@ -83,6 +83,7 @@ class NcclComm final : public Comm {
   }
   double allreduce_max(double v) override { return host_.allreduce_max(v); }
   double allreduce_sum(double v) override { return host_.allreduce_sum(v); }
+  void allreduce_sum(std::vector<double>& v) override { host_.allreduce_sum(v); }
   std::vector<std::string> gather(const std::string& s) override { return host_.gather(s); }
   std::vector<std::string> hosts() override { return host_.hosts(); }
   void allreduce_floats(const float* send, float* recv, std::size_t n) override {

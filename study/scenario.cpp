@@ -29,7 +29,8 @@ double pow2_at_most(double v) { return std::exp2(std::floor(std::log2(std::max(v
 std::string Unknown::text(double v) const {
   char buf[64];
   switch (kind) {
-    case Kind::pow2: std::snprintf(buf, sizeof buf, "%.0f", v); return buf;
+    case Kind::pow2:
+    case Kind::whole: std::snprintf(buf, sizeof buf, "%.0f", v); return buf;
     case Kind::factor: std::snprintf(buf, sizeof buf, "%.4gx", v); return buf;
     case Kind::time: return format_time(v);
     case Kind::choice: return choices.at(static_cast<std::size_t>(v));
@@ -44,6 +45,7 @@ double Unknown::at(double u) const {
       const double a = std::log2(pow2_at_least(lo)), b = std::log2(pow2_at_most(hi));
       return std::exp2(std::round(a + u * (b - a)));
     }
+    case Kind::whole: return std::min(hi, std::floor(lo + u * (hi - lo + 1)));
     case Kind::factor: return lo * std::pow(hi / lo, u);
     case Kind::time: return lo + u * (hi - lo);
     case Kind::choice: return std::min(std::floor(u * static_cast<double>(choices.size())), static_cast<double>(choices.size() - 1));
@@ -57,6 +59,8 @@ std::vector<double> Unknown::grid(int n) const {
     for (double v = pow2_at_least(lo); v <= pow2_at_most(hi); v *= 2) g.push_back(v);
   } else if (kind == Kind::choice) {
     for (std::size_t i = 0; i < choices.size(); ++i) g.push_back(static_cast<double>(i));
+  } else if (kind == Kind::whole && hi - lo + 1 <= std::max(n, 2)) {
+    for (double v = lo; v <= hi; ++v) g.push_back(v);
   } else {
     for (int i = 0; i < n; ++i) g.push_back(at(n > 1 ? static_cast<double>(i) / (n - 1) : 0.0));
   }
@@ -71,6 +75,13 @@ void apply_unknown(Scenario& sc, const Unknown& u, double v) {
   CaseRef c = case_of(sc);
   SettingValue value;
   value.number = v;
+  if (u.kind == Unknown::Kind::choice) {
+    // a choice unknown's value indexes its own list; the setting's index is
+    // that choice's place among the setting's choices
+    const auto& all = u.setting->choices;
+    value.text = u.choices.at(static_cast<std::size_t>(v));
+    value.number = static_cast<double>(std::find(all.begin(), all.end(), value.text) - all.begin());
+  }
   u.setting->apply(c, value);
 }
 
@@ -127,11 +138,16 @@ Unknown read_unknown(YamlMap& um, const Setting& st, const StudySpec& s) {
   }
   if (range.size() != 2) bad("expected a range [lo, hi]");
   // batch sizes are taken as powers of two; factors spread on a log scale
-  u.kind = st.kind == SettingKind::whole ? Unknown::Kind::pow2 : st.kind == SettingKind::time ? Unknown::Kind::time : Unknown::Kind::factor;
+  // batch sizes and widths as powers of two, other whole numbers (the grid)
+  // as they are, factors on a log scale, times on a linear one
+  u.kind = st.kind == SettingKind::whole ? (key == "grid_size" ? Unknown::Kind::whole : Unknown::Kind::pow2)
+           : st.kind == SettingKind::time ? Unknown::Kind::time
+                                          : Unknown::Kind::factor;
   u.lo = value(range[0]);
   u.hi = value(range[1]);
   if (u.lo > u.hi) bad("the range's low end " + range[0] + " is above its high end " + range[1]);
-  if (u.kind == Unknown::Kind::pow2 && pow2_at_least(u.lo) > u.hi) bad("the range holds no power of two (batch sizes are taken as powers of two)");
+  if (u.kind == Unknown::Kind::pow2 && pow2_at_least(u.lo) > u.hi) bad("the range holds no power of two (batch sizes and widths are taken as powers of two)");
+  if (u.kind == Unknown::Kind::whole && (u.lo != std::floor(u.lo) || u.hi != std::floor(u.hi))) bad("expected whole numbers");
   // the point prediction's value: given, or the study workload's (a
   // factor's is 1; a calibration term's is its value in no calibration: a
   // host overhead of 0), kept in the range
@@ -163,10 +179,13 @@ void read_unknowns(YamlMap& m, StudySpec& s) {
     if ((st.uses & kUnknown) && um->has(st.key)) s.unknowns.push_back(read_unknown(*um, st, s));
   um->finish();
   if (s.unknowns.empty()) m.fail("unknowns", "expected at least one unknown: " + setting_keys(kUnknown));
-  if (s.unknowns.size() > 8) m.fail("unknowns", "at most 8 unknowns (their corners alone are 2^n samples)");
-  // every corner of the ranges (every choice), then random points inside
+  if (s.unknowns.size() > kMaxUnknowns) m.fail("unknowns", "at most " + std::to_string(kMaxUnknowns) + " unknowns");
+  // every corner of the ranges (every choice), then random points inside;
+  // past kMaxCornerUnknowns (2^8 corners) the random points alone
   std::vector<std::vector<double>> corners{{}};
+  if (s.unknowns.size() > kMaxCornerUnknowns) corners.clear();
   for (const auto& u : s.unknowns) {
+    if (corners.empty()) break;
     std::vector<double> ends = u.kind == Unknown::Kind::choice ? u.grid(0) : std::vector<double>{u.at(0), u.at(1)};
     if (ends.size() == 2 && ends[0] == ends[1]) ends.pop_back();
     std::vector<std::vector<double>> next;
@@ -359,10 +378,22 @@ std::vector<SweepAxis> read_sweep(YamlMap& sw, StudySpec& s) {
 
 // published: figures to check the bands against
 void read_published(YamlMap& m, StudySpec& s) {
-  if (auto pub = m.map_opt("published")) {
+  std::string loaded;
+  if (auto pub = m.map_or_file_opt("published", &loaded)) {
+    if (!loaded.empty()) s.input_paths.push_back(loaded);
     s.published.given = true;
+    pub->ignore("kind");
+    pub->ignore("workload");  // a validation plan's (the study names its own)
     s.published.source = pub->string("source");
-    s.published.gpus = static_cast<int>(pub->integer_opt("gpus", 2, kMaxGpus).value_or(8));
+    // where speedup and efficiency were reported: a GPU count, or the
+    // published GPU counts (the largest)
+    if (pub->has_list("gpus")) {
+      const auto g = pub->integer_list("gpus", 1, 1, kMaxGpus);
+      s.published.gpus = static_cast<int>(*std::max_element(g.begin(), g.end()));
+      if (s.published.gpus < 2) pub->fail("gpus", "expected GPU counts up to at least 2");
+    } else {
+      s.published.gpus = static_cast<int>(pub->integer_opt("gpus", 2, kMaxGpus).value_or(8));
+    }
     // half a unit of the last digit a figure was published with
     auto half_unit = [](double v) {
       char buf[32];
@@ -384,12 +415,37 @@ void read_published(YamlMap& m, StudySpec& s) {
       s.published.overhead_tol = std::max(half_unit((*o)[0]), half_unit((*o)[1])) / 100;
     }
     s.published.weak_drop_then_plateau = pub->boolean_opt("weak_drop_then_plateau").value_or(false);
+    // the inference's match of the speedup (one observation: its own
+    // tolerance, not the rounding of its last digit)
+    s.published.speedup_match = pub->number_opt("speedup_match", Bound::positive).value_or(s.published.speedup_tol);
+    if (pub->has("model_widths")) s.published.model_widths = pub->integer_lists("model_widths", 1, 2);
     pub->finish();
     const int g = s.published.gpus;
     bool have_gpus = std::find(s.gpus.begin(), s.gpus.end(), 1) != s.gpus.end() &&
                      std::find(s.gpus.begin(), s.gpus.end(), g) != s.gpus.end();
     if (!have_gpus) m.fail("published", "the study's GPU counts must include 1 and " + std::to_string(g) + " to compare with the figures");
   }
+}
+
+// infer: {samples: N, budget: B, population: P, seed: S, predict: {gpus: [...], gpus_per_node: [...], max: M}}
+void read_infer(YamlMap& m, StudySpec& s) {
+  auto im = m.map_opt("infer");
+  if (!im) return;
+  InferSpec& f = s.infer;
+  f.given = true;
+  f.samples = static_cast<int>(im->integer("samples", 100, 1000000));
+  f.budget = static_cast<int>(im->integer("budget", 100, 10000000));
+  f.population = static_cast<int>(im->integer_opt("population", 10, 100000).value_or(300));
+  if (f.population > f.samples) im->fail("population", "expected at most samples (" + std::to_string(f.samples) + "): the first population is the prior's draws nearest the findings");
+  f.seed = static_cast<std::uint64_t>(im->integer_opt("seed", 0).value_or(static_cast<std::int64_t>(s.seed)));
+  YamlMap pm = im->map("predict");
+  for (auto g : pm.integer_list("gpus", 2, 1, kMaxGpus)) f.predict_gpus.push_back(static_cast<int>(g));
+  for (auto g : pm.integer_list("gpus_per_node", 1, 1, kMaxGpusPerNode)) f.predict_gpus_per_node.push_back(static_cast<int>(g));
+  f.predict_max = static_cast<int>(pm.integer_opt("max", 1, 100000).value_or(200));
+  pm.finish();
+  im->finish();
+  if (!s.published.given) m.fail("infer", "the inference needs the study's published findings (published:)");
+  if (s.unknowns.empty()) m.fail("infer", "the inference needs unknowns to infer (unknowns:)");
 }
 
 // clusters x every axis, counted before any scenario is made; the swept keys
@@ -517,6 +573,7 @@ StudySpec read_study(YamlMap m, double max_events, const std::string& calibratio
   sw.finish();
   read_unknowns(m, s);
   read_published(m, s);
+  read_infer(m, s);
   m.finish();
   count_scenarios(m, sw, s, axes);
   expand_scenarios(s, axes);

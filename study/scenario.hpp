@@ -40,8 +40,8 @@ struct Scenario {
 // A value of the setup nobody recorded, given as a range (study/scenario's
 // unknowns): the scenario band is the prediction's envelope over it.
 struct Unknown {
-  enum class Kind { pow2, factor, time, choice };
-  const Setting* setting = nullptr;  // settings(): batch_per_gpu, global_batch, batch_mode, network.*, compute_time, host_overhead, epoch_overhead
+  enum class Kind { pow2, factor, time, choice, whole };
+  const Setting* setting = nullptr;  // settings() with kUnknown
   std::string key;
   Kind kind = Kind::time;
   double lo = 0, hi = 0;      // choice: 0 .. choices - 1
@@ -50,7 +50,8 @@ struct Unknown {
   // a value as the study file writes it ("1024", "1.5x", "2.00 ms", "global")
   std::string text(double v) const;
   // the value at fraction u of the range: log scale for factors and powers
-  // of two (rounded to one), linear for times, an index for choices
+  // of two (rounded to one), linear for times and whole numbers (rounded
+  // down, each equally likely), an index for choices
   double at(double u) const;
   // every value a one-at-a-time sweep takes: the powers of two or choices in
   // the range, or `n` values spread over it
@@ -69,7 +70,25 @@ struct PublishedFigures {
   // half a unit of each figure's last published digit (5.97: 0.005; 74.7%:
   // 0.0005): a band within that of the figure covers it
   double speedup_tol = 0, efficiency_tol = 0, overhead_tol = 0;
+  double speedup_match = 0;  // the inference's: |speedup - published| at most this
+  std::vector<std::vector<std::int64_t>> model_widths;  // the model-size sweep (parameter-to-memory ratio)
 };
+
+// The study's `infer:` section: approximate Bayesian computation over its
+// unknowns, conditioned on its published findings (study/infer).
+struct InferSpec {
+  bool given = false;
+  int samples = 0;             // draws from the prior (which findings are informative; the first population)
+  int budget = 0;              // simulations per ABC-SMC run after the prior's (the fixed budget)
+  int population = 0;          // particles per generation
+  std::uint64_t seed = 0;
+  std::vector<int> predict_gpus;           // the posterior predictive's GPU counts
+  std::vector<int> predict_gpus_per_node;  // and node layouts
+  int predict_max = 0;                     // accepted draws the predictive replays, at most
+};
+
+inline constexpr std::size_t kMaxUnknowns = 16;
+inline constexpr std::size_t kMaxCornerUnknowns = 8;  // up to this many, the band samples every corner
 
 struct StudySpec {
   std::string file, name, description;
@@ -92,6 +111,7 @@ struct StudySpec {
   std::vector<std::vector<double>> unknown_points;  // the values of each sample, in unknowns' order
   std::vector<Scenario> scenario_bases;  // each scenario before its unknowns' nominal values (with unknowns only)
   PublishedFigures published;
+  InferSpec infer;
 };
 
 // Sets an unknown's value on a scenario (its workload, cluster, calibration

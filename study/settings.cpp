@@ -134,9 +134,19 @@ std::vector<Setting> make_settings() {
   std::vector<Setting> t;
   t.push_back({"widths", K::widths, kSweep | kSet, 0, 0, {}, nullptr,
                [](CaseRef& c, const SettingValue& v) { c.workload.widths = v.widths; }, nullptr, nullptr});
-  t.push_back({"grid_size", K::whole, kSweep | kSet, 1, static_cast<double>(kMaxGridSize), {},
+  t.push_back({"grid_size", K::whole, kSweep | kUnknown | kSet, 1, static_cast<double>(kMaxGridSize), {},
                [](const CaseRef& c) { return static_cast<double>(c.workload.grid_size); },
                [](CaseRef& c, const SettingValue& v) { c.workload.grid_size = static_cast<int>(v.number); }, nullptr, nullptr});
+  // every hidden layer's width (a KAN's size when its widths are unknown)
+  t.push_back({"hidden_width", K::whole, kUnknown | kSet, 1, 2147483647.0, {},
+               [](const CaseRef& c) { return c.workload.widths.size() > 2 ? static_cast<double>(c.workload.widths[1]) : 0.0; },
+               [](CaseRef& c, const SettingValue& v) {
+                 for (std::size_t i = 1; i + 1 < c.workload.widths.size(); ++i) c.workload.widths[i] = static_cast<std::int64_t>(v.number);
+               },
+               [](const CaseRef& c, const SettingValue&, const Layout&) {
+                 return c.workload.widths.size() > 2 ? std::string() : "the workload's KAN has no hidden layer";
+               },
+               nullptr});
   t.push_back({"batch_per_gpu", K::whole, kSweep | kUnknown | kSet, 1, static_cast<double>(kMaxBatch), {},
                [](const CaseRef& c) { return static_cast<double>(c.workload.batch_per_gpu); },
                [](CaseRef& c, const SettingValue& v) { c.workload.batch_per_gpu = static_cast<std::int64_t>(v.number); }, nullptr, nullptr});
@@ -159,7 +169,7 @@ std::vector<Setting> make_settings() {
   t.push_back({"gpus_per_node", K::whole, kSweep | kSet, 1, static_cast<double>(kMaxGpusPerNode), {}, nullptr,
                [](CaseRef& c, const SettingValue& v) { c.options.gpus_per_node = static_cast<int>(v.number); }, nullptr, nullptr});
   // NCCL_ALGO / NCCL_PROTO restrictions ("all": the cluster's own list)
-  t.push_back({"nccl_algo", K::choice, kSweep | kSet, 0, 0, {"all", "ring", "tree"}, nullptr,
+  t.push_back({"nccl_algo", K::choice, kSweep | kUnknown | kSet, 0, 0, {"all", "ring", "tree"}, nullptr,
                [](CaseRef& c, const SettingValue& v) {
                  if (v.number != 0) c.cluster.collectives.algorithms = {v.number == 1 ? Algo::ring : Algo::tree};
                },
@@ -193,6 +203,29 @@ std::vector<Setting> make_settings() {
                             ? std::string("the calibration's host overhead is 0 s, and a factor leaves it at 0; give a time, e.g. host_overhead=50us")
                             : std::string();
                }});
+  // the GPU's launch cost per kernel (the cluster's kernel_launch), paid on
+  // the host track by a PyTorch workload; a datasheet calibration's fixed
+  // cost per op, which was derived from it, follows
+  t.push_back({"kernel_launch", K::time, kUnknown | kSet, 0, kTimeMax, {}, [](const CaseRef& c) { return c.cluster.gpu.kernel_launch_s; },
+               [](CaseRef& c, const SettingValue& v) {
+                 c.cluster.gpu.kernel_launch_s = v.number;
+                 if (c.cal.source == "datasheet") c.cal.gemm.fixed_s = c.cal.elementwise.fixed_s = v.number;
+               },
+               nullptr, nullptr});
+  // the host's cost of each PyTorch dispatch (every op, view and autograd
+  // node) where no PyTorch calibration measured it: the dispatch prior's
+  // per-dispatch time
+  t.push_back({"host_dispatch", K::time, kUnknown | kSet, 0, kTimeMax, {},
+               [](const CaseRef& c) { return c.cal.default_host_terms ? c.cal.default_host_terms->per_dispatch_s : 0.0; },
+               [](CaseRef& c, const SettingValue& v) {
+                 if (c.cal.default_host_terms && c.cal.default_host_terms->per_dispatch_s > 0) c.cal.default_host_terms->per_dispatch_s = v.number;
+               },
+               [](const CaseRef& c, const SettingValue&, const Layout&) {
+                 return c.cal.default_host_terms && c.cal.default_host_terms->per_dispatch_s > 0
+                            ? std::string()
+                            : "calibration '" + c.cal.name + "' prices PyTorch's host work with op classes of its own (or the workload has no host track), not the dispatch prior";
+               },
+               nullptr});
   t.push_back({"epoch_overhead", K::time, kUnknown, 0, kTimeMax, {}, [](const CaseRef& c) { return c.workload.epoch_overhead_s; },
                [](CaseRef& c, const SettingValue& v) { c.workload.epoch_overhead_s = v.number; }, nullptr, nullptr});
   t.push_back({"scaling", K::choice, kSweep, 0, 0, {"strong", "strong-global-batch", "weak"}, nullptr,

@@ -496,7 +496,8 @@ std::string intervals_line(const StudySpec& s) {
 std::string unknowns_line(const StudySpec& s) {
   if (s.unknowns.empty()) return "unknowns: none given (no scenario bands)";
   std::string line = "unknowns (scenario bands: the envelope over " + std::to_string(s.unknown_points.size()) +
-                     " samples, every corner and " + std::to_string(s.unknown_samples) + " inside): ";
+                     " samples, " + (s.unknowns.size() > kMaxCornerUnknowns ? std::string("no corners (more than ") + std::to_string(kMaxCornerUnknowns) + " unknowns), " : std::string("every corner and ")) +
+                     std::to_string(s.unknown_samples) + " inside): ";
   for (std::size_t k = 0; k < s.unknowns.size(); ++k) {
     const Unknown& u = s.unknowns[k];
     line += (k ? "; " : "") + u.key + " ";

@@ -111,7 +111,7 @@ std::vector<ValidationCase> case_matrix(YamlMap& c) {
 
 std::vector<std::string> plan_inputs(const ValidationPlan& p) {
   return {p.file, p.cluster_file, p.calibration_file, p.measure.enabled ? p.measure.kernels_plan : std::string(),
-          p.measure.enabled ? p.measure.torch_ops_plan : std::string()};
+          p.measure.enabled ? p.measure.torch_ops_plan : std::string(), p.published.file};
 }
 
 // calibration.measure: what every round measures to fit its calibration
@@ -218,6 +218,33 @@ static void read_measure_section(YamlMap& ms, ValidationPlan& p) {
   }
 }
 
+// published: the study's findings (a map, or the findings file the study
+// reads too), for validate --published
+static void read_published_spec(YamlMap& m, ValidationPlan& p) {
+  std::string loaded;
+  if (auto pub = m.map_or_file_opt("published", &loaded)) {
+    p.published.enabled = true;
+    if (!loaded.empty()) p.published.file = loaded;
+    // a study's keys (study/scenario: the inference's findings)
+    for (const char* k : {"kind", "weak_drop_then_plateau", "speedup_match"}) pub->ignore(k);
+    p.published.workload_shown = pub->string("workload");
+    p.published.workload = pub->path("workload");
+    if (pub->has("gpus")) {
+      p.published.gpus.clear();
+      for (auto g : pub->integer_list("gpus", 1, 2, kMaxGpus)) p.published.gpus.push_back(static_cast<int>(g));
+    }
+    p.published.speedup = pub->number("speedup", Bound::positive);
+    p.published.efficiency = pub->number("efficiency_pct", Bound::positive);
+    const auto ov = pub->number_list_opt("overhead_pct", Bound::non_negative);
+    if (!ov || ov->size() != 2) pub->fail("overhead_pct", "expected [lowest, highest] in percent");
+    p.published.overhead_min_pct = (*ov)[0];
+    p.published.overhead_max_pct = (*ov)[1];
+    if (pub->has("model_widths")) p.published.model_widths = widths_lists(*pub, "model_widths");
+    p.published.source = pub->string("source");
+    pub->finish();
+  }
+}
+
 ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
   YamlMap m = YamlMap::load_file(path);
   ValidationPlan p;
@@ -294,24 +321,7 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
     }
     b->finish();
   }
-  if (auto pub = m.map_opt("published")) {
-    p.published.enabled = true;
-    p.published.workload_shown = pub->string("workload");
-    p.published.workload = pub->path("workload");
-    if (pub->has("gpus")) {
-      p.published.gpus.clear();
-      for (auto g : pub->integer_list("gpus", 1, 2, kMaxGpus)) p.published.gpus.push_back(static_cast<int>(g));
-    }
-    p.published.speedup = pub->number("speedup", Bound::positive);
-    p.published.efficiency = pub->number("efficiency_pct", Bound::positive);
-    const auto ov = pub->number_list_opt("overhead_pct", Bound::non_negative);
-    if (!ov || ov->size() != 2) pub->fail("overhead_pct", "expected [lowest, highest] in percent");
-    p.published.overhead_min_pct = (*ov)[0];
-    p.published.overhead_max_pct = (*ov)[1];
-    if (pub->has("model_widths")) p.published.model_widths = widths_lists(*pub, "model_widths");
-    p.published.source = pub->string("source");
-    pub->finish();
-  }
+  read_published_spec(m, p);
   if (p.implementation == "pytorch") {
     // PyTorch ranks are started by kanscale train on this node, over gloo's TCP (or nccl)
     if (p.launcher == "srun") m.fail("launcher", "a pytorch plan's ranks are started by kanscale train on one node: use mpirun (the default)");

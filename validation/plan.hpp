@@ -65,6 +65,7 @@ struct PublishedSpec {
   double overhead_min_pct = 0, overhead_max_pct = 0;
   std::vector<std::vector<std::int64_t>> model_widths;  // model-size scaling
   std::string source;
+  std::string file;  // the findings file it was read from (empty: given in the plan)
 };
 
 // The repeat-run verdict's thresholds (verdict.hpp), plan keys under `verdict:`.
