@@ -38,7 +38,7 @@ double not_monotonic_value(const std::vector<double>& o) {
   for (std::size_t i = 0; i + 2 < o.size(); ++i) {
     const double a = o[i + 1] - o[i], b = o[i + 2] - o[i + 1];
     const double m = std::min(std::abs(a), std::abs(b));
-    best = std::max(best, a * b < 0 ? m : -m);
+    best = std::max(best, (a * b < 0 ? m : -m) + 0.0);  // (+ 0.0: no -0, which a sum over ranks would turn into 0)
   }
   return o.size() < 3 ? std::nan("") : best;
 }
