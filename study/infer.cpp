@@ -269,8 +269,10 @@ std::vector<Draw> simulate_batch(const StudySpec& s, const Scenarios& sc, const 
 // the ranks like the simulations.
 std::vector<Draw> predictive_of(const StudySpec& s, const Scenarios& sc, const InferRun& run, const std::vector<Draw>& posterior, int rank,
                                 int ranks, const SumAll& sum_all) {
-  std::vector<Draw> out(posterior.begin(), posterior.begin() + static_cast<std::ptrdiff_t>(std::min(posterior.size(),
-                                                                        static_cast<std::size_t>(s.infer.predict_max))));
+  // an even spread over the population (resampling leaves it in acceptance order)
+  const std::size_t n = posterior.size(), m = std::min(n, static_cast<std::size_t>(s.infer.predict_max));
+  std::vector<Draw> out;
+  for (std::size_t i = 0; i < m; ++i) out.push_back(posterior[i * n / m]);
   const std::size_t E = run.extra_names.size();
   std::vector<double> flat(out.size() * E, 0.0);
   for (std::size_t i = 0; i < out.size(); ++i) {
