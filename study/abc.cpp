@@ -60,28 +60,34 @@ Quantiles quantiles(std::vector<double> x, double level) {
   return q;
 }
 
+LeftOut predict_left_out(const std::vector<Draw>& conditioned, const std::vector<Predicate>& preds, std::size_t k, double level) {
+  LeftOut lo;
+  lo.predicate = k;
+  std::vector<double> v;
+  std::size_t hit = 0;
+  for (const Draw& d : conditioned) {
+    v.push_back(d.values.at(k));
+    hit += holds(preds[k], d.values[k]) ? 1 : 0;
+  }
+  lo.conditioned = v.size();
+  lo.value = quantiles(v, level);
+  lo.p_holds = v.empty() ? 0.0 : static_cast<double>(hit) / static_cast<double>(v.size());
+  // the band reaches the target when the two intervals meet (a yes/no
+  // finding: its band reaches 1 when it holds in more than (1 - level) / 2
+  // of the draws)
+  lo.inside = !v.empty() && lo.value.lo <= preds[k].hi && preds[k].lo <= lo.value.hi;
+  return lo;
+}
+
 std::vector<LeftOut> leave_one_out(const std::vector<Draw>& draws, const std::vector<Predicate>& preds, const std::vector<bool>& inf,
                                    double level) {
   std::vector<LeftOut> out;
   for (std::size_t k = 0; k < preds.size(); ++k) {
     if (!inf[k]) continue;
-    LeftOut lo;
-    lo.predicate = k;
-    std::vector<double> v;
-    std::size_t hit = 0;
-    for (const Draw& d : draws) {
-      if (!satisfies_all(d, preds, inf, k)) continue;
-      v.push_back(d.values[k]);
-      hit += holds(preds[k], d.values[k]) ? 1 : 0;
-    }
-    lo.conditioned = v.size();
-    lo.value = quantiles(v, level);
-    lo.p_holds = v.empty() ? 0.0 : static_cast<double>(hit) / static_cast<double>(v.size());
-    // the band reaches the target when the two intervals meet (a yes/no
-    // finding: its band reaches 1 when it holds in more than (1 - level) / 2
-    // of the draws)
-    lo.inside = !v.empty() && lo.value.lo <= preds[k].hi && preds[k].lo <= lo.value.hi;
-    out.push_back(lo);
+    std::vector<Draw> conditioned;
+    for (const Draw& d : draws)
+      if (satisfies_all(d, preds, inf, k)) conditioned.push_back(d);
+    out.push_back(predict_left_out(conditioned, preds, k, level));
   }
   return out;
 }

@@ -59,6 +59,9 @@ struct LeftOut {
   // holds in at least 5% of them)
   bool inside = false;
 };
+// Predicate k's value over draws conditioned on the others (accepted by
+// rejection, or an ABC-SMC population).
+LeftOut predict_left_out(const std::vector<Draw>& conditioned, const std::vector<Predicate>& preds, std::size_t k, double level = 0.9);
 // For each informative predicate, conditioned on the other informative ones.
 std::vector<LeftOut> leave_one_out(const std::vector<Draw>& draws, const std::vector<Predicate>& preds, const std::vector<bool>& informative,
                                    double level = 0.9);

@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <sstream>
 
-#include "formats/yaml_reader.hpp"
 #include "model/rng.hpp"
 #include "sim/report.hpp"
 #include "settings.hpp"
@@ -14,12 +12,32 @@ namespace ks {
 
 namespace {
 constexpr double kNoBound = 1e300;
-constexpr double kMinChangePts = 0.01;  // a change of the overhead smaller than this (points) is no change
 
 std::string pct_text(double v) { return printf_number("%.1f%%", v); }
 }  // namespace
 
 // ------------------------------------------------------------ the findings
+
+double epoch_throughput_per_gpu(const ScalingPoint& p) { return static_cast<double>(p.dataset_size) / p.epoch_s / p.gpus; }
+
+std::vector<double> weak_series(const StudyResult& r, int gpus) {
+  std::vector<double> t(2, 0.0);
+  bool one = false, two = false;
+  for (const auto& p : r.points) {
+    if (p.gpus == 1) t[0] = epoch_throughput_per_gpu(p), one = true;
+    else if (p.gpus == 2) t[1] = epoch_throughput_per_gpu(p), two = true;
+    else if (p.gpus > 2 && p.gpus <= gpus) t.push_back(epoch_throughput_per_gpu(p));
+  }
+  if (!one || !two) t.clear();
+  return t;
+}
+
+std::vector<double> overhead_series_pct(const StudyResult& r, int gpus, bool exposed) {
+  std::vector<double> o;
+  for (const auto& p : r.points)
+    if (p.gpus >= 2 && p.gpus <= gpus) o.push_back(100 * (exposed ? p.overhead_exposed : p.overhead_total));
+  return o;
+}
 
 double overhead_range_value(const std::vector<double>& o, double lo, double hi) {
   if (o.empty()) return std::nan("");
@@ -78,7 +96,7 @@ std::vector<Predicate> study_predicates(const PublishedFigures& pub) {
                    "[" + pct_text(lo) + ", " + pct_text(hi) + "]", lo - tol, hi + tol});
       p.push_back({std::string("overhead_not_monotonic_") + r, std::string(r) + " overhead rises and falls over 2-" + std::to_string(g) +
                    " GPUs (value: the smaller change of the turn, points, negative when monotonic)",
-                   "not monotonic", kMinChangePts, kNoBound});
+                   "not monotonic", kMinTurnPts, kNoBound});
     }
   }
   if (pub.weak_drop_then_plateau)
@@ -111,7 +129,7 @@ std::vector<Unknown> scaled_unknowns(const std::vector<Unknown>& unknowns, doubl
   if (scale == 1) return out;
   for (Unknown& u : out) {
     if (u.kind == Unknown::Kind::choice) continue;
-    const bool log_scale = u.kind == Unknown::Kind::factor || u.kind == Unknown::Kind::pow2;
+    const bool log_scale = u.log_scale();
     const double a = log_scale ? std::log(u.lo) : u.lo, b = log_scale ? std::log(u.hi) : u.hi;
     const double c = (a + b) / 2, h = (b - a) / 2 * scale;
     double lo = log_scale ? std::exp(c - h) : c - h, hi = log_scale ? std::exp(c + h) : c + h;
@@ -148,12 +166,15 @@ Scenarios scenarios_of(const StudySpec& s) {
   return x;
 }
 
+// Scenario i at a draw's values, replayed at `gpus` without intervals;
+// `change` adjusts it before the replay (model size, node layout).
 StudyResult run_at(const StudySpec& s, const std::vector<Unknown>& us, std::size_t i, const std::vector<double>& theta,
-                   const std::vector<int>& gpus) {
+                   const std::vector<int>& gpus, const std::function<void(Scenario&)>& change = nullptr) {
   Scenario x = s.scenario_bases.at(i);
   for (std::size_t k = 0; k < us.size(); ++k) apply_unknown(x, us[k], theta[k]);
   x.options.gpus = gpus;
   x.options.interval_samples = 0;
+  if (change) change(x);
   return run_study(x.cluster_config, x.workload, x.calibration, x.options);
 }
 
@@ -166,29 +187,19 @@ Draw simulate_draw(const StudySpec& s, const Scenarios& sc, const std::vector<Un
   try {
     std::vector<double> exposed, total, weak, ratio;
     double speedup = std::nan("");
+    const int g = s.published.gpus;
     if (sc.has_strong) {
       const StudyResult r = run_at(s, us, sc.strong, d.theta, sc.gpus);
-      for (const auto& p : r.points) {
-        if (p.gpus == s.published.gpus) speedup = p.speedup;
-        if (p.gpus >= 2) {
-          exposed.push_back(100 * p.overhead_exposed);
-          total.push_back(100 * p.overhead_total);
-        }
-      }
+      for (const auto& p : r.points)
+        if (p.gpus == g) speedup = p.speedup;
+      exposed = overhead_series_pct(r, g, true);
+      total = overhead_series_pct(r, g, false);
     }
-    if (sc.has_weak) {
-      const StudyResult r = run_at(s, us, sc.weak, d.theta, sc.gpus);
-      for (const auto& p : r.points) weak.push_back(static_cast<double>(p.dataset_size) / p.epoch_s / p.gpus);
-    }
+    if (sc.has_weak) weak = weak_series(run_at(s, us, sc.weak, d.theta, sc.gpus), g);
     if (sc.has_strong && sizes)
-      for (const auto& w : s.published.model_widths) {
-        Scenario x = s.scenario_bases.at(sc.strong);
-        for (std::size_t k = 0; k < us.size(); ++k) apply_unknown(x, us[k], d.theta[k]);
-        x.workload.widths = w;
-        x.options.gpus = {1};
-        x.options.interval_samples = 0;
-        ratio.push_back(run_study(x.cluster_config, x.workload, x.calibration, x.options).points.at(0).memory.parameter_to_memory_ratio());
-      }
+      for (const auto& w : s.published.model_widths)
+        ratio.push_back(run_at(s, us, sc.strong, d.theta, {1}, [&w](Scenario& x) { x.workload.widths = w; })
+                            .points.at(0).memory.parameter_to_memory_ratio());
     for (std::size_t i = 0; i < preds.size(); ++i) {
       const std::string& id = preds[i].id;
       const bool ex = id.size() > 7 && id.compare(id.size() - 7, 7, "exposed") == 0;
@@ -218,13 +229,8 @@ void add_predictive(const StudySpec& s, const Scenarios& sc, const std::vector<U
   std::vector<int> gpus = {1};
   for (int g : s.infer.predict_gpus) gpus.push_back(g);
   for (int gpn : s.infer.predict_gpus_per_node) {
-    Scenario x = s.scenario_bases.at(sc.strong);
-    for (std::size_t k = 0; k < us.size(); ++k) apply_unknown(x, us[k], d.theta[k]);
-    x.options.gpus = gpus;
-    x.options.gpus_per_node = gpn;
-    x.options.interval_samples = 0;
     try {
-      const StudyResult r = run_study(x.cluster_config, x.workload, x.calibration, x.options);
+      const StudyResult r = run_at(s, us, sc.strong, d.theta, gpus, [gpn](Scenario& x) { x.options.gpus_per_node = gpn; });
       for (const auto& p : r.points) {
         if (p.gpus == 1) continue;
         d.extra.push_back(p.speedup);

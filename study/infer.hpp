@@ -35,6 +35,15 @@ double not_monotonic_value(const std::vector<double>& overhead_pct);
 double weak_shape_value(const std::vector<double>& per_gpu_throughput);
 double rising_value(const std::vector<double>& ratio);
 
+// The series the findings judge, from a scaling study's result (study
+// reports and the inference both read them): throughput per GPU over an
+// epoch (per-epoch fixed costs included) at 1, 2, then the other counts up to
+// `gpus` (empty without 1 or 2 GPUs); the overhead (%) at 2..gpus.
+double epoch_throughput_per_gpu(const ScalingPoint& p);
+std::vector<double> weak_series(const StudyResult& r, int gpus);
+std::vector<double> overhead_series_pct(const StudyResult& r, int gpus, bool exposed);
+inline constexpr double kMinTurnPts = 0.01;  // a change of the overhead smaller than this (points) is no change
+
 // Every unknown's range scaled about its centre on its own scale (the
 // sensitivity run: 2 doubles them), kept within what its setting allows.
 std::vector<Unknown> scaled_unknowns(const std::vector<Unknown>& unknowns, double scale);

@@ -22,8 +22,7 @@ std::string num(double v) {
   return printf_number("%.4g", v);
 }
 
-bool log_scale(const Unknown& u) { return u.kind == Unknown::Kind::factor || u.kind == Unknown::Kind::pow2; }
-double on_scale(const Unknown& u, double v) { return log_scale(u) ? std::log(v) : v; }
+double on_scale(const Unknown& u, double v) { return u.log_scale() ? std::log(v) : v; }
 
 // One reading's inference: its conditioned run and its leave-one-out runs.
 struct Inferred {
@@ -48,20 +47,7 @@ std::vector<Inferred> inferred_of(const InferRun& run) {
         x.main = &r.result;
         continue;
       }
-      const std::size_t k = static_cast<std::size_t>(r.left_out);
-      LeftOut l;
-      l.predicate = k;
-      std::vector<double> v;
-      std::size_t hit = 0;
-      for (const Draw& d : r.result.population) {
-        v.push_back(d.values[k]);
-        hit += holds(run.preds[k], d.values[k]) ? 1 : 0;
-      }
-      l.conditioned = v.size();
-      l.value = quantiles(v);
-      l.p_holds = v.empty() ? 0.0 : static_cast<double>(hit) / static_cast<double>(v.size());
-      l.inside = !v.empty() && l.value.lo <= run.preds[k].hi && run.preds[k].lo <= l.value.hi;
-      x.loo.push_back(l);
+      x.loo.push_back(predict_left_out(r.result.population, run.preds, static_cast<std::size_t>(r.left_out)));
       x.loo_exact.push_back(r.result.exact);
     }
     if (x.main && !x.main->exact && !x.main->population.empty()) {

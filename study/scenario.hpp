@@ -47,6 +47,8 @@ struct Unknown {
   double lo = 0, hi = 0;      // choice: 0 .. choices - 1
   double nominal = 0;         // the value of the point prediction
   std::vector<std::string> choices;
+  // factors and powers of two spread on a log scale, the rest on a linear one
+  bool log_scale() const { return kind == Kind::factor || kind == Kind::pow2; }
   // a value as the study file writes it ("1024", "1.5x", "2.00 ms", "global")
   std::string text(double v) const;
   // the value at fraction u of the range: log scale for factors and powers

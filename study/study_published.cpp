@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "formats/yaml_reader.hpp"
+#include "infer.hpp"
 #include "sim/report.hpp"
 
 namespace ks {
@@ -25,41 +26,21 @@ const ScalingPoint* at(const StudyResult& r, int gpus) {
   return nullptr;
 }
 
-// Throughput per GPU as a user measures it over an epoch (the epoch's
-// samples over its time, per-epoch fixed costs included).
-double epoch_throughput_per_gpu(const ScalingPoint& p) {
-  return static_cast<double>(p.dataset_size) / p.epoch_s / p.gpus;
-}
-
 // Weak scaling's published shape: throughput per GPU drops from 1 to 2 GPUs
-// (by at least 2%), then stays within half that drop over 2..gpus.
+// (by at least 2%), then stays within half that drop over 2..gpus (the
+// inference's margin, study/infer, at least 0).
 std::optional<double> weak_shape(const StudyResult& r, int gpus) {
-  const ScalingPoint* one = at(r, 1);
-  const ScalingPoint* two = at(r, 2);
-  if (!one || !two) return std::nullopt;
-  const double t1 = epoch_throughput_per_gpu(*one), t2 = epoch_throughput_per_gpu(*two);
-  const double drop = 1 - t2 / t1;
-  double lo = t2, hi = t2;
-  for (const auto& p : r.points) {
-    if (p.gpus < 2 || p.gpus > gpus) continue;
-    lo = std::min(lo, epoch_throughput_per_gpu(p));
-    hi = std::max(hi, epoch_throughput_per_gpu(p));
-  }
-  return drop >= 0.02 && hi / lo - 1 <= drop / 2 ? 1.0 : 0.0;
+  const std::vector<double> t = weak_series(r, gpus);
+  if (t.empty()) return std::nullopt;
+  return weak_shape_value(t) >= 0 ? 1.0 : 0.0;
 }
 
 // Whether the overhead over 2..gpus rises and falls (or falls and rises):
-// two successive changes of opposite sign, each above 0.01 points.
+// two successive changes of opposite sign, each above kMinTurnPts.
 std::optional<double> overhead_not_monotonic(const StudyResult& r, int gpus, bool exposed) {
-  std::vector<double> o;
-  for (const auto& p : r.points)
-    if (p.gpus >= 2 && p.gpus <= gpus) o.push_back(exposed ? p.overhead_exposed : p.overhead_total);
+  const std::vector<double> o = overhead_series_pct(r, gpus, exposed);
   if (o.size() < 3) return std::nullopt;
-  for (std::size_t i = 0; i + 2 < o.size(); ++i) {
-    const double a = o[i + 1] - o[i], b = o[i + 2] - o[i + 1];
-    if (std::abs(a) > 1e-4 && std::abs(b) > 1e-4 && a * b < 0) return 1.0;
-  }
-  return 0.0;
+  return not_monotonic_value(o) > kMinTurnPts ? 1.0 : 0.0;
 }
 
 // The overhead's lowest or highest value over 2..gpus.
@@ -74,12 +55,8 @@ std::optional<double> overhead_extreme(const StudyResult& r, int gpus, bool expo
 }
 
 // Distance along an unknown's own scale (log for factors and batches).
-double scale_of(const Unknown& u, double v) {
-  return u.kind == Unknown::Kind::factor || u.kind == Unknown::Kind::pow2 ? std::log(v) : v;
-}
-double from_scale(const Unknown& u, double x) {
-  return u.kind == Unknown::Kind::factor || u.kind == Unknown::Kind::pow2 ? std::exp(x) : x;
-}
+double scale_of(const Unknown& u, double v) { return u.log_scale() ? std::log(v) : v; }
+double from_scale(const Unknown& u, double x) { return u.log_scale() ? std::exp(x) : x; }
 
 struct Sweep {
   std::vector<double> values;
