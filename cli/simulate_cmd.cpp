@@ -1,5 +1,6 @@
 // kanscale simulate: predictions per GPU count (sim/point, sim/report).
 #include "commands.hpp"
+#include "study/posterior.hpp"
 #include "model/limits.hpp"
 #include "formats/provenance.hpp"
 #include "formats/config_files.hpp"
@@ -127,13 +128,21 @@ int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
     throw InputError("--iterations: expected 2 (the first iteration and one steady one) to " + std::to_string(kMaxIterations) + ", got " +
                      std::to_string(a.iterations));
   // Everything is read and checked before anything runs or is written.
-  const Cluster cluster = load_cluster(c.cluster);
+  const Cluster base_cluster = load_cluster(c.cluster);
   const Workload workload = load_workload(c.workload);
-  const Calibration calib = with_shipped_defaults(c.calibration.empty() ? datasheet_calibration(cluster, workload.precision)
-                                                                          : load_calibration(c.calibration, cluster, workload.precision),
-                                                  cluster, workload);
-  check_calibration_covers(workload, calib, c.calibration);
+  const Calibration base_calib = with_shipped_defaults(c.calibration.empty() ? datasheet_calibration(base_cluster, workload.precision)
+                                                                               : load_calibration(c.calibration, base_cluster, workload.precision, true),
+                                                       base_cluster, workload);
+  check_calibration_covers(workload, base_calib, c.calibration);
+  // a posterior calibration: the prediction at its point (the table names it), bands over its draws
+  Cluster cluster = base_cluster;
+  Calibration calib = base_calib;
+  Workload point_workload = workload;
+  StudyOptions point_options;
+  const bool posterior = !base_calib.posterior.empty();
+  if (posterior) apply_posterior_settings(cluster, calib, point_workload, point_options, base_calib.posterior.point);
   const StudyOptions o = checked_study_options(a, vm, cluster, workload, calib);
+  if (posterior) check_posterior(base_cluster, base_calib, workload, o);
   const std::string buckets_path = buckets_path_of(c.csv);
   const std::vector<std::pair<std::string, std::string>> outputs = {{c.json, "--json"},
                                                                      {c.csv, "--csv"},
@@ -145,8 +154,8 @@ int simulate(const std::vector<std::string>& args, const std::string& cmdline) {
   std::vector<OutputPath> spare;
   for (const auto& [path, what] : outputs) spare.push_back({path, what});
   check_outputs_spare_inputs({c.cluster, c.workload, c.calibration}, spare);
-  const StudyResult result = run_study(cluster, workload, calib, o);
-  RunInfo info{cmdline, &cluster, &workload, &calib, o, c.calibration};
+  const StudyResult result = posterior ? run_posterior_study(base_cluster, workload, base_calib, o) : run_study(cluster, workload, calib, o);
+  RunInfo info{cmdline, &cluster, &point_workload, &calib, o, c.calibration};
   // All outputs are built first and land together, or none does.
   std::vector<std::pair<std::string, std::string>> files;
   if (!c.json.empty()) files.emplace_back(c.json, study_json(result, info).dump(2) + "\n");

@@ -167,13 +167,15 @@ void run_infer(const StudySpec& spec, const StudyArgs& a, Comm& comm, const std:
     for (auto& [name, content] : infer_files(spec, runs[0], runs[1], wall_s, ranks, cmdline))
       files.emplace_back(staging + "/" + name, std::move(content));
     write_files_atomic(files);
+    if (!a.no_plots) render_plots(staging, {"posterior_speedup"});
     mark_all_outputs(staging);
     commit_staging_dir(staging, a.out);
   } catch (...) {
     discard_staging_dir(staging);
     throw;
   }
-  std::cout << "wrote " << a.out << "/ (report.md, posterior.yaml, findings.csv, loo.csv, predictive.csv, sensitivity.csv) in "
+  std::cout << "wrote " << a.out << "/ (report.md, posterior.yaml, findings.csv, loo.csv, predictive.csv, sensitivity.csv, calibration.yaml, "
+               "posterior_speedup plot) in "
             << printf_number("%.1f", wall_s) << " s on " << ranks << " rank(s)\n";
 }
 
@@ -186,7 +188,7 @@ int study(const std::vector<std::string>& args, const std::string& cmdline) {
       ("help,h", "show this help")
       ("study", po::value(&a.file)->value_name("FILE"), "the study file (configs/studies/)")
       ("out", po::value(&a.out)->value_name("DIR"), "output directory (default: study-NAME); replaced whole when it holds only an earlier output of kanscale")
-      ("infer", po::bool_switch(&a.infer), "approximate Bayesian computation over the study's unknowns, conditioned on its published findings (the study's infer: section); writes posterior.yaml, findings.csv, loo.csv, predictive.csv, sensitivity.csv and report.md")
+      ("infer", po::bool_switch(&a.infer), "approximate Bayesian computation over the study's unknowns, conditioned on its published findings (the study's infer: section); writes posterior.yaml, findings.csv, loo.csv, predictive.csv, sensitivity.csv, calibration.yaml (the machine's settings as a posterior calibration for simulate), the posterior_speedup plot and report.md")
       ("no-plots", po::bool_switch(&a.no_plots), "write the plots' .gp scripts and data but do not run gnuplot")
       ("max-events", po::value(&a.max_events)->default_value(a.max_events, "1e9"),
        "refuse a study estimated to replay more events than this, all scenarios and interval samples together");

@@ -441,11 +441,38 @@ static void read_calibration_memory(YamlMap& m, Calibration& cal) {
   }
 }
 
-static Calibration read_calibration(YamlMap m, const Cluster& c, Precision precision) {
+// posterior: what the settings were conditioned on, the point and the draws
+// (each a map of study setting keys to values as text)
+static void read_calibration_posterior(YamlMap& m, Calibration& cal) {
+  YamlMap p = m.map("posterior");
+  PosteriorSettings& ps = cal.posterior;
+  ps.conditioned_on = p.string("conditioned_on");
+  ps.band_without = p.string_opt("band_without").value_or("");
+  auto entries = [](YamlMap& e) {
+    std::vector<PosteriorSettings::Entry> out;
+    for (const std::string& k : e.keys()) out.push_back({k, e.string(k), e.where(k)});
+    e.finish();
+    return out;
+  };
+  YamlMap point = p.map("point");
+  ps.point = entries(point);
+  if (ps.point.empty()) p.fail("point", "expected at least one setting (a map such as {compute_time: 1.2x})");
+  for (auto& d : p.map_list_opt("draws")) ps.draws.push_back(entries(d));
+  p.finish();
+}
+
+static Calibration read_calibration(YamlMap m, const Cluster& c, Precision precision, bool allow_posterior) {
   Calibration cal = datasheet_calibration(c, precision);
   cal.name = m.string("name");
-  cal.source = m.choice("source", {"datasheet", "fitted"});
+  cal.source = m.choice("source", {"datasheet", "fitted", "posterior"});
   cal.derived_from = m.string("fitted_from");
+  if (cal.source == "posterior") {
+    // a datasheet calibration with settings conditioned on findings
+    if (!allow_posterior)
+      m.fail("source", "a posterior calibration (kanscale study --infer) is read by `kanscale simulate` only; expected datasheet or fitted here");
+    cal.source = "datasheet";
+    read_calibration_posterior(m, cal);
+  }
   cal.concurrency = static_cast<int>(m.integer("concurrency", 1));
   if (auto mm = m.map_opt("machine")) {
     cal.machine.cpu_model = mm->string("cpu_model");
@@ -465,11 +492,11 @@ static Calibration read_calibration(YamlMap m, const Cluster& c, Precision preci
   return cal;
 }
 
-Calibration load_calibration(const std::string& path, const Cluster& c, Precision precision) {
-  return read_calibration(YamlMap::load_file(path), c, precision);
+Calibration load_calibration(const std::string& path, const Cluster& c, Precision precision, bool allow_posterior) {
+  return read_calibration(YamlMap::load_file(path), c, precision, allow_posterior);
 }
-Calibration parse_calibration(const std::string& text, const std::string& name, const Cluster& c, Precision precision) {
-  return read_calibration(YamlMap::load_string(text, name), c, precision);
+Calibration parse_calibration(const std::string& text, const std::string& name, const Cluster& c, Precision precision, bool allow_posterior) {
+  return read_calibration(YamlMap::load_string(text, name), c, precision, allow_posterior);
 }
 
 std::string shipped_pytorch_calibration_path() { return shipped_path("configs/calibrations/pytorch-cpu.yaml"); }

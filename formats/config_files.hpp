@@ -12,10 +12,12 @@ Cluster load_cluster(const std::string& path);
 Cluster parse_cluster(const std::string& yaml_text, const std::string& name);
 Workload load_workload(const std::string& path);
 Workload parse_workload(const std::string& yaml_text, const std::string& name);
-// A calibration file, applied on top of the datasheet calibration.
-Calibration load_calibration(const std::string& path, const Cluster& c, Precision precision);
-Calibration parse_calibration(const std::string& yaml_text, const std::string& name, const Cluster& c,
-                              Precision precision);
+// A calibration file, applied on top of the datasheet calibration. A
+// posterior one (source: posterior, kanscale study --infer) is refused unless
+// `allow_posterior` (the commands that apply its settings: simulate).
+Calibration load_calibration(const std::string& path, const Cluster& c, Precision precision, bool allow_posterior = false);
+Calibration parse_calibration(const std::string& yaml_text, const std::string& name, const Cluster& c, Precision precision,
+                              bool allow_posterior = false);
 // What a pytorch workload on a CUDA cluster whose calibration has no
 // PyTorch op classes takes its host costs from: the shipped priors'
 // (configs/priors/gpu.yaml in kanscale's data directory, base/data_dir)

@@ -109,12 +109,21 @@ YamlMap YamlMap::load_string(const std::string& text, const std::string& name) {
 
 std::string YamlMap::key_path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
 
-void YamlMap::fail_at(const YAML::Mark& mark, const std::string& key, const std::string& what) const {
+static std::string where_at(const std::string& file, const YAML::Mark& mark, const std::string& key_path) {
   std::ostringstream os;
-  os << *file_;
+  os << file;
   if (!mark.is_null()) os << ":" << mark.line + 1 << ":" << mark.column + 1;
-  os << ": key '" << key_path(key) << "': " << what;
-  throw InputError(os.str());
+  os << ": key '" << key_path << "'";
+  return os.str();
+}
+
+void YamlMap::fail_at(const YAML::Mark& mark, const std::string& key, const std::string& what) const {
+  throw InputError(where_at(*file_, mark, key_path(key)) + ": " + what);
+}
+
+std::string YamlMap::where(const std::string& key) const {
+  const YAML::Node n = node_[key];
+  return where_at(*file_, n.IsDefined() ? n.Mark() : node_.Mark(), key_path(key));
 }
 
 void YamlMap::fail(const std::string& key, const std::string& what) const {

@@ -105,6 +105,9 @@ class YamlMap {
   [[noreturn]] void fail_item(const std::string& key, std::size_t index, const std::string& what) const;
   const std::string& file() const { return *file_; }
   std::string key_path(const std::string& key) const;
+  // "FILE:LINE:COL: key 'PATH'": where a later check of the key's value
+  // names it (the prefix fail() writes)
+  std::string where(const std::string& key) const;
 
  private:
   YamlMap(std::shared_ptr<const std::string> file, YAML::Node node, std::string path);

@@ -132,23 +132,30 @@ static CollectiveEstimate pick(const std::vector<NcclCandidate>& cands) {
   return {best->time_us * 1e-6, to_string(best->algo), to_string(best->proto)};
 }
 
+// The chosen pair's time at the layout's node class (node_factor): NCCL
+// picks by its model, the pair it picked runs at its own fraction of it.
+static CollectiveEstimate at_layout(CollectiveEstimate e, const CollectiveLibrary& lib, const Layout& l) {
+  e.time_s *= lib.node_factor_at(l.nodes);
+  return e;
+}
+
 CollectiveEstimate NcclModel::allreduce(double bytes, const Layout& l) const {
   if (l.ranks <= 1) return {0.0, "none", ""};  // one rank: nothing to reduce
-  return pick(allreduce_candidates(bytes, l));
+  return at_layout(pick(allreduce_candidates(bytes, l)), c_.collectives, l);
 }
 
 double NcclModel::allreduce_latency_s(double bytes, const Layout& l) const {
   if (l.ranks <= 1) return 0.0;
   const auto cands = allreduce_candidates(bytes, l);
   const NcclCandidate* best = best_of(cands);
-  return best ? best->latency_us * 1e-6 : 0.0;
+  return best ? best->latency_us * 1e-6 * c_.collectives.node_factor_at(l.nodes) : 0.0;
 }
 
 CollectiveEstimate NcclModel::broadcast(double bytes, const Layout& l) const {
   if (l.ranks <= 1) return {0.0, "none", ""};
   std::vector<NcclCandidate> c;
   for (Proto p : {Proto::ll, Proto::ll128, Proto::simple}) c.push_back(candidate(false, Algo::ring, p, bytes, l));
-  return pick(c);
+  return at_layout(pick(c), c_.collectives, l);
 }
 
 // ---------------------------------------------------------------- MPI

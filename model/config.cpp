@@ -21,6 +21,17 @@ const char* to_string(LinkKind k) {
 const char* to_string(Algo a) { return a == Algo::ring ? "ring" : "tree"; }
 const char* to_string(MpiAlgo a) { return a == MpiAlgo::ring ? "ring" : "recursive_doubling"; }
 
+int node_class(int nodes) {
+  int c = 0;
+  while (c < 31 && (1 << c) < nodes) ++c;
+  return c;
+}
+
+double CollectiveLibrary::node_factor_at(int nodes) const {
+  const auto c = static_cast<std::size_t>(node_class(nodes));
+  return c < node_factor.size() ? node_factor[c] : 1.0;
+}
+
 int mpi_progress_steps(const MpiProgress& p, double bytes) {
   double steps = p.min_steps;
   // a step moves at most chunk bytes (capped at 4096 steps, as the fit's models)

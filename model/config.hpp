@@ -67,7 +67,16 @@ struct CollectiveLibrary {
   std::vector<Algo> algorithms;     // allowed (like NCCL_ALGO)
   std::vector<Proto> protocols;     // allowed (like NCCL_PROTO)
   int channels = 0;                 // nccl: channels per communicator
+  // nccl: what the chosen algorithm and protocol achieve of NCCL's own
+  // model at each node count, by node class (index c: up to 2^c nodes),
+  // a factor on the collective's time; NCCL still picks by its model.
+  // Empty or past its end: 1. Set by the nccl_at_<N>nodes settings.
+  std::vector<double> node_factor;
+  double node_factor_at(int nodes) const;
 };
+
+// The node class of a layout: c for 2^(c-1) < nodes <= 2^c (0 for one node).
+int node_class(int nodes);
 
 // A job's fixed costs, paid once per job on top of its iterations (time to
 // train): start-up (processes launched, the interpreter and its imports,
@@ -272,14 +281,32 @@ struct HostTerms {
   std::string from;  // the calibration and the machine it was measured on, or the prior
 };
 
+// A posterior calibration (source: posterior; written by kanscale study
+// --infer): settings (study/settings keys, as text) of a datasheet
+// calibration, conditioned on a source's findings: the point the
+// prediction takes, and draws whose spread is its band. Read by formats,
+// applied by study/posterior (the model never sees the keys).
+struct PosteriorSettings {
+  struct Entry {
+    std::string key, value;
+    std::string where;  // file:line: key '...', for an error about the value
+  };
+  std::string conditioned_on;  // what the settings were conditioned on
+  std::string band_without;    // the finding left out of the draws' inference ("" : none)
+  std::vector<Entry> point;
+  std::vector<std::vector<Entry>> draws;
+  bool empty() const { return point.empty() && draws.empty(); }
+};
+
 struct Calibration {
   std::string name;
+  PosteriorSettings posterior;  // source: posterior only
   // The host terms a pytorch workload on a CUDA cluster takes when this
   // calibration has no PyTorch op classes of its own: passed in from the
   // edge (formats' with_default_host_terms, the shipped PyTorch CPU
   // calibration), never read by the model or the simulator.
   std::optional<HostTerms> default_host_terms;
-  std::string source;        // "datasheet" (derived) or "fitted"
+  std::string source;        // "datasheet" (derived; also a file's "posterior": PosteriorSettings) or "fitted"
   std::string derived_from;  // cluster file or measurement files
   int concurrency = 1;       // ranks per node the compute terms were measured at
   Machine machine;           // where a fitted calibration's measurements were taken (empty: not recorded)

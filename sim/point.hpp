@@ -130,6 +130,7 @@ struct StudyResult {
   std::vector<std::string> warnings;
   int interval_samples = 0;  // the samples behind the bands (0: no bands)
   std::string interval_note;  // why there are none, when asked for
+  std::string band_source;    // set: the bands are not the samples' but this (a posterior calibration's draws: study/posterior)
   // how the samples' points were replayed: reduced (some ranks) or full
   // (every rank), and the ranks replayed in all
   std::uint64_t interval_replays_reduced = 0, interval_replays_full = 0, interval_ranks_replayed = 0;

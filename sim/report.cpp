@@ -163,7 +163,9 @@ void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info) {
      << format_bytes(4.0 * r.parameters) << "), " << to_string(w.implementation) << ", " << to_string(w.precision)
      << "\n";
   os << "  calibration: " << info.calibration->name << " (" << info.calibration->source
-     << (info.calibration->source == "datasheet" ? ": derived from datasheet peaks; host overhead, jitter and interference unknown, set to 0" : "")
+     << (!info.calibration->posterior.empty()
+             ? ": CONDITIONED ON " + info.calibration->posterior.conditioned_on + ", not measured: " + info.calibration->derived_from
+             : info.calibration->source == "datasheet" ? ": derived from datasheet peaks; host overhead, jitter and interference unknown, set to 0" : "")
      << (info.calibration->machine.empty() ? "" : "; measured on " + describe(info.calibration->machine)) << ")\n";
   os << "  scaling: " << to_string(info.options.scaling) << "; seed " << info.options.seed
      << "; times are steady-state medians over ranks\n\n";
@@ -198,7 +200,17 @@ void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info) {
       os << "  peak memory: " << cal.memory_source << "\n";
     }
   }
-  if (r.interval_samples > 0) {
+  const auto bands = [&] {
+    os << "   ";
+    for (const auto& p : r.points)
+      if (p.iteration_band && p.speedup_band)
+        os << " N=" << p.gpus << " iter " << band_text(*p.iteration_band, true) << " speedup " << band_text(*p.speedup_band, false) << ";";
+    os << "\n";
+  };
+  if (r.interval_samples > 0 && !r.band_source.empty()) {
+    os << "  " << fixed(100 * info.options.interval_level, 0) << "% intervals: " << r.band_source << "\n";
+    bands();
+  } else if (r.interval_samples > 0) {
     os << "  " << fixed(100 * info.options.interval_level, 0) << "% intervals (" << r.interval_samples << " samples), drawn from:\n";
     if (info.calibration) {
       const Calibration& cal = *info.calibration;
@@ -229,11 +241,7 @@ void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info) {
       if (!reach.empty())
         os << "    (e) ranks beyond the live runs' (their terms carried unmeasured; one draw a sample): lognormal sigma " << reach << "\n";
     }
-    os << "   ";
-    for (const auto& p : r.points)
-      if (p.iteration_band && p.speedup_band)
-        os << " N=" << p.gpus << " iter " << band_text(*p.iteration_band, true) << " speedup " << band_text(*p.speedup_band, false) << ";";
-    os << "\n";
+    bands();
   } else if (!r.interval_note.empty()) {
     os << "  intervals: " << r.interval_note << "\n";
   }
@@ -277,6 +285,7 @@ nlohmann::json study_json(const StudyResult& r, const RunInfo& info) {
   }
   j["points"] = pts;
   j["intervals"] = {{"samples", r.interval_samples}, {"level", info.options.interval_level}, {"note", r.interval_note}};
+  if (!r.band_source.empty()) j["intervals"]["from"] = r.band_source;
   if (info.calibration) {
     // the lognormal sigmas behind the bands, by where they come from (issue 57)
     const Calibration& cal = *info.calibration;

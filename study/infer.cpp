@@ -124,6 +124,16 @@ std::vector<std::pair<std::string, std::vector<bool>>> readings_of(const std::ve
 
 // ------------------------------------------------------------ the draws
 
+std::vector<int> predictive_gpus(const StudySpec& s) {
+  std::vector<int> g;
+  for (int n : s.gpus)
+    if (n > 1 && n <= s.published.gpus) g.push_back(n);
+  for (int n : s.infer.predict_gpus) g.push_back(n);
+  std::sort(g.begin(), g.end());
+  g.erase(std::unique(g.begin(), g.end()), g.end());
+  return g;
+}
+
 std::vector<Unknown> scaled_unknowns(const std::vector<Unknown>& unknowns, double scale) {
   std::vector<Unknown> out = unknowns;
   if (scale == 1) return out;
@@ -216,10 +226,10 @@ Draw simulate_draw(const StudySpec& s, const Scenarios& sc, const std::vector<Un
   return d;
 }
 
-std::vector<std::string> predictive_names(const InferSpec& f) {
+std::vector<std::string> predictive_names(const StudySpec& s) {
   std::vector<std::string> n;
-  for (int gpn : f.predict_gpus_per_node)
-    for (int g : f.predict_gpus)
+  for (int gpn : s.infer.predict_gpus_per_node)
+    for (int g : predictive_gpus(s))
       for (const char* m : {"speedup", "overhead_exposed_pct", "overhead_total_pct"})
         n.push_back(std::string(m) + "@" + std::to_string(g) + "/" + std::to_string(gpn));
   return n;
@@ -227,7 +237,7 @@ std::vector<std::string> predictive_names(const InferSpec& f) {
 
 void add_predictive(const StudySpec& s, const Scenarios& sc, const std::vector<Unknown>& us, Draw& d) {
   std::vector<int> gpus = {1};
-  for (int g : s.infer.predict_gpus) gpus.push_back(g);
+  for (int g : predictive_gpus(s)) gpus.push_back(g);
   for (int gpn : s.infer.predict_gpus_per_node) {
     try {
       const StudyResult r = run_at(s, us, sc.strong, d.theta, gpus, [gpn](Scenario& x) { x.options.gpus_per_node = gpn; });
@@ -238,7 +248,7 @@ void add_predictive(const StudySpec& s, const Scenarios& sc, const std::vector<U
         d.extra.push_back(100 * p.overhead_total);
       }
     } catch (const InputError&) {
-      for (std::size_t j = 0; j < 3 * s.infer.predict_gpus.size(); ++j) d.extra.push_back(std::nan(""));
+      for (std::size_t j = 0; j < 3 * (gpus.size() - 1); ++j) d.extra.push_back(std::nan(""));
     }
   }
 }
@@ -300,7 +310,7 @@ InferRun run_inference(const StudySpec& s, double range_scale, int rank, int ran
   run.range_scale = range_scale;
   run.unknowns = scaled_unknowns(s.unknowns, range_scale);
   run.preds = study_predicates(s.published);
-  run.extra_names = predictive_names(s.infer);
+  run.extra_names = predictive_names(s);
   const Scenarios sc = scenarios_of(s);
   const SimulateBatch simulate = [&](const std::vector<std::vector<double>>& us) { return simulate_batch(s, sc, run, us, rank, ranks, sum_all); };
   // the prior: each unknown uniform on its own scale, one stream per unknown
@@ -339,7 +349,16 @@ InferRun run_inference(const StudySpec& s, double range_scale, int rank, int ran
       run.runs.push_back(std::move(r));
     }
   }
-  if (range_scale == 1 && !run.runs.empty()) run.predictive = predictive_of(s, sc, run, run.runs.front().result.population, rank, ranks, sum_all);
+  if (range_scale == 1 && !run.runs.empty()) {
+    run.predictive = predictive_of(s, sc, run, run.runs.front().result.population, rank, ranks, sum_all);
+    // the first reading without its first finding (the speedup): the band a
+    // posterior calibration carries
+    for (const SmcRun& r : run.runs)
+      if (r.reading == run.runs.front().reading && r.left_out == 0) {
+        run.without = run.preds.front().id;
+        run.predictive_without = predictive_of(s, sc, run, r.result.population, rank, ranks, sum_all);
+      }
+  }
   return run;
 }
 

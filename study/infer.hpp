@@ -67,7 +67,15 @@ struct InferRun {
   std::vector<double> rates;             // the fraction of them satisfying each predicate
   std::vector<SmcRun> runs;              // per reading: conditioned on every informative finding, then each left out
   std::vector<Draw> predictive;          // the first reading's posterior draws with their predictions (extra)
+  // the same for that reading's run without the first finding, when it was
+  // informative and left out (`without`: its id; "" : none)
+  std::string without;
+  std::vector<Draw> predictive_without;
 };
+// The GPU counts the posterior predictive replays (at each of
+// infer.predict_gpus_per_node): the study's up to the published count, and
+// infer.predict_gpus.
+std::vector<int> predictive_gpus(const StudySpec& s);
 
 // Sums a vector over every rank (identity alone): the ranks split each
 // batch of simulations and all see every result, so that every rank runs

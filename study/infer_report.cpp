@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/plot.hpp"
 #include "infer.hpp"
 #include "sim/report.hpp"
 
@@ -184,7 +185,7 @@ std::string predictive_csv(const StudySpec& s, const InferRun& run, int cluster_
   c << "gpus,gpus_per_node,hypothetical,metric,median,lo90,hi90,draws\n";
   std::size_t col = 0;
   for (int gpn : s.infer.predict_gpus_per_node)
-    for (int g : s.infer.predict_gpus)
+    for (int g : predictive_gpus(s))
       for (const char* m : {"speedup", "overhead_exposed_pct", "overhead_total_pct"}) {
         std::vector<double> v;
         for (const Draw& d : run.predictive)
@@ -297,18 +298,128 @@ std::string report_md(const StudySpec& s, const InferRun& run, const InferRun& d
   return md.str();
 }
 
+// ------------------------------------------------------------ what users see
+
+// The unknowns of the job, not the machine: a posterior calibration leaves them out.
+bool machine_key(const std::string& k) {
+  for (const char* job : {"batch_mode", "batch_per_gpu", "global_batch", "hidden_width", "grid_size", "epoch_overhead"})
+    if (k == job) return false;
+  return true;
+}
+
+// A value as a setting reads it back, at full precision.
+std::string setting_text(const Unknown& u, double v) {
+  switch (u.kind) {
+    case Unknown::Kind::factor: return printf_number("%.6gx", v);
+    case Unknown::Kind::time: return printf_number("%.6gus", v * 1e6);
+    case Unknown::Kind::choice: return u.choices.at(static_cast<std::size_t>(v));
+    default: return printf_number("%.0f", v);
+  }
+}
+
+std::string settings_map(const InferRun& run, const Draw& d) {
+  std::string t;
+  for (std::size_t k = 0; k < run.unknowns.size(); ++k)
+    if (machine_key(run.unknowns[k].key))
+      t += (t.empty() ? "" : ", ") + run.unknowns[k].key + ": " + yaml_quote(setting_text(run.unknowns[k], d.theta[k]));
+  return "{" + t + "}";
+}
+
+// The particle nearest the findings (the smallest distance; the first of equals).
+const Draw* nearest(const InferRun& run, const Inferred& x) {
+  const std::vector<double> scales = value_scales(run.prior, run.preds);
+  const Draw* best = nullptr;
+  double bd = 0;
+  for (const Draw& d : posterior_draws(x)) {
+    const double dd = distance(d, run.preds, x.inf, scales);
+    if (!best || dd < bd) best = &d, bd = dd;
+  }
+  return best;
+}
+
+// The first reading's machine settings as a calibration: the particle
+// nearest the findings as its point, the run without the first finding's
+// predictive draws as its band.
+std::string calibration_yaml(const StudySpec& s, const InferRun& run, const Inferred& x) {
+  const Draw* point = nearest(run, x);
+  if (!point) return "";
+  const std::string cluster = s.clusters.empty() ? std::string() : s.clusters.front().cluster.name;
+  std::ostringstream y;
+  y << "# CONDITIONED ON THE PAPER'S FINDINGS, not measured: the machine's unknowns of study " << s.name << " as\n"
+    << "# kanscale study --infer left them (docs/studies.md, \"Inference\"). `simulate --calibration` on cluster " << cluster << "\n"
+    << "# predicts at `point` (the particle nearest the findings) and draws its band from `draws`.\n"
+    << "name: " << s.name << "-posterior\n"
+    << "source: posterior\n"
+    << "concurrency: 1\n"
+    << "fitted_from: " << yaml_quote("the datasheet calibration, its machine's unknowns set by kanscale study " + s.file + " --infer") << "\n"
+    << "posterior:\n"
+    << "  conditioned_on: " << yaml_quote("the paper's findings (" + s.published.source + "), overhead read as " + x.reading + " communication" +
+                                          (x.main && x.main->exact ? "" : "; approximate: tolerance " + num(x.main ? x.main->tolerances.back() : 0.0) + " above 0")) << "\n"
+    << "  point: " << settings_map(run, *point) << "\n";
+  if (!run.without.empty()) {
+    y << "  band_without: " << run.without << "\n  draws:\n";
+    for (const Draw& d : run.predictive_without) y << "    - " << settings_map(run, d) << "\n";
+  }
+  return y.str();
+}
+
+// The posterior predictive's speedup at the cluster's GPUs per node: x, median, 90% band.
+std::vector<std::array<double, 4>> speedup_band(const StudySpec& s, const std::vector<Draw>& draws, int gpn) {
+  std::vector<std::array<double, 4>> pts = {{1, 1, 1, 1}};
+  const std::vector<int> gpus = predictive_gpus(s);
+  std::size_t col = 0;
+  for (int per_node : s.infer.predict_gpus_per_node)
+    for (int g : gpus) {
+      if (per_node == gpn) {
+        std::vector<double> v;
+        for (const Draw& d : draws)
+          if (d.extra.size() > col) v.push_back(d.extra[col]);
+        const Quantiles q = quantiles(v);
+        if (q.n > 0) pts.push_back({static_cast<double>(g), q.median, q.lo, q.hi});
+      }
+      col += 3;
+    }
+  return pts;
+}
+
+PlotSpec posterior_plot(const StudySpec& s, const InferRun& run, const Inferred& x, int gpn) {
+  PlotSpec p{"posterior_speedup", plot_safe_text("Strong scaling, conditioned on the findings (" + s.name + ", " + x.reading + " overhead)"),
+             "GPUs", "speedup over 1 GPU", Axis::log2, Axis::log2};
+  p.diagonal = true;
+  p.diagonal_title = "ideal";
+  p.band_title = "90 percent posterior band";
+  p.note = "posterior predictive of kanscale study --infer at " + std::to_string(gpn) + " GPUs per node";
+  p.series.push_back({"every finding: median", speedup_band(s, run.predictive, gpn)});
+  if (!run.without.empty()) {
+    PlotSeries w{plot_safe_text("without " + run.without + ": median"), speedup_band(s, run.predictive_without, gpn)};
+    w.dashed = true;
+    p.series.push_back(std::move(w));
+  }
+  if (s.published.speedup) {
+    const double m = s.published.speedup_match > 0 ? s.published.speedup_match : s.published.speedup_tol;
+    const double g = s.published.gpus;
+    p.published.push_back({g, *s.published.speedup, g, g, *s.published.speedup - m, *s.published.speedup + m});
+  }
+  return p;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> infer_files(const StudySpec& s, const InferRun& run, const InferRun& doubled, double wall_s,
                                                              int ranks, const std::string& cmdline) {
   const std::vector<Inferred> xs = inferred_of(run), dxs = inferred_of(doubled);
   const int gpn = s.scenario_bases.empty() ? 0 : s.scenario_bases.front().cluster_config.gpus_per_node;
-  return {{"posterior.yaml", posterior_yaml(s, run, xs.front())},
-          {"findings.csv", findings_csv(run, xs)},
-          {"loo.csv", loo_csv(run, xs)},
-          {"predictive.csv", predictive_csv(s, run, gpn)},
-          {"sensitivity.csv", sensitivity_csv({{&run, xs}, {&doubled, dxs}})},
-          {"report.md", report_md(s, run, doubled, xs, dxs, wall_s, ranks, cmdline)}};
+  const PlotSpec plot = posterior_plot(s, run, xs.front(), gpn);
+  std::vector<std::pair<std::string, std::string>> files = {{"posterior.yaml", posterior_yaml(s, run, xs.front())},
+                                                             {"findings.csv", findings_csv(run, xs)},
+                                                             {"loo.csv", loo_csv(run, xs)},
+                                                             {"predictive.csv", predictive_csv(s, run, gpn)},
+                                                             {"sensitivity.csv", sensitivity_csv({{&run, xs}, {&doubled, dxs}})},
+                                                             {"report.md", report_md(s, run, doubled, xs, dxs, wall_s, ranks, cmdline)},
+                                                             {plot.name + ".gp", gnuplot_script(plot)},
+                                                             {plot.name + ".dat", gnuplot_data(plot)}};
+  if (std::string cal = calibration_yaml(s, run, xs.front()); !cal.empty()) files.emplace_back("calibration.yaml", std::move(cal));
+  return files;
 }
 
 }  // namespace ks

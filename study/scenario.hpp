@@ -89,7 +89,7 @@ struct InferSpec {
   int predict_max = 0;                     // accepted draws the predictive replays, at most
 };
 
-inline constexpr std::size_t kMaxUnknowns = 16;
+inline constexpr std::size_t kMaxUnknowns = 24;
 inline constexpr std::size_t kMaxCornerUnknowns = 8;  // up to this many, the band samples every corner
 
 struct StudySpec {

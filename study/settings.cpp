@@ -125,6 +125,43 @@ std::string same_flag(bool current, const SettingValue& v, const char* key) {
   return (v.number != 0) == current ? std::string("the workload already has ") + key + " " + v.text : "";
 }
 
+// nccl_at_<2^C>nodes: a factor on the time of the collectives NCCL runs
+// on a layout of node class C (CollectiveLibrary::node_factor)
+template <int C>
+void node_factor_apply(CaseRef& c, const SettingValue& v) {
+  auto& f = c.cluster.collectives.node_factor;
+  if (f.size() <= static_cast<std::size_t>(C)) f.resize(static_cast<std::size_t>(C) + 1, 1.0);
+  f[static_cast<std::size_t>(C)] *= v.number;
+}
+template <int C>
+std::string node_factor_idle(const CaseRef& c, const SettingValue&, const Layout& l) {
+  if (c.cluster.collectives.family != CollFamily::nccl)
+    return "cluster " + c.cluster.file + " uses " + (c.cluster.collectives.family == CollFamily::mpi ? "MPI" : "gloo") +
+           " collectives; this factor scales NCCL's collectives only";
+  if (node_class(l.nodes) == C) return "";
+  const int lo = C == 0 ? 1 : (1 << (C - 1)) + 1, hi = 1 << C;
+  return "the layout has " + std::to_string(l.nodes) + " node(s); this factor acts on layouts of " + std::to_string(lo) +
+         (lo == hi ? "" : "-" + std::to_string(hi)) + " node(s) only";
+}
+template <int C>
+void add_node_factor(std::vector<Setting>& t, const char* key) {
+  t.push_back({key, SettingKind::factor, kUnknown | kSet, 1e-6, 1e6, {}, nullptr, node_factor_apply<C>, node_factor_idle<C>, nullptr});
+}
+
+void add_node_factors(std::vector<Setting>& t) {
+  add_node_factor<0>(t, "nccl_at_1node");
+  add_node_factor<1>(t, "nccl_at_2nodes");
+  add_node_factor<2>(t, "nccl_at_4nodes");
+  add_node_factor<3>(t, "nccl_at_8nodes");
+  add_node_factor<4>(t, "nccl_at_16nodes");
+  add_node_factor<5>(t, "nccl_at_32nodes");
+  add_node_factor<6>(t, "nccl_at_64nodes");
+  add_node_factor<7>(t, "nccl_at_128nodes");
+  add_node_factor<8>(t, "nccl_at_256nodes");
+  add_node_factor<9>(t, "nccl_at_512nodes");
+  add_node_factor<10>(t, "nccl_at_1024nodes");
+}
+
 const std::vector<std::string> kFlag = {"false", "true"};
 constexpr double kSizeMax = 1152921504606846976.0;  // 2^60 B, as units.cpp reads sizes
 constexpr double kTimeMax = 1e9;                    // s
@@ -226,6 +263,9 @@ std::vector<Setting> make_settings() {
                             : "calibration '" + c.cal.name + "' prices PyTorch's host work with op classes of its own (or the workload has no host track), not the dispatch prior";
                },
                nullptr});
+  // what NCCL's chosen algorithm and protocol achieve of its own model, per
+  // node count (docs/models.md, "NCCL per node count"): 1 node, 2, 3-4, 5-8...
+  add_node_factors(t);
   t.push_back({"epoch_overhead", K::time, kUnknown, 0, kTimeMax, {}, [](const CaseRef& c) { return c.workload.epoch_overhead_s; },
                [](CaseRef& c, const SettingValue& v) { c.workload.epoch_overhead_s = v.number; }, nullptr, nullptr});
   t.push_back({"scaling", K::choice, kSweep, 0, 0, {"strong", "strong-global-batch", "weak"}, nullptr,

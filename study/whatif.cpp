@@ -20,7 +20,8 @@ const char* const kWhatifChangeKeys =
     "network.latency, network.nic_bandwidth, intra_node.latency, intra_node.bandwidth (factors: 2x, 0.5x); "
     "compute_time (factor on every op's time); host_overhead (a time or factor); batch_per_gpu, grid_size, gpus "
     "(a value or factor); widths (e.g. 64-512-512-1); bucket_cap, gpu.memory (a size or factor); gpus_per_node; "
-    "gradient_as_bucket_view, broadcast_buffers (true|false); nccl_algo (all|ring|tree); nccl_proto (all|LL|LL128|Simple)";
+    "gradient_as_bucket_view, broadcast_buffers (true|false); nccl_algo (all|ring|tree); nccl_proto (all|LL|LL128|Simple); "
+    "nccl_at_1node, nccl_at_2nodes, nccl_at_4nodes, ... nccl_at_1024nodes (a factor on NCCL's time at that many nodes)";
 
 namespace {
 

@@ -1274,6 +1274,40 @@ std::vector<std::string> import_trace() {
 }
 // a log row: 1 MiB over 16 ranks, busbw 2 (n - 1) / n x algbw
 const std::string kRow1M = "     1048576        262144     float     sum      -1    203.2    5.16    9.68      0    207.2    5.06    9.49      0";
+// a posterior calibration (kanscale study --infer writes them): its settings are checked when applied
+const std::string kPosterior =
+    "name: p\nsource: posterior\nconcurrency: 1\nfitted_from: \"hand-made\"\nposterior:\n  conditioned_on: \"a test\"\n"
+    "  point: {compute_time: \"1.5x\", nccl_at_2nodes: \"1.1x\"}\n  band_without: speedup\n  draws:\n"
+    "    - {compute_time: \"1.2x\"}\n    - {compute_time: \"2x\"}\n";
+std::vector<std::string> sim_posterior() {
+  return {"simulate", "--cluster", "{src}/configs/clusters/finisterrae3.yaml", "--workload", "{src}/configs/workloads/default.yaml",
+          "--calibration", "{d}/calibration.yaml", "--gpus", "1,2", "--json", "{d}/out.json"};
+}
+std::vector<Case> catalogue_part32() {
+  return {
+      {"posterior: a key that is no setting", "posterior", {{K, sub(kPosterior, "{compute_time: \"1.5x\"", "{compute_tim: \"1.5x\"")}},
+       sim_posterior(), {"calibration.yaml:7:", "posterior.point.compute_tim", "not a setting"}},
+      {"posterior: a factor that is text", "posterior", {{K, sub(kPosterior, "\"1.5x\"", "\"lots\"")}}, sim_posterior(),
+       {"calibration.yaml:7:", "posterior.point.compute_time"}},
+      {"posterior: a negative factor in a draw", "posterior", {{K, sub(kPosterior, "\"2x\"", "\"-2x\"")}}, sim_posterior(),
+       {"calibration.yaml:11:", "compute_time"}},
+      {"posterior: a draw's key that is no setting", "posterior", {{K, sub(kPosterior, "{compute_time: \"1.2x\"}", "{cpu: \"1.2x\"}")}},
+       sim_posterior(), {"calibration.yaml:10:", "cpu", "not a setting"}},
+      {"posterior: no point", "posterior", {{K, sub(kPosterior, "  point: {compute_time: \"1.5x\", nccl_at_2nodes: \"1.1x\"}\n", "")}},
+       sim_posterior(), {"calibration.yaml:", "posterior.point", "missing"}},
+      {"posterior: an empty point", "posterior", {{K, sub(kPosterior, "{compute_time: \"1.5x\", nccl_at_2nodes: \"1.1x\"}", "{}")}},
+       sim_posterior(), {"calibration.yaml:", "posterior.point", "at least one setting"}},
+      {"posterior: no conditioned_on", "posterior", {{K, sub(kPosterior, "  conditioned_on: \"a test\"\n", "")}}, sim_posterior(),
+       {"calibration.yaml:", "posterior.conditioned_on"}},
+      {"posterior: a time where a factor goes", "posterior", {{K, sub(kPosterior, "nccl_at_2nodes: \"1.1x\"", "nccl_at_2nodes: \"5us\"")}},
+       sim_posterior(), {"calibration.yaml:7:", "nccl_at_2nodes"}},
+      {"posterior: given to whatif", "posterior", {{K, kPosterior}},
+       {"whatif", "change", "--cluster", "{src}/configs/clusters/finisterrae3.yaml", "--workload", "{src}/configs/workloads/default.yaml",
+        "--calibration", "{d}/calibration.yaml", "--set", "compute_time=2x", "--json", "{d}/out.json"},
+       {"calibration.yaml:", "source", "simulate` only"}},
+  };
+}
+
 std::vector<Case> catalogue_part31() {
   const std::string vplan = validation_plan();
   const std::string zero_log = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
@@ -1350,7 +1384,7 @@ std::vector<Case> catalogue_part31() {
 
 std::vector<Case> catalogue() {
   std::vector<Case> all;
-  for (auto part : {catalogue_part1, catalogue_part2, catalogue_part3, catalogue_part4, catalogue_part5, catalogue_part6, catalogue_part7, catalogue_part8, catalogue_part9, catalogue_part10, catalogue_part11, catalogue_part12, catalogue_part13, catalogue_part14, catalogue_part15, catalogue_part16, catalogue_part17, catalogue_part18, catalogue_part19, catalogue_part20, catalogue_part21, catalogue_part22, catalogue_part23, catalogue_part24, catalogue_part25, catalogue_part26, catalogue_part27, catalogue_part28, catalogue_part29, catalogue_part30, catalogue_part31})
+  for (auto part : {catalogue_part1, catalogue_part2, catalogue_part3, catalogue_part4, catalogue_part5, catalogue_part6, catalogue_part7, catalogue_part8, catalogue_part9, catalogue_part10, catalogue_part11, catalogue_part12, catalogue_part13, catalogue_part14, catalogue_part15, catalogue_part16, catalogue_part17, catalogue_part18, catalogue_part19, catalogue_part20, catalogue_part21, catalogue_part22, catalogue_part23, catalogue_part24, catalogue_part25, catalogue_part26, catalogue_part27, catalogue_part28, catalogue_part29, catalogue_part30, catalogue_part31, catalogue_part32})
     for (Case& c : part()) all.push_back(std::move(c));
   return all;
 }

@@ -90,6 +90,33 @@ TEST_CASE("the chosen pair switches from ring to tree as nodes grow (64 KiB)") {
   CHECK(f.m.allreduce(65536, Layout{128, 64}).label() == "tree/LL");
 }
 
+TEST_CASE("a node-count factor scales the chosen pair's time at its node class, not NCCL's choice") {
+  Fixture f;
+  // node classes: 1 -> 0, 2 -> 1, 3 and 4 -> 2, 5..8 -> 3
+  CHECK(node_class(1) == 0);
+  CHECK(node_class(2) == 1);
+  CHECK(node_class(3) == 2);
+  CHECK(node_class(4) == 2);
+  CHECK(node_class(5) == 3);
+  const auto base2 = f.m.allreduce(65536, Layout{4, 2}), base4 = f.m.allreduce(65536, Layout{8, 4}), base1 = f.m.allreduce(65536, Layout{2, 1});
+  Cluster c = f.c;
+  c.collectives.node_factor = {1.0, 3.0, 0.5};  // 1 node x1, 2 nodes x3, 3-4 nodes x0.5
+  const NcclModel m(c, f.k);
+  // 2 nodes x 2 at 64 KiB: ring/LL (61.7 us by hand above), x3 = 185.2 us; the choice stays ring/LL
+  // although tree/LL (118.3 us) would now be faster: NCCL picks by its own model
+  const auto two = m.allreduce(65536, Layout{4, 2});
+  CHECK(two.label() == "ring/LL");
+  CHECK(two.time_s == doctest::Approx(3 * (18 + 65536 / 1500.0) * 1e-6));
+  CHECK(two.time_s == doctest::Approx(3 * base2.time_s));
+  CHECK(m.allreduce(65536, Layout{8, 4}).time_s == doctest::Approx(0.5 * base4.time_s));
+  CHECK(m.allreduce(65536, Layout{8, 4}).label() == base4.label());
+  CHECK(m.allreduce(65536, Layout{2, 1}).time_s == doctest::Approx(base1.time_s));
+  // past the list's end: 1 (5..8 nodes)
+  CHECK(m.allreduce(65536, Layout{16, 8}).time_s == doctest::Approx(f.m.allreduce(65536, Layout{16, 8}).time_s));
+  // the broadcast at 2 nodes is scaled too
+  CHECK(m.broadcast(65536, Layout{4, 2}).time_s == doctest::Approx(3 * f.m.broadcast(65536, Layout{4, 2}).time_s));
+}
+
 TEST_CASE("NVLink nodes enable LL128 on sm_80; the 235 GB/s cap applies") {
   const Cluster c = load_cluster(KANSCALE_SOURCE_DIR "/configs/clusters/dgx-a100.yaml");
   const NcclModel m(c, datasheet_calibration(c, Precision::fp32));

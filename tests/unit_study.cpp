@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <doctest/doctest.h>
 
 #include "model/statistics.hpp"
@@ -5,6 +6,8 @@
 #include "sim/report.hpp"
 #include "study/result_codec.hpp"
 #include "study/scenario.hpp"
+#include "study/settings.hpp"
+#include "study/posterior.hpp"
 #include "study/study_published.hpp"
 #include "sim/point.hpp"
 #include "formats/config_files.hpp"
@@ -435,6 +438,78 @@ TEST_CASE("a live term's communication factor scales each gradient all-reduce, i
   CHECK(scaled.broadcast.time_s == base.broadcast.time_s);
   CHECK(scaled.op_time_s == base.op_time_s);
   CHECK(scaled.host_overhead_s == base.host_overhead_s);
+}
+
+TEST_CASE("nccl_at_<N>nodes: a factor on one node class, idle at the others and on MPI clusters") {
+  Cluster cl = load_cluster(std::string(KANSCALE_SOURCE_DIR) + "/configs/clusters/finisterrae3.yaml");
+  Calibration cal = datasheet_calibration(cl, Precision::fp32);
+  Workload w = load_workload(std::string(KANSCALE_SOURCE_DIR) + "/configs/workloads/default.yaml");
+  StudyOptions o;
+  CaseRef c{cl, cal, w, o};
+  const Setting* four = find_setting("nccl_at_4nodes", kUnknown);
+  REQUIRE(four != nullptr);
+  const SettingValue v = parse_setting(*four, "1.5x");
+  // acts on 3-4 nodes (class 2): 8 GPUs at 2 per node; idle at 2 nodes
+  CHECK(four->idle(c, v, Layout{8, 4}).empty());
+  CHECK(four->idle(c, v, Layout{6, 3}).empty());
+  CHECK(four->idle(c, v, Layout{4, 2}).find("3-4 node(s) only") != std::string::npos);
+  four->apply(c, v);
+  four->apply(c, v);  // a factor on the current value: 1.5 x 1.5
+  CHECK(cl.collectives.node_factor_at(4) == doctest::Approx(2.25));
+  CHECK(cl.collectives.node_factor_at(2) == 1.0);
+  CHECK(cl.collectives.node_factor_at(8) == 1.0);
+  CHECK(find_setting("nccl_at_1024nodes", kSet) != nullptr);
+  CHECK(find_setting("nccl_at_3nodes", kSet) == nullptr);  // classes are powers of two
+  Cluster mpi = load_cluster(std::string(KANSCALE_SOURCE_DIR) + "/configs/clusters/local-cpu.yaml");
+  Calibration mcal = datasheet_calibration(mpi, Precision::fp32);
+  CaseRef m{mpi, mcal, w, o};
+  CHECK(four->idle(m, v, Layout{4, 4}).find("MPI") != std::string::npos);
+}
+
+TEST_CASE("a posterior calibration: the prediction at its point, its bands the spread over its draws") {
+  const Cluster cl = load_cluster(std::string(KANSCALE_SOURCE_DIR) + "/configs/clusters/finisterrae3.yaml");
+  const Workload w = load_workload(std::string(KANSCALE_SOURCE_DIR) + "/configs/workloads/default.yaml");
+  const std::string text =
+      "name: p\nsource: posterior\nconcurrency: 1\nfitted_from: \"hand-made\"\nposterior:\n  conditioned_on: \"a test\"\n"
+      "  point: {compute_time: \"2x\"}\n  band_without: speedup\n  draws:\n"
+      "    - {compute_time: \"1x\"}\n    - {compute_time: \"4x\"}\n    - {compute_time: \"2x\", nccl_at_2nodes: \"3x\"}\n";
+  CHECK_THROWS_WITH_AS(parse_calibration(text, "p.yaml", cl, Precision::fp32), doctest::Contains("simulate` only"), InputError);
+  const Calibration cal = with_shipped_defaults(parse_calibration(text, "p.yaml", cl, Precision::fp32, true), cl, w);
+  REQUIRE(cal.posterior.draws.size() == 3);
+  StudyOptions o;
+  o.gpus = {1, 2, 4};
+  o.iterations = 3;
+  o.interval_samples = 100;
+  const StudyResult r = run_posterior_study(cl, w, cal, o);
+  // the references: the same case with each draw (or the point) applied by hand
+  StudyOptions plain = o;
+  plain.interval_samples = 0;
+  auto at = [&](double compute, double at_2nodes) {
+    Cluster c2 = cl;
+    Calibration k2 = cal;
+    k2.compute_scale *= compute;
+    c2.collectives.node_factor = {1.0, at_2nodes};
+    return run_study(c2, w, k2, plain);
+  };
+  const StudyResult point = at(2, 1), d1 = at(1, 1), d4 = at(4, 1), d2n = at(2, 3);
+  REQUIRE(r.points.size() == 3);
+  CHECK(r.interval_samples == 3);
+  CHECK(r.band_source.find("3 posterior draws") != std::string::npos);
+  CHECK(r.band_source.find("'speedup'") != std::string::npos);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(r.points[i].iteration_s.median == point.points[i].iteration_s.median);
+    REQUIRE(r.points[i].iteration_band);
+    // nearest-rank 5% and 95% of 3 values: the smallest and the largest
+    const std::vector<double> it = {d1.points[i].iteration_s.median, d4.points[i].iteration_s.median, d2n.points[i].iteration_s.median};
+    const std::vector<double> sp = {d1.points[i].speedup, d4.points[i].speedup, d2n.points[i].speedup};
+    CHECK(r.points[i].iteration_band->lo == *std::min_element(it.begin(), it.end()));
+    CHECK(r.points[i].iteration_band->hi == *std::max_element(it.begin(), it.end()));
+    CHECK(r.points[i].speedup_band->lo == *std::min_element(sp.begin(), sp.end()));
+    CHECK(r.points[i].speedup_band->hi == *std::max_element(sp.begin(), sp.end()));
+  }
+  // the 2-node factor moved the 4-GPU point only (2 nodes), not 2 GPUs (1 node)
+  CHECK(d2n.points[1].iteration_s.median == point.points[1].iteration_s.median);
+  CHECK(d2n.points[2].iteration_s.median > point.points[2].iteration_s.median);
 }
 
 TEST_CASE("one settings table: its keys, aliases, factors and ranges, and the same refusal at every front door") {
