@@ -162,9 +162,10 @@ void print_table(std::ostream& os, const StudyResult& r, const RunInfo& info) {
   os << "], G=" << w.grid_size << ", k=" << w.spline_order << ", " << r.parameters << " parameters ("
      << format_bytes(4.0 * r.parameters) << "), " << to_string(w.implementation) << ", " << to_string(w.precision)
      << "\n";
-  os << "  calibration: " << info.calibration->name << " (" << info.calibration->source
-     << (!info.calibration->posterior.empty()
-             ? ": CONDITIONED ON " + info.calibration->posterior.conditioned_on + ", not measured: " + info.calibration->derived_from
+  const bool posterior = !info.calibration->posterior.empty();
+  os << "  calibration: " << info.calibration->name << " (" << (posterior ? "posterior" : info.calibration->source)
+     << (posterior
+             ? ": CONDITIONED ON " + info.calibration->posterior.conditioned_on + "; not measured: " + info.calibration->derived_from
              : info.calibration->source == "datasheet" ? ": derived from datasheet peaks; host overhead, jitter and interference unknown, set to 0" : "")
      << (info.calibration->machine.empty() ? "" : "; measured on " + describe(info.calibration->machine)) << ")\n";
   os << "  scaling: " << to_string(info.options.scaling) << "; seed " << info.options.seed
