@@ -162,10 +162,13 @@ void run_infer(const StudySpec& spec, const StudyArgs& a, Comm& comm, const std:
   if (rank != 0) return;
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const std::string staging = make_staging_dir(a.out);
+  std::string written;
   try {
     std::vector<std::pair<std::string, std::string>> files;
-    for (auto& [name, content] : infer_files(spec, runs[0], runs[1], wall_s, ranks, cmdline))
+    for (auto& [name, content] : infer_files(spec, runs[0], runs[1], wall_s, ranks, cmdline)) {
+      written += (written.empty() ? "" : ", ") + name;
       files.emplace_back(staging + "/" + name, std::move(content));
+    }
     write_files_atomic(files);
     if (!a.no_plots) render_plots(staging, {"posterior_speedup"});
     mark_all_outputs(staging);
@@ -174,8 +177,7 @@ void run_infer(const StudySpec& spec, const StudyArgs& a, Comm& comm, const std:
     discard_staging_dir(staging);
     throw;
   }
-  std::cout << "wrote " << a.out << "/ (report.md, posterior.yaml, findings.csv, loo.csv, predictive.csv, sensitivity.csv, calibration.yaml, "
-               "posterior_speedup plot) in "
+  std::cout << "wrote " << a.out << "/ (" << written << (a.no_plots ? "" : ", posterior_speedup.png") << ") in "
             << printf_number("%.1f", wall_s) << " s on " << ranks << " rank(s)\n";
 }
 

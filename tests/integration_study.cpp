@@ -298,20 +298,20 @@ TEST_CASE("study: mpirun -np 3 splits the scenarios and writes the serial study 
 }
 
 TEST_CASE("study --infer: the findings from a file named by path; one rank and mpirun -np 2 write the same inference") {
-  // A small KAN on FinisTerrae III at 1, 2 and 4 GPUs, two unknowns, a
+  // A small KAN on FinisTerrae III at 1, 2, 4 and 8 GPUs, three unknowns, a
   // findings file beside the study (named relative to it). Every rank runs
   // the same inference, splitting each batch of simulations, so the files
   // agree byte for byte but for report.md's wall time and rank count.
   TempDir d;
   std::filesystem::create_directories(d / "findings");
-  d.write("findings/pub.yaml", "kind: kanscale-published\nsource: test\ngpus: [1, 2, 4]\nspeedup: 3.5\nspeedup_match: 0.2\n"
+  d.write("findings/pub.yaml", "kind: kanscale-published\nsource: test\ngpus: [1, 2, 4, 8]\nspeedup: 3.5\nspeedup_match: 0.2\n"
                                "overhead_pct: [1, 5]\nweak_drop_then_plateau: true\nmodel_widths: [[16, 16, 1], [16, 64, 1]]\n");
   const std::string study = d.write(
       "s.yaml", "name: inf\nseed: 4\niterations: 3\nworkload: " + kSrc + "/configs/workloads/default.yaml\nclusters:\n  - file: " + kSrc +
-                    "/configs/clusters/finisterrae3.yaml\nsweep:\n  gpus: [1, 2, 4]\n  widths: [[16, 32, 1]]\n  scaling: [strong, weak]\n"
+                    "/configs/clusters/finisterrae3.yaml\nsweep:\n  gpus: [1, 2, 4, 8]\n  widths: [[16, 32, 1]]\n  scaling: [strong, weak]\n"
                     "unknowns: {samples: 2, epoch_overhead: [0s, 1s], batch_per_gpu: [256, 1024], host_overhead: [0s, 1ms]}\n"
                     "published: findings/pub.yaml\n"
-                    "infer: {samples: 120, population: 20, budget: 200, predict: {gpus: [8], gpus_per_node: [1, 2], max: 10}}\n");
+                    "infer: {samples: 120, population: 20, budget: 200, predict: {gpus: [16], gpus_per_node: [1, 2], max: 10}}\n");
   std::filesystem::create_directories(d / "serial");
   std::filesystem::create_directories(d / "mpi");
   const ProcessResult one = run_process({kExe, "study", study, "--infer", "--out", "out"}, d / "serial", 120);
@@ -321,15 +321,30 @@ TEST_CASE("study --infer: the findings from a file named by path; one rank and m
       run_process({"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", kExe, "study", study, "--infer", "--out", "out"}, d / "mpi", 180);
   CAPTURE(two.err);
   REQUIRE(two.exit_code == 0);
-  for (const std::string n : {"posterior.yaml", "findings.csv", "loo.csv", "predictive.csv", "sensitivity.csv"}) {
+  for (const std::string n : {"posterior.yaml", "findings.csv", "loo.csv", "predictive.csv", "sensitivity.csv", "calibration.yaml",
+                               "posterior_speedup.gp", "posterior_speedup.dat"}) {
     CAPTURE(n);
     CHECK(slurp(d / "mpi/out/" + n) == slurp(d / "serial/out/" + n));
   }
+  CHECK(std::filesystem::is_regular_file(d / "serial/out/posterior_speedup.png"));
+  // the posterior calibration it wrote: the machine's unknown (host_overhead), not the job's; simulate applies it
+  const std::string cal = slurp(d / "serial/out/calibration.yaml");
+  CHECK(cal.find("source: posterior") != std::string::npos);
+  CHECK(cal.find("host_overhead: ") != std::string::npos);
+  CHECK(cal.find("batch_per_gpu") == std::string::npos);
+  const ProcessResult sim = run_process({kExe, "simulate", "--cluster", kSrc + "/configs/clusters/finisterrae3.yaml", "--workload",
+                                         kSrc + "/configs/workloads/default.yaml", "--gpus", "1,2,4", "--calibration", "serial/out/calibration.yaml"},
+                                        d.path, 60);
+  CAPTURE(sim.err);
+  CHECK(sim.exit_code == 0);
+  CHECK(sim.out.find("CONDITIONED ON the paper's findings (test)") != std::string::npos);
   CHECK(slurp(d / "serial/out/findings.csv").rfind("finding,informative,reproduced,value,target\n", 0) == 0);
   CHECK(slurp(d / "serial/out/loo.csv").rfind("finding,median,lo90,hi90,published,inside\n", 0) == 0);
   const std::string pred = slurp(d / "serial/out/predictive.csv");
+  // the published GPU counts and the asked ones, at each GPUs per node
   CHECK(pred.find("\n8,1,no,speedup,") != std::string::npos);
   CHECK(pred.find("\n8,2,no,speedup,") != std::string::npos);
+  CHECK(pred.find("\n16,2,no,speedup,") != std::string::npos);
   const std::string post = slurp(d / "serial/out/posterior.yaml");
   CHECK(post.find("conditioned_on: \"the paper's findings (test), overhead read as exposed communication\"") != std::string::npos);
   CHECK(post.find("key: epoch_overhead") != std::string::npos);
