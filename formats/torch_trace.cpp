@@ -26,6 +26,55 @@ const char* scope_phase(const std::string& name) {
 
 constexpr const char* kAutogradNode = "autograd::engine::evaluate_function: ";
 
+// What the device ran (not the host's ops), and the profiler's own spans.
+bool device_cat(const std::string& c) { return c == "kernel" || c == "gpu_memcpy" || c == "gpu_memset" || c == "cuda_sync" || c == "gpu_user_annotation"; }
+bool step_mark(const std::string& name) { return starts_with(name, "ProfilerStep#"); }
+
+// A trace's event list: a bare list, or an object's traceEvents.
+const nlohmann::json& event_list(const nlohmann::json& trace, const std::string& what) {
+  const nlohmann::json* list = &trace;
+  if (trace.is_object()) {
+    if (!trace.contains("traceEvents")) throw InputError(what + ": not a torch.profiler trace (no traceEvents)");
+    list = &trace["traceEvents"];
+  }
+  if (!list->is_array()) throw InputError(what + ": not a torch.profiler trace (expected a list of events)");
+  return *list;
+}
+
+// A complete event's name, start and duration, checked; its category ("" : none).
+void read_span(const nlohmann::json& j, std::size_t i, const std::string& what, std::string& name, std::string& cat, double& ts, double& dur) {
+  try {
+    name = j.at("name").get<std::string>();
+    ts = j.at("ts").get<double>();
+    dur = j.at("dur").get<double>();
+  } catch (const std::exception&) {
+    throw InputError(what + ": event " + std::to_string(i) + ": expected name, ts, dur and tid");
+  }
+  const auto c = j.find("cat");
+  cat = c != j.end() && c->is_string() ? c->get<std::string>() : std::string();
+  // a microsecond stamp within 10^18 (30,000 years after 1970), a duration
+  // within a day: one outside them is no profiler's
+  if (!(std::fabs(ts) < 1e18)) throw InputError(what + ": event " + std::to_string(i) + " (\"" + name + "\"): ts out of range");
+  if (!(dur >= 0)) throw InputError(what + ": event " + std::to_string(i) + " (\"" + name + "\"): negative duration");
+  if (dur > 86400e6)
+    throw InputError(what + ": event " + std::to_string(i) + " (\"" + name + "\"): a duration of " + std::to_string(dur / 86400e6) +
+                     " days; expected at most a day (86400000000 us)");
+}
+
+bool complete(const nlohmann::json& j) {
+  if (!j.is_object()) return false;
+  const auto ph = j.find("ph");  // (one lookup each, no copies: a trace has a million events)
+  return ph != j.end() && ph->is_string() && ph->get_ref<const std::string&>() == "X";
+}
+
+// args[key] when it is an integer, else `otherwise`
+long long arg_int(const nlohmann::json& j, const char* key, long long otherwise) {
+  const auto args = j.find("args");
+  if (args == j.end() || !args->is_object()) return otherwise;
+  const auto v = args->find(key);
+  return v != args->end() && v->is_number_integer() ? v->get<long long>() : otherwise;
+}
+
 // Events whose parent the trace names (0: none), kept in time order.
 std::vector<TorchTraceEvent> nest_by_ids(std::vector<TorchTraceEvent> ev, const std::vector<long long>& ids,
                                          const std::vector<long long>& parents, const std::string& what);
@@ -35,6 +84,7 @@ std::vector<TorchTraceEvent> nest_by_ids(std::vector<TorchTraceEvent> ev, const 
 std::string torch_op_class(const std::vector<TorchTraceEvent>& events, std::size_t i) {
   const TorchTraceEvent& e = events[i];
   const std::string& n = e.name;
+  if (e.cat == "cuda_runtime" || e.cat == "cuda_driver") return "";  // a CUDA call inside an op, not an op
   // collectives on the backend's own threads (gloo's workers, nccl's stream)
   if (starts_with(n, "gloo:") || starts_with(n, "nccl:")) return "comm:" + n.substr(n.find(':') + 1);
   if (e.depth == 0) {
@@ -71,37 +121,27 @@ std::string torch_op_class(const std::vector<TorchTraceEvent>& events, std::size
 }
 
 std::vector<TorchTraceEvent> read_torch_trace(const nlohmann::json& trace, const std::string& what) {
-  const nlohmann::json* list = &trace;
-  if (trace.is_object()) {
-    if (!trace.contains("traceEvents")) throw InputError(what + ": not a torch.profiler trace (no traceEvents)");
-    list = &trace["traceEvents"];
-  }
-  if (!list->is_array()) throw InputError(what + ": not a torch.profiler trace (expected a list of events)");
+  const nlohmann::json& list = event_list(trace, what);
   std::vector<TorchTraceEvent> ev;
-  std::vector<long long> ids, parents;
-  ev.reserve(list->size());
-  for (std::size_t i = 0; i < list->size(); ++i) {
-    const auto& j = (*list)[i];
-    if (!j.is_object()) continue;
-    const auto ph = j.find("ph");  // (one lookup each, no copies: a trace has a million events)
-    if (ph == j.end() || !ph->is_string() || ph->get_ref<const std::string&>() != "X") continue;
+  std::vector<long long> ids, parents, step_ids;
+  ev.reserve(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const auto& j = list[i];
+    if (!complete(j)) continue;
     TorchTraceEvent e;
+    read_span(j, i, what, e.name, e.cat, e.ts_us, e.dur_us);
+    if (device_cat(e.cat) || e.cat == "Trace") continue;  // the device's work; the profiler's own span
+    if (step_mark(e.name)) {  // its ops nest as if it were not there
+      if (const long long id = arg_int(j, "id", 0); id != 0) step_ids.push_back(id);
+      continue;
+    }
     try {
-      e.name = j.at("name").get<std::string>();
-      e.ts_us = j.at("ts").get<double>();
-      e.dur_us = j.at("dur").get<double>();
       const auto& tid = j.at("tid");
       e.tid = tid.is_number() ? tid.get<long long>() : static_cast<long long>(std::hash<std::string>{}(tid.dump()));
     } catch (const std::exception&) {
       throw InputError(what + ": event " + std::to_string(i) + ": expected name, ts, dur and tid");
     }
-    // a microsecond stamp within 10^18 (30,000 years after 1970), a duration
-    // within a day: one outside them is no profiler's
-    if (!(std::fabs(e.ts_us) < 1e18)) throw InputError(what + ": event " + std::to_string(i) + " (\"" + e.name + "\"): ts out of range");
-    if (!(e.dur_us >= 0)) throw InputError(what + ": event " + std::to_string(i) + " (\"" + e.name + "\"): negative duration");
-    if (e.dur_us > 86400e6)
-      throw InputError(what + ": event " + std::to_string(i) + " (\"" + e.name + "\"): a duration of " + std::to_string(e.dur_us / 86400e6) +
-                       " days; expected at most a day (86400000000 us)");
+    e.correlation = arg_int(j, "correlation", -1);
     // the profiler's own tree, where the trace carries it (kanscale_torch's --profile)
     const auto args = j.find("args");
     const auto id_at = args != j.end() && args->is_object() ? args->find("id") : j.end();
@@ -116,6 +156,9 @@ std::vector<TorchTraceEvent> read_torch_trace(const nlohmann::json& trace, const
     }
     ev.push_back(std::move(e));
   }
+  // a step's children: roots
+  for (long long& p : parents)
+    if (std::find(step_ids.begin(), step_ids.end(), p) != step_ids.end()) p = 0;
   if (!ids.empty() && ids.size() == ev.size()) return nest_by_ids(std::move(ev), ids, parents, what);
   // otherwise by time (Kineto's, export_chrome_trace's traces)
   // per thread, by start (the longer first at a tie: the parent), nested by time
@@ -226,6 +269,51 @@ std::vector<TorchTraceEvent> nest_by_ids(std::vector<TorchTraceEvent> ev, const 
   return out;
 }
 }  // namespace
+
+std::vector<TorchDeviceEvent> torch_device_events(const nlohmann::json& trace, const std::vector<TorchTraceEvent>& host, const std::string& what) {
+  const nlohmann::json& list = event_list(trace, what);
+  std::unordered_map<long long, int> launch;  // correlation id -> the host call
+  for (std::size_t k = 0; k < host.size(); ++k)
+    if (host[k].correlation >= 0 && (host[k].cat == "cuda_runtime" || host[k].cat == "cuda_driver"))
+      launch.emplace(host[k].correlation, static_cast<int>(k));
+  std::vector<TorchDeviceEvent> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const auto& j = list[i];
+    if (!complete(j)) continue;
+    TorchDeviceEvent d;
+    read_span(j, i, what, d.name, d.cat, d.ts_us, d.dur_us);
+    if (!device_cat(d.cat)) continue;
+    const auto pid = j.find("pid"), tid = j.find("tid");
+    d.device = arg_int(j, "device", pid != j.end() && pid->is_number_integer() ? pid->get<long long>() : 0);
+    d.stream = arg_int(j, "stream", tid != j.end() && tid->is_number_integer() ? tid->get<long long>() : 0);
+    d.correlation = arg_int(j, "correlation", -1);
+    if (const auto it = launch.find(d.correlation); d.correlation >= 0 && it != launch.end()) d.launch = it->second;
+    d.nccl = d.cat == "kernel" && (starts_with(d.name, "ncclKernel") || starts_with(d.name, "ncclDevKernel"));
+    out.push_back(std::move(d));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const TorchDeviceEvent& a, const TorchDeviceEvent& b) { return a.ts_us < b.ts_us; });
+  return out;
+}
+
+std::vector<TorchProfilerStep> torch_profiler_steps(const nlohmann::json& trace, const std::string& what) {
+  const nlohmann::json& list = event_list(trace, what);
+  std::vector<TorchProfilerStep> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const auto& j = list[i];
+    if (!complete(j)) continue;
+    std::string name, cat;
+    TorchProfilerStep st;
+    read_span(j, i, what, name, cat, st.ts_us, st.dur_us);
+    if (!step_mark(name)) continue;
+    const std::string n = name.substr(std::string("ProfilerStep#").size());
+    if (n.empty() || n.size() > 18 || n.find_first_not_of("0123456789") != std::string::npos)
+      throw InputError(what + ": event " + std::to_string(i) + " (\"" + name + "\"): expected ProfilerStep# and a step number");
+    st.number = std::stoll(n);
+    out.push_back(st);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const TorchProfilerStep& a, const TorchProfilerStep& b) { return a.ts_us < b.ts_us; });
+  return out;
+}
 
 std::map<std::string, int> torch_class_counts(const std::vector<TorchTraceEvent>& events) {
   std::map<std::string, int> n;

@@ -15,18 +15,48 @@ namespace ks {
 
 struct TorchTraceEvent {
   std::string name;  // as torch names it: "aten::sub", "autograd::engine::evaluate_function: MulBackward0", ...
+  std::string cat;   // Kineto's category: cpu_op, cuda_runtime, user_annotation, ... ("" : none given)
   long long tid = 0;
+  long long correlation = -1;  // args.correlation (a CUDA runtime call's: the device work it launched carries it)
   double ts_us = 0, dur_us = 0;
   int depth = 0;      // 0: not inside another op of its thread
   int parent = -1;    // index of the enclosing event (-1: none)
   std::string cls;    // the op class ("" : inside a listed op, or the profiler's own)
 };
 
-// The complete events ("ph": "X") of a trace (a bare list, or an object with
-// traceEvents), in time order per thread, nested by time (Kineto stamps whole
-// microseconds: a child may end up to 1 us past its parent), each classified.
-// InputError (naming `what`) when it is not such a trace.
+// The host's complete events ("ph": "X") of a trace (a bare list, or an
+// object with traceEvents), in time order per thread, nested by time (Kineto
+// stamps whole microseconds: a child may end up to 1 us past its parent),
+// each classified. The device's work (torch_device_events) and the
+// profiler's step marks (torch_profiler_steps) are not among them: a step's
+// ops nest as if it were not there. InputError (naming `what`) when it is
+// not such a trace.
 std::vector<TorchTraceEvent> read_torch_trace(const nlohmann::json& trace, const std::string& what);
+
+// What ran on a GPU (Kineto's CUDA activity): kernels, copies, sets and the
+// device's side of a synchronisation, in time order.
+struct TorchDeviceEvent {
+  std::string name;
+  std::string cat;              // kernel, gpu_memcpy, gpu_memset, cuda_sync
+  long long device = 0;         // args.device, else pid (Kineto's process per device)
+  long long stream = 0;         // args.stream, else tid
+  double ts_us = 0, dur_us = 0;
+  long long correlation = -1;   // args.correlation: the host call that launched it has the same
+  int launch = -1;              // that call's index in read_torch_trace's events (-1: not in the trace)
+  bool nccl = false;            // an NCCL kernel (ncclKernel_..., ncclDevKernel_...)
+};
+// The device events of a trace, each matched by correlation id to the host
+// call (a CUDA runtime or driver event of `host`) that launched it. Empty for
+// a CPU-only trace.
+std::vector<TorchDeviceEvent> torch_device_events(const nlohmann::json& trace, const std::vector<TorchTraceEvent>& host, const std::string& what);
+
+// The profiler's steps (ProfilerStep#N, as torch.profiler's schedule marks
+// them), in time order.
+struct TorchProfilerStep {
+  long long number = 0;
+  double ts_us = 0, dur_us = 0;
+};
+std::vector<TorchProfilerStep> torch_profiler_steps(const nlohmann::json& trace, const std::string& what);
 
 // The class of events[i] (its parents already set): "zero_grad:zero_",
 // "ddp:broadcast_", "forward:sub", "loss:mse_loss", "backward:MulBackward0",

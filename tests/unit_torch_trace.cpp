@@ -280,3 +280,98 @@ TEST_CASE("a trace's nesting is read in time linear in its depth: 100,000 deep a
     CHECK(deep / flat <= 2.0);
   }
 }
+
+namespace {
+nlohmann::json read_hta(const std::string& name) {
+  std::ifstream in(std::string(KANSCALE_SOURCE_DIR) + "/tests/fixtures/hta/" + name);
+  REQUIRE(in.good());
+  return nlohmann::json::parse(in);
+}
+}  // namespace
+
+TEST_CASE("the CUDA side of a real trace: kernels on their streams, matched to their launches, an NCCL kernel") {
+  // tests/fixtures/hta/sampled-rank0-allreduce.json (HolisticTraceAnalysis's,
+  // MIT; SOURCE.md). Counted with jq:
+  //   jq -r '[.traceEvents[] | select(.ph=="X") | .cat] | group_by(.) | map("\(.[0]):\(length)")'
+  //     cpu_op 107, cuda_runtime 41, kernel 41, user_annotation 1
+  //   kernels per args.stream: 7 -> 40, 84 -> 1 (ncclKernel_SendRecv_RING_SIMPLE..., ts
+  //   1682725898295662, dur 11727, correlation 6981619, launched by the cudaLaunchKernel of
+  //   that correlation at ts 1682725898241033 on thread 23695, inside nccl:all_reduce)
+  const nlohmann::json t = read_hta("sampled-rank0-allreduce.json");
+  const auto host = read_torch_trace(t, "sampled");
+  CHECK(host.size() == 107 + 41 + 1);
+  const auto dev = torch_device_events(t, host, "sampled");
+  REQUIRE(dev.size() == 41);
+  std::map<long long, int> per_stream;
+  int matched = 0, nccl = 0;
+  for (const auto& d : dev) {
+    CHECK(d.cat == "kernel");
+    CHECK(d.device == 0);
+    ++per_stream[d.stream];
+    if (d.launch >= 0) {
+      ++matched;
+      CHECK(host[static_cast<std::size_t>(d.launch)].name == "cudaLaunchKernel");
+      CHECK(host[static_cast<std::size_t>(d.launch)].correlation == d.correlation);
+      CHECK(host[static_cast<std::size_t>(d.launch)].cls.empty());  // a runtime call is no op class
+    }
+    if (!d.nccl) continue;
+    ++nccl;
+    CHECK(d.stream == 84);
+    CHECK(d.ts_us == 1682725898295662.0);
+    CHECK(d.dur_us == 11727.0);
+    REQUIRE(d.launch >= 0);
+    const TorchTraceEvent& l = host[static_cast<std::size_t>(d.launch)];
+    CHECK(l.ts_us == 1682725898241033.0);
+    CHECK(l.tid == 23695);
+    REQUIRE(l.parent >= 0);
+    CHECK(host[static_cast<std::size_t>(l.parent)].name == "nccl:all_reduce");
+    CHECK(host[static_cast<std::size_t>(l.parent)].cls == "comm:all_reduce");
+  }
+  CHECK(matched == 41);  // every kernel's launch is in the window (the trimmer keeps them together)
+  CHECK(nccl == 1);
+  CHECK(per_stream == std::map<long long, int>{{7, 40}, {84, 1}});
+  CHECK(std::is_sorted(dev.begin(), dev.end(), [](const TorchDeviceEvent& a, const TorchDeviceEvent& b) { return a.ts_us < b.ts_us; }));
+  // no device event and no profiler span among the host's
+  for (const auto& e : host) CHECK(e.cat != "kernel");
+}
+
+TEST_CASE("a real trace's profiler step, copies and syncs: the step's ops nest as if it were not there") {
+  // tests/fixtures/hta/event-sync.json, counted with jq as above: cpu_op 10, cuda_runtime 12,
+  // user_annotation 1 (ProfilerStep#100), Trace 1 (the profiler's own span); on the device
+  // kernel 4 and gpu_memcpy 1 on stream 7, cuda_sync 1 on stream 7 and 3 on stream -1, each
+  // with its runtime call's correlation id
+  const nlohmann::json t = read_hta("event-sync.json");
+  const auto host = read_torch_trace(t, "sync");
+  CHECK(host.size() == 10 + 12);
+  const auto steps = torch_profiler_steps(t, "sync");
+  REQUIRE(steps.size() == 1);
+  CHECK(steps[0].number == 100);
+  int roots = 0;
+  for (const auto& e : host) {
+    CHECK(e.name.rfind("ProfilerStep#", 0) == std::string::npos);
+    if (e.cat == "cpu_op" && e.depth == 0) ++roots;
+  }
+  // the step's children, now roots: aten::ones (509905 + 2245 us holds empty and fill_),
+  // aten::sum (512159 + 39 holds the second sum at 512162), aten::gt, aten::is_nonzero
+  CHECK(roots == 4);
+  const auto dev = torch_device_events(t, host, "sync");
+  REQUIRE(dev.size() == 9);
+  std::map<std::string, int> cats;
+  for (const auto& d : dev) {
+    ++cats[d.cat + "@" + std::to_string(d.stream)];
+    REQUIRE(d.launch >= 0);
+    CHECK(!d.nccl);
+  }
+  CHECK(cats == std::map<std::string, int>{{"kernel@7", 4}, {"gpu_memcpy@7", 1}, {"cuda_sync@7", 1}, {"cuda_sync@-1", 3}});
+  // the copy's launch is cudaMemcpyAsync, the stream sync's cudaStreamSynchronize
+  for (const auto& d : dev) {
+    const std::string& by = host[static_cast<std::size_t>(d.launch)].name;
+    if (d.cat == "gpu_memcpy") CHECK(by == "cudaMemcpyAsync");
+    if (d.cat == "cuda_sync" && d.stream == 7) CHECK(by == "cudaStreamSynchronize");
+    if (d.cat == "kernel") CHECK(by == "cudaLaunchKernel");
+  }
+  // a CPU-only trace has no device events, and a bad step number is refused
+  CHECK(torch_device_events(nlohmann::json::array(), {}, "empty").empty());
+  const auto bad = nlohmann::json::parse(R"([{"name": "ProfilerStep#x1", "ph": "X", "ts": 0, "dur": 1, "tid": 1}])");
+  CHECK_THROWS_WITH_AS(torch_profiler_steps(bad, "bad.json"), doctest::Contains("bad.json: event 0"), InputError);
+}
