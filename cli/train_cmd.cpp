@@ -135,7 +135,7 @@ void add_torch_options(po::options_description& desc, TorchCli& t) {
       ("warmup", po::value(&t.warmup)->default_value(t.warmup), "pytorch: first steps left out of the summary")
       ("python", po::value(&t.python)->value_name("PATH"), "pytorch: the interpreter (default $KANSCALE_PYTHON, else /usr/bin/python3)")
       ("port-range", po::value(&t.port_range)->default_value(t.port_range), "pytorch: where to look for a free rendezvous port")
-      ("profile", po::value(&t.profile)->value_name("FILE"), "pytorch: torch.profiler Chrome trace of one more step (rank 0)");
+      ("profile", po::value(&t.profile)->value_name("FILE"), "pytorch: rank 0's torch.profiler Chrome trace of 3 more steps, as users make it (schedule: wait 1, warm-up 2, active 3; export_chrome_trace)");
 }
 
 // A PyTorch-only option on a kanscale workload is a mistake, not a no-op.

@@ -180,9 +180,13 @@ std::vector<TorchTraceEvent> read_torch_trace(const nlohmann::json& trace, const
     while (!stack.empty()) {
       const TorchTraceEvent& top = out[stack.back()];
       const double top_end = top.ts_us + top.dur_us, end = e.ts_us + e.dur_us;
-      // inside: starts before the parent ends (and may end a stamp past it),
-      // or, both at one stamp, within it (a zero-length op's own children)
-      const bool inside = e.ts_us >= top.ts_us && ((e.ts_us < top_end && end <= top_end + kSlackUs) || (e.ts_us == top.ts_us && end <= top_end));
+      // inside: starts before the parent ends (and may end a stamp past it);
+      // or, both at one stamp, within it (a zero-length op's own children);
+      // or a zero-length op on the parent's last stamp (the profiler stamps
+      // whole microseconds: the parent's end is truncated, a child's at or
+      // before it, as aten::zero_ at the end of aten::zeros)
+      const bool inside = e.ts_us >= top.ts_us && ((e.ts_us < top_end && end <= top_end + kSlackUs) || (e.ts_us == top.ts_us && end <= top_end) ||
+                                                   (e.dur_us == 0 && e.ts_us == top_end));
       if (top.tid == e.tid && inside) break;
       stack.pop_back();
     }

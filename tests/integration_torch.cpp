@@ -126,19 +126,27 @@ TEST_CASE("kanscale train runs efficient-kan under PyTorch DDP at 1 and 2 ranks 
     for (const auto& o : s["ops"]) phases += o["median_s"].get<double>();
     CHECK(phases == doctest::Approx(it).epsilon(0.5));  // medians of parts need not add up exactly
   }
-  // --profile: rank 0's torch.profiler trace of one step, with the reducer's all-reduce
+  // --profile: rank 0's torch.profiler trace as users make it: schedule(wait=1, warmup=2,
+  // active=3), so 3 steps marked ProfilerStep#N, each with the reducer's all-reduce
   const std::string trace = slurp(d / "profile.json");
   REQUIRE(!trace.empty());
   const auto t = nlohmann::json::parse(trace);
-  int linears = 0, allreduce = 0;
+  int linears = 0, allreduce = 0, steps = 0;
   // torch 1.13 writes a bare list of events; later versions an object with traceEvents
   for (const auto& e : t.is_array() ? t : t["traceEvents"]) {
     const std::string name = e.value("name", "");
     linears += name == "aten::linear";
     allreduce += name.find("allreduce") != std::string::npos;
+    steps += name.rfind("ProfilerStep#", 0) == 0;
   }
-  CHECK(linears == 4);  // two per layer (base and spline branch), two layers
-  CHECK(allreduce >= 1);
+  CHECK(steps == 3);
+  CHECK(linears == 4 * 3);  // two per layer (base and spline branch), two layers, 3 steps
+  CHECK(allreduce >= 3);
+  // and import torch-profile reads it as a user's own: every step maps onto the model's ops
+  const ProcessResult imp = run_process({kExe, "import", "torch-profile", d / "profile.json", "--workload", w, "--ranks", "2"}, d.path, 60);
+  CAPTURE(imp.err);
+  CHECK(imp.exit_code == 0);
+  CHECK(imp.out.find("iteration 3 of 3") != std::string::npos);
 }
 
 TEST_CASE("kanscale train with several workloads: one process group runs them in turn, each its own --json and peak memory") {

@@ -375,3 +375,26 @@ TEST_CASE("a real trace's profiler step, copies and syncs: the step's ops nest a
   const auto bad = nlohmann::json::parse(R"([{"name": "ProfilerStep#x1", "ph": "X", "ts": 0, "dur": 1, "tid": 1}])");
   CHECK_THROWS_WITH_AS(torch_profiler_steps(bad, "bad.json"), doctest::Contains("bad.json: event 0"), InputError);
 }
+
+TEST_CASE("whole-microsecond stamps: a zero-length op on its parent's last stamp is its child") {
+  // as Debian's torch 1.13 (no Kineto) exported a DDP step: aten::zeros
+  // (153 + 1 us) holds aten::empty at 153 and aten::zero_ at 154, its end
+  // stamp; aten::unflatten_dense_tensors (4101 + 16) holds the aten::view at
+  // 4117 (0 us); aten::copy_ at 4118 + 5 us outlasts it: after it
+  const auto t = nlohmann::json::parse(R"([
+    {"name": "aten::zeros", "ph": "X", "ts": 153, "dur": 1, "tid": 1},
+    {"name": "aten::empty", "ph": "X", "ts": 153, "dur": 0, "tid": 1},
+    {"name": "aten::zero_", "ph": "X", "ts": 154, "dur": 0, "tid": 1},
+    {"name": "aten::unflatten_dense_tensors", "ph": "X", "ts": 4101, "dur": 16, "tid": 1},
+    {"name": "aten::view", "ph": "X", "ts": 4117, "dur": 0, "tid": 1},
+    {"name": "aten::copy_", "ph": "X", "ts": 4118, "dur": 5, "tid": 1}
+  ])");
+  const auto ev = read_torch_trace(t, "t.json");
+  REQUIRE(ev.size() == 6);
+  std::map<std::string, std::string> parent;
+  for (const auto& e : ev) parent[e.name] = e.parent < 0 ? "-" : ev[static_cast<std::size_t>(e.parent)].name;
+  CHECK(parent["aten::empty"] == "aten::zeros");
+  CHECK(parent["aten::zero_"] == "aten::zeros");
+  CHECK(parent["aten::view"] == "aten::unflatten_dense_tensors");
+  CHECK(parent["aten::copy_"] == "-");
+}

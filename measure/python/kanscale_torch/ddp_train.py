@@ -29,9 +29,13 @@ Output: with --json, rank 0 writes the file kanscale train --json writes
 (provenance, summary, iterations). The summary's compute and communication
 split is null: torch runs the reducer inside backward and exposes no
 per-bucket times without changing what runs. With --profile, rank 0 writes
-a torch.profiler Chrome trace of one steady step (one more step after the
-timed ones, so the timed ones run without the profiler).
+the trace a user makes: torch.profiler with schedule(wait=1, warmup=2,
+active=PROFILE_ACTIVE) over that many more steps after the timed ones (so
+the timed ones run without the profiler), each marked ProfilerStep#N, and
+written by export_chrome_trace when the active steps end (without Kineto,
+as Debian's 1.13 is built, from the profiler's event tree: chrome_trace).
 """
+PROFILE_WAIT, PROFILE_WARMUP, PROFILE_ACTIVE = 1, 2, 3
 import argparse
 import faulthandler
 import datetime
@@ -92,7 +96,7 @@ def parse_args(argv):
     p.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto",
                    help="auto: nccl when torch sees CUDA, gloo otherwise")
     p.add_argument("--json", help="rank 0 writes the summary here (via a temporary file beside it)")
-    p.add_argument("--profile", help="rank 0 writes a torch.profiler Chrome trace of one more step here")
+    p.add_argument("--profile", help="rank 0 writes a torch.profiler Chrome trace here (schedule: wait 1, warm-up 2, active 3 more steps)")
     p.add_argument("--workload-name", default="")
     p.add_argument("--workload-file", default="")
     p.add_argument("--command-line", default="", help="the kanscale command that launched this run (provenance)")
@@ -108,9 +112,11 @@ def chrome_trace(prof):
     """torch.profiler's events as a Chrome trace (what export_chrome_trace
     writes: name, ph X, ts and dur in microseconds, tid), from the profiler's
     own event tree: nanosecond times and, in args, each event's id and its
-    parent's (0: none). export_chrome_trace stamps whole microseconds, which
-    leaves nesting by time ambiguous where an op starts as its parent ends;
-    formats/torch_trace.cpp reads the parent when it is there."""
+    parent's (0: none). Where torch is built without Kineto (Debian's 1.13),
+    export_chrome_trace stamps whole microseconds, and zero-length ops at one
+    stamp (aten::item, aten::_local_scalar_dense, then Adam's aten::sqrt)
+    cannot be told nested from side by side; formats/torch_trace.cpp reads
+    the parent when it is there."""
     roots = prof.profiler.kineto_results.experimental_event_tree()
     out, stack, next_id = [], [(n, 0) for n in reversed(roots)], 1
     t0 = min((n.start_time_ns for n in roots), default=0)
@@ -314,13 +320,24 @@ def one_run(a, rank, world, local_rank, backend, device, process_info):
                         "exposed_communication_s": None, "loss": finite_or_none(loss.item()),
                         "phases_s": marks.spans_s()})
     if a.profile:
-        from torch.profiler import ProfilerActivity, profile
+        from torch.profiler import ProfilerActivity, profile, schedule
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+
+        def export(prof):
+            if rank != 0:
+                return
+            if not torch.autograd.kineto_available():
+                write_atomic(a.profile, chrome_trace(prof))
+                return
+            tmp = a.profile + ".tmp%d" % os.getpid()  # beside it, renamed: never half written
+            prof.export_chrome_trace(tmp)
+            os.replace(tmp, a.profile)
         dist.barrier()
-        with profile(activities=activities) as prof:
-            step()
-        if rank == 0:
-            write_atomic(a.profile, chrome_trace(prof))
+        with profile(activities=activities, schedule=schedule(wait=PROFILE_WAIT, warmup=PROFILE_WARMUP, active=PROFILE_ACTIVE),
+                     on_trace_ready=export) as prof:
+            for _ in range(PROFILE_WAIT + PROFILE_WARMUP + PROFILE_ACTIVE):
+                step()
+                prof.step()
     rss = peak_rss_bytes(was_reset)
     # DDP's own record of the last iteration: the order gradients became ready
     # (parameter indices, parameters() order) and the rebuilt buckets' sizes
