@@ -384,6 +384,7 @@ void write_owned_files(const std::string& dir, const std::vector<std::pair<std::
     names.push_back(rel.string());
   }
   record_outputs(dir, names);
+  for (const auto& f : files) fs::create_directories(fs::path(f.first).parent_path());
   write_files_atomic(files);
 }
 

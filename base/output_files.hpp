@@ -52,7 +52,7 @@ namespace ks {
 // and is not a directory, a non-empty directory without the marker, or one
 // holding a file the marker does not list (the message names that file).
 // write_owned_files writes `files` (paths inside `dir`) as write_files_atomic
-// does, after listing them in dir's marker.
+// does (creating their directories), after listing them in dir's marker.
 // A subdirectory with a marker of its own is judged by it (a validation
 // run's work/ tree); kanscale's own temporaries (write_files_atomic's
 // ".NAME.PID.N.tmp") are its own.

@@ -87,8 +87,10 @@ void write_compute_section(std::ostream& y, const CalibrationFile& f) {
       << "  interference: " << f.interference.value_or(0.0)
       << (f.interference ? "   # compute lost per second of collective in flight" : "   # not measured (kanscale bench interference)")
       << "\n"
-      << "  host_overhead: \"0s\"   # "
-      << (f.ops.empty() ? "PyTorch's host work is in its op classes (torch_ops)" : "the trainer's host work is in load_batch; no separate term")
+      << "  host_overhead: " << (f.host_overhead_s ? num(*f.host_overhead_s * 1e6, "us") : std::string("\"0s\"")) << "   # "
+      << (f.host_overhead_s  ? f.host_overhead_note
+          : f.ops.empty()    ? std::string("PyTorch's host work is in its op classes (torch_ops)")
+                             : std::string("the trainer's host work is in load_batch; no separate term"))
       << "\n";
     if (!f.cache_probe.empty()) {
       y << "  cache_probe:   # read bandwidth against buffer size, all ranks at once: [bytes, GB/s]\n    [";
@@ -111,7 +113,8 @@ void write_torch_section(std::ostream& y, const CalibrationFile& f) {
     for (const auto& o : f.torch_ops) {
       y << "    " << nlohmann::json(o.cls).dump() << ": {fixed: " << num(o.cost.fixed_s * 1e6, "us") << ", per_element: " << num(o.cost.element_s * 1e9, "ns");
       if (!o.cost.cov.empty()) y << ", cov: " << matrix(o.cost.cov);
-      y << ",\n      fit: " << fit_quality(o.fit, false) << "}   # " << o.shapes << " shapes; held out: leave one shape out\n";
+      y << ",\n      fit: " << fit_quality(o.fit, false) << "}   # " << o.shapes << " shapes; "
+        << (o.note.empty() ? "held out: leave one shape out" : o.note) << "\n";
     }
   }
 }

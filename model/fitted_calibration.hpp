@@ -33,6 +33,7 @@ struct FittedTorchOp {
   TorchOpCost cost;
   LinearFit fit;
   int shapes = 0;
+  std::string note;  // where per_element came from when it was not fitted ("" : fitted over the shapes)
 };
 
 struct CalibrationFile {
@@ -58,6 +59,10 @@ struct CalibrationFile {
   std::optional<LinearFit> gloo_allreduce_fit, gloo_broadcast_fit;
   // PyTorch's op classes
   std::vector<FittedTorchOp> torch_ops;
+  // the host's time per iteration outside every op class (a trace's glue
+  // between ops: calibrate --from-trace), and where it came from
+  std::optional<double> host_overhead_s;
+  std::string host_overhead_note;
   std::string torch_fingerprint;
   // collectives, nccl family: bus bandwidth per level, and how many sweeps each came from
   bool nccl = false;
@@ -97,7 +102,7 @@ struct CalibrationFile {
   std::string live_from;  // the files, for people
 
   // a compute: section (kanscale's kernels, or a measured interference alone: PyTorch's gloo threads)
-  bool has_compute() const { return !ops.empty() || !ops_cold.empty() || interference.has_value(); }
+  bool has_compute() const { return !ops.empty() || !ops_cold.empty() || interference.has_value() || host_overhead_s.has_value(); }
   bool has_memory() const {
     return runtime_bytes || runtime_per_local_peer_bytes || collective_in_flight || memory_fit;
   }

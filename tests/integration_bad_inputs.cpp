@@ -81,6 +81,11 @@ const std::string kTorchWorkload =
 // a calibration as kanscale calibrate writes it: fit covariances and live terms
 const std::string kLiveCalibration = read_file(kSrc + "/tests/fixtures/calibration-ci-live.yaml");
 const std::string kCalibratePlan = read_file(kSrc + "/configs/calibrate/ci.yaml");
+// a real trace of one steady step (no ProfilerStep#N), and its workload
+const std::string kParityTrace = read_file(kSrc + "/tests/fixtures/torch/parity-2-layers.trace.json");
+const std::string kParityWorkload =
+    "name: parity-2-layers\nkan: {widths: [8, 16, 1], grid_size: 5, spline_order: 3}\nbatch_per_gpu: 8\ndataset_size: 64\nseed: 3\n"
+    "implementation: pytorch\nddp: {bucket_cap: \"1MiB\"}\n";
 const std::string kStudy = read_file(kSrc + "/configs/studies/small.yaml");
 const std::string kVPlan = read_file(kSrc + "/validation/plans/ci-small.yaml");
 const std::string kTorchPlan = read_file(kSrc + "/validation/plans/pytorch-smoke.yaml");
@@ -331,6 +336,20 @@ std::vector<Case> catalogue_part3() {
        {"plan.yaml:", "grid_size", "unknown"}},
       {"calibrate: rounds zero", "calibrate", {{P, kCalibratePlan}}, {"calibrate", "{d}/plan.yaml", "--out", "{d}/out", "--rounds", "0"},
        {"--rounds"}},
+      {"calibrate --from-trace: a trace without ProfilerStep#N", "calibrate", {{"t.json", kParityTrace}, {"w.yaml", kParityWorkload}},
+       {"calibrate", "--from-trace", "{d}/t.json", "--workload", "{d}/w.yaml", "--out", "{d}/out"}, {"t.json:", "no ProfilerStep#N"}},
+      {"calibrate --from-trace: two traces, one workload", "calibrate", {{"t.json", kParityTrace}, {"w.yaml", kParityWorkload}},
+       {"calibrate", "--from-trace", "{d}/t.json", "--from-trace", "{d}/t.json", "--workload", "{d}/w.yaml", "--out", "{d}/out"},
+       {"--from-trace", "pair in order"}},
+      {"calibrate --from-trace: with a plan", "calibrate", {{P, kCalibratePlan}, {"t.json", kParityTrace}, {"w.yaml", kParityWorkload}},
+       {"calibrate", "{d}/plan.yaml", "--from-trace", "{d}/t.json", "--workload", "{d}/w.yaml", "--out", "{d}/out"}, {"not both"}},
+      {"calibrate --from-trace: with --rounds", "calibrate", {{"t.json", kParityTrace}, {"w.yaml", kParityWorkload}},
+       {"calibrate", "--from-trace", "{d}/t.json", "--workload", "{d}/w.yaml", "--rounds", "2", "--out", "{d}/out"}, {"--rounds", "measures nothing"}},
+      {"calibrate: --ranks without --from-trace", "calibrate", {{P, kCalibratePlan}}, {"calibrate", "{d}/plan.yaml", "--ranks", "2", "--out", "{d}/out"},
+       {"--ranks", "--from-trace"}},
+      {"calibrate --from-trace: a workload of kanscale's own trainer", "calibrate",
+       {{"t.json", kParityTrace}, {"w.yaml", sub(kParityWorkload, "implementation: pytorch", "implementation: kanscale")}},
+       {"calibrate", "--from-trace", "{d}/t.json", "--workload", "{d}/w.yaml", "--out", "{d}/out"}, {"w.yaml", "implementation", "pytorch"}},
 
   };
 }

@@ -97,6 +97,93 @@ std::vector<nlohmann::json> split_profiler_steps(const nlohmann::json& trace, co
   return out;
 }
 
+namespace {
+
+// One step's events: what lies inside each event and before it, and the
+// profiler's own cost as it shows (the gaps between consecutive events inside
+// one of the model's ops; bare aten::as_strided durations), appended to
+// `gaps` and `views`. Parents precede their children in `ev`.
+struct StepLayout {
+  std::vector<int> nested, inner_n;  // ProfileUnit::nested_events and inner_events, per event
+  std::vector<double> inner_s;       // ProfileUnit::inner_s, per event
+  std::vector<double> lead;          // an event's gap since its previous sibling ended
+  int main_events = 0;               // the busiest thread's: the others' (gloo's, autograd's workers) run beside it
+  double span_s = 0;                 // the first event's start to the last one's end
+};
+
+StepLayout step_layout(const std::vector<TorchTraceEvent>& ev, std::vector<double>& gaps, std::vector<double>& views) {
+  const std::size_t n = ev.size();
+  StepLayout l;
+  l.nested.assign(n, 0);
+  l.inner_n.assign(n, 0);
+  l.inner_s.assign(n, 0.0);
+  l.lead.assign(n, 0.0);
+  std::vector<int> classed_up(n, -1);  // the nearest enclosing event of a class
+  std::vector<char> inside(n, 0), has_child(n, 0);
+  std::map<std::pair<long long, int>, double> sibling_end;  // (thread, parent): the last child's end
+  std::map<long long, int> per_thread;
+  double first_us = 0, last_us = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const TorchTraceEvent& e = ev[i];
+    const double end_us = e.ts_us + e.dur_us;
+    first_us = i == 0 ? e.ts_us : std::min(first_us, e.ts_us);
+    last_us = i == 0 ? end_us : std::max(last_us, end_us);
+    ++per_thread[e.tid];
+    const auto [it, fresh] = sibling_end.try_emplace({e.tid, e.parent}, end_us);
+    if (!fresh) l.lead[i] = std::max(0.0, e.ts_us - it->second) * 1e-6;
+    it->second = std::max(it->second, end_us);
+    if (e.parent < 0) continue;
+    const auto up = static_cast<std::size_t>(e.parent);
+    has_child[up] = 1;
+    // events inside a classed event are its, but for those inside another
+    // classed event within it (DDP's hooks inside AccumulateGrad): that one's
+    classed_up[i] = !ev[up].cls.empty() ? e.parent : classed_up[up];
+    if (classed_up[i] >= 0) {
+      const auto a = static_cast<std::size_t>(classed_up[i]);
+      ++l.nested[a];
+      if (!e.cls.empty()) l.inner_s[a] += e.dur_us * 1e-6, ++l.inner_n[a];
+    }
+    // C++ calling C++: consecutive events inside one of the model's ops
+    inside[i] = !ev[up].cls.empty() || inside[up];
+    if (!fresh && inside[i]) gaps.push_back(l.lead[i]);
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    if (ev[i].name == "aten::as_strided" && !has_child[i]) views.push_back(ev[i].dur_us * 1e-6);
+  for (const auto& [tid, k] : per_thread) l.main_events = std::max(l.main_events, k);
+  l.span_s = (last_us - first_us) * 1e-6;
+  return l;
+}
+
+// Whole iterations: every class of the model's list k times its ops (a trace
+// without ProfilerStep ranges may hold several steps); any other count is a
+// trace of another model or other DDP settings (InputError naming `what` and
+// the first class that differs), or, for the last of several steps (`last`),
+// short of events but of no class, a step cut short.
+int whole_iterations(const std::map<std::string, std::vector<std::size_t>>& by_class,
+                     const std::map<std::string, std::vector<const TorchTraceEvent*>>& seen, const std::string& what, const std::string& model_name,
+                     bool last) {
+  int k = -1;
+  std::string first_off;
+  int differ = 0;
+  bool prefix = true;  // every class at most the model's count
+  for (const auto& [cls, ops] : by_class) {
+    const std::size_t n = seen.count(cls) ? seen.at(cls).size() : 0;
+    const int ki = n % ops.size() == 0 ? static_cast<int>(n / ops.size()) : -1;
+    prefix = prefix && n <= ops.size();
+    if (k < 0 && ki > 0) k = ki;
+    if ((ki <= 0 || ki != k) && differ++ == 0)
+      first_off = cls + ": " + std::to_string(n) + " events where the model has " + std::to_string(ops.size()) + " ops per iteration";
+  }
+  if (k > 0 && differ == 0) return k;
+  if (last && prefix)
+    throw InputError(what + ": the trace ends mid-step (" + first_off +
+                     "); profile whole steps: torch.profiler's schedule writes the trace after its active steps end");
+  throw InputError(what + ": not a trace of " + model_name + "'s model: " + std::to_string(differ) + " op class(es) have other counts than its op list (" +
+                   first_off + "); another model, or other DDP settings (gradient_as_bucket_view, broadcast_buffers)?");
+}
+
+}  // namespace
+
 ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::string& what, const Cluster& c, const Workload& w,
                                         const Calibration& cal, int ranks) {
   if (w.implementation != Implementation::pytorch)
@@ -108,7 +195,7 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
   const bool two_track = !in.op_host_s.empty();
   std::map<std::string, std::vector<std::size_t>> by_class;
   std::vector<std::string> unit_order;
-  std::map<std::string, double> unit_cost;
+  std::map<std::string, double> unit_cost, unit_calls, unit_elements;
   auto unit_of = [&](std::size_t i) { return in.ops[i].torch_unit.empty() ? in.ops[i].torch_class : in.ops[i].torch_unit; };
   for (std::size_t i = 0; i < in.ops.size(); ++i) {
     if (in.ops[i].torch_class.empty()) continue;
@@ -116,14 +203,21 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
     const std::string unit = unit_of(i);
     if (!unit_cost.count(unit)) unit_order.push_back(unit);
     unit_cost[unit] += two_track ? in.op_host_s[i] : in.op_time_s[i];
+    unit_calls[unit] += in.ops[i].unit_calls;
+    unit_elements[unit] += in.ops[i].unit_elements;
   }
 
   ProfileComparison p;
   std::map<std::string, ProfileComm> comm;
-  std::vector<double> dispatch;
+  std::vector<double> dispatch, gaps, views;
   const std::string model_name = w.file.empty() ? w.name : w.file;
   for (std::size_t s = 0; s < steps.size(); ++s) {
     const std::vector<TorchTraceEvent> ev = read_torch_trace(steps[s], what);
+    const StepLayout lay = step_layout(ev, gaps, views);
+    const auto& nested = lay.nested;
+    const auto& inner_n = lay.inner_n;
+    const auto& inner_s = lay.inner_s;
+    const auto& lead = lay.lead;
     // the events of each class the model lists, in time order
     std::map<std::string, std::vector<const TorchTraceEvent*>> seen;
     for (const TorchTraceEvent& e : ev) {
@@ -142,24 +236,8 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
     // in time order (the trace is read per thread)
     for (auto& [cls, events] : seen)
       std::stable_sort(events.begin(), events.end(), [](const TorchTraceEvent* a, const TorchTraceEvent* b) { return a->ts_us < b->ts_us; });
-    // Whole iterations: every class of the model's list k times its ops
-    // (a trace without ProfilerStep ranges may hold several steps); any
-    // other count is a trace of another model or other DDP settings.
-    int k = -1;
-    std::string first_off;
-    int differ = 0;
-    for (const auto& [cls, ops] : by_class) {
-      const std::size_t n = seen.count(cls) ? seen.at(cls).size() : 0;
-      const int ki = n % ops.size() == 0 ? static_cast<int>(n / ops.size()) : -1;
-      if (k < 0 && ki > 0) k = ki;
-      if (ki <= 0 || ki != k) {
-        if (differ++ == 0) first_off = cls + ": " + std::to_string(n) + " events where the model has " + std::to_string(ops.size()) + " ops per iteration";
-      }
-    }
-    if (k <= 0 || differ > 0)
-      throw InputError(what + (steps.size() > 1 ? " (ProfilerStep " + std::to_string(s + 1) + ")" : std::string()) +
-                       ": not a trace of " + model_name + "'s model: " + std::to_string(differ) + " op class(es) have other counts than its op list (" +
-                       first_off + "); another model, or other DDP settings (gradient_as_bucket_view, broadcast_buffers)?");
+    const std::string step_what = what + (steps.size() > 1 ? " (ProfilerStep " + std::to_string(s + 1) + ")" : std::string());
+    const int k = whole_iterations(by_class, seen, step_what, model_name, steps.size() > 1 && s + 1 == steps.size() && p.iterations > 0);
     std::vector<std::map<std::string, ProfileUnit>> units(static_cast<std::size_t>(k));
     for (const auto& [cls, events] : seen) {
       const auto& ops = by_class.at(cls);
@@ -168,6 +246,14 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
         ProfileUnit& u = units[j / ops.size()][unit_of(op)];
         ++u.events;
         u.measured_s += events[j]->dur_us * 1e-6;
+        const auto idx = static_cast<std::size_t>(events[j] - ev.data());
+        u.nested_events += nested[idx];
+        u.inner_s += inner_s[idx];
+        u.inner_events += inner_n[idx];
+        if (lead[static_cast<std::size_t>(events[j] - ev.data())] > 0) {
+          u.lead_s += lead[static_cast<std::size_t>(events[j] - ev.data())];
+          ++u.leads;
+        }
         if (in.ops[op].host_only) dispatch.push_back(events[j]->dur_us * 1e-6);
       }
     }
@@ -177,10 +263,14 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
         u.unit = name;
         u.iteration = p.iterations;
         u.predicted_s = unit_cost.at(name);
+        u.calls = unit_calls.at(name);
+        u.elements = unit_elements.at(name);
         p.measured_total_s += u.measured_s;
         p.predicted_total_s += u.predicted_s;
         p.units.push_back(u);
       }
+      p.step_events.push_back(static_cast<int>(std::lround(static_cast<double>(lay.main_events) / k)));
+      p.step_span_s.push_back(lay.span_s / k);
       ++p.iterations;
     }
   }
@@ -197,6 +287,14 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
   if (!dispatch.empty()) {
     p.dispatch_median_s = median(dispatch);
     p.dispatch_events = static_cast<int>(dispatch.size());
+  }
+  if (!gaps.empty()) {
+    p.profiler_gap_s = median(gaps);
+    p.profiler_gaps = static_cast<int>(gaps.size());
+  }
+  if (!views.empty()) {
+    p.profiler_inside_s = median(views);
+    p.profiler_views = static_cast<int>(views.size());
   }
   return p;
 }

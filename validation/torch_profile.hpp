@@ -38,6 +38,19 @@ struct ProfileUnit {
   int events = 0;           // trace events mapped to its ops
   double measured_s = 0;    // their summed durations
   double predicted_s = 0;   // the replay's cost of the unit's ops
+  double calls = 0, elements = 0;  // the unit's size in the model (Op::unit_calls, unit_elements summed over its ops)
+  // events inside its events (each adds the profiler's own cost to their
+  // durations), but for those inside another classed event within them
+  // (DDP's hooks inside AccumulateGrad): those classed events themselves are
+  // counted here too, and their durations summed in inner_s
+  int nested_events = 0;
+  double inner_s = 0;
+  int inner_events = 0;
+  // the gaps before its events since their previous sibling (same thread,
+  // same parent) ended: Python's code, or autograd's engine, between calls,
+  // what a call costs its caller beyond the op; and how many
+  double lead_s = 0;
+  int leads = 0;
 };
 
 struct ProfileComm {
@@ -58,6 +71,19 @@ struct ProfileComparison {
   double dispatch_median_s = 0;
   int dispatch_events = 0;
   double measured_total_s = 0, predicted_total_s = 0;  // over the mapped units, all iterations
+  // The profiler's own cost per event, read off the trace, in two parts:
+  // outside an event's stamps, the median gap between consecutive events
+  // inside one of the model's ops (C++ calling C++: nothing but the
+  // profiler's record of one event's end and the next one's start lies
+  // between); inside them, the median duration of aten::as_strided events
+  // with nothing inside (a view: it does no work the profiler would not
+  // add). How many of each were seen.
+  double profiler_gap_s = 0, profiler_inside_s = 0;
+  int profiler_gaps = 0, profiler_views = 0;
+  // host events per iteration on the step's busiest thread (the others run
+  // beside it; steps holding several iterations: their mean, rounded)
+  std::vector<int> step_events;
+  std::vector<double> step_span_s;  // per iteration: from the step's first event's start to its last one's end
 };
 
 // The trace's steps: events between each ProfilerStep#N range's ends, or

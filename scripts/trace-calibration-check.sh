@@ -1,0 +1,35 @@
+#!/bin/bash
+# Issue 59, "same ranks, unseen shapes" at one rank: calibrations from
+# torch.profiler traces of a PyTorch DDP job (kanscale train --profile, as a
+# user's own: schedule(wait=1, warmup=2, active=3)) judged on the 24 cases of
+# validation/plans/pytorch-trace-cases.yaml, whose shapes no trace ran.
+#   many: 4 traced shapes (every class fitted: calls x fixed + elements x per_element)
+#   one:  the first traced shape alone (per_element borrowed from the shipped calibration)
+#   shipped: configs/calibrations/pytorch-cpu.yaml (microbenchmarks on another machine), for scale
+# Writes OUT/traces, OUT/cal-many, OUT/cal-one, OUT/cases (the runs) and
+# OUT/judged-{many,one,shipped} (report.md, results.json each).
+# usage: scripts/trace-calibration-check.sh KANSCALE OUT
+set -euo pipefail
+exe=$1 out=$2
+plan=validation/plans/pytorch-trace-cases.yaml
+mkdir -p "$out/traces"
+# the traced shapes: those of configs/calibrate/pytorch-cpu.yaml's live runs, and the tests' small one
+shapes=("[24, 64, 1]|7|4" "[40, 144, 144, 2]|7|48" "[48, 176, 3]|7|256" "[8, 16, 1]|5|16")
+args=()
+for i in "${!shapes[@]}"; do
+  IFS='|' read -r widths grid batch <<< "${shapes[$i]}"
+  w="$out/traces/w$i.yaml"
+  printf 'name: traced-%s\nkan: {widths: %s, grid_size: %s, spline_order: 3}\nbatch_per_gpu: %s\ndataset_size: 4096\nseed: 5\nimplementation: pytorch\nddp: {bucket_cap: "1MiB"}\n' \
+    "$i" "$widths" "$grid" "$batch" > "$w"
+  "$exe" train --workload "$w" --ranks 1 --steps 10 --profile "$out/traces/t$i.json" --quiet > "$out/traces/train$i.log" 2>&1
+  args+=(--from-trace "$out/traces/t$i.json" --workload "$w")
+done
+"$exe" calibrate "${args[@]}" --out "$out/cal-many" > "$out/cal-many.log"
+"$exe" calibrate "${args[@]:0:4}" --out "$out/cal-one" > "$out/cal-one.log"
+"$exe" validate "$plan" --out "$out/cases" > "$out/cases.log" 2>&1 || true  # judged below
+for kind in many one shipped; do
+  cal="$out/cal-$kind/results/calibration-pytorch.yaml"
+  [ "$kind" = shipped ] && cal=configs/calibrations/pytorch-cpu.yaml
+  "$exe" validate "$plan" --collect "$out/cases/work" --calibration "$cal" --out "$out/judged-$kind" > /dev/null 2>&1 || true
+  grep -m1 "^| iteration time" "$out/judged-$kind/report.md" | sed "s/^/$kind /"
+done

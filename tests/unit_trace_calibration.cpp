@@ -1,0 +1,197 @@
+// calibrate --from-trace (validation/trace_calibration): the fit of PyTorch's
+// op classes to torch.profiler traces, on traces whose costs are known.
+//
+// The hand-made traces keep the structure of a real one (the parity
+// fixture's 2-layer step: every event, its thread and its parent) and lay
+// its times out anew: each of the model's ops takes the time a known
+// calibration gives it (the shipped configs/calibrations/pytorch-cpu.yaml),
+// the k-th event of a class being the class's k-th op (the mapping of
+// compare_torch_profile); every other event does no work. The profiler's own
+// cost is added as torch's is: kIn inside every event's stamps, kOut between
+// consecutive events of one parent. The fit must then give back each class's
+// fixed and per_element terms, and the step nothing outside them.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "formats/config_files.hpp"
+#include "formats/torch_trace.hpp"
+#include "sim/point.hpp"
+#include "temp_dir.hpp"
+#include "validation/trace_calibration.hpp"
+
+using namespace ks;
+
+namespace {
+
+const std::string kSrc = KANSCALE_SOURCE_DIR;
+constexpr double kIn = 2.0, kOut = 3.0;  // us: the profiler's own cost inside and outside an event
+
+nlohmann::json fixture_trace() {
+  std::ifstream in(kSrc + "/tests/fixtures/torch/parity-2-layers.trace.json");
+  REQUIRE(in.good());
+  return nlohmann::json::parse(in);
+}
+
+std::string workload_text(const std::vector<int>& widths, int batch) {
+  std::string w = "[";
+  for (std::size_t i = 0; i < widths.size(); ++i) w += (i ? ", " : "") + std::to_string(widths[i]);
+  return "name: hand\nkan: {widths: " + w + "], grid_size: 5, spline_order: 3}\nbatch_per_gpu: " + std::to_string(batch) +
+         "\ndataset_size: 512\nseed: 3\nimplementation: pytorch\nddp: {bucket_cap: \"1MiB\"}\n";
+}
+
+// `steps` copies of the fixture's step, each event's own work the known
+// cost of its op (us), laid out with the profiler's cost, inside
+// ProfilerStep#1..steps, back to back.
+// (ranks 1: the op times of one rank alone on the machine, as the calibration has them)
+nlohmann::json hand_trace(const Workload& w, const Cluster& c, const Calibration& known, int ranks, int steps) {
+  const std::vector<TorchTraceEvent> ev = read_torch_trace(fixture_trace(), "parity-2-layers.trace.json");
+  const ReplayInput in = make_replay_input(c, w, known, layout_for(c, ranks, std::nullopt), w.batch_per_gpu, 0);
+  std::map<std::string, std::vector<std::size_t>> ops_of;
+  for (std::size_t i = 0; i < in.ops.size(); ++i)
+    if (!in.ops[i].torch_class.empty()) ops_of[in.ops[i].torch_class].push_back(i);
+  // each event's own work: its op's time, the k-th event of a class in time order the k-th op
+  std::vector<double> work(ev.size(), 0.0);
+  std::vector<std::size_t> order(ev.size());
+  for (std::size_t i = 0; i < ev.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ev[a].ts_us < ev[b].ts_us; });
+  std::map<std::string, std::size_t> seen;
+  for (std::size_t i : order) {
+    const auto it = ops_of.find(ev[i].cls);
+    if (it == ops_of.end()) continue;
+    work[i] = in.op_time_s[it->second[seen[ev[i].cls]++ % it->second.size()]] * 1e6;
+  }
+  std::vector<std::vector<std::size_t>> children(ev.size());
+  std::map<long long, std::vector<std::size_t>> roots;  // per thread
+  for (std::size_t i = 0; i < ev.size(); ++i) (ev[i].parent < 0 ? roots[ev[i].tid] : children[static_cast<std::size_t>(ev[i].parent)]).push_back(i);
+  std::vector<double> ts(ev.size()), dur(ev.size());
+  // an event: kIn, then each child after kOut, then its own work
+  std::function<double(std::size_t, double)> lay = [&](std::size_t e, double t) {
+    ts[e] = t;
+    double cur = t + kIn;
+    for (std::size_t ch : children[e]) cur = lay(ch, cur + kOut);
+    dur[e] = cur + work[e] - t;
+    return t + dur[e];
+  };
+  double span = 0;
+  for (const auto& [tid, rs] : roots) {
+    double cur = 0;
+    for (std::size_t k = 0; k < rs.size(); ++k) cur = lay(rs[k], k == 0 ? cur : cur + kOut);
+    span = std::max(span, cur);
+  }
+  nlohmann::json out = nlohmann::json::array();
+  const long long per_step = static_cast<long long>(ev.size()) + 1;
+  for (int s = 0; s < steps; ++s) {
+    const double shift = s * span;
+    out.push_back({{"name", "ProfilerStep#" + std::to_string(s + 1)}, {"ph", "X"}, {"ts", shift}, {"dur", span}, {"tid", 1}});
+    for (std::size_t i = 0; i < ev.size(); ++i) {
+      const long long id = s * per_step + static_cast<long long>(i) + 1;
+      const long long parent = ev[i].parent < 0 ? 0 : s * per_step + ev[i].parent + 1;
+      out.push_back({{"name", ev[i].name}, {"ph", "X"}, {"ts", ts[i] + shift}, {"dur", dur[i]}, {"tid", ev[i].tid}, {"args", {{"id", id}, {"parent", parent}}}});
+    }
+  }
+  return out;
+}
+
+// The shipped PyTorch calibration's op classes alone (its live runs' factor
+// left out: a trace is a live run, its times already the job's).
+Calibration known_calibration(const Cluster& c) {
+  Calibration k = load_calibration(kSrc + "/configs/calibrations/pytorch-cpu.yaml", c, Precision::fp32);
+  REQUIRE(!k.torch_ops.empty());
+  k.live_terms.clear();
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("calibrate --from-trace: hand-made traces of known costs give the costs back, the profiler's own taken off") {
+  const Cluster c = load_cluster(kSrc + "/configs/clusters/local-cpu-gloo.yaml");
+  const Calibration known = known_calibration(c);
+  TempDir dir;
+  // four shapes of the fixture's 2-layer structure (the op list does not depend on the widths or the batch)
+  const std::vector<std::pair<std::vector<int>, int>> shapes = {{{8, 16, 1}, 8}, {{4, 32, 2}, 16}, {{16, 8, 4}, 32}, {{12, 24, 3}, 64}};
+  std::vector<TraceJob> jobs;
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    const std::string wf = dir.write("w" + std::to_string(k) + ".yaml", workload_text(shapes[k].first, shapes[k].second));
+    const Workload w = load_workload(wf);
+    const std::string tf = dir.write("t" + std::to_string(k) + ".json", hand_trace(w, c, known, 1, 3).dump());
+    jobs.push_back({tf, wf});
+  }
+  // one trace's records: the profiler's parts read back exactly
+  const TraceRecords r = trace_records(jobs[0].trace, load_workload(jobs[0].workload), c, 2);
+  CHECK(r.profiler_gap_s == doctest::Approx(kOut * 1e-6));
+  CHECK(r.profiler_inside_s == doctest::Approx(kIn * 1e-6));
+  REQUIRE(r.glue_s.size() == 3);
+  for (double g : r.glue_s) CHECK(g == doctest::Approx(0.0).epsilon(1e-12));  // nothing but the model's ops does work
+
+  const TraceCalibration t = calibrate_from_traces(jobs, c, 2, "hand");
+  CHECK(!t.file.host_overhead_s.has_value());  // 2 ranks: a step's glue holds the wait for the all-reduce
+  int checked = 0;
+  for (const FittedTorchOp& o : t.file.torch_ops) {
+    CAPTURE(o.cls);
+    const auto it = known.torch_ops.find(o.cls);
+    REQUIRE(it != known.torch_ops.end());
+    CHECK(o.note.empty());  // four shapes: fitted, not borrowed
+    CHECK(o.cost.fixed_s == doctest::Approx(it->second.fixed_s).epsilon(1e-6));
+    CHECK(o.cost.element_s == doctest::Approx(it->second.element_s).epsilon(1e-6));
+    ++checked;
+  }
+  CHECK(checked >= 15);  // every unit of the 2-layer step
+}
+
+TEST_CASE("calibrate --from-trace: one shape borrows per_element and says so; 1-rank glue is host_overhead") {
+  const Cluster c = load_cluster(kSrc + "/configs/clusters/local-cpu-gloo.yaml");
+  const Calibration known = known_calibration(c);
+  TempDir dir;
+  const std::string wf = dir.write("w.yaml", workload_text({8, 16, 1}, 8));
+  const Workload w = load_workload(wf);
+  const std::string tf = dir.write("t.json", hand_trace(w, c, known, 1, 3).dump());
+  const TraceCalibration t = calibrate_from_traces({{tf, wf}}, c, 2, "one");
+  REQUIRE(!t.file.torch_ops.empty());
+  for (const FittedTorchOp& o : t.file.torch_ops) {
+    CAPTURE(o.cls);
+    CHECK(o.note.find("per_element from") != std::string::npos);
+    // per_element is the shipped calibration's (the known one here), so the least-squares fixed is the known one
+    CHECK(o.cost.fixed_s == doctest::Approx(known.torch_ops.at(o.cls).fixed_s).epsilon(1e-6));
+  }
+  CHECK(t.report.find("fewer than 3 shapes") != std::string::npos);
+}
+
+TEST_CASE("calibrate --from-trace: refusals name the file") {
+  const Cluster c = load_cluster(kSrc + "/configs/clusters/local-cpu-gloo.yaml");
+  const Calibration known = known_calibration(c);
+  TempDir dir;
+  const std::string wf = dir.write("w.yaml", workload_text({8, 16, 1}, 8));
+  const Workload w = load_workload(wf);
+  const nlohmann::json good = hand_trace(w, c, known, 1, 3);
+  // no ProfilerStep#N
+  nlohmann::json bare = nlohmann::json::array();
+  for (const auto& e : good)
+    if (e["name"].get<std::string>().rfind("ProfilerStep#", 0) != 0) bare.push_back(e);
+  const std::string f1 = dir.write("bare.json", bare.dump());
+  CHECK_THROWS_WITH_AS(trace_records(f1, w, c, 2), doctest::Contains("bare.json: no ProfilerStep#N"), InputError);
+  // cut mid-step: the last step's final 10 events missing
+  nlohmann::json cut = good;
+  cut.erase(cut.end() - 10, cut.end());
+  const std::string f2 = dir.write("cut.json", cut.dump());
+  CHECK_THROWS_WITH_AS(trace_records(f2, w, c, 2), doctest::Contains("cut.json (ProfilerStep 3): the trace ends mid-step"), InputError);
+  // another model: the 3-layer fixture against the 2-layer workload, named by its first class that differs
+  std::ifstream in3(kSrc + "/tests/fixtures/torch/parity-3-layers.trace.json");
+  nlohmann::json three = nlohmann::json::parse(in3);
+  nlohmann::json stepped = nlohmann::json::array({{{"name", "ProfilerStep#1"}, {"ph", "X"}, {"ts", -1}, {"dur", 1e9}, {"tid", 1}}});
+  for (const auto& e : three) stepped.push_back(e);
+  const std::string f3 = dir.write("three.json", stepped.dump());
+  CHECK_THROWS_WITH_AS(trace_records(f3, w, c, 2), doctest::Contains("three.json: not a trace of"), InputError);
+  CHECK_THROWS_WITH_AS(trace_records(f3, w, c, 2), doctest::Contains("(backward:AccumulateGrad: 9 events where the model has 6 ops per iteration)"), InputError);
+  // a GPU job: CUDA activity
+  std::ifstream inh(kSrc + "/tests/fixtures/hta/event-sync.json");
+  REQUIRE(inh.good());
+  const std::string f4 = dir.write("gpu.json", nlohmann::json::parse(inh).dump());
+  CHECK_THROWS_WITH_AS(trace_records(f4, w, c, 2), doctest::Contains("gpu.json: CUDA activity"), InputError);
+}

@@ -1,0 +1,181 @@
+#include "trace_calibration.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "formats/config_files.hpp"
+#include "formats/measurement_records.hpp"
+#include "formats/torch_trace.hpp"
+#include "model/calibration_fit.hpp"
+#include "model/machine.hpp"
+#include "model/statistics.hpp"
+#include "torch_profile.hpp"
+
+namespace ks {
+
+TraceRecords trace_records(const std::string& trace_file, const Workload& w, const Cluster& c, int ranks) {
+  if (w.implementation != Implementation::pytorch)
+    throw InputError((w.file.empty() ? w.name : w.file) + ": key 'implementation': --from-trace reads a PyTorch job's trace; expected pytorch");
+  const nlohmann::json trace = read_json_file(trace_file, "a torch.profiler trace");
+  const std::vector<TorchProfilerStep> steps = torch_profiler_steps(trace, trace_file);
+  if (steps.empty())
+    throw InputError(trace_file + ": no ProfilerStep#N events: record the job with torch.profiler's schedule (profile(schedule=schedule(wait=1, "
+                     "warmup=2, active=3)), prof.step() after each step), as kanscale train --profile does");
+  const std::vector<TorchTraceEvent> host = read_torch_trace(trace, trace_file);
+  if (const auto dev = torch_device_events(trace, host, trace_file); !dev.empty())
+    throw InputError(trace_file + ": CUDA activity (" + std::to_string(dev.size()) +
+                     " device events): --from-trace fits a CPU job's op classes; a GPU job's device time from its kernels is not fitted yet");
+  const Calibration cal = with_default_host_terms(datasheet_calibration(c, w.precision), c, w);
+  const ProfileComparison p = compare_torch_profile(trace, trace_file, c, w, cal, ranks);
+  TraceRecords out;
+  TorchOpsFile& f = out.ops;
+  f.path = trace_file;
+  f.torch = f.blas = f.python = f.date_utc = "unrecorded";
+  std::map<std::string, std::vector<double>> times;
+  std::map<std::string, const ProfileUnit*> first;
+  std::vector<std::string> order;
+  std::vector<double> units_s(static_cast<std::size_t>(p.iterations), 0.0);
+  // the profiler's own cost taken off: c per event nested in a unit's events
+  const double out_s = p.profiler_gap_s, in_s = p.profiler_inside_s, c_s = out_s + in_s;
+  out.profiler_gap_s = out_s;
+  out.profiler_inside_s = in_s;
+  out.profiler_gaps = p.profiler_gaps;
+  out.profiler_views = p.profiler_views;
+  for (const ProfileUnit& u : p.units) {
+    if (!first.count(u.unit)) first[u.unit] = &u, order.push_back(u.unit);
+    // and the inside part for its own events; the caller's gaps before them
+    // are its too (Python's code between calls), less the outside part each
+    // (a classed event inside: its whole duration and the outside part before it)
+    const double t = std::max(0.0, u.measured_s - u.inner_s - out_s * u.inner_events - c_s * (u.nested_events - u.inner_events) - in_s * u.events) +
+                     std::max(0.0, u.lead_s - out_s * u.leads);
+    times[u.unit].push_back(t);
+    units_s.at(static_cast<std::size_t>(u.iteration)) += t;
+  }
+  for (const std::string& unit : order) {
+    const ProfileUnit& u = *first[unit];
+    if (u.calls <= 0) continue;
+    TorchOpRecord r;
+    r.cls = unit;
+    r.calls = u.calls;
+    r.elements = u.elements;
+    r.batch = w.batch_per_gpu;
+    r.widths = w.widths;
+    r.grid_size = w.grid_size;
+    r.spline_order = w.spline_order;
+    r.time_median_s = median(times[unit]);
+    r.reps = static_cast<int>(times[unit].size());
+    f.records.push_back(r);
+  }
+  // the steps' time outside every unit (split_profiler_steps and the steps here are in one order)
+  // and c per event of the step
+  for (std::size_t s = 0; s < steps.size() && s < units_s.size(); ++s) {
+    const double events_s = c_s * p.step_events.at(s);
+    out.steps_s.push_back(steps[s].dur_us * 1e-6);
+    out.spans_s.push_back(p.step_span_s.at(s));
+    out.profiler_s.push_back(events_s);
+    out.glue_s.push_back(std::max(0.0, p.step_span_s.at(s) - events_s - units_s[s]));
+  }
+  return out;
+}
+
+namespace {
+
+// A unit measured at fewer than 3 shapes: per_element from the shipped
+// PyTorch calibration, fixed fitted (least squares, at least 0).
+FittedTorchOp prior_fit(const std::string& cls, const std::vector<TorchOpRecord>& recs, const Calibration& prior, const std::string& prior_what) {
+  FittedTorchOp o;
+  o.cls = cls;
+  const auto it = prior.torch_ops.find(cls);
+  o.cost.element_s = it == prior.torch_ops.end() ? 0.0 : it->second.element_s;
+  double num = 0, den = 0;
+  std::set<std::string> shapes;
+  for (const TorchOpRecord& r : recs) {
+    num += r.calls * (r.time_median_s - o.cost.element_s * r.elements);
+    den += r.calls * r.calls;
+    std::ostringstream key;
+    for (auto w : r.widths) key << w << ",";
+    key << "G" << r.grid_size << "k" << r.spline_order << "B" << r.batch;
+    shapes.insert(key.str());
+  }
+  o.cost.fixed_s = den > 0 ? std::max(0.0, num / den) : 0.0;
+  o.shapes = static_cast<int>(shapes.size());
+  o.fit.features = {"fixed_s"};
+  o.fit.coef = {o.cost.fixed_s};
+  o.fit.std_err = {0.0};
+  o.fit.active = {true};
+  o.fit.n_fit = static_cast<int>(recs.size());
+  o.note = it == prior.torch_ops.end() ? "per_element 0: fewer than 3 shapes, and " + prior_what + " has no such class"
+                                       : "per_element from " + prior_what + ", not these traces (fewer than 3 shapes); fixed fitted";
+  return o;
+}
+
+}  // namespace
+
+TraceCalibration calibrate_from_traces(const std::vector<TraceJob>& jobs, const Cluster& c, int ranks, const std::string& name) {
+  FitInputs in;
+  std::vector<double> glue;
+  std::string from;
+  std::ostringstream traces;
+  for (const TraceJob& j : jobs) {
+    const Workload w = load_workload(j.workload);
+    TraceRecords r = trace_records(j.trace, w, c, ranks);
+    if (ranks == 1) glue.insert(glue.end(), r.glue_s.begin(), r.glue_s.end());
+    std::vector<double> net;
+    for (std::size_t s = 0; s < r.spans_s.size(); ++s) net.push_back(r.spans_s[s] - r.profiler_s[s]);
+    traces << "  " << j.trace << ": " << r.steps_s.size() << " step(s), median " << median(r.steps_s) * 1e3 << " ms, " << median(r.spans_s) * 1e3
+           << " ms from the first op to the last, " << median(net) * 1e3 << " ms without the profiler's own " << median(r.profiler_s) * 1e3 << " ms ("
+           << (r.profiler_gap_s + r.profiler_inside_s) * 1e6 << " us per event: " << r.profiler_gap_s * 1e6 << " us outside, the median of "
+           << r.profiler_gaps << " gaps between an op's consecutive children, and " << r.profiler_inside_s * 1e6 << " us inside, the median of "
+           << r.profiler_views << " bare aten::as_strided)\n";
+    in.torch_ops.push_back(std::move(r.ops));
+    from += (from.empty() ? "" : "; ") + j.trace + " (workload " + j.workload + ")";
+  }
+  TraceCalibration t;
+  CalibrationFit fit = fit_calibration(in, name);
+  t.file = std::move(fit.file);
+  t.file.fitted_from = "torch.profiler traces at " + std::to_string(ranks) + " rank(s): " + from;
+  t.file.concurrency = ranks;
+  std::ostringstream report;
+  report << "kanscale calibrate --from-trace: " << jobs.size() << " trace(s) at " << ranks << " rank(s)\n" << traces.str() << fit.report;
+  // the units too few shapes fitted: per_element from the shipped calibration
+  std::set<std::string> fitted;
+  for (const auto& o : t.file.torch_ops) fitted.insert(o.cls);
+  std::map<std::string, std::vector<TorchOpRecord>> rest;
+  std::vector<std::string> order;
+  for (const auto& f : in.torch_ops)
+    for (const auto& r : f.records)
+      if (!fitted.count(r.cls)) {
+        if (!rest.count(r.cls)) order.push_back(r.cls);
+        rest[r.cls].push_back(r);
+      }
+  if (!order.empty()) {
+    const std::string prior_path = shipped_pytorch_calibration_path();
+    Cluster any;
+    any.collectives.family = CollFamily::gloo;
+    const Calibration prior = load_calibration(prior_path, any, Precision::fp32);
+    const std::string prior_what = "configs/calibrations/pytorch-cpu.yaml (measured on " +
+                                   (prior.machine.empty() ? std::string("an unrecorded machine") : describe(prior.machine)) + ")";
+    report << "fewer than 3 shapes: per_element from " << prior_what << ", fixed fitted to the traces:\n";
+    for (const std::string& cls : order) {
+      FittedTorchOp o = prior_fit(cls, rest[cls], prior, prior_what);
+      report << "  " << cls << ": fixed " << o.cost.fixed_s * 1e6 << " us, per_element " << o.cost.element_s * 1e9 << " ns (" << o.shapes
+             << " shape(s))\n";
+      t.file.torch_ops.push_back(std::move(o));
+    }
+  }
+  if (!glue.empty()) {
+    t.file.host_overhead_s = median(glue);
+    t.file.host_overhead_note = "a step's time outside every op class (Python's glue between ops), the profiler's own cost taken off: the median over " + std::to_string(glue.size()) +
+                                " profiler step(s) of the 1-rank traces";
+    report << "host_overhead " << *t.file.host_overhead_s * 1e6 << " us: " << t.file.host_overhead_note << "\n";
+  } else {
+    report << "host_overhead not fitted: no 1-rank trace (at more ranks a step's glue holds the wait for the all-reduce)\n";
+  }
+  t.report = report.str();
+  return t;
+}
+
+}  // namespace ks
