@@ -173,6 +173,11 @@ void write_collectives_section(std::ostream& y, const CalibrationFile& f) {
 
 // live: the terms fitted on live runs, and their errors
 void write_live_section(std::ostream& y, const CalibrationFile& f) {
+  if (f.live.empty() && f.trace_loo_steps > 0) {
+    y << "live:   # the traced job's own steps (calibrate --from-trace), against the prediction from the classes above\n"
+      << "  model_error_sigma: " << f.model_error_sigma << "   # out of sample: RMS of log(measured / predicted) over " << f.trace_loo_steps
+      << " traced steps, each predicted by the classes fitted without its trace\n";
+  }
   if (!f.live.empty()) {
     y << "live:   # kanscale train on the calibration's own shapes (" << f.live_from << "), against the prediction from the terms above\n"
       << "  model_error_sigma: " << f.model_error_sigma

@@ -86,6 +86,7 @@ struct CalibrationFile {
   };
   std::vector<FittedLive> live;
   double model_error_sigma = 0;            // leave one shape out: what the intervals carry
+  int trace_loo_steps = 0;                 // calibrate --from-trace: the traced steps model_error_sigma is over (no live terms)
   double model_error_in_sample_sigma = 0;  // the same on the runs the terms were fitted to (for people)
   double comm_error_sigma = 0;             // leave one shape out on the all-reduce times (comm_error_loo)
   double unwatched_error_sigma = 0;        // the compute's error with no live term (unwatched_compute_sigma)

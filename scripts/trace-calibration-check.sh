@@ -21,7 +21,7 @@ for i in "${!shapes[@]}"; do
   w="$out/traces/w$i.yaml"
   printf 'name: traced-%s\nkan: {widths: %s, grid_size: %s, spline_order: 3}\nbatch_per_gpu: %s\ndataset_size: 4096\nseed: 5\nimplementation: pytorch\nddp: {bucket_cap: "1MiB"}\n' \
     "$i" "$widths" "$grid" "$batch" > "$w"
-  "$exe" train --workload "$w" --ranks 1 --steps 10 --profile "$out/traces/t$i.json" --quiet > "$out/traces/train$i.log" 2>&1
+  "$exe" train --workload "$w" --ranks 1 --steps 10 --profile "$out/traces/t$i.json" > "$out/traces/train$i.log" 2>&1
   args+=(--from-trace "$out/traces/t$i.json" --workload "$w")
 done
 "$exe" calibrate "${args[@]}" --out "$out/cal-many" > "$out/cal-many.log"

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "formats/calibration_file.hpp"
 #include "formats/config_files.hpp"
 #include "formats/torch_trace.hpp"
 #include "sim/point.hpp"
@@ -145,7 +146,38 @@ TEST_CASE("calibrate --from-trace: hand-made traces of known costs give the cost
   CHECK(checked >= 15);  // every unit of the 2-layer step
 }
 
-TEST_CASE("calibrate --from-trace: one shape borrows per_element and says so; 1-rank glue is host_overhead") {
+TEST_CASE("calibrate --from-trace: the interval of a one-trace calibration against a many-trace one") {
+  // At 1 rank, 4 traces of exact costs: each step predicted by the classes
+  // fitted without its trace is exact, so the model error the file carries is
+  // 0 (to rounding); one trace cannot say, and the intervals borrow the
+  // unwatched stand-in's error (what microbenchmarks alone missed on live runs)
+  const Cluster c = load_cluster(kSrc + "/configs/clusters/local-cpu-gloo.yaml");
+  const Calibration known = known_calibration(c);
+  TempDir dir;
+  const std::vector<std::pair<std::vector<int>, int>> shapes = {{{8, 16, 1}, 8}, {{4, 32, 2}, 16}, {{16, 8, 4}, 32}, {{12, 24, 3}, 64}};
+  std::vector<TraceJob> jobs;
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    const std::string wf = dir.write("w" + std::to_string(k) + ".yaml", workload_text(shapes[k].first, shapes[k].second));
+    jobs.push_back({dir.write("t" + std::to_string(k) + ".json", hand_trace(load_workload(wf), c, known, 1, 3).dump()), wf});
+  }
+  const TraceCalibration many = calibrate_from_traces(jobs, c, 1, "many");
+  const TraceCalibration one = calibrate_from_traces({jobs[0]}, c, 1, "one");
+  CHECK(many.file.trace_loo_steps == 4);
+  CHECK(many.file.model_error_sigma < 1e-6);
+  CHECK(one.file.trace_loo_steps == 0);
+  CHECK(one.report.find("model_error_sigma not measured") != std::string::npos);
+  // as simulate reads them
+  const Workload w = load_workload(jobs[0].workload);
+  auto loaded = [&](const TraceCalibration& t, const std::string& f) {
+    return with_shipped_defaults(load_calibration(dir.write(f, write_calibration(t.file, "# test\n")), c, Precision::fp32), c, w);
+  };
+  const Calibration m = loaded(many, "many.yaml"), o = loaded(one, "one.yaml");
+  CHECK(m.unwatched_sigma_applied == 0.0);
+  CHECK(o.unwatched_sigma_applied > 0.1);
+  CHECK(o.model_error_sigma > m.model_error_sigma + 0.1);
+}
+
+TEST_CASE("calibrate --from-trace: one shape borrows per_element and says so") {
   const Cluster c = load_cluster(kSrc + "/configs/clusters/local-cpu-gloo.yaml");
   const Calibration known = known_calibration(c);
   TempDir dir;

@@ -272,7 +272,7 @@ bool write_validation_report(const ValidationPlan& plan, const std::string& dir,
   std::string cal_text = plan.datasheet ? "the datasheet calibration of `" + plan.cluster_shown + "`"
                          : plan.measure.enabled ? "fitted from microbenchmarks measured in every round, interleaved with the live runs (`" +
                                                       dir + "/results/calibration-*.yaml`, fit reports beside them)"
-                                                : "`" + plan.calibration_shown + "` (from microbenchmarks only)";
+                                                : "`" + plan.calibration_shown + "`";
   std::ostringstream md;
   md << "# kanscale validate: " << plan.name << "\n\n"
      << "Plan `" << plan.file << "`; cluster `" << plan.cluster_shown << "`; backend " << plan.backend << "; calibration " << cal_text

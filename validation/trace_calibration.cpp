@@ -1,6 +1,7 @@
 #include "trace_calibration.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
@@ -72,7 +73,8 @@ TraceRecords trace_records(const std::string& trace_file, const Workload& w, con
   // the steps' time outside every unit (split_profiler_steps and the steps here are in one order)
   // and c per event of the step
   for (std::size_t s = 0; s < steps.size() && s < units_s.size(); ++s) {
-    const double events_s = c_s * p.step_events.at(s);
+    // (each event but the first has its outside part within the span)
+    const double events_s = p.step_events.at(s) > 0 ? c_s * p.step_events.at(s) - out_s : 0.0;
     out.steps_s.push_back(steps[s].dur_us * 1e-6);
     out.spans_s.push_back(p.step_span_s.at(s));
     out.profiler_s.push_back(events_s);
@@ -112,19 +114,52 @@ FittedTorchOp prior_fit(const std::string& cls, const std::vector<TorchOpRecord>
   return o;
 }
 
+// Each traced step predicted by the classes fitted without its trace (and
+// the others' host_overhead): log(measured / predicted), measured the step
+// without the profiler's own cost. Only traces whose every class the others
+// fit (3 shapes or more without it) count.
+std::vector<double> leave_one_trace_out(const std::vector<TorchOpsFile>& files, const std::vector<std::vector<double>>& glue,
+                                        const std::vector<double>& net_s, const std::string& name) {
+  std::vector<double> out;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    FitInputs in;
+    std::vector<double> g;
+    for (std::size_t k = 0; k < files.size(); ++k)
+      if (k != i) in.torch_ops.push_back(files[k]), g.insert(g.end(), glue[k].begin(), glue[k].end());
+    std::map<std::string, TorchOpCost> cost;
+    try {
+      for (const FittedTorchOp& o : fit_calibration(in, name).file.torch_ops) cost[o.cls] = o.cost;
+    } catch (const InputError&) {
+      continue;  // too few shapes without it
+    }
+    double predicted = g.empty() ? 0.0 : median(g);
+    bool all = true;
+    for (const TorchOpRecord& r : files[i].records) {
+      const auto it = cost.find(r.cls);
+      all = all && it != cost.end();
+      if (it != cost.end()) predicted += std::max(0.0, it->second.time_s(r.calls, r.elements));
+    }
+    if (all && predicted > 0 && net_s[i] > 0) out.push_back(std::log(net_s[i] / predicted));
+  }
+  return out;
+}
+
 }  // namespace
 
 TraceCalibration calibrate_from_traces(const std::vector<TraceJob>& jobs, const Cluster& c, int ranks, const std::string& name) {
   FitInputs in;
-  std::vector<double> glue;
+  std::vector<double> glue, nets;
+  std::vector<std::vector<double>> glues;
   std::string from;
   std::ostringstream traces;
   for (const TraceJob& j : jobs) {
     const Workload w = load_workload(j.workload);
     TraceRecords r = trace_records(j.trace, w, c, ranks);
     if (ranks == 1) glue.insert(glue.end(), r.glue_s.begin(), r.glue_s.end());
+    glues.push_back(ranks == 1 ? r.glue_s : std::vector<double>{});
     std::vector<double> net;
     for (std::size_t s = 0; s < r.spans_s.size(); ++s) net.push_back(r.spans_s[s] - r.profiler_s[s]);
+    nets.push_back(median(net));
     traces << "  " << j.trace << ": " << r.steps_s.size() << " step(s), median " << median(r.steps_s) * 1e3 << " ms, " << median(r.spans_s) * 1e3
            << " ms from the first op to the last, " << median(net) * 1e3 << " ms without the profiler's own " << median(r.profiler_s) * 1e3 << " ms ("
            << (r.profiler_gap_s + r.profiler_inside_s) * 1e6 << " us per event: " << r.profiler_gap_s * 1e6 << " us outside, the median of "
@@ -173,6 +208,19 @@ TraceCalibration calibrate_from_traces(const std::vector<TraceJob>& jobs, const 
     report << "host_overhead " << *t.file.host_overhead_s * 1e6 << " us: " << t.file.host_overhead_note << "\n";
   } else {
     report << "host_overhead not fitted: no 1-rank trace (at more ranks a step's glue holds the wait for the all-reduce)\n";
+  }
+  // the whole step's error out of sample, where the traces allow it: what the intervals carry
+  const std::vector<double> loo = ranks == 1 ? leave_one_trace_out(in.torch_ops, glues, nets, name) : std::vector<double>{};
+  if (loo.size() >= 2) {
+    double ss = 0;
+    for (double e : loo) ss += e * e;
+    t.file.model_error_sigma = std::sqrt(ss / static_cast<double>(loo.size()));
+    t.file.trace_loo_steps = static_cast<int>(loo.size());
+    report << "model_error_sigma " << t.file.model_error_sigma << ": each of " << loo.size()
+           << " traced steps (the profiler's own cost taken off) predicted by the classes fitted without its trace; RMS of log(measured / predicted)\n";
+  } else {
+    report << "model_error_sigma not measured: " << (ranks == 1 ? "fewer than 2 traces whose classes the others fit (4 shapes or more)" : "traces at more than 1 rank")
+           << "; the intervals borrow the unwatched stand-in's\n";
   }
   t.report = report.str();
   return t;

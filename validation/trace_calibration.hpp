@@ -32,7 +32,8 @@ struct TraceJob {
 // The profiler's own cost is taken off, as read off the trace
 // (ProfileComparison::profiler_gap_s and profiler_inside_s, c in all): c per
 // event nested in a unit's events and the inside part per event of its own
-// from the unit's time, c per event of the step from the step.
+// from the unit's time, c per event of the step (less one outside part:
+// the first event's lies before the step's first stamp) from the step.
 struct TraceRecords {
   TorchOpsFile ops;
   // per step: the time from its first event's start to its last one's end
