@@ -109,21 +109,25 @@ Calibration known_calibration(const Cluster& c) {
   return k;
 }
 
+// Four shapes of the fixture's 2-layer structure (the op list does not
+// depend on the widths or the batch), each a workload and its hand-made trace in `dir`.
+std::vector<TraceJob> four_hand_jobs(const TempDir& dir, const Cluster& c, const Calibration& known) {
+  const std::vector<std::pair<std::vector<int>, int>> shapes = {{{8, 16, 1}, 8}, {{4, 32, 2}, 16}, {{16, 8, 4}, 32}, {{12, 24, 3}, 64}};
+  std::vector<TraceJob> jobs;
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    const std::string wf = dir.write("w" + std::to_string(k) + ".yaml", workload_text(shapes[k].first, shapes[k].second));
+    jobs.push_back({dir.write("t" + std::to_string(k) + ".json", hand_trace(load_workload(wf), c, known, 1, 3).dump()), wf});
+  }
+  return jobs;
+}
+
 }  // namespace
 
 TEST_CASE("calibrate --from-trace: hand-made traces of known costs give the costs back, the profiler's own taken off") {
   const Cluster c = load_cluster(kSrc + "/configs/clusters/local-cpu-gloo.yaml");
   const Calibration known = known_calibration(c);
   TempDir dir;
-  // four shapes of the fixture's 2-layer structure (the op list does not depend on the widths or the batch)
-  const std::vector<std::pair<std::vector<int>, int>> shapes = {{{8, 16, 1}, 8}, {{4, 32, 2}, 16}, {{16, 8, 4}, 32}, {{12, 24, 3}, 64}};
-  std::vector<TraceJob> jobs;
-  for (std::size_t k = 0; k < shapes.size(); ++k) {
-    const std::string wf = dir.write("w" + std::to_string(k) + ".yaml", workload_text(shapes[k].first, shapes[k].second));
-    const Workload w = load_workload(wf);
-    const std::string tf = dir.write("t" + std::to_string(k) + ".json", hand_trace(w, c, known, 1, 3).dump());
-    jobs.push_back({tf, wf});
-  }
+  const std::vector<TraceJob> jobs = four_hand_jobs(dir, c, known);
   // one trace's records: the profiler's parts read back exactly
   const TraceRecords r = trace_records(jobs[0].trace, load_workload(jobs[0].workload), c, 2);
   CHECK(r.profiler_gap_s == doctest::Approx(kOut * 1e-6));
@@ -154,12 +158,7 @@ TEST_CASE("calibrate --from-trace: the interval of a one-trace calibration again
   const Cluster c = load_cluster(kSrc + "/configs/clusters/local-cpu-gloo.yaml");
   const Calibration known = known_calibration(c);
   TempDir dir;
-  const std::vector<std::pair<std::vector<int>, int>> shapes = {{{8, 16, 1}, 8}, {{4, 32, 2}, 16}, {{16, 8, 4}, 32}, {{12, 24, 3}, 64}};
-  std::vector<TraceJob> jobs;
-  for (std::size_t k = 0; k < shapes.size(); ++k) {
-    const std::string wf = dir.write("w" + std::to_string(k) + ".yaml", workload_text(shapes[k].first, shapes[k].second));
-    jobs.push_back({dir.write("t" + std::to_string(k) + ".json", hand_trace(load_workload(wf), c, known, 1, 3).dump()), wf});
-  }
+  const std::vector<TraceJob> jobs = four_hand_jobs(dir, c, known);
   const TraceCalibration many = calibrate_from_traces(jobs, c, 1, "many");
   const TraceCalibration one = calibrate_from_traces({jobs[0]}, c, 1, "one");
   CHECK(many.file.trace_loo_steps == 4);
