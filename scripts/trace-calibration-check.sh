@@ -8,10 +8,12 @@
 #   shipped: configs/calibrations/pytorch-cpu.yaml (microbenchmarks on another machine), for scale
 # Writes OUT/traces, OUT/cal-many, OUT/cal-one, OUT/cases (the runs) and
 # OUT/judged-{many,one,shipped} (report.md, results.json each).
-# usage: scripts/trace-calibration-check.sh KANSCALE OUT
+# RANKS 2: traces and cases at 2 ranks (validation/plans/pytorch-trace-cases-2.yaml).
+# usage: scripts/trace-calibration-check.sh KANSCALE OUT [RANKS]
 set -euo pipefail
-exe=$1 out=$2
+exe=$1 out=$2 ranks=${3:-1}
 plan=validation/plans/pytorch-trace-cases.yaml
+[ "$ranks" = 1 ] || plan=validation/plans/pytorch-trace-cases-$ranks.yaml
 mkdir -p "$out/traces"
 # the traced shapes: those of configs/calibrate/pytorch-cpu.yaml's live runs, and the tests' small one
 shapes=("[24, 64, 1]|7|4" "[40, 144, 144, 2]|7|48" "[48, 176, 3]|7|256" "[8, 16, 1]|5|16")
@@ -21,11 +23,11 @@ for i in "${!shapes[@]}"; do
   w="$out/traces/w$i.yaml"
   printf 'name: traced-%s\nkan: {widths: %s, grid_size: %s, spline_order: 3}\nbatch_per_gpu: %s\ndataset_size: 4096\nseed: 5\nimplementation: pytorch\nddp: {bucket_cap: "1MiB"}\n' \
     "$i" "$widths" "$grid" "$batch" > "$w"
-  "$exe" train --workload "$w" --ranks 1 --steps 10 --profile "$out/traces/t$i.json" > "$out/traces/train$i.log" 2>&1
+  "$exe" train --workload "$w" --ranks "$ranks" --steps 10 --profile "$out/traces/t$i.json" > "$out/traces/train$i.log" 2>&1
   args+=(--from-trace "$out/traces/t$i.json" --workload "$w")
 done
-"$exe" calibrate "${args[@]}" --out "$out/cal-many" > "$out/cal-many.log"
-"$exe" calibrate "${args[@]:0:4}" --out "$out/cal-one" > "$out/cal-one.log"
+"$exe" calibrate "${args[@]}" --ranks "$ranks" --out "$out/cal-many" > "$out/cal-many.log"
+"$exe" calibrate "${args[@]:0:4}" --ranks "$ranks" --out "$out/cal-one" > "$out/cal-one.log"
 "$exe" validate "$plan" --out "$out/cases" > "$out/cases.log" 2>&1 || true  # judged below
 for kind in many one shipped; do
   cal="$out/cal-$kind/results/calibration-pytorch.yaml"

@@ -134,6 +134,15 @@ TEST_CASE("calibrate --from-trace: hand-made traces of known costs give the cost
   CHECK(r.profiler_inside_s == doctest::Approx(kIn * 1e-6));
   REQUIRE(r.glue_s.size() == 3);
   for (double g : r.glue_s) CHECK(g == doctest::Approx(0.0).epsilon(1e-12));  // nothing but the model's ops does work
+  // at 2 ranks the collectives become gloo sweeps: the fixture's one bucket
+  // and its buffers' broadcast, each event kIn long (no work of its own)
+  REQUIRE(r.sweeps.size() == 2);
+  CHECK(r.sweeps[0].collective == SweptCollective::allreduce);
+  REQUIRE(r.sweeps[0].points.size() == 1);
+  CHECK(r.sweeps[0].points[0].size_bytes > 0);
+  CHECK(*r.sweeps[0].points[0].in_place->time_us == doctest::Approx(kIn));
+  CHECK(r.sweeps[1].collective == SweptCollective::broadcast);
+  CHECK(r.collective_spread == doctest::Approx(1.0));
 
   const TraceCalibration t = calibrate_from_traces(jobs, c, 2, "hand");
   CHECK(!t.file.host_overhead_s.has_value());  // 2 ranks: a step's glue holds the wait for the all-reduce

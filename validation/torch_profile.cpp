@@ -208,18 +208,17 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
   }
 
   ProfileComparison p;
+  for (const Bucket& b : in.steady.buckets) p.bucket_bytes.push_back(b.bytes);
+  p.broadcast_bytes = in.broadcast_buffers ? in.broadcast_bytes : 0.0;
   std::map<std::string, ProfileComm> comm;
   std::vector<double> dispatch, gaps, views;
   const std::string model_name = w.file.empty() ? w.name : w.file;
   for (std::size_t s = 0; s < steps.size(); ++s) {
     const std::vector<TorchTraceEvent> ev = read_torch_trace(steps[s], what);
     const StepLayout lay = step_layout(ev, gaps, views);
-    const auto& nested = lay.nested;
-    const auto& inner_n = lay.inner_n;
-    const auto& inner_s = lay.inner_s;
-    const auto& lead = lay.lead;
     // the events of each class the model lists, in time order
     std::map<std::string, std::vector<const TorchTraceEvent*>> seen;
+    std::vector<double> step_ar, step_bc;  // this step's collectives, in time order (gloo runs them on one thread)
     for (const TorchTraceEvent& e : ev) {
       if (e.cls.empty()) continue;
       if (is_comm(e.cls)) {
@@ -227,6 +226,8 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
         k.cls = e.cls;
         ++k.events;
         k.measured_s += e.dur_us * 1e-6;
+        if (e.cls == "comm:all_reduce") step_ar.push_back(e.dur_us * 1e-6);
+        if (e.cls == "comm:broadcast") step_bc.push_back(e.dur_us * 1e-6);
       } else if (by_class.count(e.cls)) {
         seen[e.cls].push_back(&e);
       } else {
@@ -247,13 +248,11 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
         ++u.events;
         u.measured_s += events[j]->dur_us * 1e-6;
         const auto idx = static_cast<std::size_t>(events[j] - ev.data());
-        u.nested_events += nested[idx];
-        u.inner_s += inner_s[idx];
-        u.inner_events += inner_n[idx];
-        if (lead[static_cast<std::size_t>(events[j] - ev.data())] > 0) {
-          u.lead_s += lead[static_cast<std::size_t>(events[j] - ev.data())];
-          ++u.leads;
-        }
+        u.nested_events += lay.nested[idx];
+        u.inner_s += lay.inner_s[idx];
+        u.inner_events += lay.inner_n[idx];
+        u.lead_s += lay.lead[idx];
+        u.leads += lay.lead[idx] > 0 ? 1 : 0;
         if (in.ops[op].host_only) dispatch.push_back(events[j]->dur_us * 1e-6);
       }
     }
@@ -270,6 +269,13 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
         p.units.push_back(u);
       }
       p.step_events.push_back(static_cast<int>(std::lround(static_cast<double>(lay.main_events) / k)));
+      // the step's collectives, split evenly among its iterations
+      auto part = [&](const std::vector<double>& all) {
+        const std::size_t per = all.size() / static_cast<std::size_t>(k), at = per * static_cast<std::size_t>(it);
+        return std::vector<double>(all.begin() + static_cast<std::ptrdiff_t>(at), all.begin() + static_cast<std::ptrdiff_t>(at + per));
+      };
+      p.allreduce_s.push_back(part(step_ar));
+      p.broadcast_s.push_back(part(step_bc));
       p.step_span_s.push_back(lay.span_s / k);
       ++p.iterations;
     }
@@ -284,18 +290,13 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
     }
     p.comm.push_back(k);
   }
-  if (!dispatch.empty()) {
-    p.dispatch_median_s = median(dispatch);
-    p.dispatch_events = static_cast<int>(dispatch.size());
-  }
-  if (!gaps.empty()) {
-    p.profiler_gap_s = median(gaps);
-    p.profiler_gaps = static_cast<int>(gaps.size());
-  }
-  if (!views.empty()) {
-    p.profiler_inside_s = median(views);
-    p.profiler_views = static_cast<int>(views.size());
-  }
+  auto median_of = [](const std::vector<double>& v, double& m, int& n) {
+    n = static_cast<int>(v.size());
+    m = v.empty() ? 0.0 : median(v);
+  };
+  median_of(dispatch, p.dispatch_median_s, p.dispatch_events);
+  median_of(gaps, p.profiler_gap_s, p.profiler_gaps);
+  median_of(views, p.profiler_inside_s, p.profiler_views);
   return p;
 }
 

@@ -84,6 +84,12 @@ struct ProfileComparison {
   // beside it; steps holding several iterations: their mean, rounded)
   std::vector<int> step_events;
   std::vector<double> step_span_s;  // per iteration: from the step's first event's start to its last one's end
+  // the model's steady buckets (bytes, in all-reduce order) and buffers
+  // broadcast each forward (0: none); per iteration, the trace's all-reduce
+  // and broadcast events' durations in time order
+  std::vector<double> bucket_bytes;
+  double broadcast_bytes = 0;
+  std::vector<std::vector<double>> allreduce_s, broadcast_s;
 };
 
 // The trace's steps: events between each ProfilerStep#N range's ends, or

@@ -17,6 +17,49 @@
 
 namespace ks {
 
+namespace {
+
+// The trace's collectives as gloo sweeps (model/calibration_fit fits them as
+// `measure allreduce|broadcast --backend gloo` files): the k-th all-reduce of
+// a step is the k-th steady bucket's, its time the least over the steps (a
+// collective's event also holds the wait for the slowest rank, which only
+// adds); the buffers' broadcast likewise. Steps whose count differs from the
+// model's buckets are left out. `spread`: the largest max/min over a
+// bucket's steps (how much of the events is waiting).
+std::vector<CollectiveSweepFile> trace_sweeps(const ProfileComparison& p, const std::string& trace_file, int ranks, double& spread) {
+  std::vector<CollectiveSweepFile> out;
+  auto sweep = [&](SweptCollective what, const std::vector<double>& bytes, const std::vector<std::vector<double>>& per_step) {
+    std::vector<std::vector<double>> times(bytes.size());
+    for (const auto& step : per_step)
+      if (step.size() == bytes.size())
+        for (std::size_t b = 0; b < bytes.size(); ++b) times[b].push_back(step[b]);
+    CollectiveSweepFile f;
+    f.path = trace_file;
+    f.has_metadata = f.has_points = true;
+    f.op = what == SweptCollective::allreduce ? "allreduce" : "broadcast";
+    f.backend = "gloo";
+    f.library = "the traced job's";
+    f.date_utc = "unrecorded";
+    f.collective = what;
+    f.ranks = ranks;
+    for (std::size_t b = 0; b < bytes.size(); ++b) {
+      if (times[b].empty() || !(bytes[b] > 0)) continue;
+      CollectivePoint pt;
+      pt.size_bytes = bytes[b];
+      const auto [lo, hi] = std::minmax_element(times[b].begin(), times[b].end());
+      if (*lo > 0) spread = std::max(spread, *hi / *lo);
+      pt.in_place = CollectiveTiming{*lo * 1e6, std::nullopt, std::nullopt, std::nullopt, 0};
+      f.points.push_back(pt);
+    }
+    if (!f.points.empty()) out.push_back(std::move(f));
+  };
+  sweep(SweptCollective::allreduce, p.bucket_bytes, p.allreduce_s);
+  if (p.broadcast_bytes > 0) sweep(SweptCollective::broadcast, {p.broadcast_bytes}, p.broadcast_s);
+  return out;
+}
+
+}  // namespace
+
 TraceRecords trace_records(const std::string& trace_file, const Workload& w, const Cluster& c, int ranks) {
   if (w.implementation != Implementation::pytorch)
     throw InputError((w.file.empty() ? w.name : w.file) + ": key 'implementation': --from-trace reads a PyTorch job's trace; expected pytorch");
@@ -70,6 +113,7 @@ TraceRecords trace_records(const std::string& trace_file, const Workload& w, con
     r.reps = static_cast<int>(times[unit].size());
     f.records.push_back(r);
   }
+  if (ranks > 1) out.sweeps = trace_sweeps(p, trace_file, ranks, out.collective_spread);
   // the steps' time outside every unit (split_profiler_steps and the steps here are in one order)
   // and c per event of the step
   for (std::size_t s = 0; s < steps.size() && s < units_s.size(); ++s) {
@@ -160,12 +204,17 @@ TraceCalibration calibrate_from_traces(const std::vector<TraceJob>& jobs, const 
     std::vector<double> net;
     for (std::size_t s = 0; s < r.spans_s.size(); ++s) net.push_back(r.spans_s[s] - r.profiler_s[s]);
     nets.push_back(median(net));
+    if (r.collective_spread > 2)
+      traces << "  " << j.trace << ": WARNING: a bucket's all-reduce varies " << r.collective_spread
+             << "x over the steps: its events are mostly the wait for the other rank(s), and the least of them still holds some; "
+                "a gloo sweep (calibrate configs/calibrate/pytorch-cpu.yaml) measures the transfer alone\n";
     traces << "  " << j.trace << ": " << r.steps_s.size() << " step(s), median " << median(r.steps_s) * 1e3 << " ms, " << median(r.spans_s) * 1e3
            << " ms from the first op to the last, " << median(net) * 1e3 << " ms without the profiler's own " << median(r.profiler_s) * 1e3 << " ms ("
            << (r.profiler_gap_s + r.profiler_inside_s) * 1e6 << " us per event: " << r.profiler_gap_s * 1e6 << " us outside, the median of "
            << r.profiler_gaps << " gaps between an op's consecutive children, and " << r.profiler_inside_s * 1e6 << " us inside, the median of "
            << r.profiler_views << " bare aten::as_strided)\n";
     in.torch_ops.push_back(std::move(r.ops));
+    for (CollectiveSweepFile& f : r.sweeps) in.collectives.push_back(std::move(f));
     from += (from.empty() ? "" : "; ") + j.trace + " (workload " + j.workload + ")";
   }
   TraceCalibration t;

@@ -9,7 +9,8 @@
 // batch) are fitted as calls x fixed + elements x per_element (the fit of
 // `measure torch-ops`: model/calibration_fit); with fewer, per_element is
 // the shipped PyTorch calibration's and fixed is fitted, and the file says
-// so. The profiler's own cost per event, read off each trace, is taken off
+// so. At 2 ranks or more the trace's all-reduces (per steady bucket) and
+// buffer broadcasts fit gloo's terms, as swept ones would. The profiler's own cost per event, read off each trace, is taken off
 // (trace_records). The time of a step outside every unit (Python's glue between ops) is
 // the calibration's host_overhead, from 1-rank traces.
 #include <string>
@@ -45,6 +46,10 @@ struct TraceRecords {
   std::vector<double> profiler_s;  // the profiler's cost taken off each step
   double profiler_gap_s = 0, profiler_inside_s = 0;  // c's parts (ProfileComparison)
   int profiler_gaps = 0, profiler_views = 0;
+  // at 2 ranks or more: the trace's all-reduces per steady bucket and its
+  // buffers' broadcasts, as gloo sweeps (their least times over the steps)
+  std::vector<CollectiveSweepFile> sweeps;
+  double collective_spread = 0;  // the largest max/min of a collective's time over the steps
 };
 TraceRecords trace_records(const std::string& trace_file, const Workload& w, const Cluster& c, int ranks);
 
