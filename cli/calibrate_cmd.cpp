@@ -1,6 +1,7 @@
 // kanscale calibrate PLAN: one command from a bare machine to a fitted
 // calibration (validation/calibrate.hpp).
 #include <boost/program_options.hpp>
+#include <cstdlib>
 #include <iostream>
 
 #include "commands.hpp"
@@ -48,7 +49,8 @@ int calibrate_traces(const std::vector<std::string>& traces, const std::vector<s
 }  // namespace
 
 int calibrate(const std::vector<std::string>& args, const std::string& cmdline) {
-  std::string plan_file, out = "calibration", cluster;
+  std::string plan_file, out = "calibration", cluster, python;
+  bool dry_run = false;
   std::vector<std::string> traces, workloads;
   int rounds = 0, max_ranks = 0, ranks = 1;
   po::options_description desc("calibrate options");
@@ -58,6 +60,8 @@ int calibrate(const std::vector<std::string>& args, const std::string& cmdline) 
       ("out", po::value(&out)->default_value(out), "directory for the measurements, the calibration(s) and the fit reports")
       ("rounds", po::value(&rounds), "rounds of measurements pooled by the fit (default: the plan's)")
       ("max-ranks", po::value(&max_ranks), "the most ranks a job may start here (default: this machine's cores x 16)")
+      ("dry-run", po::bool_switch(&dry_run), "print the jobs the plan would run, per round; run nothing (any machine)")
+      ("python", po::value(&python)->value_name("PATH"), "PyTorch plans: the interpreter every job uses (default $KANSCALE_PYTHON, else /usr/bin/python3)")
       ("from-trace", po::value(&traces)->value_name("FILE"), "instead of a plan: a torch.profiler trace of your PyTorch job (rank 0, ProfilerStep#N steps); repeat, each with its --workload")
       ("workload", po::value(&workloads)->value_name("FILE"), "--from-trace: the workload the trace ran (shapes, batch, DDP settings), in the traces' order")
       ("cluster", po::value(&cluster)->value_name("FILE"), "--from-trace: the cluster the traces ran on (default: configs/clusters/local-cpu-gloo.yaml)")
@@ -66,7 +70,7 @@ int calibrate(const std::vector<std::string>& args, const std::string& cmdline) 
   pos.add("plan", 1);
   po::variables_map vm;
   if (!parse_args(args, desc,
-                  "usage: kanscale calibrate PLAN [--out DIR] [--rounds R]\n"
+                  "usage: kanscale calibrate PLAN [--out DIR] [--rounds R] [--dry-run] [--python P]\n"
                   "       kanscale calibrate --from-trace T --workload W [--from-trace T2 --workload W2 ...] [--cluster C] [--ranks N] --out DIR\n"
                   "  measures kernels, the runtime's memory, all-reduce and broadcast sweeps per transport and the\n"
                   "  interference benchmark on this machine, then fits DIR/results/calibration-<transport>.yaml;\n"
@@ -75,8 +79,8 @@ int calibrate(const std::vector<std::string>& args, const std::string& cmdline) 
     return 0;
   if (!traces.empty() || !workloads.empty()) {
     if (!plan_file.empty()) throw InputError("calibrate: give a plan or --from-trace, not both");
-    for (const char* k : {"rounds", "max-ranks"})
-      if (vm.count(k)) throw InputError(std::string("--") + k + ": a plan's setting; --from-trace measures nothing");
+    for (const char* k : {"rounds", "max-ranks", "dry-run", "python"})
+      if (vm.count(k) && !vm[k].defaulted()) throw InputError(std::string("--") + k + ": a plan's setting; --from-trace measures nothing");
     return calibrate_traces(traces, workloads, cluster, ranks, out, cmdline);
   }
   for (const char* k : {"cluster", "ranks"})
@@ -90,6 +94,15 @@ int calibrate(const std::vector<std::string>& args, const std::string& cmdline) 
   if (vm.count("rounds")) {
     if (rounds < 1 || rounds > 1000) throw InputError("--rounds: expected 1 to 1000, got " + std::to_string(rounds));
     plan.rounds = rounds;
+  }
+  if (dry_run) {
+    std::cout << calibration_dry_run(plan);
+    return 0;
+  }
+  if (vm.count("python")) {
+    // every job (kanscale measure, train, bench: each resolves $KANSCALE_PYTHON) inherits it
+    if (python.empty()) throw InputError("--python: expected the path of an interpreter");
+    ::setenv("KANSCALE_PYTHON", python.c_str(), 1);
   }
   check_outputs_spare_inputs(plan_inputs(plan), {{out, "--out", true}});
   check_owned_dir(out, "--out");

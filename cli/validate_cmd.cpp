@@ -3,6 +3,7 @@
 
 #include <fstream>
 #include <filesystem>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <set>
@@ -25,7 +26,7 @@ namespace ks::cli {
 namespace {
 
 struct ValidateArgs {
-  std::string plan_file, out = "validation-report", emit, collect, calibration, site, corpus, gpus;
+  std::string plan_file, out = "validation-report", emit, collect, calibration, site, corpus, gpus, python;
   std::vector<std::string> repeat;
   bool published = false;
   int rounds = 0, steps = 0, max_ranks = 0;
@@ -39,6 +40,8 @@ void validate_options(po::options_description& desc, ValidateArgs& a) {
       ("rounds", po::value(&a.rounds), "rounds (default: the plan's)")
       ("steps", po::value(&a.steps), "steps per live run (default: the plan's)")
       ("max-ranks", po::value(&a.max_ranks), "the most ranks a live job may start here (default: this machine's cores x 16)")
+      ("python", po::value(&a.python)->value_name("PATH"),
+       "PyTorch plans run here: the interpreter every job uses (default $KANSCALE_PYTHON, else /usr/bin/python3)")
       ("emit", po::value(&a.emit)->value_name("DIR"), "write the schedule as job scripts (Slurm, mpirun) into DIR; run nothing")
       ("site", po::value(&a.site)->value_name("FILE"),
        "with --emit: the cluster's site file (configs/sites/): scheduler, partition, account, modules, launcher, scratch")
@@ -172,6 +175,12 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
   check_sweep_options(plan);
   if (a.published) return published_comparison(plan, a.out, cmdline);
   if (!a.repeat.empty()) return repeatability_of_runs(plan, a, cmdline);
+  if (vm.count("python")) {
+    if (!a.emit.empty() || !a.collect.empty() || a.published || !a.repeat.empty())
+      throw InputError("--python: goes with the jobs run here (emitted scripts take $KANSCALE_PYTHON from their own environment)");
+    if (a.python.empty()) throw InputError("--python: expected the path of an interpreter");
+    ::setenv("KANSCALE_PYTHON", a.python.c_str(), 1);  // every job (kanscale train, measure, bench) inherits it
+  }
   if (!a.emit.empty()) return emit_scripts(plan, a.emit, self, site);
   if (!a.collect.empty()) return collect_validation(plan, a.collect, a.out, cmdline);
   if (plan.runs >= 3) return run_repeated_validation(plan, a.out, self, cmdline);

@@ -711,3 +711,23 @@ TEST_CASE("cli: model layer prints a 90% interval, and on a GPU says the CPU sta
   CHECK(c.out.find("leave one shape out") != std::string::npos);
   CHECK(c.out.find("too narrow") == std::string::npos);
 }
+
+TEST_CASE("calibrate --dry-run prints every job of every round and runs nothing, on any machine") {
+  TempDir d;
+  const Run r = run("calibrate " + kSrc + "/configs/calibrate/pytorch-cpu.yaml --dry-run --out " + d.path + "/out", d);
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(!std::filesystem::exists(d.path + "/out"));  // nothing written
+  // the plan: rounds: 3, each the op classes, the gloo all-reduce and broadcast sweeps, the
+  // interference benchmark and the live runs at 1 and 2 ranks: 6 jobs a round
+  CHECK(r.out.find("18 job(s) in 3 round(s)") != std::string::npos);
+  int jobs = 0, torch_ops = 0;
+  std::istringstream lines(r.out);
+  for (std::string l; std::getline(lines, l);) {
+    jobs += l.rfind("  ", 0) == 0;
+    torch_ops += l.find("kanscale measure torch-ops") != std::string::npos;
+  }
+  CHECK(jobs == 18);
+  CHECK(torch_ops == 3);
+  CHECK(r.out.find("round 3:") != std::string::npos);
+}

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "measure/cuda_plugin.hpp"
 #include "measure/torch_run.hpp"
@@ -16,10 +17,41 @@
 
 namespace ks {
 
+namespace {
+
+void require_measure(const ValidationPlan& plan) {
+  if (!plan.measure.enabled)
+    throw InputError(plan.file + ": key 'calibration': kanscale calibrate measures a plan's calibration: measure: section; this plan " +
+                     (plan.datasheet ? "uses the datasheet" : "names a calibration file"));
+}
+
+}  // namespace
+
+std::string calibration_dry_run(const ValidationPlan& plan_in) {
+  require_measure(plan_in);
+  ValidationPlan plan = plan_in;
+  plan.cases.clear();
+  check_sweep_options(plan);
+  const auto rounds = make_schedule(plan);
+  std::ostringstream o;
+  std::size_t jobs = 0;
+  for (const auto& r : rounds) jobs += r.size();
+  o << "kanscale calibrate --dry-run: " << plan.name << " (" << plan.file << "): " << jobs << " job(s) in " << rounds.size()
+    << " round(s), nothing run; then the fit of " << plan.measure.transports.size() << " calibration(s)\n";
+  for (std::size_t r = 0; r < rounds.size(); ++r) {
+    o << "round " << r + 1 << ":\n";
+    for (const Job& j : rounds[r]) {
+      o << "  " << j.what << ": " << j.ranks << " rank(s)" << (j.transport.empty() ? "" : " over " + j.transport)
+        << (j.self_launched ? ", started by kanscale" : j.ranks > 1 || !j.transport.empty() ? ", under mpirun" : "") << "; kanscale";
+      for (const std::string& a : j.args) o << " " << a;
+      o << " -> " << j.output << "\n";
+    }
+  }
+  return o.str();
+}
+
 int run_calibration(const ValidationPlan& plan_in, const std::string& out_dir, const std::string& exe) {
-  if (!plan_in.measure.enabled)
-    throw InputError(plan_in.file + ": key 'calibration': kanscale calibrate measures a plan's calibration: measure: section; this plan " +
-                     (plan_in.datasheet ? "uses the datasheet" : "names a calibration file"));
+  require_measure(plan_in);
   if (plan_in.backend == "cuda") {  // before any job starts ranks
     std::string why;
     const CudaPlugin* cuda = cuda_plugin(&why);

@@ -17,4 +17,9 @@ namespace ks {
 // plan's cases, if any, are not run. Returns the exit code.
 int run_calibration(const ValidationPlan& plan, const std::string& out_dir, const std::string& exe);
 
+// The jobs run_calibration would run, per round, one line each (what, ranks
+// and how they start, kanscale's arguments, the file each leaves), without
+// running or probing anything: any machine can print a GPU plan's.
+std::string calibration_dry_run(const ValidationPlan& plan);
+
 }  // namespace ks
