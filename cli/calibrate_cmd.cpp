@@ -22,8 +22,8 @@ namespace {
 
 // calibrate --from-trace T --workload W [...]: the traces' op classes fitted
 // (validation/trace_calibration), into OUT/results/.
-int calibrate_traces(const std::vector<std::string>& traces, const std::vector<std::string>& workloads, std::string cluster_file, int ranks,
-                     const std::string& out, const std::string& cmdline) {
+int calibrate_traces(const std::vector<std::string>& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& sweeps,
+                     std::string cluster_file, int ranks, const std::string& out, const std::string& cmdline) {
   if (traces.size() != workloads.size())
     throw InputError("--from-trace: " + std::to_string(traces.size()) + " trace(s) and " + std::to_string(workloads.size()) +
                      " --workload(s); they pair in order: --from-trace T1 --workload W1 --from-trace T2 --workload W2 ...");
@@ -37,9 +37,10 @@ int calibrate_traces(const std::vector<std::string>& traces, const std::vector<s
     inputs.push_back(traces[i]);
     inputs.push_back(workloads[i]);
   }
+  inputs.insert(inputs.end(), sweeps.begin(), sweeps.end());
   check_outputs_spare_inputs(inputs, {{out, "--out", true}});
   check_owned_dir(out, "--out");
-  const TraceCalibration t = calibrate_from_traces(jobs, cluster, ranks, "pytorch-trace");
+  const TraceCalibration t = calibrate_from_traces(jobs, cluster, ranks, "pytorch-trace", sweeps);
   const std::string cal = out + "/results/calibration-pytorch.yaml", report = out + "/results/fit-report-pytorch.txt";
   write_owned_files(out, {{cal, write_calibration(t.file, fit_header(cmdline))}, {report, t.report + "wrote results/calibration-pytorch.yaml\n"}});
   std::cout << t.report << "kanscale calibrate: wrote " << cal << " and " << report << "\n";
@@ -51,7 +52,7 @@ int calibrate_traces(const std::vector<std::string>& traces, const std::vector<s
 int calibrate(const std::vector<std::string>& args, const std::string& cmdline) {
   std::string plan_file, out = "calibration", cluster, python;
   bool dry_run = false;
-  std::vector<std::string> traces, workloads;
+  std::vector<std::string> traces, workloads, sweeps;
   int rounds = 0, max_ranks = 0, ranks = 1;
   po::options_description desc("calibrate options");
   desc.add_options()
@@ -65,13 +66,14 @@ int calibrate(const std::vector<std::string>& args, const std::string& cmdline) 
       ("from-trace", po::value(&traces)->value_name("FILE"), "instead of a plan: a torch.profiler trace of your PyTorch job (rank 0, ProfilerStep#N steps); repeat, each with its --workload")
       ("workload", po::value(&workloads)->value_name("FILE"), "--from-trace: the workload the trace ran (shapes, batch, DDP settings), in the traces' order")
       ("cluster", po::value(&cluster)->value_name("FILE"), "--from-trace: the cluster the traces ran on (default: configs/clusters/local-cpu-gloo.yaml)")
-      ("ranks", po::value(&ranks), "--from-trace: the ranks the traced job ran on (default 1)");
+      ("ranks", po::value(&ranks), "--from-trace: the ranks the traced job ran on (default 1)")
+      ("sweep", po::value(&sweeps)->value_name("FILE"), "--from-trace: a gloo all-reduce or broadcast sweep (measure allreduce|broadcast --backend gloo --json) to fit the collectives from; repeat");
   po::positional_options_description pos;
   pos.add("plan", 1);
   po::variables_map vm;
   if (!parse_args(args, desc,
                   "usage: kanscale calibrate PLAN [--out DIR] [--rounds R] [--dry-run] [--python P]\n"
-                  "       kanscale calibrate --from-trace T --workload W [--from-trace T2 --workload W2 ...] [--cluster C] [--ranks N] --out DIR\n"
+                  "       kanscale calibrate --from-trace T --workload W [--from-trace T2 --workload W2 ...] [--cluster C] [--ranks N] [--sweep S ...] --out DIR\n"
                   "  measures kernels, the runtime's memory, all-reduce and broadcast sweeps per transport and the\n"
                   "  interference benchmark on this machine, then fits DIR/results/calibration-<transport>.yaml;\n"
                   "  with --from-trace, fits PyTorch's op classes to your job's traces instead (DIR/results/calibration-pytorch.yaml)",
@@ -81,9 +83,9 @@ int calibrate(const std::vector<std::string>& args, const std::string& cmdline) 
     if (!plan_file.empty()) throw InputError("calibrate: give a plan or --from-trace, not both");
     for (const char* k : {"rounds", "max-ranks", "dry-run", "python"})
       if (vm.count(k) && !vm[k].defaulted()) throw InputError(std::string("--") + k + ": a plan's setting; --from-trace measures nothing");
-    return calibrate_traces(traces, workloads, cluster, ranks, out, cmdline);
+    return calibrate_traces(traces, workloads, sweeps, cluster, ranks, out, cmdline);
   }
-  for (const char* k : {"cluster", "ranks"})
+  for (const char* k : {"cluster", "ranks", "sweep"})
     if (vm.count(k)) throw InputError(std::string("--") + k + ": goes with --from-trace");
   if (plan_file.empty()) throw InputError("calibrate: give a plan: kanscale calibrate configs/calibrate/local-cpu.yaml");
   ValidationPlan plan = load_validation_plan(plan_file, false);

@@ -22,6 +22,8 @@
 #include "common/error.hpp"
 #include "formats/calibration_file.hpp"
 #include "formats/config_files.hpp"
+#include "formats/measurement_records.hpp"
+#include "model/calibration_fit.hpp"
 #include "formats/torch_trace.hpp"
 #include "sim/point.hpp"
 #include "temp_dir.hpp"
@@ -183,6 +185,21 @@ TEST_CASE("calibrate --from-trace: the interval of a one-trace calibration again
   CHECK(m.unwatched_sigma_applied == 0.0);
   CHECK(o.unwatched_sigma_applied > 0.1);
   CHECK(o.model_error_sigma > m.model_error_sigma + 0.1);
+  CHECK(!many.file.gloo_allreduce.has_value());  // a 1-rank trace holds no communication
+
+  // one rank to two: the 1-rank traces with a gloo sweep of 2 ranks (the
+  // shipped calibration's own) fit its all-reduce as fit --collectives does
+  const std::string sweep = kSrc + "/configs/calibrations/pytorch-cpu/allreduce-gloo-r0.json";
+  const TraceCalibration with = calibrate_from_traces(jobs, c, 1, "with", {sweep});
+  REQUIRE(with.file.gloo_allreduce.has_value());
+  FitInputs alone;
+  alone.collectives.push_back(read_collective_sweep_file(sweep));
+  const CalibrationFit ref = fit_calibration(alone, "alone");
+  REQUIRE(ref.file.gloo_allreduce.has_value());
+  CHECK(with.file.gloo_allreduce->latency_s == doctest::Approx(ref.file.gloo_allreduce->latency_s).epsilon(1e-12));
+  REQUIRE(with.file.gloo_allreduce->bandwidth_Bps.has_value());
+  CHECK(*with.file.gloo_allreduce->bandwidth_Bps == doctest::Approx(*ref.file.gloo_allreduce->bandwidth_Bps).epsilon(1e-12));
+  CHECK(with.file.fitted_from.find("allreduce-gloo-r0.json") != std::string::npos);
 }
 
 TEST_CASE("calibrate --from-trace: one shape borrows per_element and says so") {

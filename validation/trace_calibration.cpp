@@ -190,8 +190,10 @@ std::vector<double> leave_one_trace_out(const std::vector<TorchOpsFile>& files, 
 
 }  // namespace
 
-TraceCalibration calibrate_from_traces(const std::vector<TraceJob>& jobs, const Cluster& c, int ranks, const std::string& name) {
+TraceCalibration calibrate_from_traces(const std::vector<TraceJob>& jobs, const Cluster& c, int ranks, const std::string& name,
+                                       const std::vector<std::string>& sweeps) {
   FitInputs in;
+  for (const std::string& f : sweeps) in.collectives.push_back(read_collective_sweep_file(f));
   std::vector<double> glue, nets;
   std::vector<std::vector<double>> glues;
   std::string from;
@@ -221,6 +223,7 @@ TraceCalibration calibrate_from_traces(const std::vector<TraceJob>& jobs, const 
   CalibrationFit fit = fit_calibration(in, name);
   t.file = std::move(fit.file);
   t.file.fitted_from = "torch.profiler traces at " + std::to_string(ranks) + " rank(s): " + from;
+  for (std::size_t i = 0; i < sweeps.size(); ++i) t.file.fitted_from += (i == 0 ? "; collective sweeps: " : ", ") + sweeps[i];
   t.file.concurrency = ranks;
   std::ostringstream report;
   report << "kanscale calibrate --from-trace: " << jobs.size() << " trace(s) at " << ranks << " rank(s)\n" << traces.str() << fit.report;

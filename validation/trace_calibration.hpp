@@ -57,7 +57,10 @@ struct TraceCalibration {
   CalibrationFile file;
   std::string report;
 };
-// Every job's records fitted together (ranks: the jobs' rank count).
-TraceCalibration calibrate_from_traces(const std::vector<TraceJob>& jobs, const Cluster& c, int ranks, const std::string& name);
+// Every job's records fitted together (ranks: the jobs' rank count), with
+// `sweeps` (measure allreduce|broadcast --backend gloo files) fitting the
+// collectives beside the traces' own: a 1-rank trace holds none.
+TraceCalibration calibrate_from_traces(const std::vector<TraceJob>& jobs, const Cluster& c, int ranks, const std::string& name,
+                                       const std::vector<std::string>& sweeps = {});
 
 }  // namespace ks
