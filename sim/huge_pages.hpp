@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <new>
+#include <utility>
 #include <vector>
 
 #if defined(__linux__)
@@ -49,5 +50,31 @@ struct HugePageAllocator {
 
 template <typename T>
 using HugeVector = std::vector<T, HugePageAllocator<T>>;
+
+// The same, but resize() leaves new elements of a trivial type unwritten
+// (default-initialised), for an array every element of which is written
+// before it is read: at 65,536 ranks zeroing one first costs a pass of
+// last-level misses over all of it.
+template <typename T>
+struct UninitHugePageAllocator : HugePageAllocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = UninitHugePageAllocator<U>;
+  };
+  UninitHugePageAllocator() = default;
+  template <typename U>
+  UninitHugePageAllocator(const UninitHugePageAllocator<U>&) noexcept {}
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
+template <typename T>
+using UninitHugeVector = std::vector<T, UninitHugePageAllocator<T>>;
 
 }  // namespace ks

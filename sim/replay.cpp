@@ -234,7 +234,8 @@ class Sim {
       for (std::size_t b = 0; b < p.pb->buckets.size(); ++b)
         add_coll(i, static_cast<int>(b), p.pb->buckets[b].bytes, p.pb->allreduce[b]);
     }
-    launch_time_.assign(colls_.size() * static_cast<std::size_t>(n_), 0.0);
+    // every entry is written by its rank's launch before the collective can end and read it
+    launch_time_.resize(colls_.size() * static_cast<std::size_t>(n_));
     waiting_flag_.assign(static_cast<std::size_t>(n_), 0);
     ranks_.resize(n_);
     main_computing_.assign((static_cast<std::size_t>(n_) + 63) / 64, 0);
@@ -718,7 +719,7 @@ class Sim {
   };
   std::vector<Collective> colls_;
   std::vector<int> coll_offset_;       // per iteration: its first collective
-  HugeVector<double> launch_time_;     // [collective * ranks + rank]
+  UninitHugeVector<double> launch_time_;  // [collective * ranks + rank]
   bool comm_active_ = false;
   int wire_ = -1;              // the collective whose step runs (one at a time)
   std::vector<int> inflight_;  // launched by every rank, steps left: ascending
