@@ -1,7 +1,6 @@
 // kanscale calibrate PLAN: one command from a bare machine to a fitted
 // calibration (validation/calibrate.hpp).
 #include <boost/program_options.hpp>
-#include <cstdlib>
 #include <iostream>
 
 #include "commands.hpp"
@@ -101,11 +100,7 @@ int calibrate(const std::vector<std::string>& args, const std::string& cmdline) 
     std::cout << calibration_dry_run(plan);
     return 0;
   }
-  if (vm.count("python")) {
-    // every job (kanscale measure, train, bench: each resolves $KANSCALE_PYTHON) inherits it
-    if (python.empty()) throw InputError("--python: expected the path of an interpreter");
-    ::setenv("KANSCALE_PYTHON", python.c_str(), 1);
-  }
+  if (vm.count("python")) use_python_for_jobs(python);
   check_outputs_spare_inputs(plan_inputs(plan), {{out, "--out", true}});
   check_owned_dir(out, "--out");
   return run_calibration(plan, out, self_executable());

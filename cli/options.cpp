@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
 #include <stdexcept>
 
 #include <algorithm>
@@ -138,6 +139,11 @@ bool parse_args(const std::vector<std::string>& args, const po::options_descript
 }
 
 std::string self_executable() { return executable_path(); }
+
+void use_python_for_jobs(const std::string& python) {
+  if (python.empty()) throw InputError("--python: expected the path of an interpreter");
+  ::setenv("KANSCALE_PYTHON", python.c_str(), 1);
+}
 
 // Two buffers of `nbytes` on every rank of this machine must fit in half its
 // memory (`what`: the option and value named in the error).

@@ -32,6 +32,10 @@ std::uint64_t parse_seed(const std::string& text);
 // The running kanscale executable (/proc/self/exe), for the jobs a schedule
 // starts (validate, calibrate).
 std::string self_executable();
+// --python for the commands whose jobs start Python (calibrate, validate):
+// every job kanscale starts (train, measure, bench) inherits it as
+// $KANSCALE_PYTHON. InputError for an empty path.
+void use_python_for_jobs(const std::string& python);
 
 // Every subcommand's parse: args against desc (and `positional`, the words
 // that name a file, e.g. a study or a plan); a stray word is an error naming

@@ -3,7 +3,6 @@
 
 #include <fstream>
 #include <filesystem>
-#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <set>
@@ -178,8 +177,7 @@ int validate(const std::vector<std::string>& args, const std::string& cmdline) {
   if (vm.count("python")) {
     if (!a.emit.empty() || !a.collect.empty() || a.published || !a.repeat.empty())
       throw InputError("--python: goes with the jobs run here (emitted scripts take $KANSCALE_PYTHON from their own environment)");
-    if (a.python.empty()) throw InputError("--python: expected the path of an interpreter");
-    ::setenv("KANSCALE_PYTHON", a.python.c_str(), 1);  // every job (kanscale train, measure, bench) inherits it
+    use_python_for_jobs(a.python);
   }
   if (!a.emit.empty()) return emit_scripts(plan, a.emit, self, site);
   if (!a.collect.empty()) return collect_validation(plan, a.collect, a.out, cmdline);

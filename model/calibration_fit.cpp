@@ -284,10 +284,7 @@ void fit_torch_ops(const std::vector<TorchOpsFile>& files, std::ostringstream& f
       Rows& rows = by_class[r.cls];
       rows.x.push_back({r.calls, r.elements});
       rows.y.push_back(r.time_median_s);
-      std::ostringstream key;
-      for (auto w : r.widths) key << w << ",";
-      key << r.in << "x" << r.out << "G" << r.grid_size << "k" << r.spline_order << "B" << r.batch;
-      rows.shape.push_back(key.str());
+      rows.shape.push_back(r.shape_key());
     }
   }
   report << "torch ops (" << out.torch_fingerprint << "): per class, a repetition = calls x fixed + elements x per_element;\n"

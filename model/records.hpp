@@ -124,6 +124,13 @@ struct TorchOpRecord {
   std::vector<std::int64_t> widths;  // the model the layer belongs to
   double time_median_s = 0, time_iqr_s = 0;
   int reps = 0;
+  // the shape it was measured at: records with the same key are held out together
+  std::string shape_key() const {
+    std::string k;
+    for (auto w : widths) k += std::to_string(w) + ",";
+    return k + std::to_string(in) + "x" + std::to_string(out) + "G" + std::to_string(grid_size) + "k" + std::to_string(spline_order) + "B" +
+           std::to_string(batch);
+  }
 };
 struct TorchOpsFile {
   std::string path;

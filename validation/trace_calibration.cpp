@@ -141,10 +141,7 @@ FittedTorchOp prior_fit(const std::string& cls, const std::vector<TorchOpRecord>
   for (const TorchOpRecord& r : recs) {
     num += r.calls * (r.time_median_s - o.cost.element_s * r.elements);
     den += r.calls * r.calls;
-    std::ostringstream key;
-    for (auto w : r.widths) key << w << ",";
-    key << "G" << r.grid_size << "k" << r.spline_order << "B" << r.batch;
-    shapes.insert(key.str());
+    shapes.insert(r.shape_key());
   }
   o.cost.fixed_s = den > 0 ? std::max(0.0, num / den) : 0.0;
   o.shapes = static_cast<int>(shapes.size());
@@ -194,14 +191,13 @@ TraceCalibration calibrate_from_traces(const std::vector<TraceJob>& jobs, const 
                                        const std::vector<std::string>& sweeps) {
   FitInputs in;
   for (const std::string& f : sweeps) in.collectives.push_back(read_collective_sweep_file(f));
-  std::vector<double> glue, nets;
-  std::vector<std::vector<double>> glues;
+  std::vector<double> nets;
+  std::vector<std::vector<double>> glues;  // per trace, its steps' glue (1-rank traces only)
   std::string from;
   std::ostringstream traces;
   for (const TraceJob& j : jobs) {
     const Workload w = load_workload(j.workload);
     TraceRecords r = trace_records(j.trace, w, c, ranks);
-    if (ranks == 1) glue.insert(glue.end(), r.glue_s.begin(), r.glue_s.end());
     glues.push_back(ranks == 1 ? r.glue_s : std::vector<double>{});
     std::vector<double> net;
     for (std::size_t s = 0; s < r.spans_s.size(); ++s) net.push_back(r.spans_s[s] - r.profiler_s[s]);
@@ -253,6 +249,8 @@ TraceCalibration calibrate_from_traces(const std::vector<TraceJob>& jobs, const 
       t.file.torch_ops.push_back(std::move(o));
     }
   }
+  std::vector<double> glue;
+  for (const auto& g : glues) glue.insert(glue.end(), g.begin(), g.end());
   if (!glue.empty()) {
     t.file.host_overhead_s = median(glue);
     t.file.host_overhead_note = "a step's time outside every op class (Python's glue between ops), the profiler's own cost taken off: the median over " + std::to_string(glue.size()) +
