@@ -161,8 +161,15 @@ static Workload read_workload(YamlMap m) {
   // "efficient-kan" is the former name of pytorch (the same model), still accepted
   const auto impl = m.choice_opt("implementation", {"pytorch", "kanscale", "efficient-kan"}).value_or("pytorch");
   w.implementation = impl == "kanscale" ? Implementation::kanscale : Implementation::pytorch;
+  if (auto v = m.string_opt("torch")) {
+    if (w.implementation != Implementation::pytorch) m.fail("torch", "applies to implementation: pytorch only");
+    if (!torch_op_set_of(*v)) m.fail("torch", "expected the torch version the job runs, like \"2.11\" or \"1.13\"; got \"" + *v + "\"");
+    w.torch_version = *v;
+  }
   if (auto d = m.map_opt("ddp")) {
-    w.ddp.bucket_cap_bytes = d->quantity_opt("bucket_cap", Quantity::size, Bound::positive).value_or(w.ddp.bucket_cap_bytes);
+    const auto cap = d->quantity_opt("bucket_cap", Quantity::size, Bound::positive);
+    w.ddp.bucket_cap_given = cap.has_value();
+    w.ddp.bucket_cap_bytes = cap.value_or(w.ddp.bucket_cap_bytes);
     w.ddp.first_bucket_bytes = d->quantity_opt("first_bucket", Quantity::size, Bound::positive).value_or(w.ddp.first_bucket_bytes);
     w.ddp.gradient_as_bucket_view = d->boolean_opt("gradient_as_bucket_view").value_or(false);
     w.ddp.find_unused_parameters = d->boolean_opt("find_unused_parameters").value_or(false);
@@ -344,8 +351,9 @@ static void read_calibration_torch(YamlMap& m, Calibration& cal) {
   // carries would cost nothing, a misspelled one would go unused
   static const std::vector<std::string> known = [] {
     std::vector<std::string> v;
-    for (const Op& o : efficient_kan_iteration(KanShape{{2, 2, 1}, 3, 2}, 1, false, true))
-      if (!o.torch_unit.empty() && std::find(v.begin(), v.end(), o.torch_unit) == v.end()) v.push_back(o.torch_unit);
+    for (TorchOpSet set : {TorchOpSet::torch1, TorchOpSet::torch2})
+      for (const Op& o : efficient_kan_iteration(KanShape{{2, 2, 1}, 3, 2}, 1, false, true, set))
+        if (!o.torch_unit.empty() && std::find(v.begin(), v.end(), o.torch_unit) == v.end()) v.push_back(o.torch_unit);
     return v;
   }();
   for (const auto& cls : classes.keys()) {

@@ -81,6 +81,17 @@ std::vector<TorchTraceEvent> nest_by_ids(std::vector<TorchTraceEvent> ev, const 
 
 }  // namespace
 
+namespace {
+// Whether events[i] holds an op (not record_function's own aten::empty).
+// Its children follow it in start order, within its span.
+bool has_op_inside(const std::vector<TorchTraceEvent>& events, std::size_t i) {
+  const TorchTraceEvent& e = events[i];
+  for (std::size_t j = i + 1; j < events.size() && events[j].ts_us <= e.ts_us + e.dur_us; ++j)
+    if (events[j].parent == static_cast<int>(i) && events[j].name != "aten::empty") return true;
+  return false;
+}
+}  // namespace
+
 std::string torch_op_class(const std::vector<TorchTraceEvent>& events, std::size_t i) {
   const TorchTraceEvent& e = events[i];
   const std::string& n = e.name;
@@ -88,6 +99,8 @@ std::string torch_op_class(const std::vector<TorchTraceEvent>& events, std::size
   // collectives on the backend's own threads (gloo's workers, nccl's stream)
   if (starts_with(n, "gloo:") || starts_with(n, "nccl:")) return "comm:" + n.substr(n.find(':') + 1);
   if (e.depth == 0) {
+    // torch 2's zero_grad (set_to_none=True): the scope with no op inside
+    if (starts_with(n, "Optimizer.zero_grad#") && !has_op_inside(events, i)) return "zero_grad:set_to_none";
     if (scope_phase(n) || n == "aten::zeros") return "";  // a scope, or the handle record_function makes
     if (starts_with(n, kAutogradNode)) {
       std::string node = n.substr(std::string(kAutogradNode).size());
@@ -114,10 +127,17 @@ std::string torch_op_class(const std::vector<TorchTraceEvent>& events, std::size
   if (p == std::string(kAutogradNode) + "torch::autograd::AccumulateGrad") {
     // DDP's hook: the gradient copied into its bucket (scaled by 1/world), and
     // the bucket's all-reduce launched when it is full
-    if (n == "aten::mul" || n == "aten::copy_" || n == "aten::div") return "reducer:bucket_copy";
+    // (torch 2.x: the hook's own mul_out writes grad / world into the bucket)
+    if (n == "aten::mul" || n == "aten::copy_" || n == "aten::div" || n == "torch::distributed::reducer::mul_out") return "reducer:bucket_copy";
     if (n == "c10d::allreduce_") return "reducer:allreduce";
   }
   return "";
+}
+
+TorchOpSet torch_op_set_in(const std::vector<TorchTraceEvent>& events) {
+  for (const TorchTraceEvent& e : events)
+    if (e.cls == "zero_grad:set_to_none" || e.cls == "optimizer:lerp_" || e.name == "torch::distributed::reducer::mul_out") return TorchOpSet::torch2;
+  return TorchOpSet::torch1;
 }
 
 std::vector<TorchTraceEvent> read_torch_trace(const nlohmann::json& trace, const std::string& what) {

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/kan_model.hpp"
+
 namespace ks {
 
 struct TorchTraceEvent {
@@ -68,5 +70,10 @@ std::string torch_op_class(const std::vector<TorchTraceEvent>& events, std::size
 
 // How many events of each class.
 std::map<std::string, int> torch_class_counts(const std::vector<TorchTraceEvent>& events);
+
+// The torch whose ops these are (model/kan_model's TorchOpSet): torch 2's
+// when they hold what only it dispatches (an empty zero_grad, Adam's lerp_,
+// DDP's reducer::mul_out), else torch 1.13's.
+TorchOpSet torch_op_set_in(const std::vector<TorchTraceEvent>& events);
 
 }  // namespace ks

@@ -175,8 +175,10 @@ std::vector<std::string> torch_train_args(const TorchTrainOptions& o) {
   std::vector<std::string> a = {"--widths", widths, "--grid-size", std::to_string(w.grid_size), "--spline-order",
                                 std::to_string(w.spline_order), "--batch", std::to_string(w.batch_per_gpu), "--steps",
                                 std::to_string(o.steps), "--warmup", std::to_string(o.warmup), "--seed", std::to_string(o.seed),
-                                "--learning-rate", lr.str(), "--bucket-cap-bytes", cap.str(), "--first-bucket-bytes", first.str(), "--threads", std::to_string(o.threads),
+                                "--learning-rate", lr.str(), "--first-bucket-bytes", first.str(), "--threads", std::to_string(o.threads),
                                 "--backend", o.dist_backend, "--workload-name", w.name, "--workload-file", w.file};
+  // only a cap the workload gives: torch 2 then makes it the first bucket's limit too (model/buckets)
+  if (w.ddp.bucket_cap_given) a.insert(a.end(), {"--bucket-cap-bytes", cap.str()});
   if (o.target_rel_halfwidth > 0) a.insert(a.end(), {"--target", std::to_string(o.target_rel_halfwidth)});
   if (w.ddp.gradient_as_bucket_view) a.push_back("--gradient-as-bucket-view");
   if (w.ddp.find_unused_parameters) a.push_back("--find-unused-parameters");

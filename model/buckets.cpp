@@ -30,10 +30,11 @@ std::vector<Bucket> assign_buckets_by_size(const std::vector<double>& param_byte
 }
 
 DdpBucketPlans ddp_bucket_plans(const std::vector<double>& param_bytes, const std::vector<int>& ready_order,
-                                const DdpSettings& ddp) {
+                                const DdpSettings& ddp, bool torch2) {
   std::vector<int> definition(param_bytes.size());
   std::iota(definition.begin(), definition.end(), 0);
-  const std::vector<double> limits = {ddp.first_bucket_bytes, ddp.bucket_cap_bytes};
+  const double first = torch2 && ddp.bucket_cap_given ? ddp.bucket_cap_bytes : ddp.first_bucket_bytes;
+  const std::vector<double> limits = {first, ddp.bucket_cap_bytes};
   DdpBucketPlans plans;
   if (ddp.find_unused_parameters) {
     // Built once in definition order, reversed, never rebuilt.

@@ -30,8 +30,10 @@ struct DdpBucketPlans {
 };
 
 // param_bytes in definition order; ready_order: the order gradients become
-// ready in backward.
+// ready in backward. `torch2`: torch 2.x's rule (nn/parallel/distributed.py,
+// checked on 2.11.0): a bucket_cap_mb given makes the first bucket's limit
+// bucket_cap too; torch 1.13 keeps first_bucket_bytes whatever the cap.
 DdpBucketPlans ddp_bucket_plans(const std::vector<double>& param_bytes, const std::vector<int>& ready_order,
-                                const DdpSettings& ddp);
+                                const DdpSettings& ddp, bool torch2 = false);
 
 }  // namespace ks

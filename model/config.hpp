@@ -121,6 +121,7 @@ struct Cluster {
 struct DdpSettings {
   double bucket_cap_bytes = 25.0 * 1024 * 1024;   // torch: bucket_cap_mb=25 (MiB)
   double first_bucket_bytes = 1.0 * 1024 * 1024;  // torch: _DEFAULT_FIRST_BUCKET_BYTES
+  bool bucket_cap_given = false;                   // torch 2 then makes the first bucket bucket_cap too
   bool gradient_as_bucket_view = false;
   bool find_unused_parameters = false;
   bool broadcast_buffers = true;
@@ -150,6 +151,9 @@ struct Workload {
   std::uint64_t seed = 0;
   Precision precision = Precision::fp32;
   Implementation implementation = Implementation::pytorch;
+  // key torch: the version the job runs ("2.11"); "" : the calibration's
+  // (its torch ops' measured_with), else 1.13 (model/kan_model's TorchOpSet)
+  std::string torch_version;
   DdpSettings ddp;
 };
 

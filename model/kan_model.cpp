@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <iterator>
 
 namespace ks {
 
@@ -114,6 +116,10 @@ namespace {
 // dispatches with no kernel.
 struct TorchOps {
   Builder b;
+  TorchOpSet set = TorchOpSet::torch1;
+  // slices of a tensor indexed [:, a:b] (2 dimensions) or [:, :, a:b] (3):
+  // torch 1.13 slices every dimension, torch 2 skips the full ones
+  int slices(int dims) const { return set == TorchOpSet::torch1 ? dims : 1; }
   // torch's class of the op just added
   static Op& as(Op& o, const char* cls) {
     o.torch_class = cls;
@@ -182,9 +188,9 @@ void ek_forward_layer(TorchOps& t, const KanShape& s, int l, double B) {
   t.host("forward:unsqueeze", Phase::forward, l);  // x.unsqueeze(-1)
   // degree 0: two comparisons to bool, an and, a cast to float; each
   // comparison slices the grid twice (grid[:, :-1])
-  t.host("forward:slice", Phase::forward, l, 2);
+  t.host("forward:slice", Phase::forward, l, t.slices(2));
   t.as(b.add("basis_ge", OpKind::elementwise, Phase::forward, l, Bi * E, F * Bi + Bi * E), "forward:ge").temp_bytes = Bi * E;
-  t.host("forward:slice", Phase::forward, l, 2);
+  t.host("forward:slice", Phase::forward, l, t.slices(2));
   t.as(b.add("basis_lt", OpKind::elementwise, Phase::forward, l, Bi * E, F * Bi + Bi * E), "forward:lt").temp_bytes = Bi * E;
   t.as(b.add("basis_and", OpKind::elementwise, Phase::forward, l, Bi * E, 3 * Bi * E), "forward:__and__").temp_bytes = Bi * E;
   Op& cast = t.as(b.add("basis_cast", OpKind::elementwise, Phase::forward, l, Bi * E, 5 * Bi * E), "forward:to");
@@ -198,14 +204,14 @@ void ek_forward_layer(TorchOps& t, const KanShape& s, int l, double B) {
     for (const char* side : {"lo", "hi"}) {
       const std::string sd = d + side;
       // (x - t_j) or (t_j+p+1 - x): 2 slices of the grid
-      t.host("forward:slice", Phase::forward, l, 2);
+      t.host("forward:slice", Phase::forward, l, t.slices(2));
       t.as(b.ew(d + "sub_" + side, Phase::forward, l, Bn, Bi), "forward:sub").temp_bytes = F * Bn;
-      // the knot differences (t_j+p - t_j): grid minus grid, 4 slices
-      t.host("forward:slice", Phase::forward, l, 4);
+      // the knot differences (t_j+p - t_j): grid minus grid, 2 slices each
+      t.host("forward:slice", Phase::forward, l, 2 * t.slices(2));
       t.as(b.ew(d + "knot_diff_" + side, Phase::forward, l, in * n, 2 * in * n), "forward:sub").temp_bytes = F * in * n;
       // q1 is saved by mul when the bases need a gradient
       t.as(b.ew(d + "div_" + side, Phase::forward, l, Bn, Bn + in * n), "forward:div").saved_bytes = (xg && p >= 2) ? F * Bn : 0;
-      t.host("forward:slice", Phase::forward, l, 3);  // bases[:, :, :-1] or bases[:, :, 1:]
+      t.host("forward:slice", Phase::forward, l, t.slices(3));  // bases[:, :, :-1] or bases[:, :, 1:]
       t.as(b.ew(d + "mul_" + side, Phase::forward, l, Bn, 2 * Bn), "forward:mul").temp_bytes = F * Bn;
     }
     Op& sum = t.as(b.ew(d + "add", Phase::forward, l, Bn, 2 * Bn), "forward:add");
@@ -247,13 +253,15 @@ void ek_loss(TorchOps& t, const KanShape& s, double B) {
   t.unit(back, "backward:mse", 1, B * outw);
 }
 
-// Autograd's AccumulateGrad for a parameter (add_ into .grad, which
-// zero_grad left as zeros: read both, write one), and DDP's hook copying the
+// Autograd's AccumulateGrad for a parameter (torch 1.13: add_ into .grad,
+// which zero_grad left as zeros: read both, write one; torch 2: .grad is
+// None, the gradient is stolen, no kernel), and DDP's hook copying the
 // gradient into its bucket (scaled by 1/world).
 void ready(TorchOps& t, const std::vector<Param>& params, int param_index) {
   const Param& p = params[param_index];
   t.host("backward:AccumulateGrad", Phase::grad_copy, p.layer);
-  t.b.ew("accumulate_grad " + p.name, Phase::grad_copy, p.layer, static_cast<double>(p.numel), 2.0 * static_cast<double>(p.numel));
+  if (t.set == TorchOpSet::torch1)
+    t.b.ew("accumulate_grad " + p.name, Phase::grad_copy, p.layer, static_cast<double>(p.numel), 2.0 * static_cast<double>(p.numel));
   Op& o = t.as(t.b.ew("bucket_copy " + p.name, Phase::grad_copy, p.layer, static_cast<double>(p.numel), static_cast<double>(p.numel)),
                "reducer:bucket_copy");
   o.ready_param = param_index;
@@ -306,11 +314,13 @@ void ek_backward_layer(TorchOps& t, const KanShape& s, const std::vector<Param>&
         b.add(sd + "sum_x", OpKind::elementwise, Phase::backward, l, Bn, F * Bn + F * Bi);  // reduce to x's shape
         b.ew(sd + "acc_x", Phase::backward, l, Bi, 2 * Bi);        // accumulate into grad x
         if (p >= 2) {
-          // the bases' three slices (bases[:, :, a:b]), each undone by zeros
-          // of its input's shape (B, in, n+1) and a copy in: the last of n, the
-          // two full slices of n+1 per (sample, input)
-          t.host("backward:SliceBackward0", Phase::backward, l, 3);
-          for (int i = 0; i < 3; ++i) {
+          // the bases' slices (bases[:, :, a:b]: three in torch 1.13, one in
+          // torch 2), each undone by zeros of its input's shape (B, in, n+1)
+          // and a copy in: the last dimension's n, the full slices' n+1 per
+          // (sample, input)
+          const int slices = t.slices(3);
+          t.host("backward:SliceBackward0", Phase::backward, l, slices);
+          for (int i = 0; i < slices; ++i) {
             b.add(sd + "slice_zeros", OpKind::elementwise, Phase::backward, l, 0, F * Bi * (n + 1));
             const double copied = i == 0 ? Bn : Bi * (n + 1);
             b.ew(sd + "slice_copy", Phase::backward, l, copied, copied);
@@ -355,24 +365,34 @@ void ek_tail(TorchOps& t, const std::vector<Param>& params, bool gradient_as_buc
   double numel = 0;
   for (const auto& p : params) numel += static_cast<double>(p.numel);
   const std::size_t adam_from = t.mark();
-  // torch 1.13 _single_tensor_adam per parameter (torch/optim/adam.py): the
-  // step count += 1 (a one-element tensor), exp_avg.mul_(b1).add_(g, 1-b1)
-  // (8 and 12 B/elem), exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2) (8, 12), the
-  // step read back as a Python number (.item()), exp_avg_sq.sqrt() (8),
-  // / bias correction (8), .add_(eps) (8), param.addcdiv_ (16).
+  // _single_tensor_adam per parameter (torch/optim/adam.py): the step count
+  // += 1 (a one-element tensor), the first moment (torch 1.13:
+  // exp_avg.mul_(b1).add_(g, 1-b1), 8 and 12 B/elem; torch 2:
+  // exp_avg.lerp_(g, 1-b1), 12), exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2)
+  // (8, 12), the step read back as a Python number (.item()),
+  // exp_avg_sq.sqrt() (8), / bias correction (8), .add_(eps) (8),
+  // param.addcdiv_ (16).
   struct AdamOp {
     const char* name;
     const char* cls;
     double bytes_per_elem;  // < 0: one element (the step count)
   };
-  static constexpr AdamOp kAdam[] = {{"step", "optimizer:add_", -1},       {"exp_avg_mul", "optimizer:mul_", 8},
-                                     {"exp_avg_add", "optimizer:add_", 12},  {"exp_avg_sq_mul", "optimizer:mul_", 8},
-                                     {"addcmul", "optimizer:addcmul_", 12},  {"sqrt", "optimizer:sqrt", 8},
-                                     {"div", "optimizer:div", 8},            {"add_eps", "optimizer:add_", 8},
-                                     {"addcdiv", "optimizer:addcdiv_", 16}};
+  static constexpr AdamOp kAdam1[] = {{"step", "optimizer:add_", -1},       {"exp_avg_mul", "optimizer:mul_", 8},
+                                      {"exp_avg_add", "optimizer:add_", 12},  {"exp_avg_sq_mul", "optimizer:mul_", 8},
+                                      {"addcmul", "optimizer:addcmul_", 12},  {"sqrt", "optimizer:sqrt", 8},
+                                      {"div", "optimizer:div", 8},            {"add_eps", "optimizer:add_", 8},
+                                      {"addcdiv", "optimizer:addcdiv_", 16}};
+  static constexpr AdamOp kAdam2[] = {{"step", "optimizer:add_", -1},       {"exp_avg_lerp", "optimizer:lerp_", 12},
+                                      {"exp_avg_sq_mul", "optimizer:mul_", 8}, {"addcmul", "optimizer:addcmul_", 12},
+                                      {"sqrt", "optimizer:sqrt", 8},          {"div", "optimizer:div", 8},
+                                      {"add_eps", "optimizer:add_", 8},       {"addcdiv", "optimizer:addcdiv_", 16}};
+  const bool v1 = t.set == TorchOpSet::torch1;
+  const AdamOp* adam = v1 ? kAdam1 : kAdam2;
+  const std::size_t adam_ops = v1 ? std::size(kAdam1) : std::size(kAdam2);
   for (const auto& p : params) {
     const double n = static_cast<double>(p.numel);
-    for (const auto& a : kAdam) {
+    for (std::size_t i = 0; i < adam_ops; ++i) {
+      const AdamOp& a = adam[i];
       const bool scalar = a.bytes_per_elem < 0;
       t.as(b.add(std::string("adam_") + a.name + " " + p.name, OpKind::elementwise, Phase::optimizer, p.layer, scalar ? 1 : n,
                scalar ? 2 * F : a.bytes_per_elem * n),
@@ -385,16 +405,39 @@ void ek_tail(TorchOps& t, const std::vector<Param>& params, bool gradient_as_buc
 
 }  // namespace
 
-std::vector<Op> efficient_kan_iteration(const KanShape& s, std::int64_t batch, bool gradient_as_bucket_view, bool broadcast_buffers) {
+std::optional<TorchOpSet> torch_op_set_of(const std::string& version) {
+  // the first number in the text: "torch 2.11.0+cu130, ..." or "1.13"
+  const auto at = version.find_first_of("0123456789");
+  if (at == std::string::npos) return std::nullopt;
+  const int major = std::atoi(version.c_str() + at);
+  if (major < 1) return std::nullopt;
+  return major >= 2 ? TorchOpSet::torch2 : TorchOpSet::torch1;
+}
+
+const char* torch_op_set_name(TorchOpSet set) { return set == TorchOpSet::torch1 ? "torch 1.13" : "torch 2.x"; }
+
+TorchOpSet job_torch_ops(const Workload& w, const Calibration* cal) {
+  if (auto s = torch_op_set_of(w.torch_version)) return *s;
+  if (cal && !cal->torch_ops.empty())
+    if (auto s = torch_op_set_of(cal->torch_fingerprint)) return *s;
+  return TorchOpSet::torch1;
+}
+
+std::vector<Op> efficient_kan_iteration(const KanShape& s, std::int64_t batch, bool gradient_as_bucket_view, bool broadcast_buffers,
+                                        TorchOpSet set) {
   const auto params = kan_parameters(s);
   const double B = static_cast<double>(batch);
   TorchOps t;
-  // optimizer.zero_grad() (set_to_none=False in 1.13): one zero_ per parameter.
+  t.set = set;
+  // optimizer.zero_grad(): torch 1.13 (set_to_none=False) one zero_ per
+  // parameter; torch 2 (set_to_none=True) no op, the scope alone
   double numel = 0;
   for (const auto& p : params) {
-    t.as(t.b.add("zero_grad " + p.name, OpKind::elementwise, Phase::zero_grad, p.layer, 0, p.bytes()), "zero_grad:zero_");
+    if (set == TorchOpSet::torch1)
+      t.as(t.b.add("zero_grad " + p.name, OpKind::elementwise, Phase::zero_grad, p.layer, 0, p.bytes()), "zero_grad:zero_");
     numel += static_cast<double>(p.numel);
   }
+  if (set == TorchOpSet::torch2) t.host("zero_grad:set_to_none", Phase::zero_grad, 0);
   t.unit(0, "zero_grad", static_cast<double>(params.size()), numel);
   if (broadcast_buffers) ek_broadcast_buffers(t, s);
   for (int l = 0; l < s.layers(); ++l) ek_forward_layer(t, s, l, B);

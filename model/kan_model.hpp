@@ -4,6 +4,7 @@
 // implementation, its sequence of kernels with FLOPs, bytes moved and the
 // activations autograd keeps. Pure: shapes in, counts out.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -97,17 +98,36 @@ FlopsBytes kanscale_layer_backward(std::int64_t in, std::int64_t out, int G, int
 // kan_backward, bucket_copy, copy_back, adam.
 const std::vector<std::string>& kanscale_cost_classes();
 
+// Which torch's ops a PyTorch job dispatches (their counts per class are
+// what a torch.profiler trace holds; tests/unit_torch_trace.cpp checks both
+// against real traces):
+//   torch1: Debian's torch 1.13, as this project is built and measured on;
+//   torch2: torch 2.x as checked on 2.11.0: zero_grad sets the gradients to
+//     None (so AccumulateGrad steals the first gradient, no add), DDP's hook
+//     writes grad/world into the bucket itself (reducer::mul_out), indexing
+//     skips full slices (grid[:, :-1] is one slice, not two), Adam's first
+//     moment is one lerp_ (not mul_, add_), and DDP's first bucket is
+//     bucket_cap when bucket_cap_mb is given (model/buckets).
+enum class TorchOpSet { torch1, torch2 };
+// "torch 2.11.0+cu130, ..." (a calibration's measured_with), "2.11", "1.13":
+// torch2 from major version 2; nullopt when `version` names none.
+std::optional<TorchOpSet> torch_op_set_of(const std::string& version);
+const char* torch_op_set_name(TorchOpSet set);  // "torch 1.13", "torch 2.x"
+// The torch a workload's job runs: its key torch, else the torch the
+// calibration's op classes were measured with (`cal` may be null), else 1.13.
+TorchOpSet job_torch_ops(const Workload& w, const Calibration* cal);
+
 // One training iteration of efficient-kan's KAN under DDP on one rank, in
 // execution order: zero_grad, DDP's broadcast of the grids (with
 // broadcast_buffers), forward per layer, MSE loss, backward per layer in
 // reverse (autograd's nodes, DDP's copy of each gradient into its bucket,
 // scaled by 1/world), copy back from buckets (unless gradient_as_bucket_view),
-// Adam (torch 1.13's single-tensor path). Every op torch dispatches at the
+// Adam (the single-tensor path torch takes on a CPU). Every op torch dispatches at the
 // top of its phase is listed with its torch_class, views and autograd nodes
 // as host_only ops: the list matches torch.profiler's count per class
 // (tests/unit_torch_trace.cpp). The all-reduces are the replay's, per bucket.
 std::vector<Op> efficient_kan_iteration(const KanShape& s, std::int64_t batch, bool gradient_as_bucket_view,
-                                        bool broadcast_buffers = false);
+                                        bool broadcast_buffers = false, TorchOpSet set = TorchOpSet::torch1);
 
 // One iteration of kanscale's own trainer (measure/trainer.cpp): load the
 // batch, forward per layer, MSE, backward per layer (each followed by its

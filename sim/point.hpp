@@ -160,7 +160,7 @@ Band central_band(std::vector<double> samples, double level);
 // (ops, bucket plans, broadcast bytes) and the costs (op times, collective
 // estimates, host overhead, jitter, interference; InputError on a duration
 // out of range).
-ReplayInput replay_structure(const Workload& w, const Layout& layout, std::int64_t batch_per_gpu);
+ReplayInput replay_structure(const Workload& w, const Layout& layout, std::int64_t batch_per_gpu, TorchOpSet torch);
 // A pytorch workload on a CUDA (NCCL) cluster: the device runs PyTorch's ops
 // behind the host thread that issues them (sim/replay's host track), each
 // op's host time from HostTerms (the calibration's own op classes' fixed

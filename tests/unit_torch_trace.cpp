@@ -54,10 +54,15 @@ void check_parity(const std::string& name, int layers) {
   const KanShape shape{f.w.widths, f.w.grid_size, f.w.spline_order};
   REQUIRE(shape.layers() == layers);
   REQUIRE(f.meta["ranks"] == 2);
+  // the torch the trace was made with (its fixture's record), and the one
+  // its ops show
+  const auto set = torch_op_set_of(f.meta["torch"].get<std::string>());
+  REQUIRE(set);
+  CHECK(torch_op_set_in(f.events) == *set);
 
   // the model's ops per class (DDP broadcasts the grids: broadcast_buffers is torch's default)
   std::map<std::string, int> model;
-  for (const auto& op : efficient_kan_iteration(shape, f.w.batch_per_gpu, f.w.ddp.gradient_as_bucket_view, true))
+  for (const auto& op : efficient_kan_iteration(shape, f.w.batch_per_gpu, f.w.ddp.gradient_as_bucket_view, true, *set))
     if (!op.torch_class.empty()) ++model[op.torch_class];
   // torch's, the collectives apart: the replay launches those per bucket
   std::map<std::string, int> torch = torch_class_counts(f.events);
@@ -79,7 +84,7 @@ void check_parity(const std::string& name, int layers) {
   // each as large as DDP's own record of its rebuilt buckets
   std::vector<double> pbytes;
   for (const auto& p : kan_parameters(shape)) pbytes.push_back(p.bytes());
-  const auto plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), f.w.ddp);
+  const auto plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), f.w.ddp, *set == TorchOpSet::torch2);
   const auto& sizes = f.meta["ddp"]["bucket_sizes_bytes"];
   REQUIRE(sizes.size() == plans.steady.size());
   for (std::size_t b = 0; b < sizes.size(); ++b) CHECK(plans.steady[b].bytes == sizes[b].get<double>());
@@ -97,6 +102,7 @@ void check_parity(const std::string& name, int layers) {
   const Cluster ft3 = load_cluster(std::string(KANSCALE_SOURCE_DIR) + "/configs/clusters/finisterrae3.yaml");
   Workload w = f.w;
   w.ddp.broadcast_buffers = true;
+  w.torch_version = f.meta["torch"].get<std::string>();
   const ReplayInput in = make_replay_input(ft3, w, with_default_host_terms(datasheet_calibration(ft3, Precision::fp32), ft3, w),
                                            layout_for(ft3, 2, std::nullopt),
                                            w.batch_per_gpu, 1);
@@ -125,6 +131,54 @@ TEST_CASE("efficient-kan's op list matches torch.profiler's count per class: a 2
 
 TEST_CASE("efficient-kan's op list matches torch.profiler's count per class: a 3-layer KAN (G3, k2, two buckets)") {
   check_parity("parity-3-layers", 3);
+}
+
+// torch 2.11 (PyPI's, run through --python): the same module's step, with
+// torch 2's ops (zero_grad to None, DDP's mul_out, one slice per indexing,
+// Adam's lerp_) and its first-bucket rule
+TEST_CASE("efficient-kan's op list for torch 2 matches a torch 2.11 trace's count per class: the 3-layer KAN") {
+  check_parity("parity-3-layers-torch2", 3);
+}
+
+TEST_CASE("torch 2's first bucket: with bucket_cap given, DDP 2.11 ignores first_bucket (one bucket where 1.13 makes two)") {
+  check_parity("parity-first-bucket-torch2", 2);
+  const TraceFixture f = load("parity-first-bucket-torch2");
+  const KanShape shape{f.w.widths, f.w.grid_size, f.w.spline_order};
+  std::vector<double> pbytes;
+  for (const auto& p : kan_parameters(shape)) pbytes.push_back(p.bytes());
+  // 1.13's rule, as tests/integration_torch.cpp measures it on this workload:
+  // 4736 B closes the first bucket past 2 KiB, 1024 B the second
+  const auto old = ddp_bucket_plans(pbytes, kan_ready_order(shape), f.w.ddp, false);
+  REQUIRE(old.steady.size() == 2);
+  CHECK(old.steady[0].bytes == 4736);
+  CHECK(old.steady[1].bytes == 1024);
+  // the torch 1.13 op list does not fit a torch 2 trace: the versions differ
+  std::map<std::string, int> model;
+  for (const auto& op : efficient_kan_iteration(shape, f.w.batch_per_gpu, false, true, TorchOpSet::torch1))
+    if (!op.torch_class.empty()) ++model[op.torch_class];
+  const auto traced = torch_class_counts(f.events);
+  CHECK(model["zero_grad:zero_"] == 6);  // one per parameter
+  CHECK(traced.count("zero_grad:zero_") == 0);
+  CHECK(traced.at("zero_grad:set_to_none") == 1);
+  CHECK(traced.at("optimizer:lerp_") == 6);
+  CHECK(model.at("forward:slice") > traced.at("forward:slice"));
+}
+
+TEST_CASE("the torch a version or a calibration's fingerprint names: torch 2 from major version 2") {
+  CHECK(torch_op_set_of("torch 1.13.0a0, libopenblasp-r0.3.21.so, Python 3.11.2, 1 thread") == TorchOpSet::torch1);
+  CHECK(torch_op_set_of("torch 2.11.0+cu130, numpy 2.4.6") == TorchOpSet::torch2);
+  CHECK(torch_op_set_of("2.11") == TorchOpSet::torch2);
+  CHECK(torch_op_set_of("10.0") == TorchOpSet::torch2);
+  CHECK_FALSE(torch_op_set_of("torch unrecorded").has_value());
+  CHECK_FALSE(torch_op_set_of("0.4").has_value());
+  Workload w;
+  Calibration cal;
+  CHECK(job_torch_ops(w, nullptr) == TorchOpSet::torch1);  // nothing says: 1.13, as built
+  cal.torch_ops["adam"] = TorchOpCost{};
+  cal.torch_fingerprint = "torch 2.11.0+cu130, numpy 2.4.6";
+  CHECK(job_torch_ops(w, &cal) == TorchOpSet::torch2);  // the calibration's
+  w.torch_version = "1.13";
+  CHECK(job_torch_ops(w, &cal) == TorchOpSet::torch1);  // the workload's, first
 }
 
 TEST_CASE("torch traces: nesting by time, the profiler's own events left out, bad files refused") {

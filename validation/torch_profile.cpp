@@ -189,7 +189,11 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
   if (w.implementation != Implementation::pytorch)
     throw InputError((w.file.empty() ? w.name : w.file) + ": key 'implementation': a torch.profiler trace is of a PyTorch job; expected pytorch");
   const std::vector<nlohmann::json> steps = split_profiler_steps(trace, what);
-  const ReplayInput in = make_replay_input(c, w, cal, layout_for(c, ranks, std::nullopt), w.batch_per_gpu, 0);
+  // the job's torch: the workload's, else the one whose ops the first step holds
+  Workload job = w;
+  const TorchOpSet torch_ops = w.torch_version.empty() ? torch_op_set_in(read_torch_trace(steps.at(0), what)) : job_torch_ops(w, nullptr);
+  job.torch_version = torch_ops == TorchOpSet::torch2 ? "2" : "1.13";
+  const ReplayInput in = make_replay_input(c, job, cal, layout_for(c, ranks, std::nullopt), w.batch_per_gpu, 0);
   // the model's ops per class, in order, and each op's unit and predicted
   // cost (the host's, where a device runs the ops behind it)
   const bool two_track = !in.op_host_s.empty();
@@ -208,6 +212,7 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
   }
 
   ProfileComparison p;
+  p.torch_ops = torch_ops;
   for (const Bucket& b : in.steady.buckets) p.bucket_bytes.push_back(b.bytes);
   p.broadcast_bytes = in.broadcast_buffers ? in.broadcast_bytes : 0.0;
   std::map<std::string, ProfileComm> comm;

@@ -62,6 +62,7 @@ struct ProfileComm {
 
 struct ProfileComparison {
   int iterations = 0;
+  TorchOpSet torch_ops = TorchOpSet::torch1;  // the op list compared: the workload's torch, else read off the trace
   std::vector<ProfileUnit> units;          // per iteration, in the model's order
   std::map<std::string, int> unknown;      // trace classes the model does not list: events in all
   std::vector<ProfileComm> comm;

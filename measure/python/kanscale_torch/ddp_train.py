@@ -86,7 +86,8 @@ def parse_args(argv):
     p.add_argument("--warmup", type=int, default=2, help="first steps left out of the summary")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--learning-rate", type=float, default=1e-3)
-    p.add_argument("--bucket-cap-bytes", type=float, default=25.0 * 1048576)
+    p.add_argument("--bucket-cap-bytes", type=float, default=None,
+                   help="DDP's bucket_cap_mb in bytes; unset: DDP's default (25 MiB), which torch 2 needs to honour the first bucket's limit")
     p.add_argument("--first-bucket-bytes", type=float, default=1048576.0,
                    help="the rebuilt first bucket's limit (torch's dist._DEFAULT_FIRST_BUCKET_BYTES, 1 MiB)")
     p.add_argument("--gradient-as-bucket-view", action="store_true")
@@ -271,8 +272,11 @@ def one_run(a, rank, world, local_rank, backend, device, process_info):
     model = KAN(a.widths, a.grid_size, a.spline_order).to(device)
     # DDP reads the first bucket's limit from here when it builds its reducer
     dist._DEFAULT_FIRST_BUCKET_BYTES = int(a.first_bucket_bytes)
-    ddp = DDP(model, device_ids=[local_rank] if device.type == "cuda" else None,
-              bucket_cap_mb=a.bucket_cap_bytes / 1048576.0, gradient_as_bucket_view=a.gradient_as_bucket_view,
+    # bucket_cap_mb only when given (1.13 takes no None; torch 2 needs it left
+    # out to honour the first bucket's limit)
+    cap = {} if a.bucket_cap_bytes is None else {"bucket_cap_mb": a.bucket_cap_bytes / 1048576.0}
+    ddp = DDP(model, device_ids=[local_rank] if device.type == "cuda" else None, **cap,
+              gradient_as_bucket_view=a.gradient_as_bucket_view,
               find_unused_parameters=a.find_unused_parameters, broadcast_buffers=not a.no_broadcast_buffers)
     opt = torch.optim.Adam(ddp.parameters(), lr=a.learning_rate)
     gen = torch.Generator().manual_seed((seed * 1000003 + rank) % (1 << 63))
@@ -379,7 +383,7 @@ def one_run(a, rank, world, local_rank, backend, device, process_info):
                  "backend": "pytorch-" + backend, "threads_per_rank": a.threads, "hosts": sorted({os.uname().nodename}),
                  "implementation": "pytorch", "warmup_steps": a.warmup, "ddp": ddp_info,
                  "steps_at_most": a.steps, "target_rel_halfwidth": a.target, "process": process_info,
-                 "bucket_cap_bytes": a.bucket_cap_bytes, "first_bucket_bytes": a.first_bucket_bytes,
+                 "bucket_cap_bytes": 25.0 * 1048576 if a.bucket_cap_bytes is None else a.bucket_cap_bytes, "first_bucket_bytes": a.first_bucket_bytes,
                  "gradient_as_bucket_view": a.gradient_as_bucket_view,
                  "torch": torch.__version__, "blas": probe.blas_library(), "python": sys.version.split()[0],
                  "machine": {"cpu_model": probe.cpu_model(), "cores": os.cpu_count()}})
