@@ -324,7 +324,10 @@ def one_run(a, rank, world, local_rank, backend, device, process_info):
                         "exposed_communication_s": None, "loss": finite_or_none(loss.item()),
                         "phases_s": marks.spans_s()})
     if a.profile:
+        import warnings
         from torch.profiler import ProfilerActivity, profile, schedule
+        # torch 2's note that a schedule's cycle clears its events: one cycle here
+        warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle")
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
 
         def export(prof):

@@ -28,8 +28,8 @@ widths, G grid size, k spline order, C = G+k, E = G+2k):
       layer's (the data needs no gradient: the weight's gradient only).
   per model (the whole KAN of the shape, one call per parameter tensor):
     loss:mse (F.mse_loss, elements B*out), backward:mse (its backward);
-    zero_grad  optimizer.zero_grad() (torch 1.13: set_to_none=False, zero_ per parameter);
-    adam       optimizer.step() of torch.optim.Adam on the single-tensor path torch 1.13 takes by default;
+    zero_grad  optimizer.zero_grad() (torch 1.13: zero_ per parameter; torch 2: set to None);
+    adam       optimizer.step() of torch.optim.Adam on the single-tensor path torch takes on a CPU;
     reducer    DDP's own work in backward at world size 1 (gloo): the
                autograd hooks, the copy of each gradient into its bucket
                (scaled by 1/world), the bucket's launch and wait and the copy

@@ -23,13 +23,18 @@ def blas_library():
         for line in maps:
             path = line.split()[-1] if len(line.split()) >= 6 else ""
             base = os.path.basename(path)
-            if "blas" in base or "mkl" in base:
+            # (numpy's own OpenBLAS beside PyPI's torch is not torch's, nor is cuBLAS the CPU's)
+            if ("blas" in base or "mkl" in base) and "numpy.libs" not in path and not base.startswith("libcublas"):
                 names.add(path)
     for key in ("openblas", "mkl", "blis"):
         for n in sorted(names):
             if key in os.path.basename(n):
                 return n
-    return sorted(names)[0] if names else "none"
+    if names:
+        return sorted(names)[0]
+    # PyPI's torch 2.x links MKL into libtorch_cpu: no library of its own to map
+    info = torch.__config__.show()
+    return "MKL, linked into libtorch (BLAS_INFO=mkl)" if "BLAS_INFO=mkl" in info else "none"
 
 
 def cpu_model():
