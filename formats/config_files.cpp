@@ -351,7 +351,7 @@ static void read_calibration_torch(YamlMap& m, Calibration& cal) {
   // carries would cost nothing, a misspelled one would go unused
   static const std::vector<std::string> known = [] {
     std::vector<std::string> v;
-    for (TorchOpSet set : {TorchOpSet::torch1, TorchOpSet::torch2})
+    for (TorchOpSet set : {TorchOpSet::torch1, TorchOpSet::torch2, TorchOpSet::torch2_foreach})
       for (const Op& o : efficient_kan_iteration(KanShape{{2, 2, 1}, 3, 2}, 1, false, true, set))
         if (!o.torch_unit.empty() && std::find(v.begin(), v.end(), o.torch_unit) == v.end()) v.push_back(o.torch_unit);
     return v;

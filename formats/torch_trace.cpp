@@ -135,9 +135,12 @@ std::string torch_op_class(const std::vector<TorchTraceEvent>& events, std::size
 }
 
 TorchOpSet torch_op_set_in(const std::vector<TorchTraceEvent>& events) {
-  for (const TorchTraceEvent& e : events)
-    if (e.cls == "zero_grad:set_to_none" || e.cls == "optimizer:lerp_" || e.name == "torch::distributed::reducer::mul_out") return TorchOpSet::torch2;
-  return TorchOpSet::torch1;
+  bool two = false;
+  for (const TorchTraceEvent& e : events) {
+    if (starts_with(e.cls, "optimizer:_foreach_")) return TorchOpSet::torch2_foreach;
+    two = two || e.cls == "zero_grad:set_to_none" || e.cls == "optimizer:lerp_" || e.name == "torch::distributed::reducer::mul_out";
+  }
+  return two ? TorchOpSet::torch2 : TorchOpSet::torch1;
 }
 
 std::vector<TorchTraceEvent> read_torch_trace(const nlohmann::json& trace, const std::string& what) {

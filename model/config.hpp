@@ -154,6 +154,9 @@ struct Workload {
   // key torch: the version the job runs ("2.11"); "" : the calibration's
   // (its torch ops' measured_with), else 1.13 (model/kan_model's TorchOpSet)
   std::string torch_version;
+  // (not a key) the op set a reader found in the job's own trace; it wins
+  // over torch_version. An int holding a model/kan_model TorchOpSet: -1 none
+  int torch_ops = -1;
   DdpSettings ddp;
 };
 

@@ -348,6 +348,38 @@ void ek_backward_layer(TorchOps& t, const KanShape& s, const std::vector<Param>&
   }
 }
 
+// torch 2's _multi_tensor_adam (torch/optim/adam.py, 2.11, not capturable):
+// torch.tensor(1.0) on the CPU (to, lift_fresh, detach_), the step counts
+// += 1 on the CPU (a _foreach_add_ of one-element tensors: no kernel), then
+// one op each over all parameters: exp_avg lerp_ (12 B/elem), exp_avg_sq
+// mul_ (8) and addcmul_ (12), two .item() per parameter (both bias
+// corrections as Python numbers), sqrt (8), div_ by the bias correction
+// (8), add_ eps (8), param addcdiv_ (16). On a GPU each is a few kernels
+// over chunks of the tensors: one device op here.
+void adam_foreach(TorchOps& t, const std::vector<Param>& params, double numel) {
+  Builder& b = t.b;
+  const int last = params.back().layer;
+  for (const char* cls : {"optimizer:to", "optimizer:lift_fresh", "optimizer:detach_", "optimizer:_foreach_add_"})
+    t.host(cls, Phase::optimizer, last);  // (the steps' add: host-only, on the CPU)
+  struct Op1 {
+    const char* name;
+    const char* cls;
+    double bytes_per_elem;
+  };
+  static constexpr Op1 kBefore[] = {{"exp_avg_lerp", "optimizer:_foreach_lerp_", 12},
+                                    {"exp_avg_sq_mul", "optimizer:_foreach_mul_", 8},
+                                    {"addcmul", "optimizer:_foreach_addcmul_", 12}};
+  static constexpr Op1 kAfter[] = {{"sqrt", "optimizer:_foreach_sqrt", 8},
+                                   {"div", "optimizer:_foreach_div_", 8},
+                                   {"add_eps", "optimizer:_foreach_add_", 8},
+                                   {"addcdiv", "optimizer:_foreach_addcdiv_", 16}};
+  for (const auto& a : kBefore)
+    t.as(b.add(std::string("adam_foreach_") + a.name, OpKind::elementwise, Phase::optimizer, last, numel, a.bytes_per_elem * numel), a.cls);
+  t.host("optimizer:item", Phase::optimizer, last, 2 * static_cast<int>(params.size()));
+  for (const auto& a : kAfter)
+    t.as(b.add(std::string("adam_foreach_") + a.name, OpKind::elementwise, Phase::optimizer, last, numel, a.bytes_per_elem * numel), a.cls);
+}
+
 // After the all-reduces: the copy back from the buckets, Adam.
 void ek_tail(TorchOps& t, const std::vector<Param>& params, bool gradient_as_bucket_view) {
   Builder& b = t.b;
@@ -386,6 +418,11 @@ void ek_tail(TorchOps& t, const std::vector<Param>& params, bool gradient_as_buc
                                       {"exp_avg_sq_mul", "optimizer:mul_", 8}, {"addcmul", "optimizer:addcmul_", 12},
                                       {"sqrt", "optimizer:sqrt", 8},          {"div", "optimizer:div", 8},
                                       {"add_eps", "optimizer:add_", 8},       {"addcdiv", "optimizer:addcdiv_", 16}};
+  if (t.set == TorchOpSet::torch2_foreach) {
+    adam_foreach(t, params, numel);
+    t.unit(adam_from, "adam", static_cast<double>(params.size()), numel);
+    return;
+  }
   const bool v1 = t.set == TorchOpSet::torch1;
   const AdamOp* adam = v1 ? kAdam1 : kAdam2;
   const std::size_t adam_ops = v1 ? std::size(kAdam1) : std::size(kAdam2);
@@ -414,13 +451,21 @@ std::optional<TorchOpSet> torch_op_set_of(const std::string& version) {
   return major >= 2 ? TorchOpSet::torch2 : TorchOpSet::torch1;
 }
 
-const char* torch_op_set_name(TorchOpSet set) { return set == TorchOpSet::torch1 ? "torch 1.13" : "torch 2.x"; }
+const char* torch_op_set_name(TorchOpSet set) {
+  switch (set) {
+    case TorchOpSet::torch1: return "torch 1.13";
+    case TorchOpSet::torch2: return "torch 2.x";
+    case TorchOpSet::torch2_foreach: return "torch 2.x, foreach Adam";
+  }
+  return "?";
+}
 
-TorchOpSet job_torch_ops(const Workload& w, const Calibration* cal) {
-  if (auto s = torch_op_set_of(w.torch_version)) return *s;
-  if (cal && !cal->torch_ops.empty())
-    if (auto s = torch_op_set_of(cal->torch_fingerprint)) return *s;
-  return TorchOpSet::torch1;
+TorchOpSet job_torch_ops(const Workload& w, const Calibration* cal, bool gpu) {
+  if (w.torch_ops >= 0) return static_cast<TorchOpSet>(w.torch_ops);
+  std::optional<TorchOpSet> s = torch_op_set_of(w.torch_version);
+  if (!s && cal && !cal->torch_ops.empty()) s = torch_op_set_of(cal->torch_fingerprint);
+  if (!s) return TorchOpSet::torch1;
+  return *s == TorchOpSet::torch2 && gpu ? TorchOpSet::torch2_foreach : *s;
 }
 
 std::vector<Op> efficient_kan_iteration(const KanShape& s, std::int64_t batch, bool gradient_as_bucket_view, bool broadcast_buffers,
@@ -437,7 +482,7 @@ std::vector<Op> efficient_kan_iteration(const KanShape& s, std::int64_t batch, b
       t.as(t.b.add("zero_grad " + p.name, OpKind::elementwise, Phase::zero_grad, p.layer, 0, p.bytes()), "zero_grad:zero_");
     numel += static_cast<double>(p.numel);
   }
-  if (set == TorchOpSet::torch2) t.host("zero_grad:set_to_none", Phase::zero_grad, 0);
+  if (set != TorchOpSet::torch1) t.host("zero_grad:set_to_none", Phase::zero_grad, 0);
   t.unit(0, "zero_grad", static_cast<double>(params.size()), numel);
   if (broadcast_buffers) ek_broadcast_buffers(t, s);
   for (int l = 0; l < s.layers(); ++l) ek_forward_layer(t, s, l, B);

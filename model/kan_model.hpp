@@ -107,15 +107,20 @@ const std::vector<std::string>& kanscale_cost_classes();
 //     writes grad/world into the bucket itself (reducer::mul_out), indexing
 //     skips full slices (grid[:, :-1] is one slice, not two), Adam's first
 //     moment is one lerp_ (not mul_, add_), and DDP's first bucket is
-//     bucket_cap when bucket_cap_mb is given (model/buckets).
-enum class TorchOpSet { torch1, torch2 };
+//     bucket_cap when bucket_cap_mb is given (model/buckets);
+//   torch2_foreach: torch 2 on a GPU, where Adam takes its foreach path (one
+//     _foreach_* op per step of the update for all parameters; the step
+//     counts stay on the CPU), checked on 2.11 with foreach=True on a CPU.
+enum class TorchOpSet { torch1, torch2, torch2_foreach };
 // "torch 2.11.0+cu130, ..." (a calibration's measured_with), "2.11", "1.13":
 // torch2 from major version 2; nullopt when `version` names none.
 std::optional<TorchOpSet> torch_op_set_of(const std::string& version);
-const char* torch_op_set_name(TorchOpSet set);  // "torch 1.13", "torch 2.x"
-// The torch a workload's job runs: its key torch, else the torch the
-// calibration's op classes were measured with (`cal` may be null), else 1.13.
-TorchOpSet job_torch_ops(const Workload& w, const Calibration* cal);
+const char* torch_op_set_name(TorchOpSet set);  // "torch 1.13", "torch 2.x", ...
+// The torch a workload's job runs: what a reader found (Workload::torch_ops),
+// else its key torch, else the torch the calibration's op classes were
+// measured with (`cal` may be null), else 1.13; torch 2 on a GPU (`gpu`)
+// with Adam's foreach path.
+TorchOpSet job_torch_ops(const Workload& w, const Calibration* cal, bool gpu);
 
 // One training iteration of efficient-kan's KAN under DDP on one rank, in
 // execution order: zero_grad, DDP's broadcast of the grids (with

@@ -71,7 +71,7 @@ WorkEstimate estimate_study_work(const Workload& w, const StudyOptions& o) {
   const KanShape shape{w.widths, w.grid_size, w.spline_order};
   std::vector<double> pbytes;
   for (const auto& p : kan_parameters(shape)) pbytes.push_back(p.bytes());
-  const auto plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), w.ddp, job_torch_ops(w, nullptr) == TorchOpSet::torch2);
+  const auto plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), w.ddp, job_torch_ops(w, nullptr, false) != TorchOpSet::torch1);
   const double buckets = static_cast<double>(std::max(plans.first_iteration.size(), plans.steady.size()));
   WorkEstimate total = replay_work(1, o.iterations, buckets);  // the one-GPU baseline
   for (int n : o.gpus) {
@@ -97,7 +97,7 @@ ReplayInput replay_structure(const Workload& w, const Layout& layout, std::int64
   std::vector<double> pbytes;
   for (const auto& p : kan_parameters(shape)) pbytes.push_back(p.bytes());
   const bool pytorch = w.implementation == Implementation::pytorch;
-  const auto plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), w.ddp, pytorch && torch == TorchOpSet::torch2);
+  const auto plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), w.ddp, pytorch && torch != TorchOpSet::torch1);
   ReplayInput in;
   in.ops = !pytorch ? kanscale_iteration(shape, batch_per_gpu, w.ddp.gradient_as_bucket_view)
                     : efficient_kan_iteration(shape, batch_per_gpu, w.ddp.gradient_as_bucket_view, w.ddp.broadcast_buffers, torch);
@@ -250,7 +250,7 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
 
 ReplayInput make_replay_input(const Cluster& c, const Workload& w, const Calibration& cal, const Layout& layout,
                               std::int64_t batch_per_gpu, std::uint64_t seed) {
-  ReplayInput in = replay_structure(w, layout, batch_per_gpu, job_torch_ops(w, &cal));
+  ReplayInput in = replay_structure(w, layout, batch_per_gpu, job_torch_ops(w, &cal, host_track_applies(c, w)));
   set_replay_costs(in, c, w, cal, layout, batch_per_gpu, *make_collective_model(c, cal));
   // a rank's persistent speed, at the ranks' expected order (an interval
   // sample draws its own instead: add_bands)
@@ -463,7 +463,7 @@ void add_bands(const Cluster& c, const Workload& w, const Calibration& cal, cons
   std::vector<ReplayInput> inputs;  // ops and bucket plans once; costs per sample
   for (const Layout& l : all) {
     splits.push_back(point_split(w, o.scaling, l.ranks));
-    inputs.push_back(replay_structure(w, l, splits.back().batch_per_gpu, job_torch_ops(w, &cal)));
+    inputs.push_back(replay_structure(w, l, splits.back().batch_per_gpu, job_torch_ops(w, &cal, host_track_applies(c, w))));
     inputs.back().iterations = std::max(2, o.iterations);
     inputs.back().include_first = true;
   }

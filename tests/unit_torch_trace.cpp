@@ -53,11 +53,12 @@ void check_parity(const std::string& name, int layers) {
   const TraceFixture f = load(name);
   const KanShape shape{f.w.widths, f.w.grid_size, f.w.spline_order};
   REQUIRE(shape.layers() == layers);
-  REQUIRE(f.meta["ranks"] == 2);
-  // the torch the trace was made with (its fixture's record), and the one
-  // its ops show
-  const auto set = torch_op_set_of(f.meta["torch"].get<std::string>());
+  const int ranks = f.meta["ranks"].get<int>();
+  // the torch the trace was made with (its fixture's record, Adam's foreach
+  // path where it says so), and the one its ops show
+  auto set = torch_op_set_of(f.meta["torch"].get<std::string>());
   REQUIRE(set);
+  if (f.meta.value("adam", "") == "foreach") set = TorchOpSet::torch2_foreach;
   CHECK(torch_op_set_in(f.events) == *set);
 
   // the model's ops per class (DDP broadcasts the grids: broadcast_buffers is torch's default)
@@ -84,7 +85,7 @@ void check_parity(const std::string& name, int layers) {
   // each as large as DDP's own record of its rebuilt buckets
   std::vector<double> pbytes;
   for (const auto& p : kan_parameters(shape)) pbytes.push_back(p.bytes());
-  const auto plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), f.w.ddp, *set == TorchOpSet::torch2);
+  const auto plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), f.w.ddp, *set != TorchOpSet::torch1);
   const auto& sizes = f.meta["ddp"]["bucket_sizes_bytes"];
   REQUIRE(sizes.size() == plans.steady.size());
   for (std::size_t b = 0; b < sizes.size(); ++b) CHECK(plans.steady[b].bytes == sizes[b].get<double>());
@@ -103,8 +104,9 @@ void check_parity(const std::string& name, int layers) {
   Workload w = f.w;
   w.ddp.broadcast_buffers = true;
   w.torch_version = f.meta["torch"].get<std::string>();
+  if (*set == TorchOpSet::torch2) w.torch_ops = static_cast<int>(TorchOpSet::torch2);  // (a CPU job's Adam, on the GPU cluster)
   const ReplayInput in = make_replay_input(ft3, w, with_default_host_terms(datasheet_calibration(ft3, Precision::fp32), ft3, w),
-                                           layout_for(ft3, 2, std::nullopt),
+                                           layout_for(ft3, ranks, std::nullopt),
                                            w.batch_per_gpu, 1);
   REQUIRE(in.op_host_s.size() == in.ops.size());
   std::map<std::string, int> issued;
@@ -140,6 +142,10 @@ TEST_CASE("efficient-kan's op list for torch 2 matches a torch 2.11 trace's coun
   check_parity("parity-3-layers-torch2", 3);
 }
 
+TEST_CASE("efficient-kan's op list for torch 2 on a GPU (Adam's foreach path) matches a torch 2.11 trace with foreach=True") {
+  check_parity("parity-foreach-torch2", 2);
+}
+
 TEST_CASE("torch 2's first bucket: with bucket_cap given, DDP 2.11 ignores first_bucket (one bucket where 1.13 makes two)") {
   check_parity("parity-first-bucket-torch2", 2);
   const TraceFixture f = load("parity-first-bucket-torch2");
@@ -173,12 +179,15 @@ TEST_CASE("the torch a version or a calibration's fingerprint names: torch 2 fro
   CHECK_FALSE(torch_op_set_of("0.4").has_value());
   Workload w;
   Calibration cal;
-  CHECK(job_torch_ops(w, nullptr) == TorchOpSet::torch1);  // nothing says: 1.13, as built
+  CHECK(job_torch_ops(w, nullptr, false) == TorchOpSet::torch1);  // nothing says: 1.13, as built
   cal.torch_ops["adam"] = TorchOpCost{};
   cal.torch_fingerprint = "torch 2.11.0+cu130, numpy 2.4.6";
-  CHECK(job_torch_ops(w, &cal) == TorchOpSet::torch2);  // the calibration's
+  CHECK(job_torch_ops(w, &cal, false) == TorchOpSet::torch2);  // the calibration's
+  CHECK(job_torch_ops(w, &cal, true) == TorchOpSet::torch2_foreach);  // on a GPU, Adam's foreach path
   w.torch_version = "1.13";
-  CHECK(job_torch_ops(w, &cal) == TorchOpSet::torch1);  // the workload's, first
+  CHECK(job_torch_ops(w, &cal, true) == TorchOpSet::torch1);  // the workload's, first
+  w.torch_ops = static_cast<int>(TorchOpSet::torch2);
+  CHECK(job_torch_ops(w, &cal, true) == TorchOpSet::torch2);  // what a trace showed, before all
 }
 
 TEST_CASE("torch traces: nesting by time, the profiler's own events left out, bad files refused") {
@@ -232,6 +241,8 @@ TEST_CASE("import torch-profile: a real trace maps onto the model's ops exactly,
   CHECK(allreduces == 1);
   CHECK(p.dispatch_events > 0);
   CHECK(profile_report(p).find("all units") != std::string::npos);
+  CHECK(p.torch_ops == TorchOpSet::torch1);  // Debian's 1.13 made the fixture
+  CHECK(profile_report(p).find("op list: torch 1.13's") != std::string::npos);
 
   // an op the model does not know, at the top level: listed, not an error
   nlohmann::json odd = raw;

@@ -191,8 +191,9 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
   const std::vector<nlohmann::json> steps = split_profiler_steps(trace, what);
   // the job's torch: the workload's, else the one whose ops the first step holds
   Workload job = w;
-  const TorchOpSet torch_ops = w.torch_version.empty() ? torch_op_set_in(read_torch_trace(steps.at(0), what)) : job_torch_ops(w, nullptr);
-  job.torch_version = torch_ops == TorchOpSet::torch2 ? "2" : "1.13";
+  const TorchOpSet torch_ops =
+      w.torch_version.empty() ? torch_op_set_in(read_torch_trace(steps.at(0), what)) : job_torch_ops(w, nullptr, host_track_applies(c, w));
+  job.torch_ops = static_cast<int>(torch_ops);
   const ReplayInput in = make_replay_input(c, job, cal, layout_for(c, ranks, std::nullopt), w.batch_per_gpu, 0);
   // the model's ops per class, in order, and each op's unit and predicted
   // cost (the host's, where a device runs the ops behind it)
@@ -308,6 +309,7 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
 std::string profile_report(const ProfileComparison& p) {
   std::ostringstream o;
   char b[256];
+  o << "op list: " << torch_op_set_name(p.torch_ops) << "'s (the workload's torch, else the one the trace's ops show)\n";
   for (int it = 0; it < p.iterations; ++it) {
     o << "iteration " << it + 1 << " of " << p.iterations << " (measured: the summed durations of the unit's events; predicted: the replay's cost of its ops)\n";
     std::snprintf(b, sizeof b, "  %-36s %7s %12s %12s %9s\n", "op class (unit)", "events", "measured", "predicted", "meas/pred");

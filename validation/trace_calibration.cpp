@@ -79,7 +79,7 @@ TraceRecords trace_records(const std::string& trace_file, const Workload& w, con
   f.path = trace_file;
   f.blas = f.python = f.date_utc = "unrecorded";
   // (a trace names no version: the op set its ops are of, which the fit and simulate follow)
-  f.torch = p.torch_ops == TorchOpSet::torch2 ? "2.x (its ops read off the trace)" : "1.13 (its ops read off the trace)";
+  f.torch = std::string(torch_op_set_name(p.torch_ops)).substr(6) + " (its ops read off the trace)";
   std::map<std::string, std::vector<double>> times;
   std::map<std::string, const ProfileUnit*> first;
   std::vector<std::string> order;
