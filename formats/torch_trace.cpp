@@ -135,12 +135,14 @@ std::string torch_op_class(const std::vector<TorchTraceEvent>& events, std::size
 }
 
 TorchOpSet torch_op_set_in(const std::vector<TorchTraceEvent>& events) {
-  bool two = false;
+  // (an empty zero_grad is no evidence: torch 1.13 with set_to_none=True has one too)
+  bool two = false, foreach = false;
   for (const TorchTraceEvent& e : events) {
-    if (starts_with(e.cls, "optimizer:_foreach_")) return TorchOpSet::torch2_foreach;
-    two = two || e.cls == "zero_grad:set_to_none" || e.cls == "optimizer:lerp_" || e.name == "torch::distributed::reducer::mul_out";
+    two = two || e.cls == "optimizer:lerp_" || e.name == "torch::distributed::reducer::mul_out";
+    foreach = foreach || starts_with(e.cls, "optimizer:_foreach_");
   }
-  return two ? TorchOpSet::torch2 : TorchOpSet::torch1;
+  if (!two) return TorchOpSet::torch1;  // (1.13 with foreach=True is not modelled: its counts will say so)
+  return foreach ? TorchOpSet::torch2_foreach : TorchOpSet::torch2;
 }
 
 std::vector<TorchTraceEvent> read_torch_trace(const nlohmann::json& trace, const std::string& what) {

@@ -72,9 +72,9 @@ std::string torch_op_class(const std::vector<TorchTraceEvent>& events, std::size
 std::map<std::string, int> torch_class_counts(const std::vector<TorchTraceEvent>& events);
 
 // The torch whose ops these are (model/kan_model's TorchOpSet): torch 2's
-// when they hold what only it dispatches (an empty zero_grad, Adam's lerp_,
-// DDP's reducer::mul_out), its foreach Adam's with a _foreach_ op in the
-// optimizer, else torch 1.13's.
+// when they hold what only it dispatches (Adam's lerp_, DDP's
+// reducer::mul_out), its foreach Adam's with a _foreach_ op in the
+// optimizer too, else torch 1.13's.
 TorchOpSet torch_op_set_in(const std::vector<TorchTraceEvent>& events);
 
 }  // namespace ks

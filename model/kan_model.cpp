@@ -2,6 +2,8 @@
 #include "limits.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
@@ -443,11 +445,15 @@ void ek_tail(TorchOps& t, const std::vector<Param>& params, bool gradient_as_buc
 }  // namespace
 
 std::optional<TorchOpSet> torch_op_set_of(const std::string& version) {
-  // the first number in the text: "torch 2.11.0+cu130, ..." or "1.13"
-  const auto at = version.find_first_of("0123456789");
-  if (at == std::string::npos) return std::nullopt;
-  const int major = std::atoi(version.c_str() + at);
-  if (major < 1) return std::nullopt;
+  // "torch 2.11.0+cu130, ..." (a fingerprint) or "2.11": the major version
+  // right at the start, after "torch " where given
+  const std::string prefix = "torch ";
+  const std::size_t at = version.compare(0, prefix.size(), prefix) == 0 ? prefix.size() : 0;
+  if (at >= version.size() || !std::isdigit(static_cast<unsigned char>(version[at]))) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const long major = std::strtol(version.c_str() + at, &end, 10);
+  if (errno != 0 || major < 1 || (*end != '\0' && *end != '.')) return std::nullopt;
   return major >= 2 ? TorchOpSet::torch2 : TorchOpSet::torch1;
 }
 

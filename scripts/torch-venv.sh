@@ -22,7 +22,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 case "$version" in
   *[!0-9.]*|'') echo "torch-venv: version '$version' is not of the form 2.11.0" >&2; exit 2;;
 esac
-if [ -x "$dir/bin/python" ] && "$dir/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$version')" 2>/dev/null; then
+if [ -x "$dir/bin/python" ] && "$dir/bin/python" -c 'import sys, torch; sys.exit(torch.__version__.split("+")[0] != sys.argv[1])' "$version" 2>/dev/null; then
   echo "torch-venv: $dir already has torch $version"
   exit 0
 fi
@@ -59,5 +59,5 @@ if [ "${KANSCALE_VENV_YES:-0}" != 1 ]; then
   [ "$answer" = y ] || [ "$answer" = Y ] || { echo "torch-venv: nothing downloaded"; exit 1; }
 fi
 "$dir/bin/python" -m pip install --quiet "torch==$version" numpy
-"$dir/bin/python" -c "import torch; print('torch-venv: torch', torch.__version__, 'in', '$dir')"
+"$dir/bin/python" -c 'import sys, torch; print("torch-venv: torch", torch.__version__, "in", sys.argv[1])' "$dir"
 echo "use it with: --python $dir/bin/python"

@@ -7,7 +7,7 @@
 # it ran. Everything else of each event is kept as it was; the top-level
 # keys (distributedInfo, deviceProperties, ...) too. With a fifth argument
 # `bare`, each event keeps only name, ph, cat, ts, dur, pid, tid and, of its
-# args, correlation, device and stream (what formats/torch_trace reads).
+# args, correlation, device, stream, id and parent (what formats/torch_trace reads).
 # Usage: scripts/trim-trace.sh IN.json[.gz] OUT.json FROM_US SPAN_US [bare]
 # Needs jq. Writes OUT.json through a temporary file and prints the sizes.
 set -euo pipefail
@@ -31,7 +31,7 @@ read_in | jq --indent 1 --argjson from "$from" --argjson span "$span" --arg bare
                                or (device and ((.args.correlation? // -1) as $c | ($launched | bsearch($c)) >= 0))))
   | if $bare == "bare" then .traceEvents |= map(
         if .ph == "X" then {name, ph, cat, ts, dur, pid, tid}
-                           + (if .args then {args: (.args | with_entries(select(.key == "correlation" or .key == "device" or .key == "stream")))} else {} end)
+                           + (if .args then {args: (.args | with_entries(select(.key == "correlation" or .key == "device" or .key == "stream" or .key == "id" or .key == "parent")))} else {} end)
                            | with_entries(select(.value != null and .value != {}))
         else . end) else . end' > "$tmp"
 mv -- "$tmp" "$out"

@@ -71,6 +71,7 @@ WorkEstimate estimate_study_work(const Workload& w, const StudyOptions& o) {
   const KanShape shape{w.widths, w.grid_size, w.spline_order};
   std::vector<double> pbytes;
   for (const auto& p : kan_parameters(shape)) pbytes.push_back(p.bytes());
+  // (the workload's torch only: a bound on the work, the calibration's torch 2 would have fewer buckets, not more)
   const auto plans = ddp_bucket_plans(pbytes, kan_ready_order(shape), w.ddp, job_torch_ops(w, nullptr, false) != TorchOpSet::torch1);
   const double buckets = static_cast<double>(std::max(plans.first_iteration.size(), plans.steady.size()));
   WorkEstimate total = replay_work(1, o.iterations, buckets);  // the one-GPU baseline

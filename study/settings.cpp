@@ -199,7 +199,11 @@ std::vector<Setting> make_settings() {
                nullptr, nullptr});
   // (whatif explains an unchanged bucket plan itself: it needs the predictions)
   t.push_back({"bucket_cap", K::size, kSweep | kSet, 1, kSizeMax, {}, [](const CaseRef& c) { return c.workload.ddp.bucket_cap_bytes; },
-               [](CaseRef& c, const SettingValue& v) { c.workload.ddp.bucket_cap_bytes = v.number; }, nullptr, nullptr});
+               [](CaseRef& c, const SettingValue& v) {
+                 c.workload.ddp.bucket_cap_bytes = v.number;
+                 c.workload.ddp.bucket_cap_given = true;  // (as bucket_cap_mb passed: torch 2's first bucket too)
+               },
+               nullptr, nullptr});
   t.push_back({"gradient_as_bucket_view", K::choice, kSweep | kSet, 0, 0, kFlag, nullptr,
                [](CaseRef& c, const SettingValue& v) { c.workload.ddp.gradient_as_bucket_view = v.number != 0; }, nullptr,
                [](const CaseRef& b, const SettingValue& v) { return same_flag(b.workload.ddp.gradient_as_bucket_view, v, "gradient_as_bucket_view"); }});

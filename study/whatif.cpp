@@ -540,6 +540,7 @@ WhatifAnswer whatif_bucket_cap(const WhatifBase& b, const BucketQuery& q) {
     for (double cap : q.caps) {
       Workload w = b.workload;
       w.ddp.bucket_cap_bytes = cap;
+      w.ddp.bucket_cap_given = true;
       w.ddp.gradient_as_bucket_view = view;
       ScalingPoint p = predict(wc.cluster, w, wc.calibration, b.options, q.gpus, b.options.gpus_per_node);
       a.rows.push_back({cap, view, static_cast<int>(p.steady_plan.size()), p.iteration_s.median, p.exposed_s.median,

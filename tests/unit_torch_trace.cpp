@@ -170,6 +170,23 @@ TEST_CASE("torch 2's first bucket: with bucket_cap given, DDP 2.11 ignores first
   CHECK(model.at("forward:slice") > traced.at("forward:slice"));
 }
 
+TEST_CASE("the torch a trace's ops show: lerp_ or DDP's mul_out, not an empty zero_grad (1.13 with set_to_none has one)") {
+  // an empty zero_grad scope: its own class, but no evidence of the version
+  const auto ev = read_torch_trace(nlohmann::json::parse(R"([
+    {"name": "Optimizer.zero_grad#Adam.zero_grad", "ph": "X", "ts": 0, "dur": 5, "tid": 1},
+    {"name": "Optimizer.step#Adam.step", "ph": "X", "ts": 10, "dur": 10, "tid": 1},
+    {"name": "aten::add_", "ph": "X", "ts": 11, "dur": 2, "tid": 1}
+  ])"), "t.json");
+  CHECK(torch_class_counts(ev).at("zero_grad:set_to_none") == 1);
+  CHECK(torch_op_set_in(ev) == TorchOpSet::torch1);
+  // Adam's lerp_: torch 2
+  const auto ev2 = read_torch_trace(nlohmann::json::parse(R"([
+    {"name": "Optimizer.step#Adam.step", "ph": "X", "ts": 10, "dur": 10, "tid": 1},
+    {"name": "aten::lerp_", "ph": "X", "ts": 11, "dur": 2, "tid": 1}
+  ])"), "t.json");
+  CHECK(torch_op_set_in(ev2) == TorchOpSet::torch2);
+}
+
 TEST_CASE("the torch a version or a calibration's fingerprint names: torch 2 from major version 2") {
   CHECK(torch_op_set_of("torch 1.13.0a0, libopenblasp-r0.3.21.so, Python 3.11.2, 1 thread") == TorchOpSet::torch1);
   CHECK(torch_op_set_of("torch 2.11.0+cu130, numpy 2.4.6") == TorchOpSet::torch2);
@@ -177,6 +194,11 @@ TEST_CASE("the torch a version or a calibration's fingerprint names: torch 2 fro
   CHECK(torch_op_set_of("10.0") == TorchOpSet::torch2);
   CHECK_FALSE(torch_op_set_of("torch unrecorded").has_value());
   CHECK_FALSE(torch_op_set_of("0.4").has_value());
+  // a fingerprint naming no version: its other numbers are not the torch's
+  CHECK_FALSE(torch_op_set_of("torch unrecorded, unrecorded, Python unrecorded, 4 threads").has_value());
+  CHECK_FALSE(torch_op_set_of("unknown, Python 3.11").has_value());
+  CHECK_FALSE(torch_op_set_of("99999999999999999999999").has_value());
+  CHECK(torch_op_set_of("torch 2.x (its ops read off the trace), unrecorded, Python unrecorded, 1 thread") == TorchOpSet::torch2);
   Workload w;
   Calibration cal;
   CHECK(job_torch_ops(w, nullptr, false) == TorchOpSet::torch1);  // nothing says: 1.13, as built

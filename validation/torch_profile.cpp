@@ -191,8 +191,10 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
   const std::vector<nlohmann::json> steps = split_profiler_steps(trace, what);
   // the job's torch: the workload's, else the one whose ops the first step holds
   Workload job = w;
-  const TorchOpSet torch_ops =
-      w.torch_version.empty() ? torch_op_set_in(read_torch_trace(steps.at(0), what)) : job_torch_ops(w, nullptr, host_track_applies(c, w));
+  const TorchOpSet seen = torch_op_set_in(read_torch_trace(steps.at(0), what));
+  TorchOpSet torch_ops = w.torch_version.empty() ? seen : job_torch_ops(w, nullptr, host_track_applies(c, w));
+  // (a torch 2 job's Adam: foreach where the trace shows it, whatever the cluster)
+  if (torch_ops != TorchOpSet::torch1 && seen != TorchOpSet::torch1) torch_ops = seen;
   job.torch_ops = static_cast<int>(torch_ops);
   const ReplayInput in = make_replay_input(c, job, cal, layout_for(c, ranks, std::nullopt), w.batch_per_gpu, 0);
   // the model's ops per class, in order, and each op's unit and predicted

@@ -185,7 +185,7 @@ def run(a):
         F.mse_loss(model(x), target).backward()
         record("adam", shape, len(params), n_params, timed(opt.step, a))
         # DDP at world size 1 against the bare model, interleaved
-        ddp = DDP(model, bucket_cap_mb=25)
+        ddp = DDP(model)  # DDP's default buckets (torch 2 keeps the 1 MiB first bucket only so)
         def forward_backward(wrapped):
             marks = timer.Marks()
             out = wrapped(x)
