@@ -114,7 +114,7 @@ void write_torch_section(std::ostream& y, const CalibrationFile& f) {
       y << "    " << nlohmann::json(o.cls).dump() << ": {fixed: " << num(o.cost.fixed_s * 1e6, "us") << ", per_element: " << num(o.cost.element_s * 1e9, "ns");
       if (!o.cost.cov.empty()) y << ", cov: " << matrix(o.cost.cov);
       y << ",\n      fit: " << fit_quality(o.fit, false) << "}   # " << o.shapes << " shapes; "
-        << (o.note.empty() ? "held out: leave one shape out" : o.note) << "\n";
+        << (o.note.empty() ? "held out: leave one shape out" : o.note) << (o.source.empty() ? "" : "; from " + o.source) << "\n";
     }
   }
 }

@@ -34,6 +34,7 @@ struct FittedTorchOp {
   LinearFit fit;
   int shapes = 0;
   std::string note;  // where per_element came from when it was not fitted ("" : fitted over the shapes)
+  std::string source;  // what it was fitted from beyond the file's fitted_from ("" : nothing to add): a trace's events
 };
 
 struct CalibrationFile {

@@ -12,6 +12,9 @@
 // fixed and per_element terms, and the step nothing outside them.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <filesystem>
+
 #include <fstream>
 #include <functional>
 #include <map>
@@ -156,9 +159,15 @@ TEST_CASE("calibrate --from-trace: hand-made traces of known costs give the cost
     CHECK(o.note.empty());  // four shapes: fitted, not borrowed
     CHECK(o.cost.fixed_s == doctest::Approx(it->second.fixed_s).epsilon(1e-6));
     CHECK(o.cost.element_s == doctest::Approx(it->second.element_s).epsilon(1e-6));
+    // what it came from: each trace's steps x the unit's events in a step
+    REQUIRE(r.unit_events.count(o.cls) == 1);
+    const std::string first = std::filesystem::path(jobs[0].trace).filename().string() + " 3 x " + std::to_string(r.unit_events.at(o.cls));
+    CHECK(o.source.rfind("steps x events: " + first, 0) == 0);
+    CHECK(std::count(o.source.begin(), o.source.end(), ',') == 3);  // four traces
     ++checked;
   }
   CHECK(checked >= 15);  // every unit of the 2-layer step
+  CHECK(write_calibration(t.file, "# test\n").find("; from steps x events: ") != std::string::npos);
 }
 
 TEST_CASE("calibrate --from-trace: the interval of a one-trace calibration against a many-trace one") {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
@@ -102,6 +103,7 @@ TraceRecords trace_records(const std::string& trace_file, const Workload& w, con
   }
   for (const std::string& unit : order) {
     const ProfileUnit& u = *first[unit];
+    out.unit_events[unit] = u.events;
     if (u.calls <= 0) continue;
     TorchOpRecord r;
     r.cls = unit;
@@ -195,6 +197,7 @@ TraceCalibration calibrate_from_traces(const std::vector<TraceJob>& jobs, const 
   for (const std::string& f : sweeps) in.collectives.push_back(read_collective_sweep_file(f));
   std::vector<double> nets;
   std::vector<std::vector<double>> glues;  // per trace, its steps' glue (1-rank traces only)
+  std::map<std::string, std::string> sources;  // per unit: the traces' events it was fitted from
   std::string from;
   std::ostringstream traces;
   for (const TraceJob& j : jobs) {
@@ -213,6 +216,9 @@ TraceCalibration calibrate_from_traces(const std::vector<TraceJob>& jobs, const 
            << (r.profiler_gap_s + r.profiler_inside_s) * 1e6 << " us per event: " << r.profiler_gap_s * 1e6 << " us outside, the median of "
            << r.profiler_gaps << " gaps between an op's consecutive children, and " << r.profiler_inside_s * 1e6 << " us inside, the median of "
            << r.profiler_views << " bare aten::as_strided)\n";
+    const std::string base = std::filesystem::path(j.trace).filename().string();
+    for (const auto& [unit, n] : r.unit_events)
+      sources[unit] += (sources[unit].empty() ? "" : ", ") + base + " " + std::to_string(r.steps_s.size()) + " x " + std::to_string(n);
     in.torch_ops.push_back(std::move(r.ops));
     for (CollectiveSweepFile& f : r.sweeps) in.collectives.push_back(std::move(f));
     from += (from.empty() ? "" : "; ") + j.trace + " (workload " + j.workload + ")";
@@ -251,6 +257,9 @@ TraceCalibration calibrate_from_traces(const std::vector<TraceJob>& jobs, const 
       t.file.torch_ops.push_back(std::move(o));
     }
   }
+  // every class: the traces' steps x its events in each, in fitted_from's order
+  for (FittedTorchOp& o : t.file.torch_ops)
+    if (sources.count(o.cls)) o.source = "steps x events: " + sources[o.cls];
   std::vector<double> glue;
   for (const auto& g : glues) glue.insert(glue.end(), g.begin(), g.end());
   if (!glue.empty()) {

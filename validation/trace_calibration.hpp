@@ -13,6 +13,7 @@
 // buffer broadcasts fit gloo's terms, as swept ones would. The profiler's own cost per event, read off each trace, is taken off
 // (trace_records). The time of a step outside every unit (Python's glue between ops) is
 // the calibration's host_overhead, from 1-rank traces.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,7 @@ struct TraceRecords {
   // buffers' broadcasts, as gloo sweeps (their least times over the steps)
   std::vector<CollectiveSweepFile> sweeps;
   double collective_spread = 0;  // the largest max/min of a collective's time over the steps
+  std::map<std::string, int> unit_events;  // per unit: its events in one step (the first)
 };
 TraceRecords trace_records(const std::string& trace_file, const Workload& w, const Cluster& c, int ranks);
 
