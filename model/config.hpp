@@ -118,6 +118,21 @@ struct Cluster {
   std::string currency;
 };
 
+// Which torch's ops a PyTorch job dispatches (model/kan_model's op list; their counts per class
+// are what a torch.profiler trace holds; tests/unit_torch_trace.cpp checks
+// them against real traces):
+//   torch1: Debian's torch 1.13, as this project is built and measured on;
+//   torch2: torch 2.x as checked on 2.11.0: zero_grad sets the gradients to
+//     None (so AccumulateGrad steals the first gradient, no add), DDP's hook
+//     writes grad/world into the bucket itself (reducer::mul_out), indexing
+//     skips full slices (grid[:, :-1] is one slice, not two), Adam's first
+//     moment is one lerp_ (not mul_, add_), and DDP's first bucket is
+//     bucket_cap when bucket_cap_mb is given (model/buckets);
+//   torch2_foreach: torch 2 on a GPU, where Adam takes its foreach path (one
+//     _foreach_* op per step of the update for all parameters; the step
+//     counts stay on the CPU), checked on 2.11 with foreach=True on a CPU.
+enum class TorchOpSet { torch1, torch2, torch2_foreach };
+
 struct DdpSettings {
   double bucket_cap_bytes = 25.0 * 1024 * 1024;   // torch: bucket_cap_mb=25 (MiB)
   double first_bucket_bytes = 1.0 * 1024 * 1024;  // torch: _DEFAULT_FIRST_BUCKET_BYTES
@@ -155,8 +170,8 @@ struct Workload {
   // (its torch ops' measured_with), else 1.13 (model/kan_model's TorchOpSet)
   std::string torch_version;
   // (not a key) the op set a reader found in the job's own trace; it wins
-  // over torch_version. An int holding a model/kan_model TorchOpSet: -1 none
-  int torch_ops = -1;
+  // over torch_version
+  std::optional<TorchOpSet> torch_ops;
   DdpSettings ddp;
 };
 

@@ -467,7 +467,7 @@ const char* torch_op_set_name(TorchOpSet set) {
 }
 
 TorchOpSet job_torch_ops(const Workload& w, const Calibration* cal, bool gpu) {
-  if (w.torch_ops >= 0) return static_cast<TorchOpSet>(w.torch_ops);
+  if (w.torch_ops) return *w.torch_ops;
   std::optional<TorchOpSet> s = torch_op_set_of(w.torch_version);
   if (!s && cal && !cal->torch_ops.empty()) s = torch_op_set_of(cal->torch_fingerprint);
   if (!s) return TorchOpSet::torch1;

@@ -98,20 +98,6 @@ FlopsBytes kanscale_layer_backward(std::int64_t in, std::int64_t out, int G, int
 // kan_backward, bucket_copy, copy_back, adam.
 const std::vector<std::string>& kanscale_cost_classes();
 
-// Which torch's ops a PyTorch job dispatches (their counts per class are
-// what a torch.profiler trace holds; tests/unit_torch_trace.cpp checks both
-// against real traces):
-//   torch1: Debian's torch 1.13, as this project is built and measured on;
-//   torch2: torch 2.x as checked on 2.11.0: zero_grad sets the gradients to
-//     None (so AccumulateGrad steals the first gradient, no add), DDP's hook
-//     writes grad/world into the bucket itself (reducer::mul_out), indexing
-//     skips full slices (grid[:, :-1] is one slice, not two), Adam's first
-//     moment is one lerp_ (not mul_, add_), and DDP's first bucket is
-//     bucket_cap when bucket_cap_mb is given (model/buckets);
-//   torch2_foreach: torch 2 on a GPU, where Adam takes its foreach path (one
-//     _foreach_* op per step of the update for all parameters; the step
-//     counts stay on the CPU), checked on 2.11 with foreach=True on a CPU.
-enum class TorchOpSet { torch1, torch2, torch2_foreach };
 // "torch 2.11.0+cu130, ..." (a calibration's measured_with), "2.11", "1.13":
 // torch2 from major version 2; nullopt when `version` names none.
 std::optional<TorchOpSet> torch_op_set_of(const std::string& version);

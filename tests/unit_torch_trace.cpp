@@ -104,7 +104,7 @@ void check_parity(const std::string& name, int layers) {
   Workload w = f.w;
   w.ddp.broadcast_buffers = true;
   w.torch_version = f.meta["torch"].get<std::string>();
-  if (*set == TorchOpSet::torch2) w.torch_ops = static_cast<int>(TorchOpSet::torch2);  // (a CPU job's Adam, on the GPU cluster)
+  if (*set == TorchOpSet::torch2) w.torch_ops = TorchOpSet::torch2;  // (a CPU job's Adam, on the GPU cluster)
   const ReplayInput in = make_replay_input(ft3, w, with_default_host_terms(datasheet_calibration(ft3, Precision::fp32), ft3, w),
                                            layout_for(ft3, ranks, std::nullopt),
                                            w.batch_per_gpu, 1);
@@ -208,7 +208,7 @@ TEST_CASE("the torch a version or a calibration's fingerprint names: torch 2 fro
   CHECK(job_torch_ops(w, &cal, true) == TorchOpSet::torch2_foreach);  // on a GPU, Adam's foreach path
   w.torch_version = "1.13";
   CHECK(job_torch_ops(w, &cal, true) == TorchOpSet::torch1);  // the workload's, first
-  w.torch_ops = static_cast<int>(TorchOpSet::torch2);
+  w.torch_ops = TorchOpSet::torch2;
   CHECK(job_torch_ops(w, &cal, true) == TorchOpSet::torch2);  // what a trace showed, before all
 }
 

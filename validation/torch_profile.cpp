@@ -189,13 +189,16 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
   if (w.implementation != Implementation::pytorch)
     throw InputError((w.file.empty() ? w.name : w.file) + ": key 'implementation': a torch.profiler trace is of a PyTorch job; expected pytorch");
   const std::vector<nlohmann::json> steps = split_profiler_steps(trace, what);
+  // each step's events, read once
+  std::vector<std::vector<TorchTraceEvent>> step_events;
+  for (const nlohmann::json& s : steps) step_events.push_back(read_torch_trace(s, what));
   // the job's torch: the workload's, else the one whose ops the first step holds
   Workload job = w;
-  const TorchOpSet seen = torch_op_set_in(read_torch_trace(steps.at(0), what));
-  TorchOpSet torch_ops = w.torch_version.empty() ? seen : job_torch_ops(w, nullptr, host_track_applies(c, w));
+  const TorchOpSet shown = torch_op_set_in(step_events.at(0));
+  TorchOpSet torch_ops = w.torch_version.empty() ? shown : job_torch_ops(w, nullptr, host_track_applies(c, w));
   // (a torch 2 job's Adam: foreach where the trace shows it, whatever the cluster)
-  if (torch_ops != TorchOpSet::torch1 && seen != TorchOpSet::torch1) torch_ops = seen;
-  job.torch_ops = static_cast<int>(torch_ops);
+  if (torch_ops != TorchOpSet::torch1 && shown != TorchOpSet::torch1) torch_ops = shown;
+  job.torch_ops = torch_ops;
   const ReplayInput in = make_replay_input(c, job, cal, layout_for(c, ranks, std::nullopt), w.batch_per_gpu, 0);
   // the model's ops per class, in order, and each op's unit and predicted
   // cost (the host's, where a device runs the ops behind it)
@@ -222,7 +225,7 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
   std::vector<double> dispatch, gaps, views;
   const std::string model_name = w.file.empty() ? w.name : w.file;
   for (std::size_t s = 0; s < steps.size(); ++s) {
-    const std::vector<TorchTraceEvent> ev = read_torch_trace(steps[s], what);
+    const std::vector<TorchTraceEvent>& ev = step_events[s];
     const StepLayout lay = step_layout(ev, gaps, views);
     // the events of each class the model lists, in time order
     std::map<std::string, std::vector<const TorchTraceEvent*>> seen;
