@@ -82,19 +82,29 @@ void check_train_memory(const Workload& w, long long steps, int epochs, double l
                      format_bytes(limit) + " (raise it with --memory-limit" + (trace ? ", or trace fewer --steps" : "") + ")");
 }
 
-// The training loop on every rank (CPU, or CUDA through the plugin). An error
-// on one rank must not leave the others waiting in a collective: say it
-// here, with the rank, then end them all.
-int train_on_ranks(const TrainOptions& o, const std::string& backend) {
+// The training loop on every rank (CPU, or CUDA through the plugin), for
+// each run in turn on one communicator (several workloads: MPI's start-up
+// paid once). An error on one rank must not leave the others waiting in a
+// collective: say it here, with the rank, then end them all.
+int train_on_ranks(const std::vector<TrainOptions>& runs, const std::string& backend) {
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
   try {
-    if (backend == "cuda") {
-      std::string why;
-      const CudaPlugin* cuda = cuda_plugin(&why);
-      if (!cuda) throw InputError("--backend cuda: " + why);
-      return cuda->train(o, *comm).exit_code;
+    for (const TrainOptions& o : runs) {
+      // each run's peak memory its own (the calibration fits what runs hold)
+      if (&o != &runs.front() && !reset_peak_rss())
+        throw std::runtime_error("several workloads: cannot restart the peak resident set between runs (/proc/self/clear_refs)");
+      int code = 0;
+      if (backend == "cuda") {
+        std::string why;
+        const CudaPlugin* cuda = cuda_plugin(&why);
+        if (!cuda) throw InputError("--backend cuda: " + why);
+        code = cuda->train(o, *comm).exit_code;
+      } else {
+        code = run_train(o, *comm).exit_code;
+      }
+      if (code != 0) return code;
     }
-    return run_train(o, *comm).exit_code;
+    return 0;
   } catch (const InputError& e) {
     std::cerr << "kanscale: " << e.what() << (comm->size() > 1 ? " (rank " + std::to_string(comm->rank()) + ")" : "") << "\n";
     comm->abort(2);
@@ -256,7 +266,7 @@ int train_pytorch_batch(const std::vector<std::string>& workloads, const std::ve
   for (std::size_t i = 0; i < workloads.size(); ++i) {
     const Workload w = load_workload(workloads[i]);
     if (w.implementation != Implementation::pytorch)
-      throw InputError(workloads[i] + ": key 'implementation': several workloads run together only under PyTorch (implementation: pytorch)");
+      throw InputError(workloads[i] + ": key 'implementation': several workloads run together only of one implementation (the first is pytorch)");
     TorchCli ti = t;
     if (!vm.count("seed")) ti.seed = w.seed;  // each workload's own seed
     runs.push_back(torch_run_options(w, jsons[i], backend, ti, memory_limit_bytes, cmdline));
@@ -292,7 +302,7 @@ void add_train_options(po::options_description& desc, CommonOptions& c, TrainCli
   desc.add_options()
       ("help,h", "show this help")
       ("workload", po::value(&t.workloads)->value_name("FILE")->composing(),
-       "workload YAML (configs/workloads/); pytorch: several, each with its --json, run in turn on one process group")
+       "workload YAML (configs/workloads/); several, each with its --json, run in turn on one set of ranks")
       ("backend", po::value(&t.backend)->default_value(t.backend), "cpu (MPI between ranks under mpirun) | cuda")
       ("steps", po::value(&t.steps)->value_name("N"), "optimizer steps in all (default: the workload's epochs)")
       ("epochs", po::value(&t.epochs)->value_name("E"), "epochs (overrides the workload's)")
@@ -328,9 +338,7 @@ void check_train_flags(CommonOptions& c, const TrainCli& t, const po::variables_
   if (t.checkpoint_every < 0) throw InputError("--checkpoint-every: must not be negative");
 }
 
-int train_kanscale(const Workload& w, const CommonOptions& c, const TrainCli& t, double memory_limit_bytes, std::uint64_t seed,
-                   const std::string& cmdline) {
-  check_train_memory(w, t.steps, t.epochs, memory_limit_bytes, c.workload, !c.trace.empty());
+TrainOptions kanscale_run_options(const Workload& w, const CommonOptions& c, const TrainCli& t, std::uint64_t seed, const std::string& cmdline) {
   TrainOptions o;
   o.workload = w;
   o.steps = t.steps;
@@ -342,7 +350,39 @@ int train_kanscale(const Workload& w, const CommonOptions& c, const TrainCli& t,
   o.inject_delay_s = t.delay_us * 1e-6;
   o.quiet = t.quiet;
   o.command_line = cmdline;
-  return train_on_ranks(o, t.backend);
+  return o;
+}
+
+int train_kanscale(const Workload& w, const CommonOptions& c, const TrainCli& t, double memory_limit_bytes, std::uint64_t seed,
+                   const std::string& cmdline) {
+  check_train_memory(w, t.steps, t.epochs, memory_limit_bytes, c.workload, !c.trace.empty());
+  return train_on_ranks({kanscale_run_options(w, c, t, seed, cmdline)}, t.backend);
+}
+
+// Several workloads of kanscale's own trainer, each with its --json, in
+// turn under one mpirun (calibrate's live runs of a rank count and
+// transport): every input and output checked before the first starts.
+int train_kanscale_batch(const CommonOptions& c, const TrainCli& t, const po::variables_map& vm, double memory_limit_bytes,
+                         const std::string& cmdline) {
+  for (const char* key : {"csv", "trace", "checkpoint", "checkpoint-every", "resume"})
+    if (vm.count(key)) throw InputError(std::string("--") + key + ": one workload at a time");
+  std::vector<TrainOptions> runs;
+  std::vector<std::pair<std::string, std::string>> outputs;
+  for (std::size_t i = 0; i < t.workloads.size(); ++i) {
+    const Workload w = load_workload(t.workloads[i]);
+    if (w.implementation != Implementation::kanscale)
+      throw InputError(t.workloads[i] + ": key 'implementation': several workloads run together only of one implementation (the first is kanscale's)");
+    check_train_memory(w, t.steps, t.epochs, memory_limit_bytes, t.workloads[i], false);
+    CommonOptions ci = c;
+    ci.json = t.jsons[i];
+    runs.push_back(kanscale_run_options(w, ci, t, vm.count("seed") ? parse_seed(c.seed) : w.seed, cmdline));
+    outputs.emplace_back(t.jsons[i], "--json");
+  }
+  check_output_paths(outputs);  // (no --json twice)
+  std::vector<OutputPath> spare;
+  for (const auto& [path, what] : outputs) spare.push_back({path, what});
+  check_outputs_spare_inputs(t.workloads, spare);
+  return train_on_ranks(runs, t.backend);
 }
 
 }  // namespace
@@ -374,8 +414,8 @@ int train(const std::vector<std::string>& args, const std::string& cmdline) {
       return train_pytorch_batch(t.workloads, t.jsons, c, t.backend, torch, vm, t.quiet, memory_limit_bytes, cmdline);
     return train_pytorch(w, c, t.backend, torch, vm, t.quiet, memory_limit_bytes, cmdline);
   }
-  if (t.workloads.size() > 1) throw InputError(c.workload + ": several workloads run together only under PyTorch (implementation: pytorch)");
   check_kanscale_only(vm);
+  if (t.workloads.size() > 1) return train_kanscale_batch(c, t, vm, memory_limit_bytes, cmdline);
   return train_kanscale(w, c, t, memory_limit_bytes, seed, cmdline);
 }
 

@@ -14,6 +14,7 @@
 #include "options.hpp"
 #include "validation/repeatability.hpp"
 #include "validation/site.hpp"
+#include "validation/schedule.hpp"
 #include "validation/validate.hpp"
 #include "validation/corpus_score.hpp"
 #include "base/data_dir.hpp"
@@ -55,7 +56,8 @@ void validate_options(po::options_description& desc, ValidateArgs& a) {
        "predicted from the others; exit 1 when that misses the plan's bound. With three or more, the repeat-run verdict "
        "(verdict.md) decides instead, as for a plan with runs: N (exit 0 pass, 1 fail, 3 inconclusive)")
       ("calibration", po::value(&a.calibration)->value_name("FILE"),
-       "predict from this calibration instead of the plan's (what-ifs; negative controls with --collect)");
+       "predict from this calibration instead of the plan's (what-ifs; negative controls with --collect); a directory: its "
+       "calibration-<transport>.yaml for each case (calibrate's results/)");
 }
 
 // The flags that override the plan's own values, checked against the plan's ranges.
@@ -77,6 +79,15 @@ void apply_overrides(ValidationPlan& plan, const ValidateArgs& a, const po::vari
   if (vm.count("calibration")) {
     if (!std::ifstream(a.calibration)) throw InputError("--calibration: file \"" + a.calibration + "\" does not exist");
     plan.calibration_file = plan.calibration_shown = a.calibration;
+    if (std::filesystem::is_directory(a.calibration)) {  // one per transport
+      plan.calibration_dir = a.calibration;
+      for (const auto& c : plan.cases) {
+        const std::string f = calibration_label(plan, "", c);
+        if (!std::filesystem::is_regular_file(f)) throw InputError("--calibration: " + f + " (case " + c.label() + "'s transport) does not exist");
+        plan.calibration_file = f;
+      }
+      plan.calibration_shown = a.calibration + "/calibration-TRANSPORT.yaml";
+    }
     plan.measure.enabled = false;
     plan.datasheet = false;
   }

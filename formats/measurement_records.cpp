@@ -236,6 +236,7 @@ nlohmann::json to_json(const KernelRecord& r) {
           {"unstable", r.unstable},
           {"workspace_bytes", r.workspace_bytes},
           {"cache", r.cache},
+          {"samples", r.samples},
           {"rank", r.rank}};
 }
 
@@ -255,7 +256,9 @@ KernelRecord kernel_record_from_json(const nlohmann::json& j, const std::string&
   entry(j, "time_iqr_s", complete, r.time_iqr_s, path, at);
   entry(j, "workspace_bytes", complete, r.workspace_bytes, path, at);
   entry(j, "rank", complete, r.rank, path, at);
+  entry(j, "samples", false, r.samples, path, at);  // (files from before it was recorded have none)
   if (r.rank < 0) throw InputError(path + ": key '" + at + ".rank': expected a rank from 0, got " + std::to_string(r.rank));
+  if (r.samples < 0) throw InputError(path + ": key '" + at + ".samples': expected a count from 0, got " + std::to_string(r.samples));
   return r;
 }
 

@@ -56,8 +56,13 @@ std::vector<CollectivePoint> read_sweep_resume(const std::string& path, const nl
   const nlohmann::json j = read_json_file(path, "a kanscale sweep file");
   if (!j.is_object() || !j.contains("metadata") || !j["metadata"].is_object() || !j.contains("points") || !j["points"].is_array())
     throw InputError(path + ": not a kanscale sweep file (no metadata/points)");
-  const auto& m = j["metadata"];
-  for (const char* k : {"op", "ranks", "min_bytes", "max_bytes", "factor", "iters", "warmup_iters", "check", "nonblocking"}) {
+  nlohmann::json m = j["metadata"];
+  // (files from before --large-from: every size at -n and -w)
+  if (!m.contains("large_from_bytes")) m["large_from_bytes"] = 0.0;
+  if (!m.contains("large_iters") && m.contains("iters")) m["large_iters"] = m["iters"];
+  if (!m.contains("large_warmup_iters") && m.contains("warmup_iters")) m["large_warmup_iters"] = m["warmup_iters"];
+  for (const char* k : {"op", "ranks", "min_bytes", "max_bytes", "factor", "iters", "warmup_iters", "large_from_bytes", "large_iters", "large_warmup_iters", "check",
+                        "nonblocking"}) {
     if (!m.contains(k) || m[k] != meta[k])
       throw InputError(path + ": was measured with another " + std::string(k) + " (" + (m.contains(k) ? m[k].dump() : "none") +
                        ", now " + meta[k].dump() + ")");
@@ -154,6 +159,9 @@ nlohmann::json sweep_metadata(Comm& comm, const SweepOptions& o, const Collectiv
           {"factor", o.factor},
           {"iters", o.iters},
           {"warmup_iters", o.warmup},
+          {"large_from_bytes", o.large_from},
+          {"large_iters", o.large_from > 0 ? o.large_iters : o.iters},
+          {"large_warmup_iters", o.large_from > 0 ? o.large_warmup : o.warmup},
           {"check", o.check},
           {"nonblocking", o.nonblocking && spec.nonblocking && !comm.device_buffers()},
           {"timing", "per rank: mean of the timed iterations after a barrier; reported: the maximum over ranks"}};
@@ -257,11 +265,12 @@ SweepPoint measure_point(Comm& comm, const SweepOptions& o, const CollectiveSpec
                               o.nonblocking && spec.nonblocking && !comm.device_buffers(), &launch_s};
     fill();
     HostClock clock([&] { comm.synchronize(); });  // NCCL returns at once; nccl-tests times to the stream's end too
-    const Stat per_call = time_calls(Repeats{o.warmup, 1, std::max(1, o.iters)}, [&] { spec.run(call); }, clock,
+    const int iters = std::max(1, sweep_iters_at(o, bytes));
+    const Stat per_call = time_calls(Repeats{sweep_warmup_at(o, bytes), 1, iters}, [&] { spec.run(call); }, clock,
                                      TimerHooks{[&] { comm.barrier(); }, [&] { comm.synchronize(); }, [&] { launch_s = 0; }});
     const double t = comm.allreduce_max(per_call.median);
     pt.time_us[inplace] = t * 1e6;
-    pt.launch_us[inplace] = comm.allreduce_max(launch_s / std::max(1, o.iters)) * 1e6;
+    pt.launch_us[inplace] = comm.allreduce_max(launch_s / iters) * 1e6;
     pt.algbw_GBps[inplace] = pt.bytes / t / 1e9;
     pt.busbw_GBps[inplace] = pt.algbw_GBps[inplace] * spec.bus_factor(n);
     pt.wrong[inplace] = -1;
@@ -279,6 +288,9 @@ SweepPoint measure_point(Comm& comm, const SweepOptions& o, const CollectiveSpec
 }
 
 }  // namespace
+
+int sweep_iters_at(const SweepOptions& o, double bytes) { return o.large_from > 0 && bytes >= o.large_from ? o.large_iters : o.iters; }
+int sweep_warmup_at(const SweepOptions& o, double bytes) { return o.large_from > 0 && bytes >= o.large_from ? o.large_warmup : o.warmup; }
 
 const CollectiveSpec* find_collective(const std::string& name) {
   for (const auto& c : kCollectives)

@@ -20,6 +20,12 @@ struct SweepOptions {
   std::string op = "allreduce";  // allreduce | broadcast
   double min_bytes = 8, max_bytes = 256.0 * 1024 * 1024, factor = 2;
   int iters = 20, warmup = 5;
+  // From this size up (0: never), the timed and warm-up iterations are
+  // large_iters and large_warmup instead, as OSU's micro-benchmarks run
+  // fewer iterations for large messages (iterations_large, skip_large):
+  // there one call lasts long enough that a few average out its noise.
+  double large_from = 0;
+  int large_iters = 0, large_warmup = 0;
   bool check = true;
   int root = 0;                 // broadcast
   // MPI all-reduce as the trainer issues it (MPI_Iallreduce completed by
@@ -39,6 +45,10 @@ struct SweepPoint {
   double algbw_GBps[2] = {0, 0}, busbw_GBps[2] = {0, 0};
   std::int64_t wrong[2] = {0, 0};  // elements that differ from the expected result, all ranks
 };
+
+// The timed and the warm-up iterations at `bytes` (--large-from on).
+int sweep_iters_at(const SweepOptions& o, double bytes);
+int sweep_warmup_at(const SweepOptions& o, double bytes);
 
 // The sizes of a sweep (bytes, multiples of 4, as nccl-tests rounds them).
 std::vector<double> sweep_sizes(const SweepOptions& o);

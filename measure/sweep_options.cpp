@@ -60,7 +60,7 @@ ParsedSweep parse_sweep_options(const std::string& op, const std::vector<std::st
   ParsedSweep r;
   SweepOptions& o = r.options;
   o.op = op;
-  std::string b = "8", e = "256M", memory_limit;
+  std::string b = "8", e = "256M", memory_limit, large_from;
   int check = 1;
   po::options_description desc("measure " + op + " options (nccl-tests' letters)");
   desc.add_options()
@@ -70,6 +70,10 @@ ParsedSweep parse_sweep_options(const std::string& op, const std::vector<std::st
       ("stepfactor,f", po::value(&o.factor)->default_value(o.factor), "size factor between points")
       ("iters,n", po::value(&o.iters)->default_value(o.iters), "timed iterations per point")
       ("warmup_iters,w", po::value(&o.warmup)->default_value(o.warmup), "warm-up iterations per point")
+      ("large-from", po::value(&large_from)->value_name("SIZE"),
+       "from this size up, --large-iters and --large-warmup instead of -n and -w (OSU's iterations for large messages)")
+      ("large-iters", po::value(&o.large_iters), "timed iterations per point from --large-from up")
+      ("large-warmup", po::value(&o.large_warmup), "warm-up iterations per point from --large-from up")
       ("check,c", po::value(&check)->default_value(check), "verify every result (1) or not (0)")
       ("root,r", po::value(&o.root)->default_value(o.root), "broadcast root")
       ("backend", po::value(&r.backend)->default_value(r.backend),
@@ -127,6 +131,17 @@ ParsedSweep parse_sweep_options(const std::string& op, const std::vector<std::st
   // timed and warm-up iterations per point (nccl-tests' defaults: 20 and 5): a million is hours at every point already
   if (o.iters < 1 || o.iters > 1000000) throw InputError("-n: expected 1 to 1000000 iterations, got " + std::to_string(o.iters));
   if (o.warmup < 0 || o.warmup > 1000000) throw InputError("-w: expected 0 to 1000000 iterations, got " + std::to_string(o.warmup));
+  if (!large_from.empty()) {
+    o.large_from = parse_sweep_size(large_from, "--large-from");
+    if (!vm.count("large-iters") || !vm.count("large-warmup"))
+      throw InputError("--large-from " + large_from + ": also give --large-iters and --large-warmup (the iterations from that size up)");
+    if (o.large_iters < 1 || o.large_iters > o.iters)
+      throw InputError("--large-iters: expected 1 to -n's " + std::to_string(o.iters) + " iterations, got " + std::to_string(o.large_iters));
+    if (o.large_warmup < 0 || o.large_warmup > o.warmup)
+      throw InputError("--large-warmup: expected 0 to -w's " + std::to_string(o.warmup) + " iterations, got " + std::to_string(o.large_warmup));
+  } else if (vm.count("large-iters") || vm.count("large-warmup")) {
+    throw InputError(std::string(vm.count("large-iters") ? "--large-iters" : "--large-warmup") + ": only with --large-from SIZE");
+  }
   if (check != 0 && check != 1) throw InputError("-c: 0 or 1");
   o.check = check == 1;
   if (o.max_points < 0) throw InputError("--max-points: must not be negative");

@@ -373,6 +373,9 @@ int run_torch_sweep(const SweepOptions& o, int ranks, const std::string& python,
   std::vector<std::string> args = {"--op", o.op, "--min-bytes", number(o.min_bytes), "--max-bytes", number(o.max_bytes), "--factor", number(o.factor),
                                    "--iters", std::to_string(o.iters), "--warmup", std::to_string(o.warmup), "--root", std::to_string(o.root),
                                    "--backend", "gloo"};
+  if (o.large_from > 0)
+    args.insert(args.end(), {"--large-from", number(o.large_from), "--large-iters", std::to_string(o.large_iters), "--large-warmup",
+                             std::to_string(o.large_warmup)});
   for (auto& a : provenance_args(command_line)) args.push_back(std::move(a));
   return run_torch_ranks(python, "kanscale_torch.collective_sweep", args, ranks, 1, port_range, "kanscale measure " + o.op, {{"--json", o.json}});
 }

@@ -1,8 +1,11 @@
 // The trainer's report: every rank's records gathered at rank 0, the
 // summary printed, --json/--csv/--trace written (atomically).
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <limits>
@@ -20,10 +23,24 @@
 
 namespace ks {
 
+// The high-water mark since the last reset_peak_rss (VmHWM; without
+// /proc, the process's whole life from getrusage).
 double peak_rss_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) * 1024.0;  // "VmHWM:  25400 kB"
   struct rusage ru {};
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<double>(ru.ru_maxrss) * 1024.0;
+}
+
+bool reset_peak_rss() {
+  malloc_trim(0);  // the last run's freed heap back to the system first
+  std::ofstream f("/proc/self/clear_refs");
+  f << "5";  // resets VmHWM to the resident set now (proc(5))
+  f.flush();
+  return static_cast<bool>(f);
 }
 
 namespace train_detail {

@@ -47,7 +47,12 @@ TrainResult run_train(const TrainOptions& o, Comm& comm);
 TrainResult run_train_cuda(const TrainOptions& o, Comm& host);
 
 
-// The process's peak resident set so far (getrusage), bytes.
+// The process's peak resident set since it started or since the last
+// reset_peak_rss (VmHWM), bytes.
 double peak_rss_bytes();
+// Returns the heap's free memory to the system and restarts the peak from
+// the resident set now (/proc/self/clear_refs), so that a run after
+// another in one process reports its own peak; false where it cannot.
+bool reset_peak_rss();
 
 }  // namespace ks

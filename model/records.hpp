@@ -28,6 +28,7 @@ struct KernelRecord {
   bool unstable = false;  // the repetitions' CV above 5%: too spread to trust
   double workspace_bytes = 0;
   int rank = 0;
+  int samples = 0;  // timed samples taken (the stopping rule's; 0: not recorded)
   bool layer() const { return op == "kan_forward" || op == "kan_backward"; }
 };
 

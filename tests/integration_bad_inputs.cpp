@@ -78,6 +78,8 @@ const std::string kPlan = read_file(kSrc + "/configs/measure/cpu-ci.yaml");
 // a workload that kanscale train runs under PyTorch DDP
 const std::string kTorchWorkload =
     "name: torch-small\nkan: {widths: [4, 8, 1], grid_size: 5}\nbatch_per_gpu: 4\ndataset_size: 64\nimplementation: pytorch\n";
+// a workload of kanscale's own trainer, as small
+const std::string kWorkloadSmall = "name: small\nkan: {widths: [4, 8, 1], grid_size: 5}\nbatch_per_gpu: 4\ndataset_size: 64\nimplementation: kanscale\n";
 // a calibration as kanscale calibrate writes it: fit covariances and live terms
 const std::string kLiveCalibration = read_file(kSrc + "/tests/fixtures/calibration-ci-live.yaml");
 const std::string kCalibratePlan = read_file(kSrc + "/configs/calibrate/ci.yaml");
@@ -857,6 +859,23 @@ std::vector<Case> catalogue_part19() {
       {"measure kernels: --threads huge", "flags-measure", {},
        {"measure", "kernels", "--threads", "100000000", "--json", "{d}/out.json"}, {"--threads"}},
       {"measure: unknown collective", "flags-measure", {}, {"measure", "alltoall"}, {"alltoall"}},
+      {"measure: --large-from without its iterations", "flags-measure", {}, {"measure", "allreduce", "--large-from", "16M"},
+       {"--large-from 16M", "--large-iters", "--large-warmup"}},
+      {"measure: --large-iters above -n", "flags-measure", {},
+       {"measure", "allreduce", "-n", "20", "--large-from", "16M", "--large-iters", "21", "--large-warmup", "2"}, {"--large-iters", "20"}},
+      {"measure: --large-warmup above -w", "flags-measure", {},
+       {"measure", "allreduce", "-w", "5", "--large-from", "16M", "--large-iters", "5", "--large-warmup", "6"}, {"--large-warmup", "5"}},
+      {"measure: --large-iters alone", "flags-measure", {}, {"measure", "allreduce", "--large-iters", "5"}, {"--large-iters", "--large-from"}},
+      {"measure: --large-from not a size", "flags-measure", {},
+       {"measure", "allreduce", "--large-from", "big", "--large-iters", "5", "--large-warmup", "1"}, {"--large-from"}},
+      {"train: several workloads with --csv", "flags-train", {{"a.yaml", kWorkloadSmall}, {"b.yaml", kWorkloadSmall}},
+       {"train", "--workload", "{d}/a.yaml", "--json", "{d}/a.json", "--workload", "{d}/b.yaml", "--json", "{d}/b.json", "--csv", "{d}/x.csv"},
+       {"--csv", "one workload at a time"}},
+      {"train: several workloads, one of PyTorch", "flags-train", {{"a.yaml", kWorkloadSmall}, {"b.yaml", kTorchWorkload}},
+       {"train", "--workload", "{d}/a.yaml", "--json", "{d}/a.json", "--workload", "{d}/b.yaml", "--json", "{d}/b.json"},
+       {"b.yaml", "implementation", "one implementation"}},
+      {"train: several workloads, one --json the other's workload", "flags-train", {{"a.yaml", kWorkloadSmall}, {"b.yaml", kWorkloadSmall}},
+       {"train", "--workload", "{d}/a.yaml", "--json", "{d}/b.yaml", "--workload", "{d}/b.yaml", "--json", "{d}/b.json"}, {"b.yaml"}},
 
   };
 }

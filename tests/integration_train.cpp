@@ -519,6 +519,59 @@ implementation: kanscale
   CAPTURE(err);
 }
 
+TEST_CASE("train with several workloads under one mpirun: each run's --json, its own peak memory, as run alone") {
+  Dir d;
+  // a: [256, 1024, 1] G5 k3: 256 x 1024 x (5 + 3 + 2) = 2.6M parameters, 10 MiB, held at least 4 times
+  // (parameters, gradients, Adam's two moments): 40 MiB beyond b, a [4, 8, 1] layer of 96 parameters
+  const std::string a = workload(d, "a.yaml", "name: big\nkan: {widths: [256, 1024, 1], grid_size: 5}\nbatch_per_gpu: 16\ndataset_size: 64\nimplementation: kanscale\n");
+  const std::string b = workload(d, "b.yaml", "name: small\nkan: {widths: [4, 8, 1], grid_size: 5}\nbatch_per_gpu: 4\ndataset_size: 64\nimplementation: kanscale\n");
+  std::string err;
+  const std::string base = timeout(120) + "env " + mpirun(2) + kExe + " train --quiet --steps 4";
+  REQUIRE(sh(base + " --workload " + a + " --json " + (d / "a.json") + " --workload " + b + " --json " + (d / "b.json"), &err, &d) == 0);
+  REQUIRE(sh(base + " --workload " + b + " --json " + (d / "alone.json"), &err, &d) == 0);
+  const auto ja = nlohmann::json::parse(slurp(d / "a.json")), jb = nlohmann::json::parse(slurp(d / "b.json")),
+             alone = nlohmann::json::parse(slurp(d / "alone.json"));
+  CHECK(ja["summary"]["steps"] == 4);
+  CHECK(jb["summary"]["steps"] == 4);
+  const double pa = ja["summary"]["peak_rss_bytes"].get<double>(), pb = jb["summary"]["peak_rss_bytes"].get<double>(),
+               p1 = alone["summary"]["peak_rss_bytes"].get<double>();
+  CAPTURE(pa);
+  CAPTURE(pb);
+  CAPTURE(p1);
+  // without the reset between runs, b would report a's peak (the process's)
+  CHECK(pb < pa - 20.0 * 1048576);
+  // and most of what a held is not carried into b's figure
+  CHECK(std::abs(pb - p1) < 0.25 * (pa - p1));
+}
+
+TEST_CASE("measure allreduce --large-from: fewer iterations from that size up, recorded, every result verified; resume keeps them") {
+  Dir d;
+  std::string err;
+  const std::string base = timeout(120) + "env " + mpirun(2) + kExe + " measure allreduce -b 8 -e 1M -f 4 -n 3 -w 1";
+  const std::string large = " --large-from 64K --large-iters 1 --large-warmup 0";
+  REQUIRE(sh(base + large + " --json " + (d / "a.json"), &err, &d) == 0);
+  const auto a = nlohmann::json::parse(slurp(d / "a.json"));
+  CHECK(a["metadata"]["large_from_bytes"] == 65536.0);
+  CHECK(a["metadata"]["large_iters"] == 1);
+  CHECK(a["metadata"]["large_warmup_iters"] == 0);
+  REQUIRE(a["points"].size() == 9);  // 8 * 4^j up to 512 KiB, as without --large-from
+  for (const auto& p : a["points"]) {
+    CHECK(p["out_of_place"]["wrong"] == 0);
+    CHECK(p["in_place"]["wrong"] == 0);
+  }
+  // a file written without --large-from resumes without it (every size at -n and -w) ...
+  REQUIRE(sh(base + " --json " + (d / "b.json") + " --max-points 3", &err, &d) == 0);
+  auto older = nlohmann::json::parse(slurp(d / "b.json"));
+  CHECK(older["metadata"]["large_iters"] == 3);  // -n, every size
+  for (const char* k : {"large_from_bytes", "large_iters", "large_warmup_iters"}) older["metadata"].erase(k);  // as files before the option
+  std::ofstream(d / "b.json") << older.dump(2);
+  REQUIRE(sh(base + " --resume " + (d / "b.json"), &err, &d) == 0);
+  CHECK(nlohmann::json::parse(slurp(d / "b.json"))["points"].size() == 9);
+  // ... and one measured with it is not resumed with other iterations
+  CHECK(sh(base + " --resume " + (d / "a.json"), &err, &d) == 2);
+  CHECK(err.find("was measured with another large_from_bytes") != std::string::npos);
+}
+
 TEST_CASE("measure allreduce under mpirun: every result verified, nccl-tests' busbw, and resume equals an uninterrupted sweep") {
   Dir d;
   std::string err;
@@ -603,6 +656,8 @@ TEST_CASE("measure kernels under mpirun -np 2: interrupted and resumed equals an
   for (std::size_t i = 0; i < a["rows"].size(); ++i)
     for (const char* k : {"op", "batch", "in", "out", "grid_size", "spline_order", "detail", "flops", "bytes", "rank"})
       CHECK(b["rows"][i][k] == a["rows"][i][k]);
+  // without a stopping rule every op, warm or cold, takes --repeat's 3 samples
+  for (const auto& r : a["rows"]) CHECK(r["samples"] == 3);
   REQUIRE(b["memory"].size() == a["memory"].size());
   for (std::size_t i = 0; i < a["memory"].size(); ++i) CHECK(b["memory"][i]["in"] == a["memory"][i]["in"]);
   // another plan's file is refused before anything runs

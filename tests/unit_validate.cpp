@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -386,6 +387,56 @@ TEST_CASE("the schedule starts the calibration's live runs as it starts the case
     }
   CHECK(calibration_runs > 0);
   CHECK(cases > 0);
+}
+
+TEST_CASE("the schedule runs kanscale's live calibration runs of a rank count and transport under one mpirun, every run once") {
+  // configs/calibrate/local-cpu.yaml: 3 widths x 3 batches at 1 rank (no
+  // transport) and at 2 ranks over shm, tcp and tcp-slow: 9 + 27 runs a
+  // round, in 1 + 3 jobs of 9
+  const InSourceDir here;
+  const ValidationPlan p = load_validation_plan("configs/calibrate/local-cpu.yaml", false);
+  REQUIRE(p.measure.live.size() == 36);
+  const auto rounds = make_schedule(p);
+  for (int r = 0; r < p.rounds; ++r) {
+    std::map<std::string, int> seen;  // each run's --json: how often a job names it
+    int jobs = 0;
+    for (const Job& j : rounds[static_cast<std::size_t>(r)]) {
+      if (j.what.rfind("calibration run", 0) != 0) continue;
+      ++jobs;
+      int workloads = 0;
+      std::string last_json;
+      for (std::size_t k = 0; k + 1 < j.args.size(); ++k) {
+        if (j.args[k] == "--workload") ++workloads;
+        if (j.args[k] == "--json") ++seen[last_json = j.args[k + 1]];
+      }
+      CAPTURE(j.what);
+      CHECK(workloads == 9);
+      // every run of the job has the job's ranks and transport
+      for (std::size_t c = 0; c < p.measure.live.size(); ++c)
+        if (std::find(j.args.begin(), j.args.end(), live_cal_workload(c)) != j.args.end()) {
+          CHECK(p.measure.live[c].ranks == j.ranks);
+          CHECK(p.measure.live[c].transport == j.transport);
+        }
+      CHECK(j.output == last_json);  // the job is done when its last run is
+    }
+    CHECK(jobs == 4);
+    CHECK(seen.size() == 36);
+    for (std::size_t c = 0; c < 36; ++c) CHECK(seen[live_cal_file(c, r)] == 1);
+  }
+}
+
+TEST_CASE("validate --calibration DIR: each case judged by its transport's calibration, one-rank cases by the first multi-rank case's") {
+  const InSourceDir here;
+  ValidationPlan p = load_validation_plan("validation/plans/local-cpu-cases.yaml");
+  p.calibration_dir = "cal";
+  std::set<std::string> used;
+  for (const auto& c : p.cases) {
+    const std::string f = calibration_label(p, "", c);
+    used.insert(f);
+    CAPTURE(c.label());
+    CHECK(f == "cal/calibration-" + (c.ranks > 1 ? c.transport : std::string("shm")) + ".yaml");  // shm: the plan's first transport
+  }
+  CHECK(used.size() == 3);
 }
 
 TEST_CASE("the error per rank count: each count's judged cases, the oversubscribed apart") {

@@ -84,6 +84,10 @@ struct ValidationPlan {
   // it, which reports print.
   std::string cluster_file, cluster_shown;
   std::string calibration_file, calibration_shown;  // a fitted file; empty with measure or datasheet
+  // validate --calibration DIR: a calibration per transport,
+  // DIR/calibration-<transport>.yaml (as calibrate writes them in --out's
+  // results/); one-rank cases take the first multi-rank case's transport
+  std::string calibration_dir;
   bool datasheet = false;        // calibration: datasheet
   MeasureSpec measure;
   std::string backend = "cpu";       // cpu | cuda

@@ -192,11 +192,26 @@ std::vector<std::vector<Job>> make_schedule(const ValidationPlan& p) {
       }
       for (const auto& [ranks, at] : group) jobs[at].what += " (" + std::to_string(runs[ranks]) + " runs)";
     } else if (p.measure.enabled) {
+      // kanscale's trainer: every run of a rank count and transport in turn
+      // under one mpirun (its start-up and MPI_Init paid once a round, not
+      // once a run; each run's file written as it ends)
+      std::map<std::tuple<int, std::string, bool>, std::size_t> group, runs;
       for (std::size_t c = 0; c < p.measure.live.size(); ++c) {
         const auto& lc = p.measure.live[c];
-        jobs.push_back({"calibration run " + lc.label(), lc.ranks, lc.transport, lc.oversubscribed,
-                        train_args(live_cal_workload(c), live_cal_file(c, r), lc.ranks), live_cal_file(c, r), torch, p.threads_per_rank});
+        const auto key = std::make_tuple(lc.ranks, lc.transport, lc.oversubscribed);
+        if (!group.count(key)) {
+          group[key] = jobs.size();
+          jobs.push_back({"calibration runs np" + std::to_string(lc.ranks) + (lc.transport.empty() ? "" : " " + transport_tag(lc.transport)),
+                          lc.ranks, lc.transport, lc.oversubscribed, train_args(live_cal_workload(c), live_cal_file(c, r), lc.ranks),
+                          live_cal_file(c, r), torch, p.threads_per_rank});
+        } else {
+          Job& j = jobs[group[key]];
+          j.args.insert(j.args.end(), {"--workload", live_cal_workload(c), "--json", live_cal_file(c, r)});
+          j.output = live_cal_file(c, r);  // (the last run's: the job is done when it is)
+        }
+        ++runs[key];
       }
+      for (const auto& [key, at] : group) jobs[at].what += " (" + std::to_string(runs[key]) + " runs)";
     }
     for (std::size_t c = 0; c < p.cases.size(); ++c) {
       const auto& vc = p.cases[c];
@@ -637,6 +652,12 @@ std::string calibration_label(const ValidationPlan& p, const std::string& dir, c
   if (p.datasheet) return "the datasheet calibration of " + p.cluster_shown;
   // (a pytorch plan's cases name no MPI transport: its one calibration is gloo's)
   if (p.measure.enabled) return dir + "/" + calibration_out(c.ranks > 1 && !c.transport.empty() ? c.transport : p.measure.transports.front());
+  if (!p.calibration_dir.empty()) {
+    std::string t = c.ranks > 1 ? c.transport : "";
+    for (const auto& o : p.cases)
+      if (t.empty() && o.ranks > 1) t = o.transport;
+    return p.calibration_dir + "/calibration-" + transport_tag(t) + ".yaml";
+  }
   return p.calibration_shown;
 }
 

@@ -46,6 +46,9 @@ def parse_args(argv):
     p.add_argument("--factor", type=float, required=True)
     p.add_argument("--iters", type=int, required=True)
     p.add_argument("--warmup", type=int, required=True)
+    p.add_argument("--large-from", type=float, default=0.0)
+    p.add_argument("--large-iters", type=int, default=0)
+    p.add_argument("--large-warmup", type=int, default=0)
     p.add_argument("--root", type=int, default=0)
     p.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
     p.add_argument("--json", required=True)
@@ -54,6 +57,8 @@ def parse_args(argv):
     a = p.parse_args(argv)
     if a.min_bytes < 4 or a.max_bytes < a.min_bytes or a.factor <= 1 or a.iters < 1 or a.warmup < 0:
         p.error("sizes from 4 bytes, -e at least -b, -f above 1, -n at least 1, -w at least 0")
+    if a.large_from > 0 and (a.large_iters < 1 or a.large_warmup < 0):
+        p.error("--large-from: --large-iters at least 1, --large-warmup at least 0")
     return a
 
 
@@ -95,7 +100,9 @@ def run(a):
         want = world * (world + 1) / 2.0 if a.op == "allreduce" else float(a.root + 1)
         wrong = int((t != want).sum().item())
         t.zero_()
-        per_call = timer.per_call_s(lambda: call(t), a.iters, a.warmup, sync, start=dist.barrier)
+        large = a.large_from > 0 and b >= a.large_from
+        per_call = timer.per_call_s(lambda: call(t), a.large_iters if large else a.iters, a.large_warmup if large else a.warmup, sync,
+                                    start=dist.barrier)
         dist.barrier()
         stats = torch.tensor([per_call, float(wrong)], dtype=torch.float64)
         dist.all_reduce(stats[:1], op=dist.ReduceOp.MAX)
@@ -114,6 +121,8 @@ def run(a):
         library = ("gloo" if backend == "gloo" else "nccl") + " (torch " + torch.__version__ + ")"
         meta = {"op": a.op, "backend": backend, "library": library, "ranks": world, "nodes": len(set(hosts)),
                 "hosts": hosts, "nonblocking": False, "iters": a.iters, "warmup": a.warmup,
+                "large_from_bytes": a.large_from, "large_iters": a.large_iters if a.large_from > 0 else a.iters,
+                "large_warmup_iters": a.large_warmup if a.large_from > 0 else a.warmup,
                 "torch": torch.__version__, "blas": probe.blas_library(), "python": sys.version.split()[0],
                 "machine": {"cpu_model": probe.cpu_model(), "cores": os.cpu_count()}, "command_line": a.command_line,
                 "provenance": dict(json.loads(a.provenance_json),
