@@ -56,16 +56,19 @@ std::vector<CollectivePoint> read_sweep_resume(const std::string& path, const nl
   const nlohmann::json j = read_json_file(path, "a kanscale sweep file");
   if (!j.is_object() || !j.contains("metadata") || !j["metadata"].is_object() || !j.contains("points") || !j["points"].is_array())
     throw InputError(path + ": not a kanscale sweep file (no metadata/points)");
-  nlohmann::json m = j["metadata"];
   // (files from before --large-from: every size at -n and -w)
-  if (!m.contains("large_from_bytes")) m["large_from_bytes"] = 0.0;
-  if (!m.contains("large_iters") && m.contains("iters")) m["large_iters"] = m["iters"];
-  if (!m.contains("large_warmup_iters") && m.contains("warmup_iters")) m["large_warmup_iters"] = m["warmup_iters"];
+  auto with_large = [](nlohmann::json x) {
+    if (!x.contains("large_from_bytes")) x["large_from_bytes"] = 0.0;
+    if (!x.contains("large_iters") && x.contains("iters")) x["large_iters"] = x["iters"];
+    if (!x.contains("large_warmup_iters") && x.contains("warmup_iters")) x["large_warmup_iters"] = x["warmup_iters"];
+    return x;
+  };
+  const nlohmann::json m = with_large(j["metadata"]), now = with_large(meta);
   for (const char* k : {"op", "ranks", "min_bytes", "max_bytes", "factor", "iters", "warmup_iters", "large_from_bytes", "large_iters", "large_warmup_iters", "check",
                         "nonblocking"}) {
-    if (!m.contains(k) || m[k] != meta[k])
+    if (!m.contains(k) || !now.contains(k) || m[k] != now[k])
       throw InputError(path + ": was measured with another " + std::string(k) + " (" + (m.contains(k) ? m[k].dump() : "none") +
-                       ", now " + meta[k].dump() + ")");
+                       ", now " + (now.contains(k) ? now[k].dump() : "none") + ")");
   }
   std::vector<CollectivePoint> done;
   const auto& points = j["points"];

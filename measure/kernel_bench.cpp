@@ -157,36 +157,6 @@ Stat time_op(Comm& comm, F&& f, int warmup, int reps) {
                                [&](bool known) { return comm.allreduce_max(known ? 0.0 : 1.0) == 0.0; }});
 }
 
-// Cold, several ops after one eviction: ops whose data are disjoint (the
-// small ops of a shape, each on buffers of its own) each still find their own data evicted,
-// and the pass over the flush buffer (about 9 ms with two ranks on a 2-core
-// AMD EPYC Zen 3 VM, 7 Dec 2026) is paid once a sample, not once an op.
-// Warm-up, barrier and the stopping rule as time_op's (every op known, all
-// ranks agreeing).
-std::vector<Stat> time_cold_group(Comm& comm, const std::vector<std::function<void()>>& fs, int warmup, int reps) {
-  for (const auto& f : fs)
-    for (int i = 0; i < warmup; ++i) f();
-  comm.barrier();
-  std::vector<std::vector<double>> t(fs.size());
-  HostClock clock;
-  for (int s = 0; s < reps; ++s) {
-    flush_caches();
-    for (std::size_t i = 0; i < fs.size(); ++i) {
-      clock.start();
-      fs[i]();
-      t[i].push_back(clock.stop());
-    }
-    if (g_target > 0 && static_cast<int>(t.front().size()) >= kMinStopSamples) {
-      bool known = true;
-      for (const auto& ti : t) known = known && median_rel_halfwidth(ti) <= g_target;
-      if (comm.allreduce_max(known ? 0.0 : 1.0) == 0.0) break;
-    }
-  }
-  std::vector<Stat> out;
-  for (auto& ti : t) out.push_back(summarize(std::move(ti)));
-  return out;
-}
-
 // Bytes the allocator holds for the program (glibc's accounting: the main
 // arena's allocated blocks and the mmapped ones).
 double heap_in_use() {
@@ -266,35 +236,39 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
       add_row("kan_backward", need_dx ? "with input gradient" : "without input gradient", bw.flops, bw.bytes, tb,
           ws + 4.0 * static_cast<double>(scratch.floats()));
     }
-    // The small ops: the loss, per parameter the copy into its bucket
-    // (scaled), the copy back and Adam, and the batch's gathering. Each has
-    // data of its own (a parameter's copies and Adam work on separate
-    // buffers), so that cold, one eviction serves them all (time_cold_group).
-    // (Scoped: the peak below counts one training step's state, not these.)
-    // Warm, each alone, on the buffers of the original sequence: a copy's
-    // time hangs on where its source and destination lie (on the Zen 3 VM
-    // of 7 Dec 2026, copy_back between buffers allocated in the other order
-    // ran up to 18 x slower warm), and warm there is nothing to share.
-    if (g_flush.empty()) {
-      const double ny = static_cast<double>(y.size());
+    // loss
+    {
+      const double n = static_cast<double>(y.size());
       const Stat tl = time_op(comm, [&] { mse_forward_backward(y.data(), t.data(), y.size(), dy.data()); }, plan.warmup, plan.repeats);
-      add_row("mse", "", 5 * ny, 16 * ny, tl, 0);
-      auto prefs = kan_parameter_refs(net);
-      for (std::size_t p = 0; p < prefs.size(); ++p) {
-        const std::size_t n = prefs[p].size();
-        std::vector<float> g(n), bucket(n);
-        for (auto& v : g) v = u(gen);
-        const float inv = 0.5f;
-        const Stat tc = time_op(comm, [&] { for (std::size_t i = 0; i < n; ++i) bucket[i] = g[i] * inv; }, plan.warmup, plan.repeats);
-        add_row("bucket_copy", prefs[p].name, static_cast<double>(n), 8.0 * n, tc, 0);
-        const Stat tk = time_op(comm, [&] { std::copy(bucket.begin(), bucket.end(), g.begin()); }, plan.warmup, plan.repeats);
-        add_row("copy_back", prefs[p].name, 0, 8.0 * n, tk, 0);
-        Adam adam;
-        adam.init({n});
-        std::vector<float> param(prefs[p].data, prefs[p].data + n);
-        const Stat ta = time_op(comm, [&] { adam.update({param.data()}, {g.data()}); }, plan.warmup, plan.repeats);
-        add_row("adam", prefs[p].name, 10.0 * n, 28.0 * n, ta, 0);
-      }
+      add_row("mse", "", 5 * n, 16 * n, tl, 0);
+      for (auto& v : dy) v = u(gen);  // the loss overwrote it
+    }
+    // copies into buckets (scaled) and back, Adam: per parameter of this layer.
+    // Cold, each op pays its own eviction: timed after one shared eviction
+    // on buffers of their own (one pass a sample instead of fifteen, 30% less
+    // time in measure kernels), the small ops' held-out errors rose in 3 of 3
+    // interleaved calibrations on the Zen 3 VM of 7 Dec 2026 (the first op
+    // after the pass pays for its write-backs, the others do not); warm,
+    // a copy's time hangs on where its buffers lie (copy_back between buffers
+    // allocated in the other order ran up to 18 x slower there)
+    auto prefs = kan_parameter_refs(net);
+    for (std::size_t p = 0; p < prefs.size(); ++p) {
+      const std::size_t n = prefs[p].size();
+      std::vector<float> g(n), bucket(n);
+      for (auto& v : g) v = u(gen);
+      const float inv = 0.5f;
+      const Stat tc = time_op(comm, [&] { for (std::size_t i = 0; i < n; ++i) bucket[i] = g[i] * inv; }, plan.warmup, plan.repeats);
+      add_row("bucket_copy", prefs[p].name, static_cast<double>(n), 8.0 * n, tc, 0);
+      const Stat tk = time_op(comm, [&] { std::copy(bucket.begin(), bucket.end(), g.begin()); }, plan.warmup, plan.repeats);
+      add_row("copy_back", prefs[p].name, 0, 8.0 * n, tk, 0);
+      Adam adam;
+      adam.init({n});
+      std::vector<float> param(prefs[p].data, prefs[p].data + n);
+      const Stat ta = time_op(comm, [&] { adam.update({param.data()}, {g.data()}); }, plan.warmup, plan.repeats);
+      add_row("adam", prefs[p].name, 10.0 * n, 28.0 * n, ta, 0);
+    }
+    // the batch (teacher data held in memory, gathered by index)
+    {
       Dataset data("teacher", static_cast<int>(s.in), static_cast<int>(s.out), 4 * s.batch, plan.seed);
       data.materialize(1e12);
       const auto idx = shard_indices(4 * s.batch, 1, 0, plan.seed, 0);
@@ -303,56 +277,7 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
         for (int i = 0; i < B; ++i) data.sample(idx[static_cast<std::size_t>(i)], &X[static_cast<std::size_t>(i) * s.in], &T[static_cast<std::size_t>(i) * s.out]);
       }, plan.warmup, plan.repeats);
       add_row("load_batch", "", 0, 8.0 * s.batch * static_cast<double>(s.in + s.out), tb, 0);
-    } else {
-      struct SmallOp {
-        const char* op;
-        std::string detail;
-        double flops, bytes;
-        std::function<void()> run;
-      };
-      std::vector<SmallOp> small;
-      const double ny = static_cast<double>(y.size());
-      small.push_back({"mse", "", 5 * ny, 16 * ny, [&] { mse_forward_backward(y.data(), t.data(), y.size(), dy.data()); }});
-      struct ParamData {
-        std::vector<float> g_to_bucket, bucket, g_back, bucket_back, g_adam, param;
-        Adam adam;
-      };
-      auto prefs = kan_parameter_refs(net);
-      std::vector<ParamData> pd(prefs.size());
-      const float inv = 0.5f;
-      for (std::size_t p = 0; p < prefs.size(); ++p) {
-        const std::size_t n = prefs[p].size();
-        const double dn = static_cast<double>(n);
-        ParamData& d = pd[p];
-        d.g_to_bucket.resize(n);
-        for (auto& v : d.g_to_bucket) v = u(gen);
-        d.bucket.resize(n);
-        d.g_back.resize(n);  // (allocated before its source, as g before bucket warm)
-        d.bucket_back.assign(d.g_to_bucket.begin(), d.g_to_bucket.end());
-        d.g_adam.assign(d.g_to_bucket.begin(), d.g_to_bucket.end());
-        d.param.assign(prefs[p].data, prefs[p].data + n);
-        d.adam.init({n});
-        small.push_back({"bucket_copy", prefs[p].name, dn, 8.0 * dn, [&d, inv] {
-                           for (std::size_t i = 0; i < d.bucket.size(); ++i) d.bucket[i] = d.g_to_bucket[i] * inv;
-                         }});
-        small.push_back({"copy_back", prefs[p].name, 0, 8.0 * dn, [&d] { std::copy(d.bucket_back.begin(), d.bucket_back.end(), d.g_back.begin()); }});
-        small.push_back({"adam", prefs[p].name, 10.0 * dn, 28.0 * dn, [&d] { d.adam.update({d.param.data()}, {d.g_adam.data()}); }});
-      }
-      // the batch (teacher data held in memory, gathered by index)
-      Dataset data("teacher", static_cast<int>(s.in), static_cast<int>(s.out), 4 * s.batch, plan.seed);
-      data.materialize(1e12);
-      const auto idx = shard_indices(4 * s.batch, 1, 0, plan.seed, 0);
-      std::vector<float> X(static_cast<std::size_t>(B) * s.in), T(static_cast<std::size_t>(B) * s.out);
-      small.push_back({"load_batch", "", 0, 8.0 * s.batch * static_cast<double>(s.in + s.out), [&] {
-                         for (int i = 0; i < B; ++i)
-                           data.sample(idx[static_cast<std::size_t>(i)], &X[static_cast<std::size_t>(i) * s.in], &T[static_cast<std::size_t>(i) * s.out]);
-                       }});
-      std::vector<std::function<void()>> fs;
-      for (const SmallOp& o : small) fs.push_back(o.run);
-      const std::vector<Stat> ts = time_cold_group(comm, fs, plan.warmup, plan.repeats);
-      for (std::size_t i = 0; i < small.size(); ++i) add_row(small[i].op, small[i].detail, small[i].flops, small[i].bytes, ts[i], 0);
     }
-    for (auto& v : dy) v = u(gen);  // the loss overwrote it
     // the training step's state held at once: Adam's two moments and a
     // bucket beside the parameters, gradients, activations and workspaces
     Adam adam;
