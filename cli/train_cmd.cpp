@@ -89,19 +89,17 @@ void check_train_memory(const Workload& w, long long steps, int epochs, double l
 int train_on_ranks(const std::vector<TrainOptions>& runs, const std::string& backend) {
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
   try {
+    const CudaPlugin* cuda = nullptr;
+    if (backend == "cuda") {
+      std::string why;
+      cuda = cuda_plugin(&why);
+      if (!cuda) throw InputError("--backend cuda: " + why);
+    }
     for (const TrainOptions& o : runs) {
       // each run's peak memory its own (the calibration fits what runs hold)
       if (&o != &runs.front() && !reset_peak_rss())
         throw std::runtime_error("several workloads: cannot restart the peak resident set between runs (/proc/self/clear_refs)");
-      int code = 0;
-      if (backend == "cuda") {
-        std::string why;
-        const CudaPlugin* cuda = cuda_plugin(&why);
-        if (!cuda) throw InputError("--backend cuda: " + why);
-        code = cuda->train(o, *comm).exit_code;
-      } else {
-        code = run_train(o, *comm).exit_code;
-      }
+      const int code = cuda ? cuda->train(o, *comm).exit_code : run_train(o, *comm).exit_code;
       if (code != 0) return code;
     }
     return 0;

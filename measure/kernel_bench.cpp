@@ -244,13 +244,10 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
       for (auto& v : dy) v = u(gen);  // the loss overwrote it
     }
     // copies into buckets (scaled) and back, Adam: per parameter of this layer.
-    // Cold, each op pays its own eviction: timed after one shared eviction
-    // on buffers of their own (one pass a sample instead of fifteen, 30% less
-    // time in measure kernels), the small ops' held-out errors rose in 3 of 3
-    // interleaved calibrations on the Zen 3 VM of 7 Dec 2026 (the first op
-    // after the pass pays for its write-backs, the others do not); warm,
-    // a copy's time hangs on where its buffers lie (copy_back between buffers
-    // allocated in the other order ran up to 18 x slower there)
+    // Cold, each op after its own eviction: one eviction shared by the small
+    // ops (on buffers of their own) raised their held-out errors in 3 of 3
+    // interleaved calibrations (Zen 3 VM, 7 Dec 2026): the first op after the
+    // pass pays for its write-backs, the others do not.
     auto prefs = kan_parameter_refs(net);
     for (std::size_t p = 0; p < prefs.size(); ++p) {
       const std::size_t n = prefs[p].size();

@@ -168,48 +168,33 @@ std::vector<std::vector<Job>> make_schedule(const ValidationPlan& p) {
       if (torch) args.insert(args.end(), {"--ranks", std::to_string(ranks)});
       return args;
     };
-    if (p.measure.enabled && torch) {
-      // PyTorch: every run of a rank count in turn on one process group (the
-      // interpreters' torch import and gloo's start-up paid once a round, not
-      // once a run), each until its median step is known (the stopping rule)
-      std::map<int, std::size_t> group, runs;  // ranks -> its job, its runs
+    if (p.measure.enabled) {
+      // Every run of a rank count in turn on one set of ranks, each run's
+      // file written as it ends: PyTorch's on one process group (the
+      // interpreters' torch import and gloo's start-up paid once a round,
+      // not once a run), each until its median step is known (the stopping
+      // rule); kanscale's trainer under one mpirun per transport too (its
+      // start-up and MPI_Init paid once a round).
+      std::map<std::tuple<int, std::string, bool>, std::size_t> group, runs;  // ranks, transport, oversubscribed -> its job, its runs
       for (std::size_t c = 0; c < p.measure.live.size(); ++c) {
         const auto& lc = p.measure.live[c];
-        if (!group.count(lc.ranks)) {
-          group[lc.ranks] = jobs.size();
-          Job j{"calibration runs np" + std::to_string(lc.ranks), lc.ranks, lc.transport, lc.oversubscribed,
-                {"train", "--quiet", "--backend", p.backend, "--steps", std::to_string(2 + p.measure.cap_samples), "--threads",
-                 std::to_string(p.threads_per_rank), "--ranks", std::to_string(lc.ranks), "--target-rel-halfwidth",
-                 std::to_string(p.measure.target_rel_halfwidth)},
-                "", true, p.threads_per_rank};
-          jobs.push_back(j);
-        }
-        ++runs[lc.ranks];
-        Job& j = jobs[group[lc.ranks]];
-        j.args.insert(j.args.end(), {"--workload", live_cal_workload(c), "--json", live_cal_file(c, r)});
-        j.output = live_cal_file(c, r);  // (the last: the runs' files are written together at the end)
-        j.oversubscribed = j.oversubscribed || lc.oversubscribed;
-      }
-      for (const auto& [ranks, at] : group) jobs[at].what += " (" + std::to_string(runs[ranks]) + " runs)";
-    } else if (p.measure.enabled) {
-      // kanscale's trainer: every run of a rank count and transport in turn
-      // under one mpirun (its start-up and MPI_Init paid once a round, not
-      // once a run; each run's file written as it ends)
-      std::map<std::tuple<int, std::string, bool>, std::size_t> group, runs;
-      for (std::size_t c = 0; c < p.measure.live.size(); ++c) {
-        const auto& lc = p.measure.live[c];
-        const auto key = std::make_tuple(lc.ranks, lc.transport, lc.oversubscribed);
+        const auto key = torch ? std::make_tuple(lc.ranks, std::string(), false) : std::make_tuple(lc.ranks, lc.transport, lc.oversubscribed);
         if (!group.count(key)) {
           group[key] = jobs.size();
-          jobs.push_back({"calibration runs np" + std::to_string(lc.ranks) + (lc.transport.empty() ? "" : " " + transport_tag(lc.transport)),
-                          lc.ranks, lc.transport, lc.oversubscribed, train_args(live_cal_workload(c), live_cal_file(c, r), lc.ranks),
-                          live_cal_file(c, r), torch, p.threads_per_rank});
-        } else {
-          Job& j = jobs[group[key]];
-          j.args.insert(j.args.end(), {"--workload", live_cal_workload(c), "--json", live_cal_file(c, r)});
-          j.output = live_cal_file(c, r);  // (the last run's: the job is done when it is)
+          std::vector<std::string> args = {"train", "--quiet", "--backend", p.backend, "--threads", std::to_string(p.threads_per_rank), "--steps"};
+          if (torch)
+            args.insert(args.end(), {std::to_string(2 + p.measure.cap_samples), "--ranks", std::to_string(lc.ranks), "--target-rel-halfwidth",
+                                     std::to_string(p.measure.target_rel_halfwidth)});
+          else
+            args.push_back(std::to_string(p.steps));
+          jobs.push_back({"calibration runs np" + std::to_string(lc.ranks) + (torch || lc.transport.empty() ? "" : " " + transport_tag(lc.transport)),
+                          lc.ranks, lc.transport, lc.oversubscribed, args, "", torch, p.threads_per_rank});
         }
         ++runs[key];
+        Job& j = jobs[group[key]];
+        j.args.insert(j.args.end(), {"--workload", live_cal_workload(c), "--json", live_cal_file(c, r)});
+        j.output = live_cal_file(c, r);  // (the last run's: the job is done when it is)
+        j.oversubscribed = j.oversubscribed || lc.oversubscribed;
       }
       for (const auto& [key, at] : group) jobs[at].what += " (" + std::to_string(runs[key]) + " runs)";
     }
