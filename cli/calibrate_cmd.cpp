@@ -64,9 +64,9 @@ int calibrate(const std::vector<std::string>& args, const std::string& cmdline) 
       ("python", po::value(&python)->value_name("PATH"), "PyTorch plans: the interpreter every job uses (default $KANSCALE_PYTHON, else /usr/bin/python3)")
       ("from-trace", po::value(&traces)->value_name("FILE"), "instead of a plan: a torch.profiler trace of your PyTorch job (rank 0, ProfilerStep#N steps); repeat, each with its --workload")
       ("workload", po::value(&workloads)->value_name("FILE"), "--from-trace: the workload the trace ran (shapes, batch, DDP settings), in the traces' order")
-      ("cluster", po::value(&cluster)->value_name("FILE"), "--from-trace: the cluster the traces ran on (default: configs/clusters/local-cpu-gloo.yaml)")
+      ("cluster", po::value(&cluster)->value_name("FILE"), "--from-trace: the cluster the traces ran on (default: configs/clusters/local-cpu-gloo.yaml; a GPU job's traces: its GPU cluster, e.g. configs/clusters/dgx-h100.yaml)")
       ("ranks", po::value(&ranks), "--from-trace: the ranks the traced job ran on (default 1)")
-      ("sweep", po::value(&sweeps)->value_name("FILE"), "--from-trace: a gloo all-reduce or broadcast sweep (measure allreduce|broadcast --backend gloo --json) to fit the collectives from; repeat");
+      ("sweep", po::value(&sweeps)->value_name("FILE"), "--from-trace: a collective sweep to fit the collectives from (measure allreduce|broadcast --backend gloo --json; a GPU job's: measure allreduce --backend nccl --json); repeat");
   po::positional_options_description pos;
   pos.add("plan", 1);
   po::variables_map vm;

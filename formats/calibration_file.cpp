@@ -109,12 +109,23 @@ void write_compute_section(std::ostream& y, const CalibrationFile& f) {
 void write_torch_section(std::ostream& y, const CalibrationFile& f) {
   if (!f.torch_ops.empty()) {
     y << "torch_ops:   # PyTorch's op classes (kanscale measure torch-ops): calls x fixed + elements x per_element\n"
-      << "  measured_with: " << nlohmann::json(f.torch_fingerprint).dump() << "\n  classes:\n";
+      << "  measured_with: " << nlohmann::json(f.torch_fingerprint).dump() << "\n";
+    if (f.torch_host_has_launch)
+      y << "  host_has_launch: true   # the traced host ops launched their kernels: their fixed costs hold the launches\n";
+    y << "  classes:\n";
     for (const auto& o : f.torch_ops) {
       y << "    " << nlohmann::json(o.cls).dump() << ": {fixed: " << num(o.cost.fixed_s * 1e6, "us") << ", per_element: " << num(o.cost.element_s * 1e9, "ns");
       if (!o.cost.cov.empty()) y << ", cov: " << matrix(o.cost.cov);
-      y << ",\n      fit: " << fit_quality(o.fit, false) << "}   # " << o.shapes << " shapes; "
-        << (o.note.empty() ? "held out: leave one shape out" : o.note) << (o.source.empty() ? "" : "; from " + o.source) << "\n";
+      y << ",\n      fit: " << fit_quality(o.fit, false);
+      if (o.device) {
+        // the device's time for the class's kernels (a GPU job's traces)
+        y << ",\n      device: {fixed: " << num(o.device->fixed_s * 1e6, "us") << ", per_element: " << num(o.device->element_s * 1e9, "ns");
+        if (!o.device->cov.empty()) y << ", cov: " << matrix(o.device->cov);
+        if (o.device_fit) y << ", fit: " << fit_quality(*o.device_fit, false);
+        y << "}";
+      }
+      y << "}   # " << o.shapes << " shapes; " << (o.note.empty() ? "held out: leave one shape out" : o.note)
+        << (o.device_note.empty() ? "" : "; device: " + o.device_note) << (o.source.empty() ? "" : "; from " + o.source) << "\n";
     }
   }
 }

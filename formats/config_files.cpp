@@ -346,6 +346,7 @@ static void read_calibration_torch(YamlMap& m, Calibration& cal) {
   auto t = m.map_opt("torch_ops");
   if (!t) return;
   cal.torch_fingerprint = t->string("measured_with");
+  cal.torch_host_has_launch = t->boolean_opt("host_has_launch").value_or(false);
   auto classes = t->map("classes");
   // the classes efficient-kan's op list has (model/kan_model): a class no op
   // carries would cost nothing, a misspelled one would go unused
@@ -368,6 +369,16 @@ static void read_calibration_torch(YamlMap& m, Calibration& cal) {
     cost.element_s = c.quantity("per_element", Quantity::time, Bound::non_negative);
     if (auto cov = c.matrix_opt("cov", 2)) cost.cov = *cov;
     c.ignore("fit");
+    if (auto d = c.map_opt("device")) {
+      // the device's time for the class's kernels (a GPU job's traces)
+      TorchOpCost dev;
+      dev.fixed_s = d->quantity("fixed", Quantity::time, Bound::non_negative);
+      dev.element_s = d->quantity("per_element", Quantity::time, Bound::non_negative);
+      if (auto cov = d->matrix_opt("cov", 2)) dev.cov = *cov;
+      d->ignore("fit");
+      d->finish();
+      cal.torch_device_ops[cls] = dev;
+    }
     c.finish();
     cal.torch_ops[cls] = cost;
   }

@@ -257,6 +257,34 @@ void fit_gloo_collectives(const std::vector<const CollectiveSweepFile*>& sweeps,
   }
 }
 
+// A GPU job's op class: its kernels' time on the device, calls x fixed +
+// elements x per_element as the host's (relative least squares, a shape
+// held out at a time); a class whose events launched no kernel costs the
+// device nothing.
+void fit_torch_device(const std::string& cls, const std::vector<std::vector<double>>& x, const std::vector<double>& device,
+                      const std::vector<std::string>& shape, FittedTorchOp& o, std::ostream& report) {
+  o.device = TorchOpCost{};
+  if (*std::max_element(device.begin(), device.end()) <= 0) {
+    o.device_note = "no kernel in the traces";
+    report << "  " << cls << " (device): launched no kernel\n";
+    return;
+  }
+  if (*std::min_element(device.begin(), device.end()) <= 0) {
+    // some shapes launched none: the fit would divide by 0; the mean time per element instead
+    double t = 0, e = 0;
+    for (std::size_t i = 0; i < device.size(); ++i) t += device[i], e += x[i][1];
+    o.device->element_s = e > 0 ? t / e : 0.0;
+    o.device_note = "no kernel at some shapes: per_element the mean time per element, fixed 0";
+    report << "  " << cls << " (device): " << o.device_note << "\n";
+    return;
+  }
+  o.device_fit = fit_leave_one_group_out({"fixed_s", "s_per_element"}, x, device, shape);
+  o.device->fixed_s = o.device_fit->coef[0];
+  o.device->element_s = o.device_fit->coef[1];
+  o.device->cov = o.device_fit->cov;
+  report_row(report, cls + " (device)", *o.device_fit, {"us", "ns/elem"}, {1e6, 1e9});
+}
+
 // PyTorch's op classes (kanscale measure torch-ops): per class, time of a
 // repetition = calls x fixed + elements x per_element, relative least
 // squares over every shape; its held-out error leaves one shape out at a
@@ -264,7 +292,7 @@ void fit_gloo_collectives(const std::vector<const CollectiveSweepFile*>& sweeps,
 void fit_torch_ops(const std::vector<TorchOpsFile>& files, std::ostringstream& from, CalibrationFile& out, std::ostream& report) {
   struct Rows {
     std::vector<std::vector<double>> x;
-    std::vector<double> y;
+    std::vector<double> y, device;  // device: a GPU job's traces' kernel time (one per record, or none)
     std::vector<std::string> shape;
   };
   std::map<std::string, Rows> by_class;
@@ -284,6 +312,7 @@ void fit_torch_ops(const std::vector<TorchOpsFile>& files, std::ostringstream& f
       Rows& rows = by_class[r.cls];
       rows.x.push_back({r.calls, r.elements});
       rows.y.push_back(r.time_median_s);
+      if (r.device_median_s) rows.device.push_back(*r.device_median_s);
       rows.shape.push_back(r.shape_key());
     }
   }
@@ -304,6 +333,7 @@ void fit_torch_ops(const std::vector<TorchOpsFile>& files, std::ostringstream& f
     o.cost.element_s = o.fit.coef[1];
     o.cost.cov = o.fit.cov;
     report_row(report, cls, o.fit, {"us", "ns/elem"}, {1e6, 1e9});
+    if (r.device.size() == r.y.size()) fit_torch_device(cls, r.x, r.device, r.shape, o, report);
     out.torch_ops.push_back(std::move(o));
   }
 }

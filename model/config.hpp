@@ -300,6 +300,7 @@ struct HostTerms {
   std::map<std::string, TorchOpCost> ops;
   double per_dispatch_s = 0;  // > 0: every dispatch costs this, and ops are unused
   double sigma = 0;           // per_dispatch_s's lognormal spread (the interval's priors part)
+  bool has_launch = false;    // ops' fixed costs hold the kernels' launches (Calibration::torch_host_has_launch)
   std::string from;  // the calibration and the machine it was measured on, or the prior
 };
 
@@ -415,6 +416,13 @@ struct Calibration {
   // PyTorch's op classes (implementation pytorch), fitted; empty: none
   std::map<std::string, TorchOpCost> torch_ops;
   std::string torch_fingerprint;  // the torch, BLAS and Python they were measured with
+  // A GPU job's traces (calibrate --from-trace): per op class, the device's
+  // time for its kernels (calls x fixed + elements x per_element, in place
+  // of the datasheet roofline of the class's ops); and whether torch_ops'
+  // host costs already hold the kernels' launches (the traced host ops
+  // did launch them: the cluster's kernel_launch is not added again)
+  std::map<std::string, TorchOpCost> torch_device_ops;
+  bool torch_host_has_launch = false;
   double runtime_memory_bytes = 0;  // one rank per node
   // added per other rank on the node (fitted from runs at several ranks per node)
   double runtime_memory_per_local_peer_bytes = 0;

@@ -35,6 +35,11 @@ struct FittedTorchOp {
   int shapes = 0;
   std::string note;  // where per_element came from when it was not fitted ("" : fitted over the shapes)
   std::string source;  // what it was fitted from beyond the file's fitted_from ("" : nothing to add): a trace's events
+  // A GPU job's traces: the device's time for the class's kernels, its fit
+  // (unset where its per_element is the datasheet's: device_note says so)
+  std::optional<TorchOpCost> device;
+  std::optional<LinearFit> device_fit;
+  std::string device_note;
 };
 
 struct CalibrationFile {
@@ -65,6 +70,7 @@ struct CalibrationFile {
   std::optional<double> host_overhead_s;
   std::string host_overhead_note;
   std::string torch_fingerprint;
+  bool torch_host_has_launch = false;  // torch_ops' host costs hold the kernels' launches (a GPU job's traces)
   // collectives, nccl family: bus bandwidth per level, and how many sweeps each came from
   bool nccl = false;
   std::optional<double> nccl_bus_bw_intra_Bps, nccl_bus_bw_inter_Bps;

@@ -125,6 +125,13 @@ struct TorchOpRecord {
   std::vector<std::int64_t> widths;  // the model the layer belongs to
   double time_median_s = 0, time_iqr_s = 0;
   int reps = 0;
+  // A GPU job's trace (calibrate --from-trace): the device's time for the
+  // unit, the summed durations of the kernels, copies and sets its events
+  // launched (matched by correlation id), the median over the steps; and
+  // what the cluster's datasheet roofline gives the unit's ops (their flops
+  // and bytes, the launch left out). Unset: a CPU job.
+  std::optional<double> device_median_s;
+  double device_roofline_s = 0;
   // the shape it was measured at: records with the same key are held out together
   std::string shape_key() const {
     std::string k;

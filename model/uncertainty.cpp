@@ -12,8 +12,9 @@ bool has_parameter_uncertainty(const Calibration& cal) {
       if (!c.cov.empty()) return true;
   for (const auto& r : cal.mpi_regimes)
     if (!r.cov.empty()) return true;
-  for (const auto& [name, c] : cal.torch_ops)
-    if (!c.cov.empty()) return true;
+  for (const auto* table : {&cal.torch_ops, &cal.torch_device_ops})
+    for (const auto& [name, c] : *table)
+      if (!c.cov.empty()) return true;
   for (const auto* g : {&cal.gloo_allreduce, &cal.gloo_broadcast})
     if (*g && !(*g)->cov.empty()) return true;
   return cal.mpi_broadcast && !cal.mpi_broadcast->cov.empty();
@@ -78,17 +79,22 @@ Calibration draw_calibration(const Calibration& fitted, const Rng& rng, std::uin
   };
   if (cal.mpi_broadcast && !cal.mpi_broadcast->cov.empty()) draw_term(cal.mpi_broadcast);  // (no stream taken without one, as ever)
   // PyTorch's op classes: each class's (fixed, per element) from its covariance
-  for (auto& [name, c] : cal.torch_ops) {
-    if (c.cov.empty()) {
-      ++term;
-      continue;
+  auto draw_torch = [&](std::map<std::string, TorchOpCost>& table) {
+    for (auto& [name, c] : table) {
+      if (c.cov.empty()) {
+        ++term;
+        continue;
+      }
+      const auto x = correlated_normal({c.fixed_s, c.element_s}, c.cov, normals(2));
+      c.fixed_s = x[0];
+      c.element_s = x[1];
     }
-    const auto x = correlated_normal({c.fixed_s, c.element_s}, c.cov, normals(2));
-    c.fixed_s = x[0];
-    c.element_s = x[1];
-  }
+  };
+  draw_torch(cal.torch_ops);
   draw_term(cal.gloo_allreduce);
   draw_term(cal.gloo_broadcast);
+  // a GPU job's traced device terms (after the others: their streams stay as they were)
+  draw_torch(cal.torch_device_ops);
   // the model error the live runs showed out of sample, and the run's own
   // drift: two independent factors on every compute op
   cal.compute_scale = rng.lognormal_mean_one(cal.model_error_sigma, 0x2000, draw) * rng.lognormal_mean_one(cal.drift_sigma, 0x2001, draw);

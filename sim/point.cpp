@@ -154,10 +154,16 @@ void set_two_track_costs(ReplayInput& in, const Cluster& c, const Calibration& c
       host = std::max(0.0, o.unit_calls * it->second.fixed_s);
     }
     if (!o.host_only) {
-      host += c.gpu.kernel_launch_s;
+      if (!h.has_launch) host += c.gpu.kernel_launch_s;
       OpCost k = o.kind == OpKind::gemm ? cal.gemm : cal.elementwise;
       k.fixed_s = 0;  // the launch is the host's
       device = k.time_s(o.flops, o.bytes);
+    }
+    // a GPU job's traced classes: the unit's kernels' time on the op that
+    // carries the unit, none on its others (their kernels are in it)
+    if (!cal.torch_device_ops.empty() && !o.torch_unit.empty()) {
+      const auto d = cal.torch_device_ops.find(o.torch_unit);
+      device = d == cal.torch_device_ops.end() || o.unit_calls <= 0 ? 0.0 : std::max(0.0, d->second.time_s(o.unit_calls, o.unit_elements));
     }
     in.op_host_s[i] = host;
     in.op_time_s[i] = device;
@@ -188,6 +194,7 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
       // (the calibration's own live term, of this rank count, is applied below)
       HostTerms own;
       own.ops = cal.torch_ops;
+      own.has_launch = cal.torch_host_has_launch;
       own.from = "calibration '" + cal.name + "'";
       set_two_track_costs(in, c, cal, own);
     }

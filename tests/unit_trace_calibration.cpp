@@ -56,8 +56,18 @@ std::string workload_text(const std::vector<int>& widths, int batch) {
 // cost of its op (us), laid out with the profiler's cost, inside
 // ProfilerStep#1..steps, back to back.
 // (ranks 1: the op times of one rank alone on the machine, as the calibration has them)
-nlohmann::json hand_trace(const Workload& w, const Cluster& c, const Calibration& known, int ranks, int steps) {
-  const std::vector<TorchTraceEvent> ev = read_torch_trace(fixture_trace(), "parity-2-layers.trace.json");
+// A GPU job's (`device`: per unit, its kernels' known cost on the device):
+// under the event of each op that carries a unit, one more event, a
+// cudaLaunchKernel (no work of its own) whose kernel on stream 7 takes the
+// unit's device time; under each comm:all_reduce event, a launch of an NCCL
+// kernel of `nccl_us`.
+struct HandDevice {
+  std::map<std::string, TorchOpCost> units;
+  double nccl_us = 0;
+};
+
+nlohmann::json hand_trace(const Workload& w, const Cluster& c, const Calibration& known, int ranks, int steps, const HandDevice* device = nullptr) {
+  std::vector<TorchTraceEvent> ev = read_torch_trace(fixture_trace(), "parity-2-layers.trace.json");
   const ReplayInput in = make_replay_input(c, w, known, layout_for(c, ranks, std::nullopt), w.batch_per_gpu, 0);
   std::map<std::string, std::vector<std::size_t>> ops_of;
   for (std::size_t i = 0; i < in.ops.size(); ++i)
@@ -68,10 +78,30 @@ nlohmann::json hand_trace(const Workload& w, const Cluster& c, const Calibration
   for (std::size_t i = 0; i < ev.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ev[a].ts_us < ev[b].ts_us; });
   std::map<std::string, std::size_t> seen;
+  std::vector<double> kernel_us;  // per event: the kernel its launch runs (a launch's), else 0
+  const std::size_t n_host = ev.size();
+  std::vector<std::pair<std::size_t, double>> launches;  // (the launching event, its kernel's us)
   for (std::size_t i : order) {
     const auto it = ops_of.find(ev[i].cls);
+    if (device && ev[i].cls == "comm:all_reduce") launches.emplace_back(i, device->nccl_us);
     if (it == ops_of.end()) continue;
-    work[i] = in.op_time_s[it->second[seen[ev[i].cls]++ % it->second.size()]] * 1e6;
+    const Op& op = in.ops[it->second[seen[ev[i].cls]++ % it->second.size()]];
+    work[i] = in.op_time_s[static_cast<std::size_t>(&op - in.ops.data())] * 1e6;
+    if (!device || op.unit_calls <= 0) continue;
+    const auto d = device->units.find(op.torch_unit);
+    if (d != device->units.end()) launches.emplace_back(i, d->second.time_s(op.unit_calls, op.unit_elements) * 1e6);
+  }
+  // the launches, each a child of its op's event
+  kernel_us.assign(ev.size(), 0.0);
+  for (const auto& [parent, us] : launches) {
+    TorchTraceEvent l;
+    l.name = "cudaLaunchKernel";
+    l.cat = "cuda_runtime";
+    l.tid = ev[parent].tid;
+    l.parent = static_cast<int>(parent);
+    ev.push_back(l);
+    work.push_back(0.0);
+    kernel_us.push_back(us);
   }
   std::vector<std::vector<std::size_t>> children(ev.size());
   std::map<long long, std::vector<std::size_t>> roots;  // per thread
@@ -99,7 +129,16 @@ nlohmann::json hand_trace(const Workload& w, const Cluster& c, const Calibration
     for (std::size_t i = 0; i < ev.size(); ++i) {
       const long long id = s * per_step + static_cast<long long>(i) + 1;
       const long long parent = ev[i].parent < 0 ? 0 : s * per_step + ev[i].parent + 1;
-      out.push_back({{"name", ev[i].name}, {"ph", "X"}, {"ts", ts[i] + shift}, {"dur", dur[i]}, {"tid", ev[i].tid}, {"args", {{"id", id}, {"parent", parent}}}});
+      if (i < n_host) {
+        out.push_back({{"name", ev[i].name}, {"ph", "X"}, {"ts", ts[i] + shift}, {"dur", dur[i]}, {"tid", ev[i].tid}, {"args", {{"id", id}, {"parent", parent}}}});
+        continue;
+      }
+      // a launch and its kernel (an NCCL one under a collective), by correlation id
+      out.push_back({{"name", ev[i].name}, {"ph", "X"}, {"cat", "cuda_runtime"}, {"ts", ts[i] + shift}, {"dur", dur[i]}, {"tid", ev[i].tid},
+                     {"args", {{"correlation", id}}}});
+      const bool nccl = ev[static_cast<std::size_t>(ev[i].parent)].cls == "comm:all_reduce";
+      out.push_back({{"name", nccl ? "ncclKernel_AllReduce_RING_LL_Sum_float" : "hand_kernel"}, {"ph", "X"}, {"cat", "kernel"}, {"pid", 0}, {"tid", 7},
+                     {"ts", ts[i] + shift + 1}, {"dur", kernel_us[i]}, {"args", {{"correlation", id}, {"stream", 7}, {"device", 0}}}});
     }
   }
   return out;
@@ -115,13 +154,15 @@ Calibration known_calibration(const Cluster& c) {
 }
 
 // Four shapes of the fixture's 2-layer structure (the op list does not
-// depend on the widths or the batch), each a workload and its hand-made trace in `dir`.
-std::vector<TraceJob> four_hand_jobs(const TempDir& dir, const Cluster& c, const Calibration& known) {
+// depend on the widths or the batch), each a workload and its hand-made
+// trace in `dir` (t0.json, ...; a GPU job's, g0.json, ...).
+std::vector<TraceJob> four_hand_jobs(const TempDir& dir, const Cluster& c, const Calibration& known, const HandDevice* device = nullptr) {
   const std::vector<std::pair<std::vector<int>, int>> shapes = {{{8, 16, 1}, 8}, {{4, 32, 2}, 16}, {{16, 8, 4}, 32}, {{12, 24, 3}, 64}};
   std::vector<TraceJob> jobs;
   for (std::size_t k = 0; k < shapes.size(); ++k) {
     const std::string wf = dir.write("w" + std::to_string(k) + ".yaml", workload_text(shapes[k].first, shapes[k].second));
-    jobs.push_back({dir.write("t" + std::to_string(k) + ".json", hand_trace(load_workload(wf), c, known, 1, 3).dump()), wf});
+    const std::string tf = (device ? "g" : "t") + std::to_string(k) + ".json";
+    jobs.push_back({dir.write(tf, hand_trace(load_workload(wf), c, known, 1, 3, device).dump()), wf});
   }
   return jobs;
 }
@@ -255,9 +296,123 @@ TEST_CASE("calibrate --from-trace: refusals name the file") {
   const std::string f3 = dir.write("three.json", stepped.dump());
   CHECK_THROWS_WITH_AS(trace_records(f3, w, c, 2), doctest::Contains("three.json: not a trace of"), InputError);
   CHECK_THROWS_WITH_AS(trace_records(f3, w, c, 2), doctest::Contains("(backward:AccumulateGrad: 9 events where the model has 6 ops per iteration)"), InputError);
-  // a GPU job: CUDA activity
+  // a real GPU job's trace of another model (HolisticTraceAnalysis's), on a GPU cluster
   std::ifstream inh(kSrc + "/tests/fixtures/hta/event-sync.json");
   REQUIRE(inh.good());
   const std::string f4 = dir.write("gpu.json", nlohmann::json::parse(inh).dump());
-  CHECK_THROWS_WITH_AS(trace_records(f4, w, c, 2), doctest::Contains("gpu.json: CUDA activity"), InputError);
+  const Cluster h200 = load_cluster(kSrc + "/configs/clusters/single-h200.yaml");
+  CHECK_THROWS_WITH_AS(trace_records(f4, w, h200, 1), doctest::Contains("gpu.json: not a trace of"), InputError);
+}
+
+namespace {
+// A known device cost per unit, unlike from unit to unit: fixed 4 or 8 us,
+// per_element 2, 4 or 6 ps; an NCCL all-reduce of 50 us.
+HandDevice hand_device(const Calibration& known) {
+  HandDevice d;
+  int k = 0;
+  for (const auto& [unit, cost] : known.torch_ops) {
+    d.units[unit] = TorchOpCost{4e-6 * (1 + k % 2), 2e-12 * (1 + k % 3)};
+    ++k;
+  }
+  d.nccl_us = 50;
+  return d;
+}
+
+// The host's known costs (on the CPU cluster the hand-made traces are laid
+// out on), the device's, and a directory for the files.
+struct GpuHand {
+  Cluster cpu = load_cluster(kSrc + "/configs/clusters/local-cpu-gloo.yaml");
+  Calibration known = known_calibration(cpu);
+  HandDevice dev = hand_device(known);
+  TempDir dir;
+};
+}  // namespace
+
+TEST_CASE("calibrate --from-trace: a GPU job's kernels give each class its device time, its launches stay the host's") {
+  GpuHand h;
+  const auto& [cpu, known, dev, dir] = h;
+  const Cluster gpu = load_cluster(kSrc + "/configs/clusters/single-h200.yaml");
+  // each step launching its units' kernels
+  const std::vector<TraceJob> jobs = four_hand_jobs(dir, cpu, known, &dev);
+  const Workload w0 = load_workload(jobs[0].workload);
+  // one trace's records: the host's time per unit as on a CPU (each launch
+  // is one more event, whose profiler cost is taken off), the device's the
+  // known kernels'
+  const TraceRecords r = trace_records(jobs[0].trace, w0, gpu, 1);
+  CHECK(r.cuda);
+  REQUIRE(!r.ops.records.empty());
+  for (const TorchOpRecord& rec : r.ops.records) {
+    CAPTURE(rec.cls);
+    CHECK(rec.time_median_s == doctest::Approx(known.torch_ops.at(rec.cls).time_s(rec.calls, rec.elements)).epsilon(1e-6));
+    REQUIRE(rec.device_median_s.has_value());
+    CHECK(*rec.device_median_s == doctest::Approx(dev.units.at(rec.cls).time_s(rec.calls, rec.elements)).epsilon(1e-6));
+  }
+  for (double g : r.glue_s) CHECK(g == doctest::Approx(0.0).epsilon(1e-12));
+  // each kind of trace on its kind of cluster
+  CHECK_THROWS_WITH_AS(trace_records(jobs[0].trace, w0, cpu, 1), doctest::Contains("g0.json: CUDA activity"), InputError);
+  const std::string cpu_trace = dir.write("c0.json", hand_trace(w0, cpu, known, 1, 3).dump());
+  CHECK_THROWS_WITH_AS(trace_records(cpu_trace, w0, gpu, 1), doctest::Contains("c0.json: no CUDA activity"), InputError);
+  CHECK_THROWS_WITH_AS(calibrate_from_traces({jobs[0], {cpu_trace, jobs[0].workload}}, gpu, 1, "mixed"), doctest::Contains("c0.json"), InputError);
+
+  // the fit: every class's host and device terms given back
+  const TraceCalibration t = calibrate_from_traces(jobs, gpu, 1, "gpu");
+  CHECK(t.file.torch_host_has_launch);
+  int checked = 0;
+  for (const FittedTorchOp& o : t.file.torch_ops) {
+    CAPTURE(o.cls);
+    CHECK(o.cost.fixed_s == doctest::Approx(known.torch_ops.at(o.cls).fixed_s).epsilon(1e-6));
+    REQUIRE(o.device.has_value());
+    CHECK(o.device->fixed_s == doctest::Approx(dev.units.at(o.cls).fixed_s).epsilon(1e-6));
+    CHECK(o.device->element_s == doctest::Approx(dev.units.at(o.cls).element_s).epsilon(1e-6));
+    ++checked;
+  }
+  CHECK(checked >= 15);
+  // as simulate reads it: each unit's kernels on the device track (on the op
+  // that carries the unit), its host cost without the cluster's kernel_launch
+  const Calibration cal = load_calibration(dir.write("gpu.yaml", write_calibration(t.file, "# test\n")), gpu, Precision::fp32);
+  CHECK(cal.torch_host_has_launch);
+  CHECK(cal.torch_device_ops.size() == t.file.torch_ops.size());
+  const ReplayInput in = make_replay_input(gpu, w0, cal, layout_for(gpu, 1, std::nullopt), w0.batch_per_gpu, 0);
+  REQUIRE(in.op_host_s.size() == in.ops.size());
+  double device = 0, known_device = 0;
+  for (std::size_t i = 0; i < in.ops.size(); ++i) {
+    const Op& o = in.ops[i];
+    device += in.op_time_s[i];
+    if (o.torch_unit.empty()) continue;
+    CAPTURE(o.name);
+    const double host = o.unit_calls * cal.torch_ops.at(o.torch_unit).fixed_s;  // no launch added
+    CHECK(in.op_host_s[i] == doctest::Approx(host).epsilon(1e-9));
+    if (o.unit_calls > 0) known_device += dev.units.at(o.torch_unit).time_s(o.unit_calls, o.unit_elements);
+  }
+  CHECK(device == doctest::Approx(known_device).epsilon(1e-6));
+}
+
+TEST_CASE("calibrate --from-trace: a GPU job's all-reduces are their NCCL kernels' time, an NCCL sweep") {
+  GpuHand h;
+  const auto& [cpu, known, dev, dir] = h;
+  const Cluster dgx = load_cluster(kSrc + "/configs/clusters/dgx-h100.yaml");
+  const std::string wf = dir.write("w.yaml", workload_text({8, 16, 1}, 8));
+  const Workload w = load_workload(wf);
+  const std::string tf = dir.write("g.json", hand_trace(w, cpu, known, 2, 3, &dev).dump());
+  const TraceRecords r = trace_records(tf, w, dgx, 2);
+  // the fixture's one bucket: its host event only launches; the kernel took 50 us
+  REQUIRE(r.sweeps.size() == 1);  // (no broadcast: NCCL's is derived from its ring)
+  const CollectiveSweepFile& s = r.sweeps[0];
+  CHECK(s.backend == "nccl");
+  CHECK(s.collective == SweptCollective::allreduce);
+  REQUIRE(s.points.size() == 1);
+  CHECK(*s.points[0].in_place->time_us == doctest::Approx(dev.nccl_us));
+  // nccl-tests' busbw at 2 ranks: bytes / time x 2(2-1)/2
+  CHECK(*s.points[0].in_place->busbw_GBps == doctest::Approx(s.points[0].size_bytes / 50e-6 * 1e-9));
+  const TraceCalibration t = calibrate_from_traces({{tf, wf}}, dgx, 2, "dgx");
+  CHECK(t.file.nccl);
+  REQUIRE(t.file.nccl_bus_bw_intra_Bps.has_value());
+  CHECK(*t.file.nccl_bus_bw_intra_Bps == doctest::Approx(s.points[0].size_bytes / 50e-6));
+  // one shape: per_element on the host 0, the device's from the datasheet, and said so
+  for (const FittedTorchOp& o : t.file.torch_ops) {
+    CAPTURE(o.cls);
+    CHECK(o.cost.element_s == 0.0);
+    REQUIRE(o.device.has_value());
+    CHECK(o.device_note.find("dgx-h100.yaml's datasheet roofline") != std::string::npos);
+  }
 }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "common/error.hpp"
 #include "formats/torch_trace.hpp"
@@ -154,6 +155,50 @@ StepLayout step_layout(const std::vector<TorchTraceEvent>& ev, std::vector<doubl
   return l;
 }
 
+// A GPU job's step: per event of a class, the device work its launches did
+// (compute, NCCL) and the host's waits for the device inside it: each
+// runtime call belongs to its nearest enclosing classed event (none: the
+// step's other work). `launched`: per correlation id, the device's
+// microseconds (compute, NCCL).
+struct StepDevice {
+  std::vector<double> compute_s, nccl_s, sync_s;
+  double other_s = 0, other_sync_s = 0;  // launched, or waited, outside every classed event
+};
+
+bool is_runtime(const TorchTraceEvent& e) { return e.cat == "cuda_runtime" || e.cat == "cuda_driver"; }
+
+// the runtime calls that wait for the device (the host does no work meanwhile)
+bool is_sync(const std::string& name) {
+  return name == "cudaStreamSynchronize" || name == "cudaDeviceSynchronize" || name == "cudaEventSynchronize" || name == "cudaMemcpy" ||
+         name == "cuStreamSynchronize" || name == "cuCtxSynchronize" || name == "cuEventSynchronize";
+}
+
+StepDevice step_device(const std::vector<TorchTraceEvent>& ev, const std::unordered_map<long long, std::pair<double, double>>& launched) {
+  StepDevice d;
+  d.compute_s.assign(ev.size(), 0.0);
+  d.nccl_s.assign(ev.size(), 0.0);
+  d.sync_s.assign(ev.size(), 0.0);
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    if (!is_runtime(ev[i])) continue;
+    int owner = ev[i].parent;
+    while (owner >= 0 && ev[static_cast<std::size_t>(owner)].cls.empty()) owner = ev[static_cast<std::size_t>(owner)].parent;
+    double compute = 0, nccl = 0;
+    if (const auto it = launched.find(ev[i].correlation); ev[i].correlation >= 0 && it != launched.end())
+      compute = it->second.first * 1e-6, nccl = it->second.second * 1e-6;
+    const double wait = is_sync(ev[i].name) ? ev[i].dur_us * 1e-6 : 0.0;
+    if (owner < 0) {
+      d.other_s += compute + nccl;
+      d.other_sync_s += wait;
+      continue;
+    }
+    const auto o = static_cast<std::size_t>(owner);
+    d.compute_s[o] += compute;
+    d.nccl_s[o] += nccl;
+    d.sync_s[o] += wait;
+  }
+  return d;
+}
+
 // Whole iterations: every class of the model's list k times its ops (a trace
 // without ProfilerStep ranges may hold several steps); any other count is a
 // trace of another model or other DDP settings (InputError naming `what` and
@@ -189,6 +234,13 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
   if (w.implementation != Implementation::pytorch)
     throw InputError((w.file.empty() ? w.name : w.file) + ": key 'implementation': a torch.profiler trace is of a PyTorch job; expected pytorch");
   const std::vector<nlohmann::json> steps = split_profiler_steps(trace, what);
+  // a GPU job: each launch's device work, by correlation id (compute, NCCL; us)
+  std::unordered_map<long long, std::pair<double, double>> launched;
+  for (const TorchDeviceEvent& d : torch_device_events(trace, {}, what)) {
+    if (d.cat == "cuda_sync" || d.correlation < 0) continue;
+    auto& x = launched[d.correlation];
+    (d.nccl ? x.second : x.first) += d.dur_us;
+  }
   // each step's events, read once
   std::vector<std::vector<TorchTraceEvent>> step_events;
   for (const nlohmann::json& s : steps) step_events.push_back(read_torch_trace(s, what));
@@ -205,7 +257,7 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
   const bool two_track = !in.op_host_s.empty();
   std::map<std::string, std::vector<std::size_t>> by_class;
   std::vector<std::string> unit_order;
-  std::map<std::string, double> unit_cost, unit_calls, unit_elements;
+  std::map<std::string, double> unit_cost, unit_calls, unit_elements, unit_device;
   auto unit_of = [&](std::size_t i) { return in.ops[i].torch_unit.empty() ? in.ops[i].torch_class : in.ops[i].torch_unit; };
   for (std::size_t i = 0; i < in.ops.size(); ++i) {
     if (in.ops[i].torch_class.empty()) continue;
@@ -213,12 +265,14 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
     const std::string unit = unit_of(i);
     if (!unit_cost.count(unit)) unit_order.push_back(unit);
     unit_cost[unit] += two_track ? in.op_host_s[i] : in.op_time_s[i];
+    unit_device[unit] += two_track ? in.op_time_s[i] : 0.0;
     unit_calls[unit] += in.ops[i].unit_calls;
     unit_elements[unit] += in.ops[i].unit_elements;
   }
 
   ProfileComparison p;
   p.torch_ops = torch_ops;
+  p.cuda = !launched.empty();
   for (const Bucket& b : in.steady.buckets) p.bucket_bytes.push_back(b.bytes);
   p.broadcast_bytes = in.broadcast_buffers ? in.broadcast_bytes : 0.0;
   std::map<std::string, ProfileComm> comm;
@@ -227,6 +281,7 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
   for (std::size_t s = 0; s < steps.size(); ++s) {
     const std::vector<TorchTraceEvent>& ev = step_events[s];
     const StepLayout lay = step_layout(ev, gaps, views);
+    const StepDevice sd = step_device(ev, launched);
     // the events of each class the model lists, in time order
     std::map<std::string, std::vector<const TorchTraceEvent*>> seen;
     std::vector<double> step_ar, step_bc;  // this step's collectives, in time order (gloo runs them on one thread)
@@ -236,9 +291,12 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
         ProfileComm& k = comm[e.cls];
         k.cls = e.cls;
         ++k.events;
-        k.measured_s += e.dur_us * 1e-6;
-        if (e.cls == "comm:all_reduce") step_ar.push_back(e.dur_us * 1e-6);
-        if (e.cls == "comm:broadcast") step_bc.push_back(e.dur_us * 1e-6);
+        // (a GPU job's collective: its NCCL kernels' time; its host event only launches them)
+        const std::size_t idx = static_cast<std::size_t>(&e - ev.data());
+        const double t = p.cuda ? sd.nccl_s[idx] : e.dur_us * 1e-6;
+        k.measured_s += t;
+        if (e.cls == "comm:all_reduce") step_ar.push_back(t);
+        if (e.cls == "comm:broadcast") step_bc.push_back(t);
       } else if (by_class.count(e.cls)) {
         seen[e.cls].push_back(&e);
       } else {
@@ -264,6 +322,8 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
         u.inner_events += lay.inner_n[idx];
         u.lead_s += lay.lead[idx];
         u.leads += lay.lead[idx] > 0 ? 1 : 0;
+        u.device_s += sd.compute_s[idx];
+        u.sync_s += sd.sync_s[idx];
         if (in.ops[op].host_only) dispatch.push_back(events[j]->dur_us * 1e-6);
       }
     }
@@ -275,6 +335,7 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
         u.predicted_s = unit_cost.at(name);
         u.calls = unit_calls.at(name);
         u.elements = unit_elements.at(name);
+        u.device_predicted_s = unit_device.at(name);
         p.measured_total_s += u.measured_s;
         p.predicted_total_s += u.predicted_s;
         p.units.push_back(u);
@@ -288,6 +349,8 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
       p.allreduce_s.push_back(part(step_ar));
       p.broadcast_s.push_back(part(step_bc));
       p.step_span_s.push_back(lay.span_s / k);
+      p.step_sync_s.push_back(sd.other_sync_s / k);
+      p.step_device_other_s.push_back(sd.other_s / k);
       ++p.iterations;
     }
   }
@@ -317,16 +380,21 @@ std::string profile_report(const ProfileComparison& p) {
   o << "op list: " << torch_op_set_name(p.torch_ops) << "'s (the workload's torch, else the one the trace's ops show)\n";
   for (int it = 0; it < p.iterations; ++it) {
     o << "iteration " << it + 1 << " of " << p.iterations << " (measured: the summed durations of the unit's events; predicted: the replay's cost of its ops)\n";
-    std::snprintf(b, sizeof b, "  %-36s %7s %12s %12s %9s\n", "op class (unit)", "events", "measured", "predicted", "meas/pred");
+    std::snprintf(b, sizeof b, "  %-36s %7s %12s %12s %9s", "op class (unit)", "events", "measured", "predicted", "meas/pred");
     o << b;
+    // (a GPU job: its kernels' time on the device, against the replay's device track)
+    if (p.cuda) std::snprintf(b, sizeof b, " %12s %12s", "device", "dev. pred."), o << b;
+    o << "\n";
     double m = 0, q = 0;
     for (const ProfileUnit& u : p.units) {
       if (u.iteration != it) continue;
       m += u.measured_s;
       q += u.predicted_s;
-      std::snprintf(b, sizeof b, "  %-36s %7d %12s %12s %9s\n", u.unit.c_str(), u.events, ms(u.measured_s).c_str(), ms(u.predicted_s).c_str(),
+      std::snprintf(b, sizeof b, "  %-36s %7d %12s %12s %9s", u.unit.c_str(), u.events, ms(u.measured_s).c_str(), ms(u.predicted_s).c_str(),
                     u.predicted_s > 0 ? (std::to_string(u.measured_s / u.predicted_s).substr(0, 5)).c_str() : "-");
       o << b;
+      if (p.cuda) std::snprintf(b, sizeof b, " %12s %12s", ms(u.device_s).c_str(), ms(u.device_predicted_s).c_str()), o << b;
+      o << "\n";
     }
     std::snprintf(b, sizeof b, "  %-36s %7s %12s %12s %9s\n", "all units", "", ms(m).c_str(), ms(q).c_str(),
                   q > 0 ? std::to_string(m / q).substr(0, 5).c_str() : "-");
@@ -353,8 +421,10 @@ std::string profile_report(const ProfileComparison& p) {
 
 nlohmann::json profile_json(const ProfileComparison& p) {
   nlohmann::json units = nlohmann::json::array();
-  for (const ProfileUnit& u : p.units)
+  for (const ProfileUnit& u : p.units) {
     units.push_back({{"unit", u.unit}, {"iteration", u.iteration}, {"events", u.events}, {"measured_s", u.measured_s}, {"predicted_s", u.predicted_s}});
+    if (p.cuda) units.back()["device_s"] = u.device_s, units.back()["device_predicted_s"] = u.device_predicted_s;
+  }
   nlohmann::json comm = nlohmann::json::array();
   for (const ProfileComm& k : p.comm)
     comm.push_back({{"class", k.cls}, {"events", k.events}, {"measured_s", k.measured_s}, {"predicted_each_s", k.predicted_each_s}});

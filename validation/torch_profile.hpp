@@ -51,6 +51,12 @@ struct ProfileUnit {
   // what a call costs its caller beyond the op; and how many
   double lead_s = 0;
   int leads = 0;
+  // A GPU job: the device work its events launched (kernels, copies, sets,
+  // matched by correlation id; NCCL's are the collectives'), what the
+  // replay's device track gives its ops (the cost's roofline), and the
+  // host's waits for the device inside its events (synchronising runtime
+  // calls: cudaStreamSynchronize, ...), which are no host work
+  double device_s = 0, device_predicted_s = 0, sync_s = 0;
 };
 
 struct ProfileComm {
@@ -91,6 +97,12 @@ struct ProfileComparison {
   std::vector<double> bucket_bytes;
   double broadcast_bytes = 0;
   std::vector<std::vector<double>> allreduce_s, broadcast_s;
+  // A GPU job's trace (CUDA activity): the collectives' times above are
+  // their NCCL kernels' (their host events only launch them); per
+  // iteration, the host's waits for the device outside every unit, and the
+  // device work launched outside every unit (the batch's copy to the GPU, ...)
+  bool cuda = false;
+  std::vector<double> step_sync_s, step_device_other_s;
 };
 
 // The trace's steps: events between each ProfilerStep#N range's ends, or

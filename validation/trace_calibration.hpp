@@ -52,6 +52,12 @@ struct TraceRecords {
   std::vector<CollectiveSweepFile> sweeps;
   double collective_spread = 0;  // the largest max/min of a collective's time over the steps
   std::map<std::string, int> unit_events;  // per unit: its events in one step (the first)
+  // A GPU job's trace (CUDA activity): the records carry the device's time
+  // per unit, the host's carry the launches; its collectives are its NCCL
+  // kernels' (an NCCL all-reduce sweep); per step, the device work launched
+  // outside every unit (the model has none: reported)
+  bool cuda = false;
+  std::vector<double> device_other_s;
 };
 TraceRecords trace_records(const std::string& trace_file, const Workload& w, const Cluster& c, int ranks);
 
