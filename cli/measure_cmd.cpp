@@ -225,9 +225,9 @@ int measure(const std::vector<std::string>& args, const std::string& cmdline) {
   const std::string& backend = parsed.backend;
   check_output_paths({{o.json, o.resume.empty() ? "--json" : "--resume"}, {o.csv, "--csv"}, {csv_meta_path(o.csv), "--csv (its .meta.json)"}});
   if (parsed.check_only) return 0;
-  if (backend == "gloo") {
+  if (backend == "gloo" || backend == "torch-nccl") {
     if (o.root >= parsed.ranks) throw InputError("-r: the root must be a rank, 0.." + std::to_string(parsed.ranks - 1));
-    return run_torch_sweep(o, parsed.ranks, resolve_python(parsed.python), parsed.port_range, cmdline);
+    return run_torch_sweep(o, parsed.ranks, resolve_python(parsed.python), parsed.port_range, cmdline, backend == "gloo" ? "gloo" : "nccl");
   }
   auto comm = launched_by_mpirun() ? make_mpi_comm() : make_self_comm();
   if (o.root < 0 || o.root >= comm->size()) throw InputError("-r: the root must be a rank, 0.." + std::to_string(comm->size() - 1));

@@ -77,10 +77,11 @@ ParsedSweep parse_sweep_options(const std::string& op, const std::vector<std::st
       ("check,c", po::value(&check)->default_value(check), "verify every result (1) or not (0)")
       ("root,r", po::value(&o.root)->default_value(o.root), "broadcast root")
       ("backend", po::value(&r.backend)->default_value(r.backend),
-       "mpi (host memory; one process: no communication) | nccl (GPU memory) | gloo (PyTorch's torch.distributed, ranks started by kanscale)")
-      ("ranks", po::value(&r.ranks), "gloo: processes to start (default 2)")
-      ("python", po::value(&r.python)->value_name("PATH"), "gloo: the interpreter with torch (default: $KANSCALE_PYTHON, else /usr/bin/python3)")
-      ("port-range", po::value(&r.port_range)->default_value(r.port_range), "gloo: where to look for a free rendezvous port")
+       "mpi (host memory; one process: no communication) | nccl (GPU memory) | gloo (PyTorch's torch.distributed, ranks started by kanscale) | "
+       "torch-nccl (NCCL through torch.distributed, one rank per GPU, started by kanscale)")
+      ("ranks", po::value(&r.ranks), "gloo, torch-nccl: processes to start (default 2)")
+      ("python", po::value(&r.python)->value_name("PATH"), "gloo, torch-nccl: the interpreter with torch (default: $KANSCALE_PYTHON, else /usr/bin/python3)")
+      ("port-range", po::value(&r.port_range)->default_value(r.port_range), "gloo, torch-nccl: where to look for a free rendezvous port")
       ("nonblocking", po::bool_switch(&o.nonblocking), "mpi: MPI_Iallreduce completed by MPI_Test polling, as the trainer does")
       ("json", po::value(&o.json)->value_name("FILE"), "results as JSON (rewritten after every point)")
       ("csv", po::value(&o.csv)->value_name("FILE"), "results as CSV (rewritten after every point)")
@@ -146,17 +147,18 @@ ParsedSweep parse_sweep_options(const std::string& op, const std::vector<std::st
   o.check = check == 1;
   if (o.max_points < 0) throw InputError("--max-points: must not be negative");
   if (!o.resume.empty() && o.json.empty()) o.json = o.resume;  // continue writing the same file
-  if (r.backend != "mpi" && r.backend != "nccl" && r.backend != "gloo")
-    throw InputError("--backend: expected mpi, nccl or gloo, got \"" + r.backend + "\"");
-  for (const char* gloo_only : {"ranks", "python", "port-range"})
-    if (r.backend != "gloo" && vm.count(gloo_only) && !vm[gloo_only].defaulted())
-      throw InputError(std::string("--") + gloo_only + ": for --backend gloo only (mpi and nccl sweeps take their ranks from mpirun)");
-  if (r.backend == "gloo") {
+  if (r.backend != "mpi" && r.backend != "nccl" && r.backend != "gloo" && r.backend != "torch-nccl")
+    throw InputError("--backend: expected mpi, nccl, gloo or torch-nccl, got \"" + r.backend + "\"");
+  const bool torch = r.backend == "gloo" || r.backend == "torch-nccl";  // torch.distributed's: kanscale starts the ranks
+  for (const char* torch_only : {"ranks", "python", "port-range"})
+    if (!torch && vm.count(torch_only) && !vm[torch_only].defaulted())
+      throw InputError(std::string("--") + torch_only + ": for --backend gloo or torch-nccl only (mpi and nccl sweeps take their ranks from mpirun)");
+  if (torch) {
     if (r.ranks < 2 || r.ranks > 4096) throw InputError("--ranks: expected 2 to 4096 processes, got " + std::to_string(r.ranks));
     if (!o.resume.empty() || !o.csv.empty() || o.nonblocking || o.max_points > 0 || !o.check)
-      throw InputError("--backend gloo: --resume, --csv, --nonblocking, --max-points and -c 0 are for kanscale's own sweeps; a gloo sweep "
-                       "writes --json, checking every result");
-    if (o.json.empty()) throw InputError("--backend gloo: give --json FILE (the sweep's points are for kanscale fit)");
+      throw InputError("--backend " + r.backend + ": --resume, --csv, --nonblocking, --max-points and -c 0 are for kanscale's own sweeps; a "
+                       "torch.distributed sweep writes --json, checking every result");
+    if (o.json.empty()) throw InputError("--backend " + r.backend + ": give --json FILE (the sweep's points are for kanscale fit)");
   }
   const CollectiveSpec* spec = find_collective(op);
   if (!spec) throw InputError("measure " + op + ": expected one of " + collective_names());

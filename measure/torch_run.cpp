@@ -368,11 +368,12 @@ int run_torch_interference(const TorchInterferenceOptions& o, const std::string&
                          {{"--json", o.json}});
 }
 
-int run_torch_sweep(const SweepOptions& o, int ranks, const std::string& python, const std::string& port_range, const std::string& command_line) {
-  probe_gloo(python);
+int run_torch_sweep(const SweepOptions& o, int ranks, const std::string& python, const std::string& port_range, const std::string& command_line,
+                    const std::string& dist_backend) {
+  check_dist_backend(dist_backend, probe_torch(python));
   std::vector<std::string> args = {"--op", o.op, "--min-bytes", number(o.min_bytes), "--max-bytes", number(o.max_bytes), "--factor", number(o.factor),
                                    "--iters", std::to_string(o.iters), "--warmup", std::to_string(o.warmup), "--root", std::to_string(o.root),
-                                   "--backend", "gloo"};
+                                   "--backend", dist_backend};
   if (o.large_from > 0)
     args.insert(args.end(), {"--large-from", number(o.large_from), "--large-iters", std::to_string(o.large_iters), "--large-warmup",
                              std::to_string(o.large_warmup)});

@@ -80,10 +80,11 @@ TorchOpsPlan load_torch_ops_plan(const std::string& path);
 // process, a gloo group of one for DDP's reducer) into `json`.
 int run_torch_ops(const TorchOpsPlan& plan, const std::string& json, const std::string& python, const std::string& port_range,
                   const std::string& command_line);
-// An all-reduce or broadcast sweep through torch.distributed (gloo) on
-// `ranks` processes (python -m kanscale_torch.collective_sweep) into o.json.
+// An all-reduce or broadcast sweep through torch.distributed on `ranks`
+// processes (python -m kanscale_torch.collective_sweep) into o.json, over
+// `dist_backend`: gloo, or nccl (one GPU a rank; its torch must see CUDA).
 int run_torch_sweep(const SweepOptions& o, int ranks, const std::string& python, const std::string& port_range,
-                    const std::string& command_line);
+                    const std::string& command_line, const std::string& dist_backend = "gloo");
 // How much compute slows while gloo's threads run an all-reduce (python -m
 // kanscale_torch.interference on `ranks` processes): the JSON of kanscale
 // bench interference, into `json`.

@@ -733,10 +733,14 @@ void fit_collectives(const FitInputs& in, CalibrationFile& out, FitData& d) {
     if (!s.has_points) throw InputError(path + ": no points");
     for (std::size_t i = 0; i < s.points.size(); ++i) {
       const CollectivePoint& p = s.points[i];
-      if (!p.out_of_place || !p.in_place) throw InputError(path + ": point " + std::to_string(i) + " lacks timings");
-      sw.bytes_busbw.emplace_back(p.size_bytes, std::max(need(p.out_of_place->busbw_GBps, "busbw_GBps", s, i),
-                                                         need(p.in_place->busbw_GBps, "busbw_GBps", s, i)));
-      sw.time_s.push_back(faster_s(p.out_of_place->time_us.value_or(0), p.in_place->time_us.value_or(0)));
+      // (a torch.distributed sweep times in place only: torch's all_reduce has no out-of-place form)
+      if (!p.out_of_place && !p.in_place) throw InputError(path + ": point " + std::to_string(i) + " lacks timings");
+      const CollectiveTiming none;
+      const CollectiveTiming& o = p.out_of_place ? *p.out_of_place : none;
+      const CollectiveTiming& n = p.in_place ? *p.in_place : none;
+      sw.bytes_busbw.emplace_back(p.size_bytes, std::max(p.out_of_place ? need(o.busbw_GBps, "busbw_GBps", s, i) : 0.0,
+                                                         p.in_place ? need(n.busbw_GBps, "busbw_GBps", s, i) : 0.0));
+      sw.time_s.push_back(faster_s(o.time_us.value_or(0), n.time_us.value_or(0)));
     }
     append(from, path + " (NCCL sweep, " + std::to_string(s.ranks.value_or(0)) + " ranks on " + std::to_string(sw.nodes) + " node(s))");
     nccl.push_back(std::move(sw));

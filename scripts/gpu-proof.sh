@@ -2,10 +2,12 @@
 # The GPU proof, run on the device machine (one H200) in one call: build for
 # sm_90 only, the CUDA tests, the CUDA kernel microbenchmarks and the
 # single-GPU validation plan, then issue 56's scaling check on its CPU cores.
-# Everything lands under $OUT in four files: machine.txt, gpu-proof.tar.gz
+# Everything lands under $OUT in five files: machine.txt, gpu-proof.tar.gz
 # (build.log, cuda_tests.txt, kernels-cuda.json, kernels.txt, validate.txt,
-# scaling-mpi.txt, scaling-pytorch.txt, the single-GPU report and results),
-# scaling-check-mpi.tar.gz and scaling-check-pytorch.tar.gz.
+# calibrate-pytorch-gpu.txt, scaling-mpi.txt, scaling-pytorch.txt, the
+# single-GPU report and results), pytorch-gpu.tar.gz (the PyTorch GPU
+# calibration's results and traces), scaling-check-mpi.tar.gz and
+# scaling-check-pytorch.tar.gz.
 # Each step has its own time limit so that what finished comes back even
 # when a later step runs long. Prepare here with scripts/gpu-proof-deps.sh.
 set -uo pipefail
@@ -87,7 +89,19 @@ timeout "$(budget 150)" build-gpu/cli/kanscale validate validation/plans/single-
 echo "exit $?" >>"$OUT/validate.txt"
 cp /tmp/single-gpu/report.md "$OUT/single-gpu-report.md" 2>/dev/null
 cp /tmp/single-gpu/results.json "$OUT/single-gpu-results.json" 2>/dev/null
-# 4. issue 56's scaling check on the machine's CPU cores, calibrated at 1 and
+# 4. the GPU node's PyTorch calibration (issue 59), its one-GPU part, one
+# round, on the image's torch: profiled runs (their traces: this project's
+# own KAN job on a GPU, the CUDA fixture to come) and live runs, fitted
+stage "calibrate pytorch-gpu (1 GPU, 1 round)"
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+  timeout "$(budget 120)" build-gpu/cli/kanscale calibrate configs/calibrate/pytorch-gpu.yaml --rounds 1 --out /tmp/pytorch-gpu \
+    --python "$(command -v python3)" >"$OUT/calibrate-pytorch-gpu.txt" 2>&1
+  echo "exit $?" >>"$OUT/calibrate-pytorch-gpu.txt"
+  (cd /tmp && tar -czf "$OUT/pytorch-gpu.tar.gz" pytorch-gpu/results pytorch-gpu/cases 2>/dev/null)
+else
+  echo "no CUDA build of torch for $(command -v python3): the PyTorch GPU calibration did not run" >"$OUT/calibrate-pytorch-gpu.txt"
+fi
+# 5. issue 56's scaling check on the machine's CPU cores, calibrated at 1 and
 # 2 ranks and judged up to 16: kanscale's trainer over MPI, then PyTorch DDP
 # (gloo) on the image's torch; an archive each, each within what is left
 for part in mpi pytorch; do
@@ -106,8 +120,9 @@ for part in mpi pytorch; do
   cp "/tmp/scaling-$part/scaling-check.tar.gz" "$OUT/scaling-check-$part.tar.gz" 2>/dev/null
 done
 stage "done"
-tail -n 3 "$OUT/cuda_tests.txt" "$OUT/kernels.txt" "$OUT/validate.txt" "$OUT/scaling-mpi.txt" "$OUT/scaling-pytorch.txt"
-# the device returns few files: everything but machine.txt and the scaling archive in one
-cd "$OUT" && tar -czf gpu-proof.tar.gz build.log cuda_tests.txt kernels-cuda.json kernels.txt validate.txt scaling-mpi.txt scaling-pytorch.txt \
-  single-gpu-report.md single-gpu-results.json 2>/dev/null
-rm -f build.log cuda_tests.txt kernels-cuda.json kernels.txt validate.txt scaling-mpi.txt scaling-pytorch.txt single-gpu-report.md single-gpu-results.json
+tail -n 3 "$OUT/cuda_tests.txt" "$OUT/kernels.txt" "$OUT/validate.txt" "$OUT/calibrate-pytorch-gpu.txt" "$OUT/scaling-mpi.txt" "$OUT/scaling-pytorch.txt"
+# the device returns few files: everything but machine.txt and the archives in one
+cd "$OUT" && tar -czf gpu-proof.tar.gz build.log cuda_tests.txt kernels-cuda.json kernels.txt validate.txt calibrate-pytorch-gpu.txt scaling-mpi.txt \
+  scaling-pytorch.txt single-gpu-report.md single-gpu-results.json 2>/dev/null
+rm -f build.log cuda_tests.txt kernels-cuda.json kernels.txt validate.txt calibrate-pytorch-gpu.txt scaling-mpi.txt scaling-pytorch.txt \
+  single-gpu-report.md single-gpu-results.json

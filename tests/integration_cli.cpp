@@ -730,4 +730,10 @@ TEST_CASE("calibrate --dry-run prints every job of every round and runs nothing,
   CHECK(jobs == 18);
   CHECK(torch_ops == 3);
   CHECK(r.out.find("round 3:") != std::string::npos);
+  // the GPU node's plan, here without a GPU: 2 rounds of 6 profiled 1-GPU runs and one job of live runs
+  const Run g = run("calibrate " + kSrc + "/configs/calibrate/pytorch-gpu.yaml --dry-run", d);
+  CAPTURE(g.err);
+  REQUIRE(g.code == 0);
+  CHECK(g.out.find("14 job(s) in 2 round(s)") != std::string::npos);
+  CHECK(g.out.find("train --quiet --backend cuda --ranks 1 --threads 1 --steps 4 --workload cases/profile0.yaml --profile") != std::string::npos);
 }

@@ -31,6 +31,8 @@
 #include "sim/point.hpp"
 #include "temp_dir.hpp"
 #include "validation/trace_calibration.hpp"
+#include "validation/plan.hpp"
+#include "validation/schedule.hpp"
 
 using namespace ks;
 
@@ -414,5 +416,37 @@ TEST_CASE("calibrate --from-trace: a GPU job's all-reduces are their NCCL kernel
     CHECK(o.cost.element_s == 0.0);
     REQUIRE(o.device.has_value());
     CHECK(o.device_note.find("dgx-h100.yaml's datasheet roofline") != std::string::npos);
+  }
+}
+
+TEST_CASE("calibrate a GPU node's PyTorch plan: its profiled runs' traces fit each class's host and device terms") {
+  // the plan's profiled runs as train --profile writes them: hand-made GPU
+  // traces of the plan's own workloads (2-layer shapes: the fixture's step)
+  GpuHand h;
+  const auto& [cpu, known, dev, dir] = h;
+  const std::string plan = dir.write("gpu-plan.yaml", "name: hand-gpu\ncluster: " + kSrc +
+                                                          "/configs/clusters/single-h200.yaml\nbackend: cuda\nimplementation: pytorch\n"
+                                                          "calibration:\n  measure:\n    ranks: 1\n    profile:\n"
+                                                          "      widths: [[8, 16, 1], [4, 32, 2], [16, 8, 4]]\n      grid_sizes: [5]\n"
+                                                          "      batch_per_gpu: [8, 64]\nrounds: 1\n");
+  const ValidationPlan p = load_validation_plan(plan, false);
+  REQUIRE(p.measure.profile.size() == 6);
+  const std::string out = dir.path + "/out";
+  prepare_dir(p, out);
+  for (std::size_t c = 0; c < p.measure.profile.size(); ++c) {
+    const Workload w = load_workload(out + "/cases/profile" + std::to_string(c) + ".yaml");
+    std::ofstream(out + "/results/profile-c" + std::to_string(c) + "-r0.json") << hand_trace(w, cpu, known, 1, 3, &dev).dump();
+  }
+  fit_measured(p, out);
+  const Cluster gpu = load_cluster(kSrc + "/configs/clusters/single-h200.yaml");
+  const Calibration cal = load_calibration(out + "/results/calibration-nccl.yaml", gpu, Precision::fp32);
+  CHECK(cal.torch_host_has_launch);
+  REQUIRE(cal.torch_device_ops.size() == dev.units.size());
+  for (const auto& [cls, d] : dev.units) {
+    CAPTURE(cls);
+    // (the file holds 6 significant digits)
+    CHECK(cal.torch_device_ops.at(cls).fixed_s == doctest::Approx(d.fixed_s).epsilon(1e-5));
+    CHECK(cal.torch_device_ops.at(cls).element_s == doctest::Approx(d.element_s).epsilon(1e-5));
+    CHECK(cal.torch_ops.at(cls).fixed_s == doctest::Approx(known.torch_ops.at(cls).fixed_s).epsilon(1e-5));
   }
 }

@@ -425,6 +425,50 @@ TEST_CASE("the schedule runs kanscale's live calibration runs of a rank count an
   }
 }
 
+TEST_CASE("the GPU node's PyTorch plan: profiled 1-GPU runs, NCCL through torch.distributed beyond one GPU, its live runs") {
+  // configs/calibrate/pytorch-gpu.yaml: 3 widths x 2 batches profiled (one
+  // GPU each, 4 steps: the trace's wait 1, warm-up 2, active 3 come after),
+  // 2 widths x 2 batches live at 1 GPU in one job; one H200: no sweep
+  const InSourceDir here;
+  ValidationPlan p = load_validation_plan("configs/calibrate/pytorch-gpu.yaml", false);
+  CHECK(p.backend == "cuda");
+  CHECK(p.measure.transports == std::vector<std::string>{"nccl"});
+  REQUIRE(p.measure.profile.size() == 6);
+  auto count = [](const std::vector<Job>& jobs, const std::string& what) {
+    return std::count_if(jobs.begin(), jobs.end(), [&](const Job& j) { return j.what.rfind(what, 0) == 0; });
+  };
+  auto rounds = make_schedule(p);
+  REQUIRE(rounds.size() == 2);
+  for (const auto& r : rounds) {
+    CHECK(count(r, "profiled run") == 6);
+    CHECK(count(r, "calibration runs np1") == 1);
+    CHECK(count(r, "all-reduce sweep") == 0);
+    for (const Job& j : r) {
+      CHECK(j.self_launched);
+      CHECK(std::find(j.args.begin(), j.args.end(), "cuda") != j.args.end());
+      if (j.what.rfind("profiled run", 0) == 0) CHECK(std::find(j.args.begin(), j.args.end(), "--profile") != j.args.end());
+    }
+  }
+  // a node of 8 GPUs: the all-reduce sweep on all of them, over NCCL through torch.distributed
+  p.measure.ranks = 8;
+  rounds = make_schedule(p);
+  REQUIRE(count(rounds[0], "all-reduce sweep nccl") == 1);
+  for (const Job& j : rounds[0])
+    if (j.what == "all-reduce sweep nccl") {
+      CHECK(j.ranks == 8);
+      const auto b = std::find(j.args.begin(), j.args.end(), "--backend");
+      REQUIRE(b + 1 < j.args.end());
+      CHECK(*(b + 1) == "torch-nccl");
+    }
+  // a GPU plan's op classes come from its profiled runs, a CPU plan's from torch_ops
+  TempDir dir;
+  const std::string bad = dir.write("bad.yaml", "name: b\ncluster: " + std::string(KANSCALE_SOURCE_DIR) +
+                                                    "/configs/clusters/single-h200.yaml\nbackend: cuda\nimplementation: pytorch\n"
+                                                    "calibration:\n  measure:\n    torch_ops: x.yaml\n");
+  CHECK_THROWS_WITH_AS(load_validation_plan(bad, false), doctest::Contains("bad.yaml"), InputError);
+  CHECK_THROWS_WITH_AS(load_validation_plan(bad, false), doctest::Contains("torch_ops"), InputError);
+}
+
 TEST_CASE("validate --calibration DIR: each case judged by its transport's calibration, one-rank cases by the first multi-rank case's") {
   const InSourceDir here;
   ValidationPlan p = load_validation_plan("validation/plans/local-cpu-cases.yaml");

@@ -52,7 +52,7 @@ std::string calibration_dry_run(const ValidationPlan& plan_in) {
 
 int run_calibration(const ValidationPlan& plan_in, const std::string& out_dir, const std::string& exe) {
   require_measure(plan_in);
-  if (plan_in.backend == "cuda") {  // before any job starts ranks
+  if (plan_in.backend == "cuda" && plan_in.implementation != "pytorch") {  // before any job starts ranks
     std::string why;
     const CudaPlugin* cuda = cuda_plugin(&why);
     if (!cuda || !cuda->device_available(&why)) throw InputError(plan_in.file + ": key 'backend': cuda: " + why);
@@ -60,6 +60,9 @@ int run_calibration(const ValidationPlan& plan_in, const std::string& out_dir, c
   if (plan_in.implementation == "pytorch") {  // the interpreter every job will find, probed before any starts
     const Stopwatch probe;
     const TorchEnv env = probe_torch(resolve_python(""));
+    if (plan_in.backend == "cuda" && !env.cuda)
+      throw InputError(plan_in.file + ": key 'backend': cuda: " + env.python + "'s torch " + env.torch +
+                       " sees no CUDA device (a GPU plan runs on a GPU node, with a CUDA build of torch: --python)");
     // the start-up every job's processes pay before they measure anything
     // (an interpreter importing torch: the probe does it), measured first
     std::cout << "kanscale calibrate: PyTorch from " << env.python << ": " << env.fingerprint() << "; an interpreter's start-up with torch "
@@ -84,7 +87,7 @@ int run_calibration(const ValidationPlan& plan_in, const std::string& out_dir, c
   for (const auto& t : plan.measure.transports) {
     const std::string file = out_dir + "/" + calibration_out(t);
     const Calibration cal = load_calibration(file, cluster, Precision::fp32);
-    std::cout << "  " << file << ": " << (t.empty() ? std::string("default transport") : t == "gloo" ? std::string("PyTorch over gloo") : "transport " + t) << ", measured on "
+    std::cout << "  " << file << ": " << (t.empty() ? std::string("default transport") : t == "gloo" || t == "nccl" ? "PyTorch over " + t : "transport " + t) << ", measured on "
               << (cal.machine.empty() ? std::string("an unrecorded machine") : describe(cal.machine)) << "\n";
   }
   std::cout << "  fit reports and measurement files beside them (" << out_dir << "/results/); use one with\n"

@@ -55,9 +55,13 @@ namespace {
 // A matrix of live runs (a plan's cases:, or its calibration's measure.live:):
 // ranks x transports x widths x grid sizes x batches x bucket caps, one-rank
 // runs once per model and batch.
-std::vector<ValidationCase> case_matrix(YamlMap& c) {
+// `one_gpu`: a GPU plan's profiled runs (profile:), one GPU each at
+// PyTorch's default bucket cap (25 MiB): no ranks or bucket_caps keys.
+std::vector<ValidationCase> case_matrix(YamlMap& c, bool one_gpu = false) {
   std::vector<ValidationCase> out;
-  const auto ranks = c.integer_list("ranks", 1, 1, kMaxGpus);
+  for (const char* key : {"ranks", "oversubscribed_ranks", "transports", "bucket_caps"})
+    if (one_gpu && c.has(key)) c.fail(key, "profiled runs are one GPU's, at PyTorch's default bucket cap; leave it out");
+  const auto ranks = one_gpu ? std::vector<std::int64_t>{1} : c.integer_list("ranks", 1, 1, kMaxGpus);
   std::vector<std::int64_t> over;
   if (c.has("oversubscribed_ranks")) over = c.integer_list("oversubscribed_ranks", 1, 1, kMaxGpus);
   const auto grids = c.integer_list("grid_sizes", 1, 1, kMaxGridSize);
@@ -72,7 +76,7 @@ std::vector<ValidationCase> case_matrix(YamlMap& c) {
     }
   }
   const auto widths = widths_lists(c, "widths");
-  const std::vector<double> caps = c.quantity_list("bucket_caps", Quantity::size, Bound::positive);
+  const std::vector<double> caps = one_gpu ? std::vector<double>{25.0 * 1024 * 1024} : c.quantity_list("bucket_caps", Quantity::size, Bound::positive);
   c.finish();
   auto add_all = [&](const std::vector<std::int64_t>& rs, bool oversub) {
     // oversubscribed ranks (reported, not judged) run on the first transport only
@@ -139,11 +143,38 @@ static void read_stopping_rule(YamlMap& ms, ValidationPlan& p) {
   p.measure.cap_samples = static_cast<int>(ms.integer_opt("cap_samples", 6, 10000).value_or(kDefaultCapSamples));
 }
 
+// A GPU node's (backend cuda): profiled 1-GPU runs instead of torch_ops,
+// NCCL's all-reduce through torch.distributed at `ranks` GPUs (1: none),
+// live runs; no gloo interference or broadcast.
+static void read_torch_gpu_measure_section(YamlMap& ms, ValidationPlan& p) {
+  for (const char* cpu_only : {"torch_ops", "interference", "broadcast"})
+    if (ms.has(cpu_only))
+      ms.fail(cpu_only, "for a CPU plan (backend cpu); a GPU plan measures its op classes from profiled runs (profile:), NCCL's all-reduce and "
+                        "live runs");
+  p.measure.enabled = true;
+  read_stopping_rule(ms, p);
+  p.measure.ranks = static_cast<int>(ms.integer_opt("ranks", 1, kMaxGpus).value_or(1));  // (1: no sweep)
+  p.measure.allreduce = ms.string_opt("allreduce").value_or(p.measure.allreduce);
+  p.measure.transports = {"nccl"};
+  YamlMap pr = ms.map("profile");
+  p.measure.profile = case_matrix(pr, true);
+  if (p.measure.profile.size() < 3)
+    ms.fail("profile", "expected at least 3 shapes (widths x grid_sizes x batch_per_gpu) to fit each class's fixed and per-element terms, got " +
+                    std::to_string(p.measure.profile.size()));
+  if (ms.has_map("live")) {
+    YamlMap l = ms.map("live");
+    if (l.has("transports")) l.fail("transports", "a pytorch plan's live runs use torch.distributed; leave transports out");
+    p.measure.live = case_matrix(l);
+  }
+}
+
 static void read_torch_measure_section(YamlMap& ms, ValidationPlan& p) {
   for (const char* mpi_only : {"kernels", "progress", "transports"})
     if (ms.has(mpi_only))
       ms.fail(mpi_only, "for implementation kanscale; a pytorch plan measures torch_ops, gloo's allreduce and broadcast, "
                         "the interference of gloo's threads, and live runs");
+  if (p.backend == "cuda") return read_torch_gpu_measure_section(ms, p);
+  if (ms.has("profile")) ms.fail("profile", "for a GPU plan (backend cuda); a CPU plan times its op classes with torch_ops");
   p.measure.enabled = true;
   read_stopping_rule(ms, p);
   p.measure.ranks = static_cast<int>(ms.integer("ranks", 2, kMaxGpus));
@@ -325,8 +356,7 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
   if (p.implementation == "pytorch") {
     // PyTorch ranks are started by kanscale train on this node, over gloo's TCP (or nccl)
     if (p.launcher == "srun") m.fail("launcher", "a pytorch plan's ranks are started by kanscale train on one node: use mpirun (the default)");
-    if (p.measure.enabled && p.backend != "cpu")
-      m.fail("backend", "a pytorch calibration measures gloo on CPUs: backend cpu");
+
   }
   if (m.has("cases")) {
     YamlMap c = m.map("cases");

@@ -52,6 +52,11 @@ struct MeasureSpec {
   // what the trainer's sequence of ops costs beyond the microbenchmarks'
   // (calibration_live.hpp fits it).
   std::vector<ValidationCase> live;
+  // A GPU node's PyTorch plan (backend cuda): its op classes from profiled
+  // 1-GPU runs of these shapes (train --profile; the host's and the
+  // device's terms, as calibrate --from-trace fits them) instead of
+  // torch_ops; its one transport "nccl" (torch.distributed's)
+  std::vector<ValidationCase> profile;
 };
 
 // The study's published figures, compared with datasheet-calibrated

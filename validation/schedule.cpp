@@ -30,6 +30,8 @@
 #include "base/process.hpp"
 #include "base/progress_line.hpp"
 #include "validation/site.hpp"
+#include "validation/trace_calibration.hpp"
+#include "measure/machine_info.hpp"
 #include "base/data_dir.hpp"
 
 namespace ks {
@@ -49,6 +51,12 @@ std::string progress_file(const std::string& t, int round) {
   return "results/progress-" + transport_tag(t) + "-r" + std::to_string(round) + ".json";
 }
 std::string torch_ops_file(int round) { return "results/torch-ops-r" + std::to_string(round) + ".json"; }
+// a GPU plan's profiled runs: each shape's workload, and per round its trace and steps
+std::string profile_workload(std::size_t c) { return "cases/profile" + std::to_string(c) + ".yaml"; }
+std::string profile_trace(std::size_t c, int round) { return "results/profile-c" + std::to_string(c) + "-r" + std::to_string(round) + ".json"; }
+std::string profile_steps(std::size_t c, int round) {
+  return "results/profile-c" + std::to_string(c) + "-r" + std::to_string(round) + "-steps.json";
+}
 }  // namespace
 
 std::string case_file(std::size_t c) { return "cases/case" + std::to_string(c) + ".yaml"; }
@@ -88,14 +96,29 @@ std::vector<std::string> sweep_args(const std::string& op, const std::string& op
   std::vector<std::string> args = {"measure", op};
   for (auto& w : split_words(options)) args.push_back(w);
   if (p.implementation == "pytorch")  // through torch.distributed: kanscale starts the ranks
-    args.insert(args.end(), {"--backend", "gloo", "--ranks", std::to_string(p.measure.ranks), "--json", json});
+    args.insert(args.end(), {"--backend", p.backend == "cuda" ? "torch-nccl" : "gloo", "--ranks", std::to_string(p.measure.ranks), "--json", json});
   else
     args.insert(args.end(), {"--backend", p.backend == "cuda" ? "nccl" : "mpi", "--json", json});
   return args;
 }
 
+// A GPU node's pytorch plan: each shape's profiled 1-GPU run (train
+// --profile: the trace calibrate --from-trace reads), NCCL's all-reduce
+// through torch.distributed on the plan's GPUs (more than one).
+void torch_gpu_measure_jobs(const ValidationPlan& p, int r, std::vector<Job>& jobs) {
+  for (std::size_t c = 0; c < p.measure.profile.size(); ++c)
+    jobs.push_back({"profiled run " + p.measure.profile[c].label(), 1, "", false,
+                    {"train", "--quiet", "--backend", "cuda", "--ranks", "1", "--threads", std::to_string(p.threads_per_rank), "--steps", "4",
+                     "--workload", profile_workload(c), "--profile", profile_trace(c, r), "--json", profile_steps(c, r)},
+                    profile_trace(c, r), true, p.threads_per_rank});
+  if (p.measure.ranks > 1)
+    jobs.push_back({"all-reduce sweep nccl", p.measure.ranks, "", false, sweep_args("allreduce", p.measure.allreduce, p, allreduce_file("nccl", r)),
+                    allreduce_file("nccl", r), true, 1});
+}
+
 // A pytorch plan's measurements: PyTorch's op classes, gloo's sweeps.
 void torch_measure_jobs(const ValidationPlan& p, int r, std::vector<Job>& jobs) {
+  if (p.backend == "cuda") return torch_gpu_measure_jobs(p, r, jobs);
   Job ops{"torch ops", 1, "", false,
           {"measure", "torch-ops", "--plan", "torch-ops-plan.yaml", "--reps", std::to_string(p.measure.cap_samples), "--target-rel-halfwidth",
            std::to_string(p.measure.target_rel_halfwidth), "--json", torch_ops_file(r)},
@@ -252,11 +275,13 @@ void prepare_dir(const ValidationPlan& p, const std::string& dir) {
   files.emplace_back(dir + "/" + kEmittedRecord, record.dump(1) + "\n");
   for (std::size_t i = 0; i < p.measure.live.size(); ++i)
     files.emplace_back(dir + "/" + live_cal_workload(i), case_workload(p.measure.live[i], p, static_cast<int>(i)));
+  for (std::size_t i = 0; i < p.measure.profile.size(); ++i)
+    files.emplace_back(dir + "/" + profile_workload(i), case_workload(p.measure.profile[i], p, static_cast<int>(i)));
   if (p.measure.enabled && !p.measure.torch_ops_plan.empty()) {
     files.emplace_back(dir + "/torch-ops-plan.yaml", slurp(p.measure.torch_ops_plan));
     if (!p.measure.interference_bytes.empty())
       files.emplace_back(dir + "/interference-workload.yaml", slurp(shipped_path("configs/workloads/interference-pytorch.yaml")));
-  } else if (p.measure.enabled) {
+  } else if (p.measure.enabled && p.implementation != "pytorch") {
     files.emplace_back(dir + "/measure-plan.yaml", slurp(p.measure.kernels_plan));
     files.emplace_back(dir + "/interference-workload.yaml", slurp(shipped_path("configs/workloads/default.yaml")));
   }
@@ -575,12 +600,14 @@ void emit_validation(const ValidationPlan& p, const std::string& dir, const std:
 void fit_measured(const ValidationPlan& p, const std::string& dir) {
   // a pytorch plan measures PyTorch's op classes (its one transport: gloo);
   // a kanscale plan kanscale's kernels and the runtime's memory
-  const bool torch = !p.measure.torch_ops_plan.empty();
+  // (a GPU node's: its op classes from its profiled runs' traces, its one transport nccl)
+  const bool torch = p.implementation == "pytorch";
   for (const auto& t : p.measure.transports) {
-    std::vector<std::string> kernels, runtime, collectives, interference, progress, torch_ops;
+    std::vector<std::string> kernels, runtime, collectives, interference, progress, torch_ops, traces;
     for (int r = 0; r < p.rounds; ++r) {
-      if (torch) torch_ops.push_back(torch_ops_file(r));
-      else kernels.push_back(kernels_file(r));
+      if (!p.measure.torch_ops_plan.empty()) torch_ops.push_back(torch_ops_file(r));
+      else if (!torch) kernels.push_back(kernels_file(r));
+      for (std::size_t c = 0; c < p.measure.profile.size(); ++c) traces.push_back(profile_trace(c, r));
     }
     if (p.measure.ranks > 1) {
       if (!torch)
@@ -612,6 +639,18 @@ void fit_measured(const ValidationPlan& p, const std::string& dir) {
     };
     FitInputs in = read_fit_inputs(in_dir(kernels), in_dir(collectives), in_dir(interference), {}, in_dir(runtime), in_dir(progress),
                                    in_dir(torch_ops));
+    // the profiled runs' traces, each read as calibrate --from-trace reads a user's (at 1 GPU, on the plan's cluster)
+    if (!traces.empty()) {
+      const Cluster cluster = load_cluster(p.cluster_file);
+      cmdline += "; op classes as kanscale calibrate --from-trace reads";
+      for (int r = 0; r < p.rounds; ++r)
+        for (std::size_t c = 0; c < p.measure.profile.size(); ++c) {
+          TraceRecords tr = trace_records(dir + "/" + profile_trace(c, r), load_workload(dir + "/" + profile_workload(c)), cluster, 1);
+          tr.ops.machine = this_machine("", "");
+          in.torch_ops.push_back(std::move(tr.ops));
+          cmdline += " " + profile_trace(c, r) + " (" + profile_workload(c) + ")";
+        }
+    }
     for (auto* records : {&in.kernels, &in.runtime_memory})
       for (auto& f : *records) f.path = f.path.substr(dir.size() + 1);
     for (auto& f : in.collectives) f.path = f.path.substr(dir.size() + 1);
@@ -626,6 +665,7 @@ void fit_measured(const ValidationPlan& p, const std::string& dir) {
       write_owned_files(dir, {{dir + "/" + report, std::string(e.what()) + "\n"}});
       throw InputError(std::string("the fit failed on the rounds' measurements: ") + e.what());
     }
+    fit.file.torch_host_has_launch = !traces.empty();  // (the traced host ops launched their kernels)
     std::ostringstream live_report;
     if (!p.measure.live.empty()) fit_live_terms(p, dir, t, fit.file, live_report);
     write_owned_files(dir, {{dir + "/" + calibration_out(t), write_calibration(fit.file, fit_header(cmdline))},
