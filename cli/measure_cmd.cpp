@@ -56,7 +56,9 @@ std::vector<KernelShape> parse_shapes(const std::string& shapes) {
 // model's own accounting), twice over for fresh inputs, plus the flush.
 void check_plan_memory(const KernelPlan& plan, double limit, const std::string& where) {
   for (const auto& sh : plan.shapes) {
-    const double need = 2 * kanscale_memory(KanShape{{sh.in, sh.out}, sh.G, sh.k}, sh.batch, DdpSettings{}, 0, 0).peak_bytes + plan.flush_bytes;
+    // (an "Nx_llc" eviction at its largest: one rank on the node)
+    const double flush = plan.flush_llc_multiple > 0 ? llc_flush_bytes(plan.flush_llc_multiple, 1, last_level_cache()) : plan.flush_bytes;
+    const double need = 2 * kanscale_memory(KanShape{{sh.in, sh.out}, sh.G, sh.k}, sh.batch, DdpSettings{}, 0, 0).peak_bytes + flush;
     if (need > limit)
       throw InputError(where + ": shape [" + std::to_string(sh.batch) + ", " + std::to_string(sh.in) + ", " + std::to_string(sh.out) + ", " +
                        std::to_string(sh.G) + ", " + std::to_string(sh.k) + "] needs about " + format_bytes(need) +
@@ -119,7 +121,7 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
       ("csv", po::value(&csv)->value_name("FILE"), "rows as CSV (units in the column names)")
       ("resume", po::value(&resume)->value_name("FILE"), "continue an interrupted run of the same plan (its JSON file)")
       ("max-shapes", po::value(&plan.max_shapes), "stop after this many new shapes (tests of --resume)")
-      ("flush", po::value(&flush), "evict the caches before every repetition by touching this much memory (e.g. 64MiB)")
+      ("flush", po::value(&flush), "evict the caches before every repetition by touching this much memory (e.g. 64MiB), or a multiple of the last-level cache shared among the node's ranks (e.g. 2x_llc)")
       ("memory-limit", po::value(&memory_limit)->default_value(memory_limit),
        "refuse a shape whose estimated memory per rank (a training step of the layer, its inputs, the flush buffer) is above this");
   po::variables_map vm;
@@ -145,9 +147,9 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
   if (vm.count("backend")) plan.backend = backend;
   if (vm.count("flush")) {
     try {
-      plan.flush_bytes = parse_size_bytes(flush);
+      std::tie(plan.flush_bytes, plan.flush_llc_multiple) = parse_flush(flush);
     } catch (const UnitError& e) {
-      throw InputError(std::string("--flush: ") + e.what());
+      throw InputError(std::string("--flush: ") + e.what() + " (a size such as 64MiB, or a multiple of the last-level cache such as 2x_llc)");
     }
     // the flush buffer is the flag's own: blamed on it, not on the shapes
     if (const double memory = physical_memory_bytes(); memory > 0 && plan.flush_bytes > memory / 2)

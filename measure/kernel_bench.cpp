@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "adam.hpp"
 #include "data.hpp"
@@ -48,7 +50,13 @@ KernelPlan load_kernel_plan(const std::string& path) {
   p.threads = static_cast<int>(m.integer_opt("threads", 1, 1024).value_or(1));  // kanscale runs at most 1024 threads
   p.seed = static_cast<std::uint64_t>(m.integer_opt("seed", 0).value_or(1));
   p.backend = m.string_opt("backend").value_or("cpu");
-  p.flush_bytes = m.quantity_opt("flush_between_repeats", Quantity::size, Bound::non_negative).value_or(0.0);
+  if (const auto flush = m.string_opt("flush_between_repeats")) {
+    try {
+      std::tie(p.flush_bytes, p.flush_llc_multiple) = parse_flush(*flush);
+    } catch (const UnitError& e) {
+      m.fail("flush_between_repeats", std::string(e.what()) + " (a size such as 64MiB, or a multiple of the last-level cache such as 2x_llc)");
+    }
+  }
   if (p.backend != "cpu" && p.backend != "cuda") m.fail("backend", "expected cpu or cuda, got \"" + p.backend + "\"");
   // shapes: a list of [batch, in, out, G, k]; the kernels keep every size in an int
   const auto shapes = m.integer_lists("shapes", 1, 5);
@@ -63,6 +71,71 @@ KernelPlan load_kernel_plan(const std::string& path) {
   }
   m.finish();
   return p;
+}
+
+std::pair<double, double> parse_flush(const std::string& text) {
+  const std::string suffix = "x_llc";
+  if (text.size() > suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    const std::string n = text.substr(0, text.size() - suffix.size());
+    char* end = nullptr;
+    const double k = std::strtod(n.c_str(), &end);
+    if (end != n.c_str() + n.size() || !(k >= 1 && k <= 16)) throw UnitError("\"" + text + "\": expected 1 to 16 before x_llc");
+    return {0.0, k};
+  }
+  const double bytes = parse_size_bytes(text);
+  if (!(bytes >= 0)) throw UnitError("\"" + text + "\": expected a size of at least 0");
+  return {bytes, 0.0};
+}
+
+LastLevelCache last_level_cache(const std::string& sysfs_cpu) {
+  LastLevelCache best;
+  int best_level = 0;
+  auto read = [](const std::string& f) {
+    std::ifstream in(f);
+    std::string s;
+    std::getline(in, s);
+    return s;
+  };
+  for (int i = 0; i < 16; ++i) {
+    const std::string dir = sysfs_cpu + "/cache/index" + std::to_string(i);
+    const std::string level = read(dir + "/level"), type = read(dir + "/type"), size = read(dir + "/size");
+    if (level.empty() || size.empty() || type == "Instruction") continue;
+    const int lv = std::atoi(level.c_str());
+    double bytes = 0;
+    try {
+      bytes = parse_size_bytes(size.back() == 'K' ? size.substr(0, size.size() - 1) + "KiB" : size.back() == 'M' ? size.substr(0, size.size() - 1) + "MiB" : size);
+    } catch (const UnitError&) {
+      continue;
+    }
+    if (lv < best_level) continue;
+    // the CPUs sharing it: "0-1", "0,2,4-7"
+    int cpus = 0;
+    std::istringstream list(read(dir + "/shared_cpu_list"));
+    for (std::string part; std::getline(list, part, ',');) {
+      const auto dash = part.find('-');
+      cpus += dash == std::string::npos ? 1 : std::atoi(part.c_str() + dash + 1) - std::atoi(part.c_str()) + 1;
+    }
+    best_level = lv;
+    best = {bytes, std::max(1, cpus)};
+  }
+  return best;
+}
+
+double llc_flush_bytes(double multiple, int ranks_here, const LastLevelCache& llc, std::string* why) {
+  constexpr double kFallback = 64.0 * 1024 * 1024;
+  if (!(llc.bytes > 0)) {
+    if (why) *why = "the last-level cache is unknown (no sysfs cache index): 64 MiB";
+    return kFallback;
+  }
+  const int sharing = std::max(1, std::min(ranks_here, llc.sharing_cpus));
+  const double bytes = std::max(llc.bytes, multiple * llc.bytes / sharing);
+  if (why) {
+    std::ostringstream o;
+    o << multiple << " x the last-level cache (" << format_bytes(llc.bytes) << ", shared by " << llc.sharing_cpus << " CPUs) / " << sharing
+      << " rank(s) sharing it, at least one LLC";
+    *why = o.str();
+  }
+  return bytes;
 }
 
 namespace {
@@ -403,8 +476,9 @@ void write_kernels_files(const std::string& json, const std::string& csv, const 
 
 }  // namespace
 
-std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan, const std::string& json, const std::string& csv,
+std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan_in, const std::string& json, const std::string& csv,
                                        const std::string& command_line, const std::string& resume) {
+  KernelPlan plan = plan_in;
   set_cpu_threads(plan.threads);
   const int rank = comm.rank();
 #if KANSCALE_HAVE_CUDA
@@ -422,6 +496,12 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan, co
   const double runtime_mine = KS_GPU_OR(gpu->device_used_bytes(), rss_bytes());
   const auto hosts = comm.hosts();
   std::set<std::string> nodes(hosts.begin(), hosts.end());
+  // an "Nx_llc" eviction: sized by this node's last-level cache and its ranks
+  std::string flush_rule;
+  if (plan.flush_llc_multiple > 0 && plan.backend == "cpu") {
+    const int here = static_cast<int>(std::count(hosts.begin(), hosts.end(), host()));
+    plan.flush_bytes = llc_flush_bytes(plan.flush_llc_multiple, here, last_level_cache(), &flush_rule);
+  }
   nlohmann::json meta = {{kProvenanceKey, to_json(provenance(command_line))}, {"plan", plan.name}, {"backend", plan.backend}, {"cpu_model", cpu_model()},
                          {"gpu", KS_GPU_OR(gpu->description(), std::string("none"))},
                          {"machine", machine_json(this_machine(KS_GPU_OR(gpu->description(), std::string("none")), comm.library_version()))},
@@ -439,7 +519,17 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan, co
                          {"peak_memory_what", KS_GPU_OR("device allocation high-water mark of a training step (kanscale's allocations)",
                                                         "heap bytes held at the peak of a training step (glibc's accounting)")},
                          {"unstable_threshold_cv", 0.05}};
+  if (!flush_rule.empty()) meta["flush_between_repeats_rule"] = flush_rule;
   KernelsResume done = resume_kernels(comm, resume, meta, plan.shapes.size());
+  // a fixed eviction smaller than twice the node's last-level cache may leave the cold ops' data cached
+  if (comm.rank() == 0 && plan.backend == "cpu" && plan.flush_bytes > 0 && plan.flush_llc_multiple <= 0) {
+    const LastLevelCache llc = last_level_cache();
+    const int here = static_cast<int>(std::count(hosts.begin(), hosts.end(), host()));
+    if (llc.bytes > 0 && plan.flush_bytes * std::max(1, std::min(here, llc.sharing_cpus)) < 2 * llc.bytes)
+      std::cerr << "kanscale: warning: the cold repetitions' eviction (" << format_bytes(plan.flush_bytes) << " a rank) is under twice this node's "
+                << "last-level cache (" << format_bytes(llc.bytes) << "): cold timings may find their data cached; flush_between_repeats: 2x_llc "
+                << "sizes it to the cache\n";
+  }
   // the inputs are good: now say whether the machine is busy
   if (comm.rank() == 0 && meta["busy_runnable_threads"].get<int>() > 0)
     std::cerr << "kanscale: warning: " << meta["busy_runnable_threads"].get<int>()

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm.hpp"
@@ -27,11 +28,33 @@ struct KernelPlan {
   double target_rel_halfwidth = 0;  // > 0: an op's repeats stop once its median is known to it (all ranks agreeing)
   std::uint64_t seed = 1;
   double flush_bytes = 0;  // caches evicted (a buffer this large touched) before every timed repetition
+  // flush_between_repeats: "Nx_llc": instead of a fixed size, the ranks on a
+  // node together touch N times their last-level cache (each rank N x LLC /
+  // the ranks sharing it, at least one LLC), sized at run time (llc_flush)
+  double flush_llc_multiple = 0;
   int max_shapes = 0;  // stop after this many new shapes (0: all); for tests of --resume
 };
 
 // Reads configs/measure/*.yaml; errors name file, line and key.
 KernelPlan load_kernel_plan(const std::string& path);
+
+// The last-level cache this CPU sees (sysfs: the highest cache level's
+// index, unified or data) and how many CPUs share it; {0, 0} where unread.
+struct LastLevelCache {
+  double bytes = 0;
+  int sharing_cpus = 0;
+};
+LastLevelCache last_level_cache(const std::string& sysfs_cpu = "/sys/devices/system/cpu/cpu0");
+
+// A rank's eviction buffer under an "Nx_llc" rule, with `ranks_here` ranks
+// on the node: N x LLC / the ranks that share it (the fewer of ranks_here
+// and its sharing CPUs), at least one LLC; 64 MiB where the LLC is unknown.
+// `why` (may be null) says how it was sized.
+double llc_flush_bytes(double multiple, int ranks_here, const LastLevelCache& llc, std::string* why = nullptr);
+
+// "64MiB" or "2x_llc" (flush_between_repeats, measure kernels --flush): the
+// size, or the multiple of the LLC (the other 0). UnitError when neither.
+std::pair<double, double> parse_flush(const std::string& text);
 
 // What an earlier, interrupted run of the same plan finished (--resume).
 struct KernelsResume {

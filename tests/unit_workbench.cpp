@@ -3,12 +3,17 @@
 // (measure/collective_sweep): what nccl-tests' testColl entries hold.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "measure/collective_sweep.hpp"
 #include "measure/workbench.hpp"
+#include "measure/kernel_bench.hpp"
+#include "common/error.hpp"
+#include "model/units.hpp"
+#include "temp_dir.hpp"
 
 using namespace ks;
 
@@ -129,4 +134,51 @@ TEST_CASE("the collective table: bus factors, results and initial buffers per en
   CHECK(ar->initial(2, -1, false, 2) == 0.0f);
   CHECK(bc->initial(0, 1, true, 2) == 0.0f);
   CHECK(bc->initial(1, 1, true, 2) == 6.0f);
+}
+
+TEST_CASE("the cold repetitions' eviction sized by the last-level cache: flush_between_repeats Nx_llc") {
+  // the two forms (a size, or a multiple of the LLC) and what is refused
+  CHECK(parse_flush("64MiB") == std::pair<double, double>{64.0 * 1024 * 1024, 0.0});
+  CHECK(parse_flush("2x_llc") == std::pair<double, double>{0.0, 2.0});
+  CHECK(parse_flush("1.5x_llc") == std::pair<double, double>{0.0, 1.5});
+  for (const char* bad : {"0x_llc", "17x_llc", "x_llc", "twox_llc", "64", "-1MiB"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(parse_flush(bad), UnitError);
+  }
+  // a sysfs cpu directory as Linux writes it: L1d, L1i, L2 (one CPU), L3 shared by "0-1"
+  TempDir d;
+  auto index = [&](int i, const std::string& level, const std::string& type, const std::string& size, const std::string& shared) {
+    const std::string dir = "cpu0/cache/index" + std::to_string(i) + "/";
+    std::filesystem::create_directories(d.path + "/" + dir);
+    d.write(dir + "level", level + "\n");
+    d.write(dir + "type", type + "\n");
+    d.write(dir + "size", size + "\n");
+    d.write(dir + "shared_cpu_list", shared + "\n");
+  };
+  index(0, "1", "Data", "32K", "0");
+  index(1, "1", "Instruction", "32K", "0");
+  index(2, "2", "Unified", "512K", "0");
+  index(3, "3", "Unified", "32768K", "0-1");
+  const LastLevelCache llc = last_level_cache(d.path + "/cpu0");
+  CHECK(llc.bytes == 32.0 * 1024 * 1024);
+  CHECK(llc.sharing_cpus == 2);
+  index(3, "3", "Unified", "96M", "0,2,4-7");  // 1 + 1 + 4 CPUs
+  CHECK(last_level_cache(d.path + "/cpu0").sharing_cpus == 6);
+  CHECK(last_level_cache(d.path + "/none").bytes == 0);
+  // per rank: N x LLC / the ranks sharing it (at most its CPUs), at least one LLC
+  const double mib = 1024.0 * 1024;
+  CHECK(llc_flush_bytes(2, 2, llc) == 32 * mib);  // 2 x 32 / 2: the two ranks touch 64 MiB together
+  CHECK(llc_flush_bytes(2, 1, llc) == 64 * mib);  // alone: 2 x 32
+  CHECK(llc_flush_bytes(2, 8, llc) == 32 * mib);  // 8 ranks, 2 sharing it: 2 x 32 / 2
+  CHECK(llc_flush_bytes(2, 8, {32 * mib, 16}) == 32 * mib);  // 2 x 32 / 8 = 8, but at least one LLC
+  std::string why;
+  CHECK(llc_flush_bytes(2, 2, {}, &why) == 64 * mib);  // unknown: the fixed 64 MiB
+  CHECK(why.find("unknown") != std::string::npos);
+  // a plan's key takes either form, and names itself when wrong
+  const std::string good = d.write("k.yaml", "name: k\nflush_between_repeats: 2x_llc\nshapes:\n  - [8, 4, 4, 5, 3]\n");
+  const KernelPlan p = load_kernel_plan(good);
+  CHECK(p.flush_llc_multiple == 2.0);
+  CHECK(p.flush_bytes == 0.0);
+  const std::string bad = d.write("b.yaml", "name: k\nflush_between_repeats: 3y_llc\nshapes:\n  - [8, 4, 4, 5, 3]\n");
+  CHECK_THROWS_WITH_AS(load_kernel_plan(bad), doctest::Contains("flush_between_repeats"), InputError);
 }
