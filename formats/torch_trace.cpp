@@ -9,6 +9,10 @@
 
 namespace ks {
 
+bool torch_device_category(const std::string& cat) {
+  return cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "cuda_sync" || cat == "gpu_user_annotation";
+}
+
 namespace {
 
 std::string strip_aten(const std::string& name) { return name.rfind("aten::", 0) == 0 ? name.substr(6) : name; }
@@ -27,7 +31,7 @@ const char* scope_phase(const std::string& name) {
 constexpr const char* kAutogradNode = "autograd::engine::evaluate_function: ";
 
 // What the device ran (not the host's ops), and the profiler's own spans.
-bool device_cat(const std::string& c) { return c == "kernel" || c == "gpu_memcpy" || c == "gpu_memset" || c == "cuda_sync" || c == "gpu_user_annotation"; }
+bool device_cat(const std::string& c) { return torch_device_category(c); }
 bool step_mark(const std::string& name) { return starts_with(name, "ProfilerStep#"); }
 
 // A trace's event list: a bare list, or an object's traceEvents.
@@ -333,7 +337,7 @@ std::vector<TorchProfilerStep> torch_profiler_steps(const nlohmann::json& trace,
     std::string name, cat;
     TorchProfilerStep st;
     read_span(j, i, what, name, cat, st.ts_us, st.dur_us);
-    if (!step_mark(name)) continue;
+    if (!step_mark(name) || device_cat(cat)) continue;  // (a CUDA trace also marks each step on the GPU: gpu_user_annotation)
     const std::string n = name.substr(std::string("ProfilerStep#").size());
     if (n.empty() || n.size() > 18 || n.find_first_not_of("0123456789") != std::string::npos)
       throw InputError(what + ": event " + std::to_string(i) + " (\"" + name + "\"): expected ProfilerStep# and a step number");

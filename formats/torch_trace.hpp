@@ -52,8 +52,13 @@ struct TorchDeviceEvent {
 // a CPU-only trace.
 std::vector<TorchDeviceEvent> torch_device_events(const nlohmann::json& trace, const std::vector<TorchTraceEvent>& host, const std::string& what);
 
+// Kineto's categories of what ran on a GPU: kernel, gpu_memcpy, gpu_memset,
+// cuda_sync, and gpu_user_annotation (a CUDA trace's record_function and
+// ProfilerStep#N marks again, on the device's stream).
+bool torch_device_category(const std::string& cat);
+
 // The profiler's steps (ProfilerStep#N, as torch.profiler's schedule marks
-// them), in time order.
+// them; the host's marks, not the device's copies), in time order.
 struct TorchProfilerStep {
   long long number = 0;
   double ts_us = 0, dur_us = 0;

@@ -4,6 +4,7 @@
 #include "model/sampler.hpp"
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -141,6 +142,30 @@ void set_two_track_costs(ReplayInput& in, const Cluster& c, const Calibration& c
   const std::size_t n = in.ops.size();
   in.op_time_s.assign(n, 0.0);
   in.op_host_s.assign(n, 0.0);
+  auto roofline = [&](const Op& o) {
+    OpCost k = o.kind == OpKind::gemm ? cal.gemm : cal.elementwise;
+    k.fixed_s = 0;  // the launch is the host's
+    return k.time_s(o.flops, o.bytes);
+  };
+  // A GPU job's traced classes: each unit's kernels' time (from the op that
+  // carries its calls and elements), spread over its ops that launch
+  // kernels in proportion to their rooflines, so that each kernel runs
+  // where its op does (the reducer's copy back after the all-reduces, not
+  // in backward); on the carrying op when none of its ops launches one
+  struct UnitDevice {
+    double total_s = 0, roofline_s = 0;
+    int kernels = 0;
+  };
+  std::map<std::string, UnitDevice> unit_device;
+  if (!cal.torch_device_ops.empty())
+    for (const Op& o : in.ops) {
+      if (o.torch_unit.empty()) continue;
+      UnitDevice& u = unit_device[o.torch_unit];
+      if (o.unit_calls > 0)
+        if (const auto d = cal.torch_device_ops.find(o.torch_unit); d != cal.torch_device_ops.end())
+          u.total_s += std::max(0.0, d->second.time_s(o.unit_calls, o.unit_elements));
+      if (!o.host_only) u.roofline_s += roofline(o), ++u.kernels;
+    }
   for (std::size_t i = 0; i < n; ++i) {
     const Op& o = in.ops[i];
     double host = 0, device = 0;
@@ -149,21 +174,20 @@ void set_two_track_costs(ReplayInput& in, const Cluster& c, const Calibration& c
     } else if (!o.torch_unit.empty() && o.unit_calls > 0) {
       const auto it = h.ops.find(o.torch_unit);
       if (it == h.ops.end())
-        throw InputError(h.from + ": no cost for PyTorch op class '" + o.torch_unit + "' (its torch_ops lack it); measure it again with "
-                         "kanscale calibrate configs/calibrate/pytorch-cpu.yaml");
+        throw InputError(h.from + ": no cost for PyTorch op class '" + o.torch_unit + "' (its torch_ops lack it); measure it again (kanscale calibrate "
+                         "configs/calibrate/pytorch-cpu.yaml, or pytorch-gpu.yaml on a GPU node)");
       host = std::max(0.0, o.unit_calls * it->second.fixed_s);
     }
     if (!o.host_only) {
       if (!h.has_launch) host += c.gpu.kernel_launch_s;
-      OpCost k = o.kind == OpKind::gemm ? cal.gemm : cal.elementwise;
-      k.fixed_s = 0;  // the launch is the host's
-      device = k.time_s(o.flops, o.bytes);
+      device = roofline(o);
     }
-    // a GPU job's traced classes: the unit's kernels' time on the op that
-    // carries the unit, none on its others (their kernels are in it)
-    if (!cal.torch_device_ops.empty() && !o.torch_unit.empty()) {
-      const auto d = cal.torch_device_ops.find(o.torch_unit);
-      device = d == cal.torch_device_ops.end() || o.unit_calls <= 0 ? 0.0 : std::max(0.0, d->second.time_s(o.unit_calls, o.unit_elements));
+    if (const auto u = unit_device.find(o.torch_unit); u != unit_device.end()) {
+      const UnitDevice& d = u->second;
+      device = d.kernels == 0         ? (o.unit_calls > 0 ? d.total_s : 0.0)
+               : o.host_only          ? 0.0
+               : d.roofline_s > 0     ? d.total_s * roofline(o) / d.roofline_s
+                                      : d.total_s / d.kernels;
     }
     in.op_host_s[i] = host;
     in.op_time_s[i] = device;
@@ -199,6 +223,10 @@ void set_replay_costs(ReplayInput& in, const Cluster& c, const Workload& w, cons
       set_two_track_costs(in, c, cal, own);
     }
   } else {
+    // (a GPU job's traced host costs hold its kernels' launches, not a CPU's arithmetic)
+    if (cal.torch_host_has_launch && w.implementation == Implementation::pytorch)
+      throw InputError("calibration '" + cal.name + "': its PyTorch op classes come from a GPU job's traces (torch_ops: host_has_launch), but cluster " +
+                       c.file + " has no GPU: use it with the GPU cluster the traces ran on");
     in.op_time_s = op_times_s(in.ops, cal, cold_fraction);
     in.op_host_s.clear();
   }

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -62,7 +63,10 @@ std::string workload_text(const std::vector<int>& widths, int batch) {
 // under the event of each op that carries a unit, one more event, a
 // cudaLaunchKernel (no work of its own) whose kernel on stream 7 takes the
 // unit's device time; under each comm:all_reduce event, a launch of an NCCL
-// kernel of `nccl_us`.
+// kernel of `nccl_us`; the host's waits for the device, a
+// cudaStreamSynchronize of 300 us under the first such op's event and one of
+// 500 us after the step's last op (no host work: the fit must see neither);
+// and each step marked again on the GPU's stream, as Kineto does.
 struct HandDevice {
   std::map<std::string, TorchOpCost> units;
   double nccl_us = 0;
@@ -93,17 +97,23 @@ nlohmann::json hand_trace(const Workload& w, const Cluster& c, const Calibration
     const auto d = device->units.find(op.torch_unit);
     if (d != device->units.end()) launches.emplace_back(i, d->second.time_s(op.unit_calls, op.unit_elements) * 1e6);
   }
-  // the launches, each a child of its op's event
+  // the launches, each a child of its op's event; the waits
   kernel_us.assign(ev.size(), 0.0);
-  for (const auto& [parent, us] : launches) {
+  auto add = [&](const char* name, int parent, long long tid, double own_us, double kernel) {
     TorchTraceEvent l;
-    l.name = "cudaLaunchKernel";
+    l.name = name;
     l.cat = "cuda_runtime";
-    l.tid = ev[parent].tid;
-    l.parent = static_cast<int>(parent);
+    l.tid = tid;
+    l.parent = parent;
     ev.push_back(l);
-    work.push_back(0.0);
-    kernel_us.push_back(us);
+    work.push_back(own_us);
+    kernel_us.push_back(kernel);
+  };
+  for (const auto& [parent, us] : launches) add("cudaLaunchKernel", static_cast<int>(parent), ev[parent].tid, 0.0, us);
+  if (device && !launches.empty()) {
+    const std::size_t first = launches.front().first;
+    add("cudaStreamSynchronize", static_cast<int>(first), ev[first].tid, 300.0, 0.0);
+    add("cudaStreamSynchronize", -1, ev[first].tid, 500.0, 0.0);
   }
   std::vector<std::vector<std::size_t>> children(ev.size());
   std::map<long long, std::vector<std::size_t>> roots;  // per thread
@@ -128,6 +138,9 @@ nlohmann::json hand_trace(const Workload& w, const Cluster& c, const Calibration
   for (int s = 0; s < steps; ++s) {
     const double shift = s * span;
     out.push_back({{"name", "ProfilerStep#" + std::to_string(s + 1)}, {"ph", "X"}, {"ts", shift}, {"dur", span}, {"tid", 1}});
+    if (device)
+      out.push_back({{"name", "ProfilerStep#" + std::to_string(s + 1)}, {"ph", "X"}, {"cat", "gpu_user_annotation"}, {"pid", 0}, {"tid", 7},
+                     {"ts", shift + 1}, {"dur", span / 2}});
     for (std::size_t i = 0; i < ev.size(); ++i) {
       const long long id = s * per_step + static_cast<long long>(i) + 1;
       const long long parent = ev[i].parent < 0 ? 0 : s * per_step + ev[i].parent + 1;
@@ -135,9 +148,10 @@ nlohmann::json hand_trace(const Workload& w, const Cluster& c, const Calibration
         out.push_back({{"name", ev[i].name}, {"ph", "X"}, {"ts", ts[i] + shift}, {"dur", dur[i]}, {"tid", ev[i].tid}, {"args", {{"id", id}, {"parent", parent}}}});
         continue;
       }
-      // a launch and its kernel (an NCCL one under a collective), by correlation id
+      // a launch and its kernel (an NCCL one under a collective), by correlation id; a wait
       out.push_back({{"name", ev[i].name}, {"ph", "X"}, {"cat", "cuda_runtime"}, {"ts", ts[i] + shift}, {"dur", dur[i]}, {"tid", ev[i].tid},
-                     {"args", {{"correlation", id}}}});
+                     {"args", {{"correlation", id}, {"id", id}, {"parent", parent}}}});
+      if (kernel_us[i] <= 0) continue;
       const bool nccl = ev[static_cast<std::size_t>(ev[i].parent)].cls == "comm:all_reduce";
       out.push_back({{"name", nccl ? "ncclKernel_AllReduce_RING_LL_Sum_float" : "hand_kernel"}, {"ph", "X"}, {"cat", "kernel"}, {"pid", 0}, {"tid", 7},
                      {"ts", ts[i] + shift + 1}, {"dur", kernel_us[i]}, {"args", {{"correlation", id}, {"stream", 7}, {"device", 0}}}});
@@ -377,6 +391,9 @@ TEST_CASE("calibrate --from-trace: a GPU job's kernels give each class its devic
   const ReplayInput in = make_replay_input(gpu, w0, cal, layout_for(gpu, 1, std::nullopt), w0.batch_per_gpu, 0);
   REQUIRE(in.op_host_s.size() == in.ops.size());
   double device = 0, known_device = 0;
+  std::set<std::string> launching;  // units with an op that launches a kernel
+  for (const Op& o : in.ops)
+    if (!o.host_only) launching.insert(o.torch_unit);
   for (std::size_t i = 0; i < in.ops.size(); ++i) {
     const Op& o = in.ops[i];
     device += in.op_time_s[i];
@@ -385,8 +402,13 @@ TEST_CASE("calibrate --from-trace: a GPU job's kernels give each class its devic
     const double host = o.unit_calls * cal.torch_ops.at(o.torch_unit).fixed_s;  // no launch added
     CHECK(in.op_host_s[i] == doctest::Approx(host).epsilon(1e-9));
     if (o.unit_calls > 0) known_device += dev.units.at(o.torch_unit).time_s(o.unit_calls, o.unit_elements);
+    // a unit's kernels run on its ops that launch them (the rest only dispatch)
+    if (o.host_only && launching.count(o.torch_unit)) CHECK(in.op_time_s[i] == 0.0);
   }
   CHECK(device == doctest::Approx(known_device).epsilon(1e-6));
+  // its host costs hold the launches: not a CPU's arithmetic
+  CHECK_THROWS_WITH_AS(make_replay_input(cpu, w0, cal, layout_for(cpu, 1, std::nullopt), w0.batch_per_gpu, 0),
+                       doctest::Contains("host_has_launch"), InputError);
 }
 
 TEST_CASE("calibrate --from-trace: a GPU job's all-reduces are their NCCL kernels' time, an NCCL sweep") {

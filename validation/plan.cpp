@@ -356,7 +356,6 @@ ValidationPlan load_validation_plan(const std::string& path, bool need_cases) {
   if (p.implementation == "pytorch") {
     // PyTorch ranks are started by kanscale train on this node, over gloo's TCP (or nccl)
     if (p.launcher == "srun") m.fail("launcher", "a pytorch plan's ranks are started by kanscale train on one node: use mpirun (the default)");
-
   }
   if (m.has("cases")) {
     YamlMap c = m.map("cases");

@@ -26,7 +26,10 @@ std::string field_string(const nlohmann::json& e, const char* key) {
 
 bool is_complete(const nlohmann::json& e) { return field_string(e, "ph") == "X"; }
 
-bool is_step(const nlohmann::json& e) { return is_complete(e) && field_string(e, "name").rfind("ProfilerStep#", 0) == 0; }
+// (the host's mark: a CUDA trace marks each step again on the GPU's stream)
+bool is_step(const nlohmann::json& e) {
+  return is_complete(e) && field_string(e, "name").rfind("ProfilerStep#", 0) == 0 && !torch_device_category(field_string(e, "cat"));
+}
 
 double field_number(const nlohmann::json& e, const char* key, std::size_t index, const std::string& what) {
   if (!e.contains(key)) return 0.0;
@@ -112,6 +115,9 @@ struct StepLayout {
   double span_s = 0;                 // the first event's start to the last one's end
 };
 
+// A CUDA runtime or driver call (a GPU job's launches, copies, syncs).
+bool is_runtime(const TorchTraceEvent& e) { return e.cat == "cuda_runtime" || e.cat == "cuda_driver"; }
+
 StepLayout step_layout(const std::vector<TorchTraceEvent>& ev, std::vector<double>& gaps, std::vector<double>& views) {
   const std::size_t n = ev.size();
   StepLayout l;
@@ -122,6 +128,7 @@ StepLayout step_layout(const std::vector<TorchTraceEvent>& ev, std::vector<doubl
   std::vector<int> classed_up(n, -1);  // the nearest enclosing event of a class
   std::vector<char> inside(n, 0), has_child(n, 0);
   std::map<std::pair<long long, int>, double> sibling_end;  // (thread, parent): the last child's end
+  std::map<std::pair<long long, int>, bool> after_runtime;  // (thread, parent): the last child was a CUDA runtime call
   std::map<long long, int> per_thread;
   double first_us = 0, last_us = 0;
   for (std::size_t i = 0; i < n; ++i) {
@@ -144,9 +151,13 @@ StepLayout step_layout(const std::vector<TorchTraceEvent>& ev, std::vector<doubl
       ++l.nested[a];
       if (!e.cls.empty()) l.inner_s[a] += e.dur_us * 1e-6, ++l.inner_n[a];
     }
-    // C++ calling C++: consecutive events inside one of the model's ops
+    // C++ calling C++: consecutive events inside one of the model's ops (not
+    // next to a CUDA runtime call: the host's work around a launch, cuBLAS's
+    // set-up, lies in those gaps, not only the profiler's)
     inside[i] = !ev[up].cls.empty() || inside[up];
-    if (!fresh && inside[i]) gaps.push_back(l.lead[i]);
+    bool& was_runtime = after_runtime[{e.tid, e.parent}];
+    if (!fresh && inside[i] && !is_runtime(e) && !was_runtime) gaps.push_back(l.lead[i]);
+    was_runtime = is_runtime(e);
   }
   for (std::size_t i = 0; i < n; ++i)
     if (ev[i].name == "aten::as_strided" && !has_child[i]) views.push_back(ev[i].dur_us * 1e-6);
@@ -162,10 +173,11 @@ StepLayout step_layout(const std::vector<TorchTraceEvent>& ev, std::vector<doubl
 // microseconds (compute, NCCL).
 struct StepDevice {
   std::vector<double> compute_s, nccl_s, sync_s;
+  std::vector<int> syncs;  // the waits' events
   double other_s = 0, other_sync_s = 0;  // launched, or waited, outside every classed event
+  int other_syncs = 0;
 };
 
-bool is_runtime(const TorchTraceEvent& e) { return e.cat == "cuda_runtime" || e.cat == "cuda_driver"; }
 
 // the runtime calls that wait for the device (the host does no work meanwhile)
 bool is_sync(const std::string& name) {
@@ -178,6 +190,7 @@ StepDevice step_device(const std::vector<TorchTraceEvent>& ev, const std::unorde
   d.compute_s.assign(ev.size(), 0.0);
   d.nccl_s.assign(ev.size(), 0.0);
   d.sync_s.assign(ev.size(), 0.0);
+  d.syncs.assign(ev.size(), 0);
   for (std::size_t i = 0; i < ev.size(); ++i) {
     if (!is_runtime(ev[i])) continue;
     int owner = ev[i].parent;
@@ -185,16 +198,19 @@ StepDevice step_device(const std::vector<TorchTraceEvent>& ev, const std::unorde
     double compute = 0, nccl = 0;
     if (const auto it = launched.find(ev[i].correlation); ev[i].correlation >= 0 && it != launched.end())
       compute = it->second.first * 1e-6, nccl = it->second.second * 1e-6;
-    const double wait = is_sync(ev[i].name) ? ev[i].dur_us * 1e-6 : 0.0;
+    const bool sync = is_sync(ev[i].name);
+    const double wait = sync ? ev[i].dur_us * 1e-6 : 0.0;
     if (owner < 0) {
-      d.other_s += compute + nccl;
+      d.other_s += compute;  // (an NCCL kernel outside every collective's event: no step's work to model)
       d.other_sync_s += wait;
+      d.other_syncs += sync;
       continue;
     }
     const auto o = static_cast<std::size_t>(owner);
     d.compute_s[o] += compute;
     d.nccl_s[o] += nccl;
     d.sync_s[o] += wait;
+    d.syncs[o] += sync;
   }
   return d;
 }
@@ -237,7 +253,7 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
   // a GPU job: each launch's device work, by correlation id (compute, NCCL; us)
   std::unordered_map<long long, std::pair<double, double>> launched;
   for (const TorchDeviceEvent& d : torch_device_events(trace, {}, what)) {
-    if (d.cat == "cuda_sync" || d.correlation < 0) continue;
+    if ((d.cat != "kernel" && d.cat != "gpu_memcpy" && d.cat != "gpu_memset") || d.correlation < 0) continue;
     auto& x = launched[d.correlation];
     (d.nccl ? x.second : x.first) += d.dur_us;
   }
@@ -285,15 +301,21 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
     // the events of each class the model lists, in time order
     std::map<std::string, std::vector<const TorchTraceEvent*>> seen;
     std::vector<double> step_ar, step_bc;  // this step's collectives, in time order (gloo runs them on one thread)
+    // a GPU job's device work and waits under events of no unit (a class the
+    // model does not list: the batch's copy to the GPU, a loss's .item();
+    // a collective's own waits): the step's, outside every unit
+    double other_s = sd.other_s, other_sync_s = sd.other_sync_s;
+    int other_syncs = sd.other_syncs;
     for (const TorchTraceEvent& e : ev) {
       if (e.cls.empty()) continue;
+      const std::size_t at = static_cast<std::size_t>(&e - ev.data());
+      if (!by_class.count(e.cls)) other_s += sd.compute_s[at], other_sync_s += sd.sync_s[at], other_syncs += sd.syncs[at];
       if (is_comm(e.cls)) {
         ProfileComm& k = comm[e.cls];
         k.cls = e.cls;
         ++k.events;
         // (a GPU job's collective: its NCCL kernels' time; its host event only launches them)
-        const std::size_t idx = static_cast<std::size_t>(&e - ev.data());
-        const double t = p.cuda ? sd.nccl_s[idx] : e.dur_us * 1e-6;
+        const double t = p.cuda ? sd.nccl_s[at] : e.dur_us * 1e-6;
         k.measured_s += t;
         if (e.cls == "comm:all_reduce") step_ar.push_back(t);
         if (e.cls == "comm:broadcast") step_bc.push_back(t);
@@ -324,6 +346,7 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
         u.leads += lay.lead[idx] > 0 ? 1 : 0;
         u.device_s += sd.compute_s[idx];
         u.sync_s += sd.sync_s[idx];
+        u.syncs += sd.syncs[idx];
         if (in.ops[op].host_only) dispatch.push_back(events[j]->dur_us * 1e-6);
       }
     }
@@ -349,8 +372,9 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
       p.allreduce_s.push_back(part(step_ar));
       p.broadcast_s.push_back(part(step_bc));
       p.step_span_s.push_back(lay.span_s / k);
-      p.step_sync_s.push_back(sd.other_sync_s / k);
-      p.step_device_other_s.push_back(sd.other_s / k);
+      p.step_sync_s.push_back(other_sync_s / k);
+      p.step_syncs.push_back(static_cast<double>(other_syncs) / k);
+      p.step_device_other_s.push_back(other_s / k);
       ++p.iterations;
     }
   }

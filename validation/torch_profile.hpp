@@ -57,6 +57,7 @@ struct ProfileUnit {
   // host's waits for the device inside its events (synchronising runtime
   // calls: cudaStreamSynchronize, ...), which are no host work
   double device_s = 0, device_predicted_s = 0, sync_s = 0;
+  int syncs = 0;  // those waits' events
 };
 
 struct ProfileComm {
@@ -99,10 +100,12 @@ struct ProfileComparison {
   std::vector<std::vector<double>> allreduce_s, broadcast_s;
   // A GPU job's trace (CUDA activity): the collectives' times above are
   // their NCCL kernels' (their host events only launch them); per
-  // iteration, the host's waits for the device outside every unit, and the
-  // device work launched outside every unit (the batch's copy to the GPU, ...)
+  // iteration, the host's waits for the device outside every unit (the
+  // units' own are theirs: ProfileUnit::sync_s), and the device work
+  // launched outside every unit (the batch's copy to the GPU, ...)
   bool cuda = false;
   std::vector<double> step_sync_s, step_device_other_s;
+  std::vector<double> step_syncs;  // the waits' events outside every unit, per iteration
 };
 
 // The trace's steps: events between each ProfilerStep#N range's ends, or

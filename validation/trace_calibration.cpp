@@ -81,9 +81,9 @@ TraceRecords trace_records(const std::string& trace_file, const Workload& w, con
   const ProfileComparison p = compare_torch_profile(trace, trace_file, c, w, cal, ranks);
   // a GPU job's trace is fitted on its GPU cluster's device track, a CPU job's on a CPU cluster
   if (p.cuda != host_track_applies(c, w))
-    throw InputError(trace_file + (p.cuda ? ": CUDA activity (kernels launched by the job's ops), but cluster " + c.file +
+    throw InputError(trace_file + (p.cuda ? ": CUDA activity (kernels launched by the job's ops), but cluster " + (c.file.empty() ? c.name : c.file) +
                                                 " has no GPU: give the GPU cluster the job ran on (--cluster)"
-                                          : ": no CUDA activity (a CPU job's trace), but cluster " + c.file +
+                                          : ": no CUDA activity (a CPU job's trace), but cluster " + (c.file.empty() ? c.name : c.file) +
                                                 " is a GPU cluster: give the CPU cluster it ran on (--cluster), or record the trace with "
                                                 "ProfilerActivity.CUDA"));
   TraceRecords out;
@@ -97,6 +97,7 @@ TraceRecords trace_records(const std::string& trace_file, const Workload& w, con
   std::map<std::string, const ProfileUnit*> first;
   std::vector<std::string> order;
   std::vector<double> units_s(static_cast<std::size_t>(p.iterations), 0.0);
+  std::vector<double> units_sync_s(units_s.size(), 0.0);  // a GPU job's: the host's waits for the device inside the units
   // the profiler's own cost taken off: c per event nested in a unit's events
   const double out_s = p.profiler_gap_s, in_s = p.profiler_inside_s, c_s = out_s + in_s;
   out.profiler_gap_s = out_s;
@@ -108,13 +109,16 @@ TraceRecords trace_records(const std::string& trace_file, const Workload& w, con
     // and the inside part for its own events; the caller's gaps before them
     // are its too (Python's code between calls), less the outside part each
     // (a classed event inside: its whole duration and the outside part before it)
-    // (a GPU job's host waits for the device inside them are no host work)
-    const double t = std::max(0.0, u.measured_s - u.sync_s - u.inner_s - out_s * u.inner_events - c_s * (u.nested_events - u.inner_events) -
+    // (a GPU job's host waits for the device inside them are no host work:
+    // their durations less the profiler's inside part, taken off below)
+    const double wait = u.sync_s - in_s * u.syncs;
+    const double t = std::max(0.0, u.measured_s - wait - u.inner_s - out_s * u.inner_events - c_s * (u.nested_events - u.inner_events) -
                                        in_s * u.events) +
                      std::max(0.0, u.lead_s - out_s * u.leads);
     times[u.unit].push_back(t);
     device[u.unit].push_back(u.device_s);
     units_s.at(static_cast<std::size_t>(u.iteration)) += t;
+    units_sync_s.at(static_cast<std::size_t>(u.iteration)) += wait;
   }
   for (const std::string& unit : order) {
     const ProfileUnit& u = *first[unit];
@@ -145,7 +149,8 @@ TraceRecords trace_records(const std::string& trace_file, const Workload& w, con
     out.steps_s.push_back(steps[s].dur_us * 1e-6);
     out.spans_s.push_back(p.step_span_s.at(s));
     out.profiler_s.push_back(events_s);
-    out.glue_s.push_back(std::max(0.0, p.step_span_s.at(s) - events_s - units_s[s] - (p.cuda ? p.step_sync_s.at(s) : 0.0)));
+    // (less every wait for the device: no host work, in a unit or not)
+    out.glue_s.push_back(std::max(0.0, p.step_span_s.at(s) - events_s - units_s[s] - (p.cuda ? p.step_sync_s.at(s) - in_s * p.step_syncs.at(s) + units_sync_s[s] : 0.0)));
     if (p.cuda) out.device_other_s.push_back(p.step_device_other_s.at(s));
   }
   return out;
@@ -187,20 +192,18 @@ FittedTorchOp prior_fit(const std::string& cls, const std::vector<TorchOpRecord>
 // without the profiler's own cost. Only traces whose every class the others
 // fit (3 shapes or more without it) count.
 // A GPU job's step is the slower of its tracks: the host's (its classes'
-// host costs and the glue) and the device's (their kernels, and the work
-// launched outside every class, the others' median: `device_other`).
+// host costs and the glue) and the device's (their kernels; the work
+// launched outside every class is not in the calibration, so not here).
 std::vector<double> leave_one_trace_out(const std::vector<TorchOpsFile>& files, const std::vector<std::vector<double>>& glue,
-                                        const std::vector<std::vector<double>>& device_other, const std::vector<double>& net_s,
-                                        const std::string& name) {
+                                        const std::vector<double>& net_s, const std::string& name) {
   std::vector<double> out;
   for (std::size_t i = 0; i < files.size(); ++i) {
     FitInputs in;
-    std::vector<double> g, d;
+    std::vector<double> g;
     for (std::size_t k = 0; k < files.size(); ++k)
       if (k != i) {
         in.torch_ops.push_back(files[k]);
         g.insert(g.end(), glue[k].begin(), glue[k].end());
-        d.insert(d.end(), device_other[k].begin(), device_other[k].end());
       }
     std::map<std::string, FittedTorchOp> cost;
     try {
@@ -208,7 +211,7 @@ std::vector<double> leave_one_trace_out(const std::vector<TorchOpsFile>& files, 
     } catch (const InputError&) {
       continue;  // too few shapes without it
     }
-    double host = g.empty() ? 0.0 : median(g), device = d.empty() ? 0.0 : median(d);
+    double host = g.empty() ? 0.0 : median(g), device = 0;
     bool all = true;
     for (const TorchOpRecord& r : files[i].records) {
       const auto it = cost.find(r.cls);
@@ -257,7 +260,6 @@ TraceCalibration calibrate_from_traces(const std::vector<TraceJob>& jobs, const 
   for (const std::string& f : sweeps) in.collectives.push_back(read_collective_sweep_file(f));
   std::vector<double> nets;
   std::vector<std::vector<double>> glues;  // per trace, its steps' glue (1-rank traces only)
-  std::vector<std::vector<double>> device_others;  // per trace, its steps' device work outside every class (a GPU job's)
   int cuda = -1;  // the traces' kind: 1 a GPU job's, 0 a CPU job's
   std::map<std::string, std::string> sources;  // per unit: the traces' events it was fitted from
   std::string from;
@@ -270,14 +272,15 @@ TraceCalibration calibrate_from_traces(const std::vector<TraceJob>& jobs, const 
                        ": one calibration is of one kind of job");
     cuda = r.cuda ? 1 : 0;
     glues.push_back(ranks == 1 ? r.glue_s : std::vector<double>{});
-    device_others.push_back(r.device_other_s);
     std::vector<double> net;
     for (std::size_t s = 0; s < r.spans_s.size(); ++s) net.push_back(r.spans_s[s] - r.profiler_s[s]);
     nets.push_back(median(net));
     if (r.collective_spread > 2)
       traces << "  " << j.trace << ": WARNING: a bucket's all-reduce varies " << r.collective_spread
              << "x over the steps: its events are mostly the wait for the other rank(s), and the least of them still holds some; "
-                "a gloo sweep (calibrate configs/calibrate/pytorch-cpu.yaml) measures the transfer alone\n";
+             << (r.cuda ? "an NCCL sweep (measure allreduce --backend torch-nccl --json F, then --sweep F)"
+                        : "a gloo sweep (calibrate configs/calibrate/pytorch-cpu.yaml)")
+             << " measures the transfer alone\n";
     traces << "  " << j.trace << ": " << r.steps_s.size() << " step(s), median " << median(r.steps_s) * 1e3 << " ms, " << median(r.spans_s) * 1e3
            << " ms from the first op to the last, " << median(net) * 1e3 << " ms without the profiler's own " << median(r.profiler_s) * 1e3 << " ms ("
            << (r.profiler_gap_s + r.profiler_inside_s) * 1e6 << " us per event: " << r.profiler_gap_s * 1e6 << " us outside, the median of "
@@ -352,7 +355,7 @@ TraceCalibration calibrate_from_traces(const std::vector<TraceJob>& jobs, const 
     report << "host_overhead not fitted: no 1-rank trace (at more ranks a step's glue holds the wait for the all-reduce)\n";
   }
   // the whole step's error out of sample, where the traces allow it: what the intervals carry
-  const std::vector<double> loo = ranks == 1 ? leave_one_trace_out(in.torch_ops, glues, device_others, nets, name) : std::vector<double>{};
+  const std::vector<double> loo = ranks == 1 ? leave_one_trace_out(in.torch_ops, glues, nets, name) : std::vector<double>{};
   if (loo.size() >= 2) {
     double ss = 0;
     for (double e : loo) ss += e * e;
