@@ -32,6 +32,7 @@
 #include "sim/point.hpp"
 #include "temp_dir.hpp"
 #include "validation/trace_calibration.hpp"
+#include "validation/torch_profile.hpp"
 #include "validation/plan.hpp"
 #include "validation/schedule.hpp"
 
@@ -364,6 +365,22 @@ TEST_CASE("calibrate --from-trace: a GPU job's kernels give each class its devic
     CHECK(*rec.device_median_s == doctest::Approx(dev.units.at(rec.cls).time_s(rec.calls, rec.elements)).epsilon(1e-6));
   }
   for (double g : r.glue_s) CHECK(g == doctest::Approx(0.0).epsilon(1e-12));
+  // import torch-profile's view: each unit's kernels beside the replay's device track
+  {
+    std::ifstream in(jobs[0].trace);
+    const ProfileComparison pc = compare_torch_profile(nlohmann::json::parse(in), "g0.json", gpu, w0,
+                                                       with_default_host_terms(datasheet_calibration(gpu, w0.precision), gpu, w0), 1);
+    CHECK(pc.cuda);
+    CHECK(profile_report(pc).find("dev. pred.") != std::string::npos);
+    int units = 0;
+    for (const ProfileUnit& u : pc.units)
+      if (u.iteration == 0 && dev.units.count(u.unit) && u.calls > 0) {
+        CHECK(u.device_s == doctest::Approx(dev.units.at(u.unit).time_s(u.calls, u.elements)).epsilon(1e-6));
+        ++units;
+      }
+    CHECK(units >= 15);
+    CHECK(profile_json(pc)["units"][0].contains("device_s"));
+  }
   // each kind of trace on its kind of cluster
   CHECK_THROWS_WITH_AS(trace_records(jobs[0].trace, w0, cpu, 1), doctest::Contains("g0.json: CUDA activity"), InputError);
   const std::string cpu_trace = dir.write("c0.json", hand_trace(w0, cpu, known, 1, 3).dump());
