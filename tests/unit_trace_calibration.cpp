@@ -75,6 +75,14 @@ struct HandDevice {
 
 nlohmann::json hand_trace(const Workload& w, const Cluster& c, const Calibration& known, int ranks, int steps, const HandDevice* device = nullptr) {
   std::vector<TorchTraceEvent> ev = read_torch_trace(fixture_trace(), "parity-2-layers.trace.json");
+  // a GPU job's backward runs on autograd's device thread (tid kAutograd),
+  // after the forward on the caller's and before its Adam (laid out below)
+  constexpr long long kAutograd = 9;
+  const long long main_tid = ev.empty() ? 0 : ev.front().tid;
+  if (device)
+    for (TorchTraceEvent& e : ev)  // (parents precede their children)
+      if (e.parent >= 0) e.tid = ev[static_cast<std::size_t>(e.parent)].tid;
+      else if (e.tid == main_tid && e.cls.rfind("backward:", 0) == 0) e.tid = kAutograd;
   const ReplayInput in = make_replay_input(c, w, known, layout_for(c, ranks, std::nullopt), w.batch_per_gpu, 0);
   std::map<std::string, std::vector<std::size_t>> ops_of;
   for (std::size_t i = 0; i < in.ops.size(); ++i)
@@ -128,6 +136,12 @@ nlohmann::json hand_trace(const Workload& w, const Cluster& c, const Calibration
     dur[e] = cur + work[e] - t;
     return t + dur[e];
   };
+  if (device && roots.count(kAutograd)) {  // the two threads' roots one after another, in the step's order
+    auto& main = roots[main_tid];
+    main.insert(main.end(), roots[kAutograd].begin(), roots[kAutograd].end());
+    std::stable_sort(main.begin(), main.end(), [&](std::size_t a, std::size_t b) { return ev[a].ts_us < ev[b].ts_us; });
+    roots.erase(kAutograd);
+  }
   double span = 0;
   for (const auto& [tid, rs] : roots) {
     double cur = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -111,14 +112,23 @@ struct StepLayout {
   std::vector<int> nested, inner_n;  // ProfileUnit::nested_events and inner_events, per event
   std::vector<double> inner_s;       // ProfileUnit::inner_s, per event
   std::vector<double> lead;          // an event's gap since its previous sibling ended
-  int main_events = 0;               // the busiest thread's: the others' (gloo's, autograd's workers) run beside it
+  // the events whose profiler cost lies within the step's span: those of
+  // the threads that run the model's ops, one after another (a GPU job's
+  // backward runs on autograd's device thread, its forward and Adam on the
+  // caller's); the others' (gloo's threads) run beside them. None: the busiest's
+  int main_events = 0;
   double span_s = 0;                 // the first event's start to the last one's end
 };
 
 // A CUDA runtime or driver call (a GPU job's launches, copies, syncs).
 bool is_runtime(const TorchTraceEvent& e) { return e.cat == "cuda_runtime" || e.cat == "cuda_driver"; }
 
-StepLayout step_layout(const std::vector<TorchTraceEvent>& ev, std::vector<double>& gaps, std::vector<double>& views) {
+// `model_threads`: the threads with events of the model's classes. Their
+// top-level events follow one another as one sequence (a call's gap since
+// the previous one ended spans no other model thread's work).
+StepLayout step_layout(const std::vector<TorchTraceEvent>& ev, const std::set<long long>& model_threads, std::vector<double>& gaps,
+                       std::vector<double>& views) {
+  constexpr long long kModelThreads = std::numeric_limits<long long>::min();
   const std::size_t n = ev.size();
   StepLayout l;
   l.nested.assign(n, 0);
@@ -137,7 +147,8 @@ StepLayout step_layout(const std::vector<TorchTraceEvent>& ev, std::vector<doubl
     first_us = i == 0 ? e.ts_us : std::min(first_us, e.ts_us);
     last_us = i == 0 ? end_us : std::max(last_us, end_us);
     ++per_thread[e.tid];
-    const auto [it, fresh] = sibling_end.try_emplace({e.tid, e.parent}, end_us);
+    const long long seq = e.parent < 0 && model_threads.count(e.tid) ? kModelThreads : e.tid;  // (the sequence it follows in)
+    const auto [it, fresh] = sibling_end.try_emplace({seq, e.parent}, end_us);
     if (!fresh) l.lead[i] = std::max(0.0, e.ts_us - it->second) * 1e-6;
     it->second = std::max(it->second, end_us);
     if (e.parent < 0) continue;
@@ -155,13 +166,16 @@ StepLayout step_layout(const std::vector<TorchTraceEvent>& ev, std::vector<doubl
     // next to a CUDA runtime call: the host's work around a launch, cuBLAS's
     // set-up, lies in those gaps, not only the profiler's)
     inside[i] = !ev[up].cls.empty() || inside[up];
-    bool& was_runtime = after_runtime[{e.tid, e.parent}];
+    bool& was_runtime = after_runtime[{seq, e.parent}];
     if (!fresh && inside[i] && !is_runtime(e) && !was_runtime) gaps.push_back(l.lead[i]);
     was_runtime = is_runtime(e);
   }
   for (std::size_t i = 0; i < n; ++i)
     if (ev[i].name == "aten::as_strided" && !has_child[i]) views.push_back(ev[i].dur_us * 1e-6);
-  for (const auto& [tid, k] : per_thread) l.main_events = std::max(l.main_events, k);
+  for (const auto& [tid, k] : per_thread) {
+    if (model_threads.empty()) l.main_events = std::max(l.main_events, k);
+    else if (model_threads.count(tid)) l.main_events += k;
+  }
   l.span_s = (last_us - first_us) * 1e-6;
   return l;
 }
@@ -296,7 +310,10 @@ ProfileComparison compare_torch_profile(const nlohmann::json& trace, const std::
   const std::string model_name = w.file.empty() ? w.name : w.file;
   for (std::size_t s = 0; s < steps.size(); ++s) {
     const std::vector<TorchTraceEvent>& ev = step_events[s];
-    const StepLayout lay = step_layout(ev, gaps, views);
+    std::set<long long> model_threads;
+    for (const TorchTraceEvent& e : ev)
+      if (by_class.count(e.cls)) model_threads.insert(e.tid);
+    const StepLayout lay = step_layout(ev, model_threads, gaps, views);
     const StepDevice sd = step_device(ev, launched);
     // the events of each class the model lists, in time order
     std::map<std::string, std::vector<const TorchTraceEvent*>> seen;

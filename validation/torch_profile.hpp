@@ -88,8 +88,10 @@ struct ProfileComparison {
   // add). How many of each were seen.
   double profiler_gap_s = 0, profiler_inside_s = 0;
   int profiler_gaps = 0, profiler_views = 0;
-  // host events per iteration on the step's busiest thread (the others run
-  // beside it; steps holding several iterations: their mean, rounded)
+  // host events per iteration on the threads that run the model's ops, one
+  // after another (a GPU job's backward on autograd's device thread; gloo's
+  // threads run beside them; steps holding several iterations: their mean,
+  // rounded)
   std::vector<int> step_events;
   std::vector<double> step_span_s;  // per iteration: from the step's first event's start to its last one's end
   // the model's steady buckets (bytes, in all-reduce order) and buffers
