@@ -121,13 +121,16 @@ LastLevelCache last_level_cache(const std::string& sysfs_cpu) {
   return best;
 }
 
+// The node's ranks that share one last-level cache: at most its CPUs, at least 1.
+int llc_sharing_ranks(int ranks_here, const LastLevelCache& llc) { return std::max(1, std::min(ranks_here, llc.sharing_cpus)); }
+
 double llc_flush_bytes(double multiple, int ranks_here, const LastLevelCache& llc, std::string* why) {
   constexpr double kFallback = 64.0 * 1024 * 1024;
   if (!(llc.bytes > 0)) {
     if (why) *why = "the last-level cache is unknown (no sysfs cache index): 64 MiB";
     return kFallback;
   }
-  const int sharing = std::max(1, std::min(ranks_here, llc.sharing_cpus));
+  const int sharing = llc_sharing_ranks(ranks_here, llc);
   const double bytes = std::max(llc.bytes, multiple * llc.bytes / sharing);
   if (why) {
     std::ostringstream o;
@@ -498,10 +501,9 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan_in,
   std::set<std::string> nodes(hosts.begin(), hosts.end());
   // an "Nx_llc" eviction: sized by this node's last-level cache and its ranks
   std::string flush_rule;
-  if (plan.flush_llc_multiple > 0 && plan.backend == "cpu") {
-    const int here = static_cast<int>(std::count(hosts.begin(), hosts.end(), host()));
-    plan.flush_bytes = llc_flush_bytes(plan.flush_llc_multiple, here, last_level_cache(), &flush_rule);
-  }
+  const int ranks_here = static_cast<int>(std::count(hosts.begin(), hosts.end(), host()));
+  const LastLevelCache llc = plan.backend == "cpu" ? last_level_cache() : LastLevelCache{};
+  if (plan.flush_llc_multiple > 0 && plan.backend == "cpu") plan.flush_bytes = llc_flush_bytes(plan.flush_llc_multiple, ranks_here, llc, &flush_rule);
   nlohmann::json meta = {{kProvenanceKey, to_json(provenance(command_line))}, {"plan", plan.name}, {"backend", plan.backend}, {"cpu_model", cpu_model()},
                          {"gpu", KS_GPU_OR(gpu->description(), std::string("none"))},
                          {"machine", machine_json(this_machine(KS_GPU_OR(gpu->description(), std::string("none")), comm.library_version()))},
@@ -523,9 +525,7 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan_in,
   KernelsResume done = resume_kernels(comm, resume, meta, plan.shapes.size());
   // a fixed eviction smaller than twice the node's last-level cache may leave the cold ops' data cached
   if (comm.rank() == 0 && plan.backend == "cpu" && plan.flush_bytes > 0 && plan.flush_llc_multiple <= 0) {
-    const LastLevelCache llc = last_level_cache();
-    const int here = static_cast<int>(std::count(hosts.begin(), hosts.end(), host()));
-    if (llc.bytes > 0 && plan.flush_bytes * std::max(1, std::min(here, llc.sharing_cpus)) < 2 * llc.bytes)
+    if (llc.bytes > 0 && plan.flush_bytes * llc_sharing_ranks(ranks_here, llc) < 2 * llc.bytes)
       std::cerr << "kanscale: warning: the cold repetitions' eviction (" << format_bytes(plan.flush_bytes) << " a rank) is under twice this node's "
                 << "last-level cache (" << format_bytes(llc.bytes) << "): cold timings may find their data cached; flush_between_repeats: 2x_llc "
                 << "sizes it to the cache\n";

@@ -4,9 +4,9 @@
 #include "model/sampler.hpp"
 
 #include <algorithm>
-#include <map>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
 
 #include "model/statistics.hpp"

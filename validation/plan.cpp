@@ -59,8 +59,9 @@ namespace {
 // PyTorch's default bucket cap (25 MiB): no ranks or bucket_caps keys.
 std::vector<ValidationCase> case_matrix(YamlMap& c, bool one_gpu = false) {
   std::vector<ValidationCase> out;
-  for (const char* key : {"ranks", "oversubscribed_ranks", "transports", "bucket_caps"})
-    if (one_gpu && c.has(key)) c.fail(key, "profiled runs are one GPU's, at PyTorch's default bucket cap; leave it out");
+  if (one_gpu)
+    for (const char* key : {"ranks", "oversubscribed_ranks", "transports", "bucket_caps"})
+      if (c.has(key)) c.fail(key, "profiled runs are one GPU's, at PyTorch's default bucket cap; leave it out");
   const auto ranks = one_gpu ? std::vector<std::int64_t>{1} : c.integer_list("ranks", 1, 1, kMaxGpus);
   std::vector<std::int64_t> over;
   if (c.has("oversubscribed_ranks")) over = c.integer_list("oversubscribed_ranks", 1, 1, kMaxGpus);

@@ -603,11 +603,10 @@ void fit_measured(const ValidationPlan& p, const std::string& dir) {
   // (a GPU node's: its op classes from its profiled runs' traces, its one transport nccl)
   const bool torch = p.implementation == "pytorch";
   for (const auto& t : p.measure.transports) {
-    std::vector<std::string> kernels, runtime, collectives, interference, progress, torch_ops, traces;
+    std::vector<std::string> kernels, runtime, collectives, interference, progress, torch_ops;
     for (int r = 0; r < p.rounds; ++r) {
       if (!p.measure.torch_ops_plan.empty()) torch_ops.push_back(torch_ops_file(r));
       else if (!torch) kernels.push_back(kernels_file(r));
-      for (std::size_t c = 0; c < p.measure.profile.size(); ++c) traces.push_back(profile_trace(c, r));
     }
     if (p.measure.ranks > 1) {
       if (!torch)
@@ -640,13 +639,14 @@ void fit_measured(const ValidationPlan& p, const std::string& dir) {
     FitInputs in = read_fit_inputs(in_dir(kernels), in_dir(collectives), in_dir(interference), {}, in_dir(runtime), in_dir(progress),
                                    in_dir(torch_ops));
     // the profiled runs' traces, each read as calibrate --from-trace reads a user's (at 1 GPU, on the plan's cluster)
-    if (!traces.empty()) {
+    if (!p.measure.profile.empty()) {
       const Cluster cluster = load_cluster(p.cluster_file);
+      const Machine here = this_machine("", "");
       cmdline += "; op classes as kanscale calibrate --from-trace reads";
       for (int r = 0; r < p.rounds; ++r)
         for (std::size_t c = 0; c < p.measure.profile.size(); ++c) {
           TraceRecords tr = trace_records(dir + "/" + profile_trace(c, r), load_workload(dir + "/" + profile_workload(c)), cluster, 1);
-          tr.ops.machine = this_machine("", "");
+          tr.ops.machine = here;
           in.torch_ops.push_back(std::move(tr.ops));
           cmdline += " " + profile_trace(c, r) + " (" + profile_workload(c) + ")";
         }
@@ -665,7 +665,7 @@ void fit_measured(const ValidationPlan& p, const std::string& dir) {
       write_owned_files(dir, {{dir + "/" + report, std::string(e.what()) + "\n"}});
       throw InputError(std::string("the fit failed on the rounds' measurements: ") + e.what());
     }
-    fit.file.torch_host_has_launch = !traces.empty();  // (the traced host ops launched their kernels)
+    fit.file.torch_host_has_launch = !p.measure.profile.empty();  // (the traced host ops launched their kernels)
     std::ostringstream live_report;
     if (!p.measure.live.empty()) fit_live_terms(p, dir, t, fit.file, live_report);
     write_owned_files(dir, {{dir + "/" + calibration_out(t), write_calibration(fit.file, fit_header(cmdline))},

@@ -192,7 +192,6 @@ struct StepDevice {
   int other_syncs = 0;
 };
 
-
 // the runtime calls that wait for the device (the host does no work meanwhile)
 bool is_sync(const std::string& name) {
   return name == "cudaStreamSynchronize" || name == "cudaDeviceSynchronize" || name == "cudaEventSynchronize" || name == "cudaMemcpy" ||

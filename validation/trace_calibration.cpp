@@ -55,7 +55,6 @@ std::vector<CollectiveSweepFile> trace_sweeps(const ProfileComparison& p, const 
         const double alg = bytes[b] / *lo * 1e-9;
         pt.in_place->algbw_GBps = alg;
         pt.in_place->busbw_GBps = alg * 2.0 * (ranks - 1) / ranks;
-        pt.out_of_place = pt.in_place;
       }
       f.points.push_back(pt);
     }
