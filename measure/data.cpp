@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "model/rng.hpp"
 #include "formats/yaml_reader.hpp"
@@ -38,6 +39,19 @@ bool Dataset::materialize(double max_bytes) {
   for (std::int64_t i = 0; i < size_; ++i)
     generate(i, &cache_x_[static_cast<std::size_t>(i) * in_], &cache_y_[static_cast<std::size_t>(i) * out_]);
   return true;
+}
+
+Dataset Dataset::held(int in, int out, std::vector<float> x, std::vector<float> y) {
+  if (in < 1 || out < 1 || x.size() % static_cast<std::size_t>(in) != 0 || x.size() / in * out != y.size() || x.empty())
+    throw std::invalid_argument("Dataset::held: x and y must hold the same number (> 0) of samples of widths in and out");
+  Dataset d;
+  d.task_ = "held";
+  d.in_ = in;
+  d.out_ = out;
+  d.size_ = static_cast<std::int64_t>(x.size() / in);
+  d.cache_x_ = std::move(x);
+  d.cache_y_ = std::move(y);
+  return d;
 }
 
 void Dataset::sample(std::int64_t index, float* x, float* y) const {

@@ -340,10 +340,12 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
       const Stat ta = time_op(comm, [&] { adam.update({param.data()}, {g.data()}); }, plan.warmup, plan.repeats);
       add_row("adam", prefs[p].name, 10.0 * n, 28.0 * n, ta, 0);
     }
-    // the batch (teacher data held in memory, gathered by index)
+    // the batch (random samples held in memory, gathered by index)
     {
-      Dataset data("teacher", static_cast<int>(s.in), static_cast<int>(s.out), 4 * s.batch, plan.seed);
-      data.materialize(1e12);
+      std::vector<float> hx(static_cast<std::size_t>(4 * s.batch) * s.in), hy(static_cast<std::size_t>(4 * s.batch) * s.out);
+      for (auto& v : hx) v = u(gen);
+      for (auto& v : hy) v = u(gen);
+      const Dataset data = Dataset::held(static_cast<int>(s.in), static_cast<int>(s.out), std::move(hx), std::move(hy));
       const auto idx = shard_indices(4 * s.batch, 1, 0, plan.seed, 0);
       std::vector<float> X(static_cast<std::size_t>(B) * s.in), T(static_cast<std::size_t>(B) * s.out);
       const Stat tb = time_op(comm, [&] {

@@ -83,10 +83,12 @@ double measure_shape_cuda(Comm& comm, Gpu& gpu, const KernelPlan& plan, std::siz
           time_gpu(comm, gpu, [&] { dnet.adam_step_param(hyper, ++step, pi, dnet.grad(pi)); }, plan.warmup, plan.repeats), 0);
       off += m;
     }
-    // the batch: gathered on the host (teacher data in memory), copied in
+    // the batch: gathered on the host (random samples in memory), copied in
     {
-      Dataset data("teacher", static_cast<int>(s.in), static_cast<int>(s.out), 4 * s.batch, plan.seed);
-      data.materialize(1e12);
+      std::vector<float> hx(static_cast<std::size_t>(4 * s.batch) * s.in), hy(static_cast<std::size_t>(4 * s.batch) * s.out);
+      for (auto& v : hx) v = u(gen);
+      for (auto& v : hy) v = u(gen);
+      const Dataset data = Dataset::held(static_cast<int>(s.in), static_cast<int>(s.out), std::move(hx), std::move(hy));
       const auto idx = shard_indices(4 * s.batch, 1, 0, plan.seed, 0);
       float* X = gpu.alloc_host(x.size());
       float* T = gpu.alloc_host(t.size());

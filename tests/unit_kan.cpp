@@ -253,6 +253,19 @@ TEST_CASE("tasks check their widths; samples are deterministic") {
   for (float v : yt) CHECK(std::fabs(v) <= 1.0f);
 }
 
+TEST_CASE("a held dataset serves its own samples by index") {
+  // 3 samples of widths 2 -> 1: sample i is x = (10i, 10i+1), y = 100i
+  const Dataset d = Dataset::held(2, 1, {0, 1, 10, 11, 20, 21}, {0, 100, 200});
+  CHECK(d.size() == 3);
+  float x[2], y[1];
+  d.sample(2, x, y);
+  CHECK(x[0] == 20.f);
+  CHECK(x[1] == 21.f);
+  CHECK(y[0] == 200.f);
+  CHECK_THROWS(Dataset::held(2, 1, {0, 1, 10}, {0, 100}));  // a sample cut short
+  CHECK_THROWS(Dataset::held(2, 1, {0, 1, 10, 11}, {0}));   // one target for two samples
+}
+
 TEST_CASE("safetensors: round trip, and truncated or corrupted files fail with a clear error") {
   StFile f;
   f.tensors["a"] = StTensor{{2, 3}, {1, 2, 3, 4, 5, 6}};
