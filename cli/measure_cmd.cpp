@@ -18,6 +18,8 @@
 #include <cstdio>
 #include <sstream>
 #include "base/output_files.hpp"
+#include "formats/measurement_records.hpp"
+#include "model/calibration_fit.hpp"
 #include "model/cost.hpp"
 #include "model/kan_model.hpp"
 #include "model/limits.hpp"
@@ -106,7 +108,8 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
   std::string plan_file = "configs/measure/cpu-default.yaml", shapes, json, csv, backend = "cpu", resume;
   int repeats = 0, threads = 0;
   KernelPlan plan;
-  std::string flush, memory_limit = "64GiB";
+  std::string flush, memory_limit = "64GiB", skip_from;
+  double skip_under = 0;
   po::options_description desc("measure kernels options");
   desc.add_options()
       ("help,h", "show this help")
@@ -122,6 +125,10 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
       ("resume", po::value(&resume)->value_name("FILE"), "continue an interrupted run of the same plan (its JSON file)")
       ("max-shapes", po::value(&plan.max_shapes), "stop after this many new shapes (tests of --resume)")
       ("flush", po::value(&flush), "evict the caches before every repetition by touching this much memory (e.g. 64MiB), or a multiple of the last-level cache shared among the node's ranks (e.g. 2x_llc)")
+      ("skip-from", po::value(&skip_from)->value_name("FILE,..."),
+       "earlier rounds of this plan (measure kernels files): a class whose fit over them predicts each left-out shape within "
+       "--skip-under on average is timed at every other shape (the first, third, ...) only")
+      ("skip-under", po::value(&skip_under)->value_name("F"), "with --skip-from: the mean held-out error (a fraction) below which a class is skipped so")
       ("memory-limit", po::value(&memory_limit)->default_value(memory_limit),
        "refuse a shape whose estimated memory per rank (a training step of the layer, its inputs, the flush buffer) is above this");
   po::variables_map vm;
@@ -135,7 +142,13 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
   if (json.empty() && csv.empty()) throw InputError("give --json and/or --csv: the measurements are for kanscale fit");
   check_output_paths({{json, resume.empty() ? "--json" : "--resume"}, {csv, "--csv"}, {csv_meta_path(csv), "--csv (its .meta.json)"}});
   const auto [max_shapes, target] = std::pair(plan.max_shapes, plan.target_rel_halfwidth);
-  check_outputs_spare_inputs({plan_file}, {{json, resume.empty() ? "--json" : "--resume"}, {csv, "--csv"}, {csv_meta_path(csv), "--csv (its .meta.json)"}});
+  const std::vector<std::string> earlier = skip_from.empty() ? std::vector<std::string>{} : split_list(skip_from, "--skip-from");
+  if (vm.count("skip-from") != vm.count("skip-under")) throw InputError("--skip-from and --skip-under go together");
+  if (vm.count("skip-under") && !(skip_under > 0 && skip_under < 1)) throw InputError("--skip-under: expected a fraction above 0 and below 1");
+  if (vm.count("skip-from") && earlier.empty()) throw InputError("--skip-from: an empty list; expected the earlier rounds' kernels files");
+  std::vector<std::string> inputs = {plan_file};
+  inputs.insert(inputs.end(), earlier.begin(), earlier.end());
+  check_outputs_spare_inputs(inputs, {{json, resume.empty() ? "--json" : "--resume"}, {csv, "--csv"}, {csv_meta_path(csv), "--csv (its .meta.json)"}});
   plan = shapes.empty() ? load_kernel_plan(plan_file) : KernelPlan{};
   std::tie(plan.max_shapes, plan.target_rel_halfwidth) = std::pair(max_shapes, target);
   if (!shapes.empty()) plan.shapes = parse_shapes(shapes);
@@ -157,6 +170,24 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
                        format_bytes(memory));
   }
   if (plan.repeats < 3) throw InputError("--repeat: at least 3 (median and spread)");
+  if (!earlier.empty()) {
+    if (plan.backend != "cpu") throw InputError("--skip-from: the CPU path's option (backend " + plan.backend + ")");
+    std::vector<KernelsFile> files;
+    for (const auto& f : earlier) {
+      files.push_back(read_kernels_file(f));
+      for (const KernelRecord& r : files.back().rows)
+        if (std::none_of(plan.shapes.begin(), plan.shapes.end(), [&](const KernelShape& k) {
+              return k.batch == r.batch && k.in == r.in && k.out == r.out && k.G == r.grid_size && k.k == r.spline_order;
+            }))
+          throw InputError("--skip-from " + f + ": timed shape [" + std::to_string(r.batch) + ", " + std::to_string(r.in) + ", " +
+                           std::to_string(r.out) + ", " + std::to_string(r.grid_size) + ", " + std::to_string(r.spline_order) +
+                           "], not in this plan: give this plan's earlier rounds");
+    }
+    plan.skip_from = earlier;
+    plan.skip_under = skip_under;
+    for (const auto& [cls, error] : kernel_class_shape_errors(files))
+      if (error >= 0 && error < skip_under) plan.skip_classes[cls] = error;
+  }
   check_threads(plan.threads, vm.count("threads") ? "--threads" : plan_file + ": key 'threads'");
   check_plan_memory(plan, parse_size_option(memory_limit, "--memory-limit"),
                     shapes.empty() ? plan_file + ": key 'shapes'" : std::string("--shapes"));

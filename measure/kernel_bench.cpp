@@ -150,6 +150,9 @@ using namespace kernel_bench_detail;
 // layers and the optimizer, not left warm by its previous repetition.
 std::vector<char> g_flush;
 volatile char g_flush_sink = 0;
+// the ops this shape and pass leave untimed (KernelPlan::skip_classes)
+std::set<std::string> g_skip;
+bool skipped(const char* op) { return g_skip.count(op) > 0; }
 void flush_caches() {
   if (g_flush.empty()) return;
   char acc = 0;
@@ -298,10 +301,16 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
     BackwardScratch scratch;
     std::vector<float> db(L.base_weight.size()), ds(L.spline_weight.size()), dsc(L.spline_scaler.size());
     const auto fw = kanscale_layer_forward(s.in, s.out, s.G, s.k, s.batch);
-    const Stat tf = time_op(comm, [&] { layer_forward_cpu(L, x.data(), B, y.data(), w); }, plan.warmup, plan.repeats);
+    if (skipped("kan_forward")) {
+      layer_forward_cpu(L, x.data(), B, y.data(), w);  // the backward's workspaces
+    } else {
+      const Stat tf = time_op(comm, [&] { layer_forward_cpu(L, x.data(), B, y.data(), w); }, plan.warmup, plan.repeats);
+      add_row("kan_forward", "", fw.flops, fw.bytes, tf,
+              4.0 * static_cast<double>(w.bmat.size() + w.dval.size() + w.act.size() + w.ws.size() + w.first.size()));
+    }
     const double ws = 4.0 * static_cast<double>(w.bmat.size() + w.dval.size() + w.act.size() + w.ws.size() + w.first.size());
-    add_row("kan_forward", "", fw.flops, fw.bytes, tf, ws);
     for (bool need_dx : {true, false}) {
+      if (skipped("kan_backward")) break;
       const auto bw = kanscale_layer_backward(s.in, s.out, s.G, s.k, s.batch, need_dx);
       const Stat tb = time_op(
           comm,
@@ -313,7 +322,7 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
           ws + 4.0 * static_cast<double>(scratch.floats()));
     }
     // loss
-    {
+    if (!skipped("mse")) {
       const double n = static_cast<double>(y.size());
       const Stat tl = time_op(comm, [&] { mse_forward_backward(y.data(), t.data(), y.size(), dy.data()); }, plan.warmup, plan.repeats);
       add_row("mse", "", 5 * n, 16 * n, tl, 0);
@@ -330,18 +339,24 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
       std::vector<float> g(n), bucket(n);
       for (auto& v : g) v = u(gen);
       const float inv = 0.5f;
-      const Stat tc = time_op(comm, [&] { for (std::size_t i = 0; i < n; ++i) bucket[i] = g[i] * inv; }, plan.warmup, plan.repeats);
-      add_row("bucket_copy", prefs[p].name, static_cast<double>(n), 8.0 * n, tc, 0);
-      const Stat tk = time_op(comm, [&] { std::copy(bucket.begin(), bucket.end(), g.begin()); }, plan.warmup, plan.repeats);
-      add_row("copy_back", prefs[p].name, 0, 8.0 * n, tk, 0);
-      Adam adam;
-      adam.init({n});
-      std::vector<float> param(prefs[p].data, prefs[p].data + n);
-      const Stat ta = time_op(comm, [&] { adam.update({param.data()}, {g.data()}); }, plan.warmup, plan.repeats);
-      add_row("adam", prefs[p].name, 10.0 * n, 28.0 * n, ta, 0);
+      if (!skipped("bucket_copy")) {
+        const Stat tc = time_op(comm, [&] { for (std::size_t i = 0; i < n; ++i) bucket[i] = g[i] * inv; }, plan.warmup, plan.repeats);
+        add_row("bucket_copy", prefs[p].name, static_cast<double>(n), 8.0 * n, tc, 0);
+      }
+      if (!skipped("copy_back")) {
+        const Stat tk = time_op(comm, [&] { std::copy(bucket.begin(), bucket.end(), g.begin()); }, plan.warmup, plan.repeats);
+        add_row("copy_back", prefs[p].name, 0, 8.0 * n, tk, 0);
+      }
+      if (!skipped("adam")) {
+        Adam adam;
+        adam.init({n});
+        std::vector<float> param(prefs[p].data, prefs[p].data + n);
+        const Stat ta = time_op(comm, [&] { adam.update({param.data()}, {g.data()}); }, plan.warmup, plan.repeats);
+        add_row("adam", prefs[p].name, 10.0 * n, 28.0 * n, ta, 0);
+      }
     }
     // the batch (random samples held in memory, gathered by index)
-    {
+    if (!skipped("load_batch")) {
       std::vector<float> hx(static_cast<std::size_t>(4 * s.batch) * s.in), hy(static_cast<std::size_t>(4 * s.batch) * s.out);
       for (auto& v : hx) v = u(gen);
       for (auto& v : hy) v = u(gen);
@@ -524,6 +539,8 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan_in,
                                                         "heap bytes held at the peak of a training step (glibc's accounting)")},
                          {"unstable_threshold_cv", 0.05}};
   if (!flush_rule.empty()) meta["flush_between_repeats_rule"] = flush_rule;
+  if (!plan.skip_from.empty())
+    meta["skipped_at_odd_shapes"] = {{"from", plan.skip_from}, {"under", plan.skip_under}, {"classes", plan.skip_classes}};
   KernelsResume done = resume_kernels(comm, resume, meta, plan.shapes.size());
   // a fixed eviction smaller than twice the node's last-level cache may leave the cold ops' data cached
   if (comm.rank() == 0 && plan.backend == "cpu" && plan.flush_bytes > 0 && plan.flush_llc_multiple <= 0) {
@@ -576,16 +593,28 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan_in,
     auto add_row = [&](const std::string& op, const std::string& detail, double flops, double bytes, const Stat& t, double ws) {
       mine.push_back(to_json(kernel_row(s, op, detail, cache, flops, bytes, t, ws, rank)));
     };
-    // warm: repetitions back to back; cold: caches evicted before each one
+    // warm: repetitions back to back; cold: caches evicted before each one.
+    // A skipped class is timed at every other shape (the first kept).
+    auto skip_for = [&](const std::string& pass) {
+      g_skip.clear();
+      if (si % 2 == 0) return;
+      for (const auto& [cls, error] : plan.skip_classes) {
+        const auto at = cls.find('@');
+        if ((at == std::string::npos ? std::string("warm") : cls.substr(at + 1)) == pass) g_skip.insert(cls.substr(0, at));
+      }
+    };
     g_target = plan.target_rel_halfwidth;
     g_flush.clear();
+    skip_for("warm");
     const double peak = KS_GPU_OR(measure_shape_cuda(comm, *gpu, plan, si, add_row), measure_shape_cpu(comm, plan, si, add_row));
     if (plan.flush_bytes > 0 && plan.backend == "cpu") {
       cache = "cold";
+      skip_for("cold");
       g_flush.assign(static_cast<std::size_t>(plan.flush_bytes), 1);
       measure_shape_cpu(comm, plan, si, add_row);
       g_flush.clear();
     }
+    g_skip.clear();
     const KernelMemoryRecord memory{s.in, s.out, s.batch, s.G, s.k, peak, rank};
     // every finished shape is on disk at once (all ranks' rows)
     const auto all = comm.gather(nlohmann::json{{"rows", mine}, {"memory", to_json(memory)}}.dump());

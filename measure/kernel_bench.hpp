@@ -6,6 +6,7 @@
 // the concurrency is recorded.
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +34,13 @@ struct KernelPlan {
   // the ranks sharing it, at least one LLC), sized at run time (llc_flush)
   double flush_llc_multiple = 0;
   int max_shapes = 0;  // stop after this many new shapes (0: all); for tests of --resume
+  // A calibration's later rounds (--skip-from): these classes (an op, or
+  // "op@cold"), each with its error then, are timed at the plan's first,
+  // third, fifth... shapes only: their fit predicted each left-out shape of
+  // the earlier rounds within skip_under on average (CPU path only).
+  std::map<std::string, double> skip_classes;
+  double skip_under = 0;
+  std::vector<std::string> skip_from;
 };
 
 // Reads configs/measure/*.yaml; errors name file, line and key.

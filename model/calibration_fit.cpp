@@ -550,6 +550,35 @@ struct FitData {
   double interf = 0, inflight = -1;
 };
 
+// A kernels row's class: its op, cold rows (caches evicted before each
+// repetition) fitted apart as "op@cold".
+std::string kernel_class(const KernelRecord& r) { return r.cache == "cold" ? r.op + "@cold" : r.op; }
+
+// A kernels row's features. Layers: a fixed term, FLOPs, bytes and the basis
+// evaluations (B*in), the basis separately from the contractions, and the
+// spline weights; the rest move memory (their FLOPs are proportional to
+// their bytes): fixed and bytes. A backward's basis work per (sample, input)
+// is the input gradient's (the bases' derivatives): none without it
+// (kan_model.cpp's ops).
+std::vector<double> kernel_features(const KernelRecord& r, const std::vector<std::pair<double, double>>& cache_probe) {
+  if (!r.layer()) return {1.0, r.bytes};
+  const bool no_dx = r.op == "kan_backward" && r.detail == "without input gradient";
+  // A warm layer's bytes at the bandwidth of their size on the probe:
+  // a layer streams its bases matrix, written then read, and runs from
+  // L2 or from memory as that matrix fits. (Not the other ops: they are
+  // bound by their arithmetic at these sizes; so scaled, Adam's and the
+  // loss's held-out errors rose from 3-5% to 40-97% on the Xeon of
+  // 3 Dec 2026, while the layers' fell from 9.7/8.7% to 8.2/7.0%.)
+  const double bytes = r.cache != "cold" ? r.bytes * cache_probe_scale(cache_probe, r.bytes) : r.bytes;
+  return {1.0, r.flops, bytes, no_dx ? 0.0 : static_cast<double>(r.batch) * static_cast<double>(r.in),
+          static_cast<double>(r.in) * static_cast<double>(r.out) * (r.grid_size + r.spline_order)};
+}
+
+const std::vector<std::string>& kernel_feature_names(bool layer) {
+  static const std::vector<std::string> layers = {"fixed_s", "s_per_flop", "s_per_byte", "s_per_element", "s_per_weight"}, other = {"fixed_s", "s_per_byte"};
+  return layer ? layers : other;
+}
+
 // The kernels files: every op's rows, the memory peaks, the runtime memory,
 // the machine and the cache probe.
 void gather_kernels(const FitInputs& in, CalibrationFile& out, FitData& d) {
@@ -579,24 +608,8 @@ void gather_kernels(const FitInputs& in, CalibrationFile& out, FitData& d) {
       }
     }
     for (const KernelRecord& r : kf.rows) {
-      // cold rows (caches evicted before each repetition) get their own fits
-      const std::string key_op = r.cache == "cold" ? r.op + "@cold" : r.op;
-      // layers: a fixed term, FLOPs, bytes and the basis evaluations (B*in),
-      // the basis separately from the contractions; the rest move memory
-      // (their FLOPs are proportional to their bytes): fixed and bytes.
-      // A backward's basis work per (sample, input) is the input gradient's
-      // (the bases' derivatives): none without it (kan_model.cpp's ops).
-      const bool no_dx = r.op == "kan_backward" && r.detail == "without input gradient";
-      // A warm layer's bytes at the bandwidth of their size on the probe:
-      // a layer streams its bases matrix, written then read, and runs from
-      // L2 or from memory as that matrix fits. (Not the other ops: they are
-      // bound by their arithmetic at these sizes; so scaled, Adam's and the
-      // loss's held-out errors rose from 3-5% to 40-97% on the Xeon of
-      // 3 Dec 2026, while the layers' fell from 9.7/8.7% to 8.2/7.0%.)
-      const double bytes = r.layer() && r.cache != "cold" ? r.bytes * cache_probe_scale(out.cache_probe, r.bytes) : r.bytes;
-      if (r.layer()) X[key_op].push_back({1.0, r.flops, bytes, no_dx ? 0.0 : static_cast<double>(r.batch) * static_cast<double>(r.in),
-                                         static_cast<double>(r.in) * static_cast<double>(r.out) * (r.grid_size + r.spline_order)});
-      else X[key_op].push_back({1.0, r.bytes});
+      const std::string key_op = kernel_class(r);
+      X[key_op].push_back(kernel_features(r, out.cache_probe));
       Y[key_op].push_back(r.time_median_s);
       key[key_op].push_back(r.flops + r.bytes);
       if (key_op == r.op && r.layer() && !r.unstable) cvs.push_back(r.time_cv);
@@ -690,9 +703,7 @@ void fit_compute(CalibrationFile& out, FitData& d) {
         cold_header = true;
       }
       o.layer = rows.front().size() == 5;
-      o.fit = o.layer ? fit_relative_nonneg({"fixed_s", "s_per_flop", "s_per_byte", "s_per_element", "s_per_weight"}, rows, Y[key_name],
-                                            hold_out_largest(key[key_name], 0.2))
-                      : fit_relative_nonneg({"fixed_s", "s_per_byte"}, rows, Y[key_name], hold_out_largest(key[key_name], 0.2));
+      o.fit = fit_relative_nonneg(kernel_feature_names(o.layer), rows, Y[key_name], hold_out_largest(key[key_name], 0.2));
       const LinearFit& f = o.fit;
       o.cost = OpCost{0, 0, 0, false};
       set_op_coefficients(o.cost, o.layer, f.coef);  // dropped features have coefficient 0: no term
@@ -861,6 +872,41 @@ CalibrationFit fit_calibration(const FitInputs& in, const std::string& name) {
   d.report << "jitter_sigma " << out.jitter_sigma << ", interference " << d.interf << ", concurrency " << d.concurrency << " rank(s) per node\n";
   result.report = d.report.str();
   return result;
+}
+
+std::map<std::string, double> kernel_class_shape_errors(const std::vector<KernelsFile>& files) {
+  struct Rows {
+    std::vector<std::vector<double>> x;
+    std::vector<double> y;
+    std::vector<std::string> shape;
+  };
+  std::map<std::string, Rows> by_class;
+  std::vector<std::pair<double, double>> probe;  // the first file's, as the calibration's fit takes it
+  for (const KernelsFile& f : files)
+    if (probe.empty()) probe = f.cache_probe;
+  for (const KernelsFile& f : files)
+    for (const KernelRecord& r : f.rows) {
+      if (!(r.time_median_s > 0)) continue;
+      Rows& c = by_class[kernel_class(r)];
+      c.x.push_back(kernel_features(r, probe));
+      c.y.push_back(r.time_median_s);
+      std::ostringstream k;
+      k << r.batch << "," << r.in << "," << r.out << "," << r.grid_size << "," << r.spline_order;
+      c.shape.push_back(k.str());
+    }
+  std::map<std::string, double> errors;
+  for (const auto& [cls, c] : by_class) {
+    // to leave a shape out: 3 shapes or more, and as many points as terms without any one of them
+    std::map<std::string, std::size_t> per_shape;
+    for (const auto& k : c.shape) ++per_shape[k];
+    const auto& names = kernel_feature_names(c.x.front().size() == 5);
+    if (per_shape.size() < 3 ||
+        std::any_of(per_shape.begin(), per_shape.end(), [&](const auto& kv) { return c.y.size() - kv.second < names.size(); }))
+      continue;
+    const LinearFit f = fit_leave_one_group_out(names, c.x, c.y, c.shape);
+    errors[cls] = f.holdout_mean_abs_rel;
+  }
+  return errors;
 }
 
 }  // namespace ks

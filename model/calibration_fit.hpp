@@ -2,6 +2,7 @@
 // kanscale fit as a function: typed measurements in, a fitted calibration
 // (with the quality of every term) and a readable report out. The command
 // (cli/fit_cmd.cpp) and validate's rounds both call it.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -51,5 +52,12 @@ struct ProgressFit {
   int points = 0;
 };
 ProgressFit fit_mpi_progress(const std::vector<ProgressPoint>& points);
+
+// Per kernel class (an op, "op@cold" for its cold rows) of the files' rows
+// pooled: the mean relative error of its fit (the calibration's features)
+// on each shape's rows when that shape is left out, in turn. Classes timed
+// at fewer than 3 shapes, or with fewer points than terms once a shape is
+// out, are absent. measure kernels --skip-from reads it.
+std::map<std::string, double> kernel_class_shape_errors(const std::vector<KernelsFile>& files);
 
 }  // namespace ks

@@ -609,6 +609,9 @@ std::vector<Case> catalogue_part10() {
        {"plan.yaml:", "cases.ranks[0]", "integer"}},
       {"validation plan: measure ranks past int", "validation-plan", {{VP, sub(vplan, "ranks: 2\n", "ranks: 9999999999\n")}},
        validate_plan(), {"plan.yaml:", "calibration.measure.ranks", "at most"}},
+      {"validation plan: skip_shapes_under 1.5", "validation-plan",
+       {{VP, sub(vplan, "ranks: 2\n", "ranks: 2\n    skip_shapes_under: 1.5\n")}}, validate_plan(),
+       {"plan.yaml:", "calibration.measure.skip_shapes_under", "below 1"}},
 
   };
 }
@@ -866,6 +869,14 @@ std::vector<Case> catalogue_part19() {
        {"measure", "kernels", "--flush", "1e308PiB", "--json", "{d}/out.json"}, {"--flush"}},
       {"measure kernels: --threads huge", "flags-measure", {},
        {"measure", "kernels", "--threads", "100000000", "--json", "{d}/out.json"}, {"--threads"}},
+      {"measure kernels: --skip-from without --skip-under", "flags-measure", {},
+       {"measure", "kernels", "--shapes", "8:4:4:5:3", "--skip-from", "{d}/k.json", "--json", "{d}/out.json"}, {"--skip-from", "--skip-under"}},
+      {"measure kernels: --skip-under 1", "flags-measure", {},
+       {"measure", "kernels", "--shapes", "8:4:4:5:3", "--skip-from", "{d}/k.json", "--skip-under", "1", "--json", "{d}/out.json"},
+       {"--skip-under", "below 1"}},
+      {"measure kernels: --skip-from another plan's round", "flags-measure", {{"m.json", kKernels}},
+       {"measure", "kernels", "--shapes", "8:4:4:5:3", "--skip-from", "{d}/m.json", "--skip-under", "0.2", "--json", "{d}/out.json"},
+       {"--skip-from", "m.json", "[8, 12, 40, 5, 3]", "not in this plan"}},
       {"measure: unknown collective", "flags-measure", {}, {"measure", "alltoall"}, {"alltoall"}},
       {"measure: --large-from without its iterations", "flags-measure", {}, {"measure", "allreduce", "--large-from", "16M"},
        {"--large-from 16M", "--large-iters", "--large-warmup"}},

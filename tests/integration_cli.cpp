@@ -735,5 +735,39 @@ TEST_CASE("calibrate --dry-run prints every job of every round and runs nothing,
   CAPTURE(g.err);
   REQUIRE(g.code == 0);
   CHECK(g.out.find("14 job(s) in 2 round(s)") != std::string::npos);
+  // local-cpu: rounds 2 and 3 time the classes the earlier rounds predict at every other shape
+  const Run l = run("calibrate " + kSrc + "/configs/calibrate/local-cpu.yaml --dry-run", d);
+  CAPTURE(l.err);
+  REQUIRE(l.code == 0);
+  CHECK(l.out.find("--target-rel-halfwidth 0.050000 --json results/kernels-r0.json") != std::string::npos);
+  CHECK(l.out.find("--skip-from results/kernels-r0.json --skip-under 0.200000 --json results/kernels-r1.json") != std::string::npos);
+  CHECK(l.out.find("--skip-from results/kernels-r0.json,results/kernels-r1.json --skip-under 0.200000 --json results/kernels-r2.json") !=
+        std::string::npos);
   CHECK(g.out.find("train --quiet --backend cuda --ranks 1 --threads 1 --steps 4 --workload cases/profile0.yaml --profile") != std::string::npos);
+}
+
+TEST_CASE("measure kernels --skip-from: a class the earlier round predicts is timed at the first and third shapes only") {
+  TempDir d;
+  const std::string shapes = "--shapes 8:4:4:5:3,16:6:4:5:3,8:8:6:5:3,32:4:8:5:3 --repeat 3";
+  const Run r0 = run("measure kernels " + shapes + " --json " + d.path + "/r0.json", d);
+  CAPTURE(r0.err);
+  REQUIRE(r0.code == 0);
+  const Run r1 = run("measure kernels " + shapes + " --skip-from " + d.path + "/r0.json --skip-under 0.99 --json " + d.path + "/r1.json", d);
+  CAPTURE(r1.err);
+  REQUIRE(r1.code == 0);
+  const auto j = nlohmann::json::parse(read_file(d.path + "/r1.json"));
+  const auto& skipped = j["metadata"]["skipped_at_odd_shapes"];
+  CHECK(skipped["under"].get<double>() == 0.99);
+  CHECK(skipped["from"][0].get<std::string>() == d.path + "/r0.json");
+  // with 99%, the classes whose left-out shapes' mean error is under it: some at least (tiny ops
+  // timed at 3 repetitions still predict each other within 100%)
+  REQUIRE(!skipped["classes"].empty());
+  std::map<std::string, std::set<std::int64_t>> batches;  // class -> the shapes (their batches) it was timed at
+  for (const auto& row : j["rows"]) batches[row["op"].get<std::string>()].insert(row["batch"].get<std::int64_t>());
+  for (const char* op : {"kan_forward", "kan_backward", "mse", "bucket_copy", "copy_back", "adam", "load_batch"}) {
+    CAPTURE(op);
+    const bool skip = skipped["classes"].contains(op);
+    if (skip) CHECK(skipped["classes"][op].get<double>() < 0.99);
+    CHECK(batches[op] == (skip ? std::set<std::int64_t>{8} : std::set<std::int64_t>{8, 16, 32}));
+  }
 }

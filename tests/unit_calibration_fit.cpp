@@ -869,3 +869,55 @@ TEST_CASE("leave one shape out: terms that hold on every shape, against none tha
   CHECK_FALSE(none[0].none_because.empty());
   CHECK(none[0].term.compute_factor == 1.0);
 }
+
+TEST_CASE("kernel classes' leave-one-shape-out errors: a hand-solved weighted fit per left-out shape; cold apart; under 3 shapes none") {
+  // adam at 4 shapes: time = 2 us + 1 ns/B x bytes, the last shape 20% slow.
+  // Reference: for each shape left out, the relative least squares line
+  // through the other three (weights 1/y: minimise sum ((a + b x - y) / y)^2,
+  // the 2x2 normal equations solved here), its relative error at that shape;
+  // the mean over the four. Every such line keeps a, b > 0 (no term dropped).
+  const std::vector<double> x = {1000, 2000, 3000, 4000};
+  std::vector<double> y;
+  for (double b : x) y.push_back(2e-6 + 1e-9 * b);
+  y[3] *= 1.2;
+  KernelsFile f;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    KernelRecord r = layer_row("adam", 8.0 * (i + 1), 4, 4, 5);
+    r.bytes = x[i];
+    r.time_median_s = y[i];
+    f.rows.push_back(r);
+    r.cache = "cold";  // the same times cold, but at two shapes only
+    if (i < 2) f.rows.push_back(r);
+  }
+  double expected = 0;
+  for (std::size_t out = 0; out < x.size(); ++out) {
+    double s00 = 0, s01 = 0, s11 = 0, t0 = 0, t1 = 0;  // rows (1, x)/y, target 1
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (i == out) continue;
+      const double u = 1 / y[i], v = x[i] / y[i];
+      s00 += u * u, s01 += u * v, s11 += v * v, t0 += u, t1 += v;
+    }
+    const double det = s00 * s11 - s01 * s01, a = (t0 * s11 - s01 * t1) / det, b = (s00 * t1 - s01 * t0) / det;
+    REQUIRE(a > 0);
+    REQUIRE(b > 0);
+    expected += std::fabs(a + b * x[out] - y[out]) / y[out] / x.size();
+  }
+  const auto errors = kernel_class_shape_errors({f});
+  REQUIRE(errors.count("adam") == 1);
+  CHECK(errors.at("adam") == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(expected > 0.03);       // the slow shape is felt
+  CHECK(errors.count("adam@cold") == 0);  // two shapes: nothing to leave out
+  // a layer (5 terms) at 4 shapes, a row each: 3 points once a shape is out, too few
+  KernelsFile layers;
+  for (int i = 1; i <= 4; ++i) {
+    KernelRecord r = layer_row("kan_forward", 8.0 * i, 4, 4, 5);
+    r.flops = 1e6 * i, r.bytes = 1e4 * i, r.time_median_s = 1e-5 * i;
+    layers.rows.push_back(r);
+  }
+  CHECK(kernel_class_shape_errors({layers}).empty());
+  // split over two files (two rounds), the rows pool: the same errors
+  KernelsFile a = f, b = f;
+  a.rows.assign(f.rows.begin(), f.rows.begin() + 3);
+  b.rows.assign(f.rows.begin() + 3, f.rows.end());
+  CHECK(kernel_class_shape_errors({a, b}).at("adam") == doctest::Approx(expected).epsilon(1e-6));
+}

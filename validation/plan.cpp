@@ -213,6 +213,15 @@ static void read_measure_section(YamlMap& ms, ValidationPlan& p) {
   } catch (const InputError& e) {
     ms.fail("kernels", "\"" + p.measure.kernels_plan + "\" is not a kernel measurement plan (configs/measure/): " + e.what());
   }
+  // kernels rounds after the first: a class whose fit over the earlier
+  // rounds predicts each left-out shape within this (mean) error is timed at
+  // every other shape (measure kernels --skip-from); 0: every shape, always
+  if (auto u = ms.number_opt("skip_shapes_under", Bound::any)) {
+    if (!(*u >= 0 && *u < 1)) ms.fail("skip_shapes_under", "expected a fraction from 0 (time every shape in every round) to below 1");
+    if (*u > 0 && p.backend != "cpu")
+      ms.fail("skip_shapes_under", "for the CPU kernels (backend cpu)");
+    p.measure.skip_shapes_under = *u;
+  }
   p.measure.allreduce = ms.string_opt("allreduce").value_or(p.measure.allreduce);
   if (ms.has("broadcast")) {
     p.measure.broadcast = ms.string("broadcast");

@@ -47,6 +47,10 @@ struct MeasureSpec {
   double target_rel_halfwidth = kDefaultTargetRelHalfwidth;
   int cap_samples = kDefaultCapSamples;
   bool cap_samples_given = false;  // else a kernel plan's own `repeats` caps its kernels
+  // > 0: in rounds after the first, a kernel class whose fit over the
+  // earlier rounds predicted each left-out shape within this mean error is
+  // timed at every other shape only (measure kernels --skip-from)
+  double skip_shapes_under = 0;
   std::vector<std::string> transports;  // one all-reduce sweep per transport ("" : the default; "gloo": a pytorch plan's)
   // Live trainer runs on shapes of the calibration's own (never a case's):
   // what the trainer's sequence of ops costs beyond the microbenchmarks'

@@ -155,10 +155,18 @@ std::vector<std::vector<Job>> make_schedule(const ValidationPlan& p) {
       // each cold repetition first evicts 64 MiB of caches, which a larger cap multiplies)
       if (p.measure.cap_samples_given)
         jobs.back().args.insert(jobs.back().args.end() - 2, {"--repeat", std::to_string(std::min(p.measure.cap_samples, 1000))});
+      // later rounds: classes the earlier rounds already predict, at every other shape
+      if (r > 0 && p.measure.skip_shapes_under > 0) {
+        std::string earlier;
+        for (int e = 0; e < r; ++e) earlier += (e ? "," : "") + kernels_file(e);
+        jobs.back().args.insert(jobs.back().args.end() - 2, {"--skip-from", earlier, "--skip-under", std::to_string(p.measure.skip_shapes_under)});
+      }
       if (n > 1) {
         // the runtime's own memory at one rank per node (the kernels above
-        // give it at n): one shape, only its runtime memory is used
-        jobs.push_back({"runtime memory, 1 rank", 1, "", false,
+        // give it at n): one shape, only its runtime memory is used; a
+        // resident size, not a time: measured in the first round only
+        if (r == 0)
+          jobs.push_back({"runtime memory, 1 rank", 1, "", false,
                         {"measure", "kernels", "--plan", "measure-plan.yaml", "--max-shapes", "1", "--backend", p.backend, "--json",
                          runtime_file(r)},
                         runtime_file(r)});
@@ -597,11 +605,35 @@ void emit_validation(const ValidationPlan& p, const std::string& dir, const std:
 // Files are named relative to `dir` in the calibration, as the equivalent
 // `kanscale fit` command run in `dir` names them (its header records that
 // command).
+namespace {
+// The kernels rounds' skipping (measure kernels --skip-from), as each
+// round's file recorded it: the classes timed at every other shape, with
+// their held-out error over the rounds before.
+std::string kernel_skip_report(const ValidationPlan& p, const std::string& dir) {
+  if (p.measure.skip_shapes_under <= 0) return "";
+  std::ostringstream o;
+  o << "kernels: from round 2, a class whose fit over the earlier rounds predicted each left-out shape within " << p.measure.skip_shapes_under * 100
+    << "% (mean) was timed at every other shape (skip_shapes_under)\n";
+  for (int r = 1; r < p.rounds; ++r) {
+    const nlohmann::json j = read_json_file(dir + "/" + kernels_file(r), "a kanscale measure kernels file");
+    o << "  round " << r + 1 << ":";
+    const auto& m = j["metadata"];
+    if (!m.contains("skipped_at_odd_shapes") || m["skipped_at_odd_shapes"]["classes"].empty()) o << " none";
+    else
+      for (const auto& [cls, e] : m["skipped_at_odd_shapes"]["classes"].items())
+        o << " " << cls << " (" << std::fixed << std::setprecision(1) << e.get<double>() * 100 << "%)" << std::defaultfloat;
+    o << "\n";
+  }
+  return o.str();
+}
+}  // namespace
+
 void fit_measured(const ValidationPlan& p, const std::string& dir) {
   // a pytorch plan measures PyTorch's op classes (its one transport: gloo);
   // a kanscale plan kanscale's kernels and the runtime's memory
   // (a GPU node's: its op classes from its profiled runs' traces, its one transport nccl)
   const bool torch = p.implementation == "pytorch";
+  const std::string kernel_skip = torch ? "" : kernel_skip_report(p, dir);
   for (const auto& t : p.measure.transports) {
     std::vector<std::string> kernels, runtime, collectives, interference, progress, torch_ops;
     for (int r = 0; r < p.rounds; ++r) {
@@ -610,7 +642,7 @@ void fit_measured(const ValidationPlan& p, const std::string& dir) {
     }
     if (p.measure.ranks > 1) {
       if (!torch)
-        for (int r = 0; r < p.rounds; ++r) runtime.push_back(runtime_file(r));
+        runtime.push_back(runtime_file(0));
       for (int r = 0; r < p.rounds; ++r) collectives.push_back(allreduce_file(t, r));
       if (!p.measure.broadcast.empty())
         for (int r = 0; r < p.rounds; ++r) collectives.push_back(broadcast_file(t, r));
@@ -669,7 +701,7 @@ void fit_measured(const ValidationPlan& p, const std::string& dir) {
     std::ostringstream live_report;
     if (!p.measure.live.empty()) fit_live_terms(p, dir, t, fit.file, live_report);
     write_owned_files(dir, {{dir + "/" + calibration_out(t), write_calibration(fit.file, fit_header(cmdline))},
-                        {dir + "/" + report, fit.report + live_report.str() + "wrote " + calibration_out(t) + "\n"}});
+                        {dir + "/" + report, fit.report + kernel_skip + live_report.str() + "wrote " + calibration_out(t) + "\n"}});
   }
 }
 
