@@ -309,6 +309,8 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
               4.0 * static_cast<double>(w.bmat.size() + w.dval.size() + w.act.size() + w.ws.size() + w.first.size()));
     }
     const double ws = 4.0 * static_cast<double>(w.bmat.size() + w.dval.size() + w.act.size() + w.ws.size() + w.first.size());
+    if (skipped("kan_backward"))  // its scratch belongs to the step's peak memory
+      layer_backward_cpu(L, x.data(), B, dy.data(), w, scratch, db.data(), ds.data(), dsc.data(), dx.data());
     for (bool need_dx : {true, false}) {
       if (skipped("kan_backward")) break;
       const auto bw = kanscale_layer_backward(s.in, s.out, s.G, s.k, s.batch, need_dx);
