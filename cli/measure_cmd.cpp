@@ -145,7 +145,6 @@ int measure_kernels(const std::vector<std::string>& args, const std::string& cmd
   const std::vector<std::string> earlier = skip_from.empty() ? std::vector<std::string>{} : split_list(skip_from, "--skip-from");
   if (vm.count("skip-from") != vm.count("skip-under")) throw InputError("--skip-from and --skip-under go together");
   if (vm.count("skip-under") && !(skip_under > 0 && skip_under < 1)) throw InputError("--skip-under: expected a fraction above 0 and below 1");
-  if (vm.count("skip-from") && earlier.empty()) throw InputError("--skip-from: an empty list; expected the earlier rounds' kernels files");
   std::vector<std::string> inputs = {plan_file};
   inputs.insert(inputs.end(), earlier.begin(), earlier.end());
   check_outputs_spare_inputs(inputs, {{json, resume.empty() ? "--json" : "--resume"}, {csv, "--csv"}, {csv_meta_path(csv), "--csv (its .meta.json)"}});

@@ -33,6 +33,7 @@ Dataset::Dataset(std::string task, int in, int out, std::int64_t size, std::uint
 }
 
 bool Dataset::materialize(double max_bytes) {
+  if (!cache_x_.empty()) return true;  // in memory already (held)
   if (4.0 * static_cast<double>(size_) * (in_ + out_) > max_bytes) return false;
   cache_x_.resize(static_cast<std::size_t>(size_) * in_);
   cache_y_.resize(static_cast<std::size_t>(size_) * out_);

@@ -309,8 +309,9 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
               4.0 * static_cast<double>(w.bmat.size() + w.dval.size() + w.act.size() + w.ws.size() + w.first.size()));
     }
     const double ws = 4.0 * static_cast<double>(w.bmat.size() + w.dval.size() + w.act.size() + w.ws.size() + w.first.size());
-    if (skipped("kan_backward"))  // its scratch belongs to the step's peak memory
-      layer_backward_cpu(L, x.data(), B, dy.data(), w, scratch, db.data(), ds.data(), dsc.data(), dx.data());
+    if (skipped("kan_backward"))  // its scratch (and the GEMMs' state) belongs to the step's peak memory
+      for (bool need_dx : {true, false})
+        layer_backward_cpu(L, x.data(), B, dy.data(), w, scratch, db.data(), ds.data(), dsc.data(), need_dx ? dx.data() : nullptr);
     for (bool need_dx : {true, false}) {
       if (skipped("kan_backward")) break;
       const auto bw = kanscale_layer_backward(s.in, s.out, s.G, s.k, s.batch, need_dx);
@@ -405,6 +406,17 @@ KernelsResume read_kernels_resume(const std::string& path, const nlohmann::json&
       throw InputError(path + ": was measured with another " + std::string(k) + " (" + (m.contains(k) ? m[k].dump() : "none") +
                        ", now " + meta[k].dump() + ")");
   }
+  // the skipping rule (--skip-from): the rounds it was computed from may lie
+  // elsewhere now, the classes and threshold must be the same
+  auto skip_rule = [](const nlohmann::json& md) {
+    if (!md.contains("skipped_at_odd_shapes") || !md["skipped_at_odd_shapes"].is_object()) return nlohmann::json();
+    nlohmann::json r = md["skipped_at_odd_shapes"];
+    r.erase("from");
+    return r;
+  };
+  if (skip_rule(m) != skip_rule(meta))
+    throw InputError(path + ": was measured with another --skip-from rule (" + (skip_rule(m).is_null() ? "none" : skip_rule(m).dump()) +
+                     ", now " + (skip_rule(meta).is_null() ? "none" : skip_rule(meta).dump()) + ")");
   // shapes_done decides where the run continues: out of range, the plan
   // would be taken as complete with shapes missing
   const auto& sd = m["shapes_done"];
@@ -592,8 +604,14 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan_in,
     const KernelShape& s = plan.shapes[si];
     nlohmann::json mine = nlohmann::json::array();
     std::string cache = "warm";
+    // (the rows' own heap is the benchmark's, not the step's: the peak below
+    // leaves it out; it was ~2 KiB a row, so a shape with classes skipped
+    // read lower)
+    double rows_heap = 0;
     auto add_row = [&](const std::string& op, const std::string& detail, double flops, double bytes, const Stat& t, double ws) {
+      const double before = heap_in_use();
       mine.push_back(to_json(kernel_row(s, op, detail, cache, flops, bytes, t, ws, rank)));
+      rows_heap += heap_in_use() - before;
     };
     // warm: repetitions back to back; cold: caches evicted before each one.
     // A skipped class is timed at every other shape (the first kept).
@@ -608,7 +626,7 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan_in,
     g_target = plan.target_rel_halfwidth;
     g_flush.clear();
     skip_for("warm");
-    const double peak = KS_GPU_OR(measure_shape_cuda(comm, *gpu, plan, si, add_row), measure_shape_cpu(comm, plan, si, add_row));
+    const double peak = KS_GPU_OR(measure_shape_cuda(comm, *gpu, plan, si, add_row), measure_shape_cpu(comm, plan, si, add_row) - rows_heap);
     if (plan.flush_bytes > 0 && plan.backend == "cpu") {
       cache = "cold";
       skip_for("cold");

@@ -217,7 +217,8 @@ static void read_measure_section(YamlMap& ms, ValidationPlan& p) {
   // rounds predicts each left-out shape within this (mean) error is timed at
   // every other shape (measure kernels --skip-from); 0: every shape, always
   if (auto u = ms.number_opt("skip_shapes_under", Bound::any)) {
-    if (!(*u >= 0 && *u < 1)) ms.fail("skip_shapes_under", "expected a fraction from 0 (time every shape in every round) to below 1");
+    if (!(*u == 0 || (*u >= 0.001 && *u < 1)))
+      ms.fail("skip_shapes_under", "expected 0 (time every shape in every round) or a fraction from 0.001 to below 1");
     if (*u > 0 && p.backend != "cpu")
       ms.fail("skip_shapes_under", "for the CPU kernels (backend cpu)");
     p.measure.skip_shapes_under = *u;

@@ -615,13 +615,25 @@ std::string kernel_skip_report(const ValidationPlan& p, const std::string& dir) 
   o << "kernels: from round 2, a class whose fit over the earlier rounds predicted each left-out shape within " << p.measure.skip_shapes_under * 100
     << "% (mean) was timed at every other shape (skip_shapes_under)\n";
   for (int r = 1; r < p.rounds; ++r) {
-    const nlohmann::json j = read_json_file(dir + "/" + kernels_file(r), "a kanscale measure kernels file");
+    const std::string file = kernels_file(r);
+    const nlohmann::json j = read_json_file(dir + "/" + file, "a kanscale measure kernels file");
+    const char* key = "metadata.skipped_at_odd_shapes.classes";
+    if (!j.is_object() || !j.contains("metadata") || !j["metadata"].is_object())
+      throw InputError(file + ": not a kanscale measure kernels file (no metadata)");
+    const nlohmann::json& m = j["metadata"];
     o << "  round " << r + 1 << ":";
-    const auto& m = j["metadata"];
-    if (!m.contains("skipped_at_odd_shapes") || m["skipped_at_odd_shapes"]["classes"].empty()) o << " none";
-    else
-      for (const auto& [cls, e] : m["skipped_at_odd_shapes"]["classes"].items())
-        o << " " << cls << " (" << std::fixed << std::setprecision(1) << e.get<double>() * 100 << "%)" << std::defaultfloat;
+    if (!m.contains("skipped_at_odd_shapes")) {
+      o << " none\n";
+      continue;
+    }
+    const nlohmann::json& sk = m["skipped_at_odd_shapes"];
+    if (!sk.is_object() || !sk.contains("classes") || !sk["classes"].is_object())
+      throw InputError(file + ": key '" + key + "': expected a map of class to held-out error");
+    if (sk["classes"].empty()) o << " none";
+    for (const auto& [cls, e] : sk["classes"].items()) {
+      if (!e.is_number()) throw InputError(file + ": key '" + key + "." + cls + "': expected a number, got " + e.dump());
+      o << " " << cls << " (" << std::fixed << std::setprecision(1) << e.get<double>() * 100 << "%)" << std::defaultfloat;
+    }
     o << "\n";
   }
   return o.str();
