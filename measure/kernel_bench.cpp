@@ -301,26 +301,25 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
     BackwardScratch scratch;
     std::vector<float> db(L.base_weight.size()), ds(L.spline_weight.size()), dsc(L.spline_scaler.size());
     const auto fw = kanscale_layer_forward(s.in, s.out, s.G, s.k, s.batch);
-    if (skipped("kan_forward")) {
-      layer_forward_cpu(L, x.data(), B, y.data(), w);  // the backward's workspaces
-    } else {
-      const Stat tf = time_op(comm, [&] { layer_forward_cpu(L, x.data(), B, y.data(), w); }, plan.warmup, plan.repeats);
-      add_row("kan_forward", "", fw.flops, fw.bytes, tf,
-              4.0 * static_cast<double>(w.bmat.size() + w.dval.size() + w.act.size() + w.ws.size() + w.first.size()));
-    }
+    // A skipped layer still runs once, untimed: the backward needs the
+    // forward's workspaces, and its scratch (and the GEMMs' state) belongs
+    // to the step's peak memory.
+    auto forward = [&] { layer_forward_cpu(L, x.data(), B, y.data(), w); };
+    Stat tf;
+    if (skipped("kan_forward")) forward();
+    else tf = time_op(comm, forward, plan.warmup, plan.repeats);
     const double ws = 4.0 * static_cast<double>(w.bmat.size() + w.dval.size() + w.act.size() + w.ws.size() + w.first.size());
-    if (skipped("kan_backward"))  // its scratch (and the GEMMs' state) belongs to the step's peak memory
-      for (bool need_dx : {true, false})
-        layer_backward_cpu(L, x.data(), B, dy.data(), w, scratch, db.data(), ds.data(), dsc.data(), need_dx ? dx.data() : nullptr);
+    if (!skipped("kan_forward")) add_row("kan_forward", "", fw.flops, fw.bytes, tf, ws);
     for (bool need_dx : {true, false}) {
-      if (skipped("kan_backward")) break;
+      auto backward = [&] {
+        layer_backward_cpu(L, x.data(), B, dy.data(), w, scratch, db.data(), ds.data(), dsc.data(), need_dx ? dx.data() : nullptr);
+      };
+      if (skipped("kan_backward")) {
+        backward();
+        continue;
+      }
       const auto bw = kanscale_layer_backward(s.in, s.out, s.G, s.k, s.batch, need_dx);
-      const Stat tb = time_op(
-          comm,
-          [&] {
-            layer_backward_cpu(L, x.data(), B, dy.data(), w, scratch, db.data(), ds.data(), dsc.data(), need_dx ? dx.data() : nullptr);
-          },
-          plan.warmup, plan.repeats);
+      const Stat tb = time_op(comm, backward, plan.warmup, plan.repeats);
       add_row("kan_backward", need_dx ? "with input gradient" : "without input gradient", bw.flops, bw.bytes, tb,
           ws + 4.0 * static_cast<double>(scratch.floats()));
     }
@@ -360,10 +359,7 @@ double measure_shape_cpu(Comm& comm, const KernelPlan& plan, std::size_t si, con
     }
     // the batch (random samples held in memory, gathered by index)
     if (!skipped("load_batch")) {
-      std::vector<float> hx(static_cast<std::size_t>(4 * s.batch) * s.in), hy(static_cast<std::size_t>(4 * s.batch) * s.out);
-      for (auto& v : hx) v = u(gen);
-      for (auto& v : hy) v = u(gen);
-      const Dataset data = Dataset::held(static_cast<int>(s.in), static_cast<int>(s.out), std::move(hx), std::move(hy));
+      const Dataset data = held_batch_source(s, [&] { return u(gen); });
       const auto idx = shard_indices(4 * s.batch, 1, 0, plan.seed, 0);
       std::vector<float> X(static_cast<std::size_t>(B) * s.in), T(static_cast<std::size_t>(B) * s.out);
       const Stat tb = time_op(comm, [&] {
@@ -414,9 +410,9 @@ KernelsResume read_kernels_resume(const std::string& path, const nlohmann::json&
     r.erase("from");
     return r;
   };
-  if (skip_rule(m) != skip_rule(meta))
-    throw InputError(path + ": was measured with another --skip-from rule (" + (skip_rule(m).is_null() ? "none" : skip_rule(m).dump()) +
-                     ", now " + (skip_rule(meta).is_null() ? "none" : skip_rule(meta).dump()) + ")");
+  if (const nlohmann::json was = skip_rule(m), now = skip_rule(meta); was != now)
+    throw InputError(path + ": was measured with another --skip-from rule (" + (was.is_null() ? "none" : was.dump()) + ", now " +
+                     (now.is_null() ? "none" : now.dump()) + ")");
   // shapes_done decides where the run continues: out of range, the plan
   // would be taken as complete with shapes missing
   const auto& sd = m["shapes_done"];

@@ -85,10 +85,7 @@ double measure_shape_cuda(Comm& comm, Gpu& gpu, const KernelPlan& plan, std::siz
     }
     // the batch: gathered on the host (random samples in memory), copied in
     {
-      std::vector<float> hx(static_cast<std::size_t>(4 * s.batch) * s.in), hy(static_cast<std::size_t>(4 * s.batch) * s.out);
-      for (auto& v : hx) v = u(gen);
-      for (auto& v : hy) v = u(gen);
-      const Dataset data = Dataset::held(static_cast<int>(s.in), static_cast<int>(s.out), std::move(hx), std::move(hy));
+      const Dataset data = held_batch_source(s, [&] { return u(gen); });
       const auto idx = shard_indices(4 * s.batch, 1, 0, plan.seed, 0);
       float* X = gpu.alloc_host(x.size());
       float* T = gpu.alloc_host(t.size());

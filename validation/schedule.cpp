@@ -600,11 +600,6 @@ void emit_validation(const ValidationPlan& p, const std::string& dir, const std:
   for (const auto& sc : scripts) chmod((dir + "/" + sc).c_str(), 0755);
 }
 
-// Fits the calibration(s) from the rounds' microbenchmarks (the fit of
-// kanscale fit, model/calibration_fit), each with its report beside it.
-// Files are named relative to `dir` in the calibration, as the equivalent
-// `kanscale fit` command run in `dir` names them (its header records that
-// command).
 namespace {
 // The kernels rounds' skipping (measure kernels --skip-from), as each
 // round's file recorded it: the classes timed at every other shape, with
@@ -640,6 +635,11 @@ std::string kernel_skip_report(const ValidationPlan& p, const std::string& dir) 
 }
 }  // namespace
 
+// Fits the calibration(s) from the rounds' microbenchmarks (the fit of
+// kanscale fit, model/calibration_fit), each with its report beside it.
+// Files are named relative to `dir` in the calibration, as the equivalent
+// `kanscale fit` command run in `dir` names them (its header records that
+// command).
 void fit_measured(const ValidationPlan& p, const std::string& dir) {
   // a pytorch plan measures PyTorch's op classes (its one transport: gloo);
   // a kanscale plan kanscale's kernels and the runtime's memory
