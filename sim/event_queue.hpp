@@ -46,7 +46,9 @@ class EventQueue {
   EventQueue() = default;
   EventQueue(const EventQueue&) = delete;
   EventQueue& operator=(const EventQueue&) = delete;
-  ~EventQueue() { std::free(heap_); }
+  ~EventQueue() {
+    if (heap_) HugePageAllocator<Node>().deallocate(heap_, heap_nodes_);
+  }
 
   double now() const { return now_; }
   bool empty() const { return live_ == 0; }
@@ -157,6 +159,9 @@ class EventQueue {
     });
   }
 
+  // The slabs of the far tier now (buckets' own and chained): for tests.
+  std::size_t slabs() const { return slabs_.size(); }
+
   void reserve(std::size_t n) {
     if (n > capacity_) grow(n);
     dead_.reserve(n);
@@ -188,6 +193,10 @@ class EventQueue {
         for_each_far(cur_, [this](const Node& e) {
           if (!dead_[e.key >> 32]) node(size_++) = e;
         });
+        if (count > kSlab) {  // its chained slabs are free for the buckets still to fill
+          next_[head_[cur_].tail] = free_slab_;
+          free_slab_ = next_[cur_];
+        }
         head_[cur_].count = 0;
         next_[cur_] = 0;
         heapify();
@@ -221,6 +230,7 @@ class EventQueue {
     // only the slabs chained to them go
     slabs_.resize(buckets_used_);
     next_.assign(buckets_used_, 0);
+    free_slab_ = 0;
     if (head_.size() < buckets_used_) head_.resize(buckets_used_);
     near_limit_ = 0;  // nothing is near until a bucket is moved in
     cur_ = kNoBucket;
@@ -241,12 +251,17 @@ class EventQueue {
       return;
     }
     std::uint32_t& tail = h.tail;
-    if (c % kSlab == 0) {  // the bucket's last slab is full: chain a new one
-      const auto fresh = static_cast<std::uint32_t>(slabs_.size());
+    if (c % kSlab == 0) {  // the bucket's last slab is full: chain a free one, else a new one
+      std::uint32_t fresh = free_slab_;
+      if (fresh != 0) {
+        free_slab_ = next_[fresh];
+      } else {
+        fresh = static_cast<std::uint32_t>(slabs_.size());
+        slabs_.emplace_back();
+        next_.push_back(0);
+      }
       next_[c == kSlab ? b : tail] = fresh;
       tail = fresh;
-      slabs_.emplace_back();
-      next_.push_back(0);
     }
     slabs_[tail].n[c % kSlab] = e;
   }
@@ -268,10 +283,14 @@ class EventQueue {
     std::size_t cap = capacity_ ? capacity_ : 64;
     while (cap < need) cap *= 2;
     const std::size_t bytes = (cap + kPad + 1) * sizeof(Node);
-    Node* p = HugePageAllocator<Node>().allocate((bytes + 63) / 64 * 64 / sizeof(Node));
-    if (heap_) std::memcpy(p + kPad, heap_ + kPad, size_ * sizeof(Node));
-    std::free(heap_);
+    const std::size_t nodes = (bytes + 63) / 64 * 64 / sizeof(Node);
+    Node* p = HugePageAllocator<Node>().allocate(nodes);
+    if (heap_) {
+      std::memcpy(p + kPad, heap_ + kPad, size_ * sizeof(Node));
+      HugePageAllocator<Node>().deallocate(heap_, heap_nodes_);
+    }
     heap_ = p;
+    heap_nodes_ = nodes;
     capacity_ = cap;
   }
   void sift_up(std::size_t i, Node e) {
@@ -321,6 +340,7 @@ class EventQueue {
   }
 
   Node* heap_ = nullptr;
+  std::size_t heap_nodes_ = 0;  // allocated, padding included
   std::size_t size_ = 0, capacity_ = 0;
   std::size_t batch_from_ = kNoBatch;  // first node scheduled in the open batch
   // The far tier: events not yet near wait unsorted in buckets of equal
@@ -353,7 +373,13 @@ class EventQueue {
     std::uint32_t tail = 0;   // with chained slabs: the last of them
   };
   HugeVector<Head> head_;  // per bucket, read together by a push
-  HugeVector<std::uint32_t> next_;   // per slab: the next slab of its bucket (0: none)
+  HugeVector<std::uint32_t> next_;   // per slab: the next slab of its bucket (0: none), or the next free one
+  // Chained slabs of the buckets already moved into the heap, reused before
+  // new ones are added: a rebuild's slabs are then about its events' (they
+  // had grown with every event pushed since the rebuild, 8 MiB at 65,536
+  // ranks against 2 MiB of buckets; issue 60). Slab 0 is a bucket's own,
+  // never chained, so 0 ends the list.
+  std::uint32_t free_slab_ = 0;
   HugeVector<Node> overflow_, spare_;
   std::uint64_t refills_ = 0, visited_refills_ = 0;
   std::vector<bool> dead_;  // indexed by sequence number

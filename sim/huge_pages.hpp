@@ -1,14 +1,21 @@
 #pragma once
 // An allocator for the replay's large per-rank and per-event arrays: blocks
-// of 2 MiB or more are aligned to 2 MiB and offered to the kernel as
-// transparent huge pages (madvise(MADV_HUGEPAGE); Debian's default THP mode
-// is "madvise", so without the call they stay 4 KiB pages). At 65,536 ranks
-// the ranks' state, the event buckets and the launch times span tens of
-// MiB visited in no order; in 4 KiB pages nearly every visit also missed the
-// TLB, which costs the most in a virtual machine's nested page tables
-// (issue 29). Smaller blocks, and systems without THP, get plain memory:
-// the contents, hence every replay, are the same either way.
+// of 2 MiB or more are mapped on their own, aligned to 2 MiB, and their
+// whole 2 MiB spans offered to the kernel as transparent huge pages
+// (madvise(MADV_HUGEPAGE); Debian's default THP mode is "madvise", so
+// without the call they stay 4 KiB pages). At 65,536 ranks the ranks'
+// state, the event buckets and the launch times span tens of MiB visited in
+// no order; in 4 KiB pages nearly every visit also missed the TLB, which
+// costs the most in a virtual machine's nested page tables (issue 29).
+// The block's tail past its last whole span stays in 4 KiB pages, so
+// touching it does not make a whole 2 MiB resident, and a freed block goes
+// back to the system at once (malloc's heap kept freed blocks and moved its
+// mmap threshold up after each, so the resident peak of a series of
+// replays varied by 8 MiB from run to run; issue 60). Smaller blocks, and
+// systems without mmap, get plain memory: the contents, hence every
+// replay, are the same either way.
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <utility>
@@ -24,23 +31,47 @@ template <typename T>
 struct HugePageAllocator {
   using value_type = T;
   static constexpr std::size_t kHuge = std::size_t{2} << 20;
+  static constexpr std::size_t kPage = 4096;
+  static std::size_t mapped_bytes(std::size_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
 
   HugePageAllocator() = default;
   template <typename U>
   HugePageAllocator(const HugePageAllocator<U>&) noexcept {}
 
   T* allocate(std::size_t n) {
-    if (n > static_cast<std::size_t>(-1) / sizeof(T)) throw std::bad_array_new_length();
+    if (n > (static_cast<std::size_t>(-1) - 2 * kHuge) / sizeof(T)) throw std::bad_array_new_length();
     const std::size_t bytes = n * sizeof(T);
-    const std::size_t align = bytes >= kHuge ? kHuge : (alignof(T) > 64 ? alignof(T) : 64);
+#if defined(__linux__)
+    if (bytes >= kHuge) {
+      // map 2 MiB more than the pages needed, then unmap what lies outside
+      // the aligned block
+      const std::size_t len = mapped_bytes(bytes);
+      void* raw = mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (raw == MAP_FAILED) throw std::bad_alloc();
+      const auto at = reinterpret_cast<std::uintptr_t>(raw);
+      const std::uintptr_t start = (at + kHuge - 1) / kHuge * kHuge;
+      if (start > at) munmap(raw, start - at);
+      if (start + len < at + len + kHuge) munmap(reinterpret_cast<void*>(start + len), at + len + kHuge - (start + len));
+#if defined(MADV_HUGEPAGE)
+      (void)madvise(reinterpret_cast<void*>(start), bytes / kHuge * kHuge, MADV_HUGEPAGE);  // advice only
+#endif
+      return reinterpret_cast<T*>(start);
+    }
+#endif
+    const std::size_t align = alignof(T) > 64 ? alignof(T) : 64;
     void* p = std::aligned_alloc(align, (bytes + align - 1) / align * align);
     if (!p) throw std::bad_alloc();
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (bytes >= kHuge) (void)madvise(p, (bytes + kHuge - 1) / kHuge * kHuge, MADV_HUGEPAGE);  // advice only
-#endif
     return static_cast<T*>(p);
   }
-  void deallocate(T* p, std::size_t) noexcept { std::free(p); }
+  void deallocate(T* p, std::size_t n) noexcept {
+#if defined(__linux__)
+    if (n * sizeof(T) >= kHuge) {
+      munmap(p, mapped_bytes(n * sizeof(T)));
+      return;
+    }
+#endif
+    std::free(p);
+  }
 
   template <typename U>
   bool operator==(const HugePageAllocator<U>&) const noexcept { return true; }

@@ -234,8 +234,16 @@ class Sim {
       for (std::size_t b = 0; b < p.pb->buckets.size(); ++b)
         add_coll(i, static_cast<int>(b), p.pb->buckets[b].bytes, p.pb->allreduce[b]);
     }
-    // every entry is written by its rank's launch before the collective can end and read it
-    launch_time_.resize(colls_.size() * static_cast<std::size_t>(n_));
+    // One row per collective of an iteration, reused by the next: a rank
+    // starts iteration i + 1 only once the last collective of i has ended
+    // (and been read), so at most one iteration's rows are live; with a row
+    // per collective of the replay, 5 iterations at 65,536 ranks took 34 MB
+    // (issue 60). Every entry is written by its rank's launch before the
+    // collective can end and read it.
+    std::size_t per_iter = 0;
+    for (int i = 0; i < in.iterations; ++i)
+      per_iter = std::max<std::size_t>(per_iter, static_cast<std::size_t>(last_coll(i) - coll_offset_[i] + 1));
+    launch_time_.resize(per_iter * static_cast<std::size_t>(n_));
     waiting_flag_.assign(static_cast<std::size_t>(n_), 0);
     ranks_.resize(n_);
     main_computing_.assign((static_cast<std::size_t>(n_) + 63) / 64, 0);
@@ -253,7 +261,11 @@ class Sim {
     traced_in_order_ = traced_;
     std::sort(traced_in_order_.begin(), traced_in_order_.end());
     result_.iterations.assign(in.iterations, std::vector<RankIteration>(n_));
-    q_.reserve(static_cast<std::size_t>(n_) * 2 + 16);
+    // The near heap holds a bucket's events or a few buckets' (58 at most at
+    // 65,536 ranks in `bench sim`); it grows if a batch needs more. A
+    // reserve of 2 per rank had made the heap a 6 MiB block with a huge
+    // page resident for those few (issue 60).
+    q_.reserve(std::min<std::size_t>(static_cast<std::size_t>(n_) * 2 + 16, 4096));
   }
 
   ReplayResult run() {
@@ -302,6 +314,10 @@ class Sim {
     c.steps = std::max(1, est.steps);
     c.est = &est;
     colls_.push_back(std::move(c));
+  }
+  // collective g's launch times, one per rank (the row of its place in its iteration)
+  double* launch_row(int g) {
+    return &launch_time_[static_cast<std::size_t>(g - coll_offset_[colls_[g].iter]) * static_cast<std::size_t>(n_)];
   }
   int coll_index(int iter, int bucket) const { return coll_offset_[iter] + (in_.broadcast_buffers ? 1 : 0) + bucket; }
   int last_coll(int iter) const {
@@ -498,7 +514,7 @@ class Sim {
   // schedule. Collectives end in order (the trainers' FIFO accounting): one
   // whose steps are done ends when the one before it has.
   void launch(int r, int g, double now) {
-    launch_time_[static_cast<std::size_t>(g) * n_ + r] = now;
+    launch_row(g)[r] = now;
     if (++colls_[g].launched == n_) {
       poll(r, now);  // the launch is inside MPI: it first advances what is in flight
       start_coll(g, now);
@@ -617,7 +633,7 @@ class Sim {
                                              : "allreduce bucket " + std::to_string(c.bucket);
     // every rank's share, without touching its state (at scale each rank's
     // state is a cache miss, and this runs once per collective)
-    const double* launched_at = &launch_time_[static_cast<std::size_t>(g) * n_];
+    const double* launched_at = launch_row(g);
     for (int r = 0; r < n_; ++r) comm_acc_[static_cast<std::size_t>(r)] += now - std::max(launched_at[r], prev_end);
     for (int r : traced_in_order_) {
       const double busy_from = std::max(launched_at[r], prev_end);
@@ -719,7 +735,7 @@ class Sim {
   };
   std::vector<Collective> colls_;
   std::vector<int> coll_offset_;       // per iteration: its first collective
-  UninitHugeVector<double> launch_time_;  // [collective * ranks + rank]
+  UninitHugeVector<double> launch_time_;  // [collective's place in its iteration * ranks + rank]
   bool comm_active_ = false;
   int wire_ = -1;              // the collective whose step runs (one at a time)
   std::vector<int> inflight_;  // launched by every rank, steps left: ascending

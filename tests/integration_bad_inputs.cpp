@@ -1034,6 +1034,7 @@ std::vector<Case> catalogue_part24() {
       {"bench sim: --repeat huge", "flags-bench", {}, {"bench", "sim", "--cluster", "{src}/configs/clusters/dgx-a100.yaml", "--workload",
        "{src}/configs/workloads/bench-4layer.yaml", "--gpus", "65536", "--repeat", "2000000000"}, {"--repeat", "--max-events"}},
       {"bench sim: --repeat zero", "flags-bench", {}, {"bench", "sim", "--repeat", "0"}, {"--repeat"}},
+      {"bench sim: --min-time negative", "flags-bench", {}, {"bench", "sim", "--min-time", "-1"}, {"--min-time"}},
       {"bench sim: --jitter 2", "flags-bench", {}, {"bench", "sim", "--jitter", "2"}, {"--jitter"}},
       {"bench sim: --interference NaN", "flags-bench", {}, {"bench", "sim", "--interference", "nan"}, {"--interference"}},
       {"bench sim: --gpus past the limit", "flags-bench", {}, {"bench", "sim", "--gpus", "99999999999"}, {"--gpus"}},

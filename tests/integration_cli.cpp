@@ -681,7 +681,7 @@ TEST_CASE("cli: an unwatched answer carries its interval parts; a watched one do
 
 TEST_CASE("cli: bench sim --json writes a row per N: events/s is events over the wall time") {
   TempDir d;
-  const Run r = run("bench sim --gpus 8,64 --repeat 1 --json " + d.path + "/sim.json", d);
+  const Run r = run("bench sim --gpus 8,64 --repeat 1 --min-time 0.05 --json " + d.path + "/sim.json", d);
   CAPTURE(r.err);
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(read_file(d.path + "/sim.json"));
@@ -692,6 +692,10 @@ TEST_CASE("cli: bench sim --json writes a row per N: events/s is events over the
     CHECK(row["events"].get<double>() > 0);
     CHECK(row["events_per_s"].get<double>() == doctest::Approx(row["events"].get<double>() / row["wall_s"].get<double>()));
     CHECK(row["peak_rss_bytes"].get<double>() > 0);
+    // one run at least, and more until 0.05 s of them: a replay of 8 or 64
+    // ranks lasts well under a millisecond, so the runs fill 0.05 s
+    CHECK(row["runs"].get<int>() > 1);
+    CHECK(row["runs"].get<int>() * row["wall_s"].get<double>() > 0.02);  // the median run, times the runs
   }
   // the same replay has the same events whatever the timing: 64 ranks replay more than 8
   CHECK(j[1]["events"].get<double>() > j[0]["events"].get<double>());
@@ -770,7 +774,7 @@ TEST_CASE("measure kernels --skip-from: a class the earlier round predicts is ti
   for (const auto& row : j["rows"])
     batches[row["op"].get<std::string>() + (row["cache"] == "cold" ? "@cold" : "")].insert(row["batch"].get<std::int64_t>());
   for (const char* op : {"kan_forward", "kan_backward", "mse", "bucket_copy", "copy_back", "adam", "load_batch"})
-    for (const std::string cls : {std::string(op), std::string(op) + "@cold"}) {
+    for (const std::string& cls : {std::string(op), std::string(op) + "@cold"}) {
       CAPTURE(cls);
       const bool skip = skipped["classes"].contains(cls);
       if (skip) CHECK(skipped["classes"][cls].get<double>() < 0.99);

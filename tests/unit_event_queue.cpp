@@ -202,6 +202,44 @@ TEST_CASE("buckets far fuller than their slab keep (time, sequence) order") {
   CHECK(ref.got == ref.want);
 }
 
+// A bucket moved into the heap gives its chained slabs back, and the buckets
+// filled after it reuse them. 2,048 events at t = i + 0.5 make 512 buckets
+// 4 s wide, 4 events each (no chain). Then 256 events go to 1000 s, one
+// bucket: its own slab and 31 chained (256 / 8 = 32 slabs). Each event of
+// cluster j (at 1000 + 50j) schedules one at 1000 + 50(j + 1), for ten
+// clusters, all inside the buckets. Reusing, the far tier never holds more
+// than 512 + 31 slabs (+1: the cluster being filled while the last of its
+// 256 is pushed); without reuse it ends at 512 + 11 x 31 = 853.
+TEST_CASE("a bucket's chained slabs are reused once it is moved into the heap") {
+  EventQueue<int> q;
+  for (int i = 0; i < 2048; ++i) q.schedule(i + 0.5, i);
+  std::size_t most = 0;
+  std::vector<std::pair<double, EventId>> popped;
+  std::size_t scheduled = 2048;
+  for (int i = 0; i < 256; ++i) {
+    const auto e = q.pop();
+    popped.emplace_back(e.time, e.seq);
+    q.schedule(1000.0, -1);
+    ++scheduled;
+    most = std::max(most, q.slabs());
+  }
+  while (!q.empty()) {
+    const auto e = q.pop();
+    popped.emplace_back(e.time, e.seq);
+    const double j = (e.time - 1000.0) / 50.0;
+    if (e.payload < 0 && j < 10) {
+      q.schedule(e.time + 50.0, -1);
+      ++scheduled;
+      most = std::max(most, q.slabs());
+    }
+  }
+  CHECK(popped.size() == scheduled);  // 2048 + 11 x 256
+  CHECK(popped.size() == 2048 + 11 * 256);
+  CHECK(std::is_sorted(popped.begin(), popped.end()));  // (time, sequence) order
+  CHECK(most >= 512 + 31);  // the cluster's chain was built
+  CHECK(most <= 512 + 32);
+}
+
 TEST_CASE("the huge-page allocator: 2 MiB blocks aligned to 2 MiB, contents kept through growth") {
   HugeVector<double> v;
   for (int i = 0; i < 600000; ++i) v.push_back(i * 0.5);  // 4.8 MB: several reallocations, the last ones huge
@@ -209,6 +247,11 @@ TEST_CASE("the huge-page allocator: 2 MiB blocks aligned to 2 MiB, contents kept
   bool kept = true;
   for (int i = 0; i < 600000; ++i) kept = kept && v[static_cast<std::size_t>(i)] == i * 0.5;
   CHECK(kept);
+  // a block whose tail is past its last whole 2 MiB (left in 4 KiB pages):
+  // mapped to its last byte
+  HugeVector<char> odd(HugePageAllocator<char>::kHuge + 5000, 1);
+  odd.back() = 2;
+  CHECK(odd[HugePageAllocator<char>::kHuge] + odd.back() == 3);
   HugeVector<char> small(100);  // below 2 MiB: cache-line aligned memory
   CHECK(reinterpret_cast<std::uintptr_t>(small.data()) % 64 == 0);
 }
