@@ -458,6 +458,33 @@ KernelsResume resume_kernels(Comm& comm, const std::string& resume, const nlohma
   return done;
 }
 
+// The earlier rounds a --skip-from rule was computed from were measured as
+// this run will be (backend, ranks, threads, warm-up, eviction, CPU): a
+// class's error over rounds measured otherwise says nothing of this run's
+// shapes. Read on rank 0; its verdict is every rank's.
+void check_skip_sources(Comm& comm, const std::vector<std::string>& from, const nlohmann::json& meta) {
+  std::string error;
+  if (comm.rank() == 0) {
+    try {
+      for (const auto& f : from) {
+        const nlohmann::json j = read_json_file(f, "a kanscale measure kernels file");
+        if (!j.is_object() || !j.contains("metadata") || !j["metadata"].is_object())
+          throw InputError("--skip-from " + f + ": not a kanscale measure kernels file (no metadata)");
+        const auto& m = j["metadata"];
+        for (const char* k : {"backend", "ranks", "threads_per_rank", "warmup", "flush_between_repeats_bytes", "cpu_model"})
+          if (!m.contains(k) || m[k] != meta[k])
+            throw InputError("--skip-from " + f + ": measured with another " + std::string(k) + " (" + (m.contains(k) ? m[k].dump() : "none") +
+                             ", now " + meta[k].dump() + "): give this run's earlier rounds");
+      }
+    } catch (const InputError& e) {
+      error = e.what();
+    }
+  }
+  float failed = error.empty() ? 0.0f : 1.0f;
+  comm.broadcast(&failed, 1, 0);
+  if (failed > 0) throw InputError(comm.rank() == 0 ? error : "--skip-from: unusable (see rank 0)");
+}
+
 KernelRecord kernel_row(const KernelShape& s, const std::string& op, const std::string& detail, const std::string& cache, double flops,
                         double bytes, const Stat& t, double ws, int rank) {
   KernelRecord r;
@@ -551,6 +578,7 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan_in,
   if (!flush_rule.empty()) meta["flush_between_repeats_rule"] = flush_rule;
   if (!plan.skip_from.empty())
     meta["skipped_at_odd_shapes"] = {{"from", plan.skip_from}, {"under", plan.skip_under}, {"classes", plan.skip_classes}};
+  if (!plan.skip_from.empty()) check_skip_sources(comm, plan.skip_from, meta);
   KernelsResume done = resume_kernels(comm, resume, meta, plan.shapes.size());
   // a fixed eviction smaller than twice the node's last-level cache may leave the cold ops' data cached
   if (comm.rank() == 0 && plan.backend == "cpu" && plan.flush_bytes > 0 && plan.flush_llc_multiple <= 0) {

@@ -793,4 +793,16 @@ TEST_CASE("measure kernels --skip-from: a class the earlier round predicts is ti
   const Run resumed = run("measure kernels " + shapes + " --resume " + d.path + "/r0.json --skip-from " + d.path + "/r1.json --skip-under 0.5", d);
   CHECK(resumed.code == 2);
   CHECK(resumed.err.find(d.path + "/r0.json: was measured with another --skip-from rule") != std::string::npos);
+  // an earlier round measured otherwise (another eviction, another thread count) is refused
+  // before anything is timed, and nothing is written
+  for (const std::string& other : {std::string("--flush 2MiB"), std::string("--flush 1MiB --threads 2")}) {
+    CAPTURE(other);
+    const std::string again = "--shapes 8:4:4:5:3,16:6:4:5:3,24:8:6:5:3,32:4:8:5:3 --repeat 3 " + other;
+    const Run refused = run("measure kernels " + again + " --skip-from " + d.path + "/r0.json --skip-under 0.5 --json " + d.path + "/r2.json", d);
+    CHECK(refused.code == 2);
+    CHECK(refused.err.find("--skip-from " + d.path + "/r0.json: measured with another " +
+                           (other.find("threads") != std::string::npos ? "threads_per_rank" : "flush_between_repeats_bytes")) !=
+          std::string::npos);
+    CHECK(!std::filesystem::exists(d.path + "/r2.json"));
+  }
 }
