@@ -21,16 +21,41 @@ namespace ks {
 namespace {
 
 // The top fraction of points (by `key`) are held out: extrapolation is
-// what users ask of a fit.
-std::vector<bool> hold_out_largest(const std::vector<double>& key, double fraction) {
-  std::vector<double> s = key;
-  std::sort(s.begin(), s.end());
-  const std::size_t n_hold = static_cast<std::size_t>(std::floor(fraction * static_cast<double>(s.size())));
+// what users ask of a fit. With frequency weights (fit_relative_nonneg) a
+// point counts as its weight: the cut is where the largest keys' weight
+// reaches the fraction of the total (all 1: the fraction of the points).
+std::vector<bool> hold_out_largest(const std::vector<double>& key, double fraction, const std::vector<double>& weights = {}) {
+  std::vector<std::size_t> order(key.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key[a] < key[b]; });
+  double total = 0;
+  for (std::size_t i = 0; i < key.size(); ++i) total += weights.empty() ? 1.0 : weights[i];
+  const double n_hold = std::floor(fraction * total);
   std::vector<bool> h(key.size(), false);
-  if (n_hold == 0 || s.size() - n_hold < 4) return h;
-  const double cut = s[s.size() - n_hold];
+  if (n_hold == 0 || total - n_hold < 4) return h;
+  double acc = 0, cut = 0;
+  for (std::size_t j = order.size(); j-- > 0 && acc < n_hold;) {
+    acc += weights.empty() ? 1.0 : weights[order[j]];
+    cut = key[order[j]];
+  }
   for (std::size_t i = 0; i < key.size(); ++i) h[i] = key[i] >= cut;
   return h;
+}
+
+// Frequency weights that count a kernel class's every shape as if every
+// round had timed it: a row's weight is the rounds (files) that timed the
+// class over those that timed its shape. Rounds that time a class at every
+// other shape (skip_shapes_under) leave the others with fewer rows:
+// unweighted, the fit and its held-out cut leant on the shapes timed in
+// every round (issue 60). All 1 when every round timed every shape.
+std::vector<double> as_if_every_round(const std::vector<std::string>& shape, const std::vector<std::size_t>& file) {
+  std::set<std::size_t> rounds(file.begin(), file.end());
+  std::map<std::string, std::set<std::size_t>> timed;
+  for (std::size_t i = 0; i < shape.size(); ++i) timed[shape[i]].insert(file[i]);
+  std::vector<double> w;
+  w.reserve(shape.size());
+  for (const auto& k : shape) w.push_back(static_cast<double>(rounds.size()) / static_cast<double>(timed[k].size()));
+  return w;
 }
 
 void report_row(std::ostream& os, const std::string& name, const LinearFit& f, const std::vector<std::string>& units,
@@ -52,24 +77,27 @@ void report_row(std::ostream& os, const std::string& name, const LinearFit& f, c
 // out at a time (refit without the group's points, predict them): a shape
 // of a torch op class, a size of a sweep.
 LinearFit fit_leave_one_group_out(const std::vector<std::string>& features, const std::vector<std::vector<double>>& X,
-                                  const std::vector<double>& y, const std::vector<std::string>& group) {
-  LinearFit all = fit_relative_nonneg(features, X, y, std::vector<bool>(y.size(), false));
-  double sum = 0, worst = 0;
+                                  const std::vector<double>& y, const std::vector<std::string>& group,
+                                  const std::vector<double>& weights = {}) {
+  LinearFit all = fit_relative_nonneg(features, X, y, std::vector<bool>(y.size(), false), weights);
+  double sum = 0, worst = 0, held = 0;
   int n = 0;
   for (const std::string& g : std::set<std::string>(group.begin(), group.end())) {
     std::vector<bool> h(y.size());
     for (std::size_t i = 0; i < h.size(); ++i) h[i] = group[i] == g;
-    const LinearFit without = fit_relative_nonneg(features, X, y, h);
+    const LinearFit without = fit_relative_nonneg(features, X, y, h, weights);
     for (std::size_t i = 0; i < h.size(); ++i) {
       if (!h[i]) continue;
       const double e = std::fabs(predict(without, X[i]) - y[i]) / y[i];
-      sum += e;
+      const double w = weights.empty() ? 1.0 : weights[i];
+      sum += w * e;
+      held += w;
       worst = std::max(worst, e);
       ++n;
     }
   }
   all.n_holdout = n;
-  all.holdout_mean_abs_rel = n ? sum / n : -1;
+  all.holdout_mean_abs_rel = n ? sum / held : -1;
   all.holdout_max_abs_rel = n ? worst : -1;
   return all;
 }
@@ -539,7 +567,7 @@ struct FitData {
   int concurrency = 1;
   // compute: one fit per cost class over [1, flops, bytes]
   std::map<std::string, std::vector<std::vector<double>>> X;
-  std::map<std::string, std::vector<double>> Y, key;
+  std::map<std::string, std::vector<double>> Y, key, weight;  // weight: as_if_every_round
   std::vector<double> cvs;
   // memory: per shape, the peak of a one-layer training step
   std::vector<std::vector<double>> mem_x;
@@ -553,6 +581,13 @@ struct FitData {
 // A kernels row's class: its op, cold rows (caches evicted before each
 // repetition) fitted apart as "op@cold".
 std::string kernel_class(const KernelRecord& r) { return r.cache == "cold" ? r.op + "@cold" : r.op; }
+
+// A kernels row's shape: "batch,in,out,G,k".
+std::string kernel_shape_key(const KernelRecord& r) {
+  std::ostringstream k;
+  k << r.batch << "," << r.in << "," << r.out << "," << r.grid_size << "," << r.spline_order;
+  return k.str();
+}
 
 // A kernels row's features. Layers: a fixed term, FLOPs, bytes and the basis
 // evaluations (B*in), the basis separately from the contractions, and the
@@ -582,13 +617,16 @@ const std::vector<std::string>& kernel_feature_names(bool layer) {
 // The kernels files: every op's rows, the memory peaks, the runtime memory,
 // the machine and the cache probe.
 void gather_kernels(const FitInputs& in, CalibrationFile& out, FitData& d) {
-  auto& [report, from, progress_report, concurrency, X, Y, key, cvs, mem_x, mem_y, runtime_bytes, runtime_what, runtime_at, interf, inflight] = d;
+  auto& [report, from, progress_report, concurrency, X, Y, key, weight, cvs, mem_x, mem_y, runtime_bytes, runtime_what, runtime_at, interf, inflight] = d;
   // the first cache probe recorded: the calibration's, and the one every
   // warm layer row's bytes are scaled by where it has two points or more
   // (OpCost::bytes_at_working_set)
   for (const KernelsFile& kf : in.kernels)
     if (!kf.cache_probe.empty() && out.cache_probe.empty()) out.cache_probe = kf.cache_probe;
-  for (const KernelsFile& kf : in.kernels) {
+  std::map<std::string, std::vector<std::string>> shape_of;  // per class, each row's shape and file
+  std::map<std::string, std::vector<std::size_t>> file_of;
+  for (std::size_t fi = 0; fi < in.kernels.size(); ++fi) {
+    const KernelsFile& kf = in.kernels[fi];
     concurrency = std::max(concurrency, static_cast<int>(std::lround(kf.ranks_per_node)));
     append(from, kf.path + " (" + kf.host + ", " + kf.cpu_model + ", " + kf.date_utc + ", kanscale " + kf.git_hash + ", " +
                      std::to_string(kf.ranks) + " rank(s))");
@@ -612,9 +650,12 @@ void gather_kernels(const FitInputs& in, CalibrationFile& out, FitData& d) {
       X[key_op].push_back(kernel_features(r, out.cache_probe));
       Y[key_op].push_back(r.time_median_s);
       key[key_op].push_back(r.flops + r.bytes);
+      shape_of[key_op].push_back(kernel_shape_key(r));
+      file_of[key_op].push_back(fi);
       if (key_op == r.op && r.layer() && !r.unstable) cvs.push_back(r.time_cv);
     }
   }
+  for (const auto& [cls, shapes] : shape_of) weight[cls] = as_if_every_round(shapes, file_of[cls]);
   if (!cvs.empty()) {
     const double cv = median(cvs);
     out.jitter_sigma = std::sqrt(std::log(1 + cv * cv));  // lognormal sigma with that CV
@@ -622,7 +663,7 @@ void gather_kernels(const FitInputs& in, CalibrationFile& out, FitData& d) {
 }
 
 void fit_interference(const FitInputs& in, CalibrationFile& out, FitData& d) {
-  auto& [report, from, progress_report, concurrency, X, Y, key, cvs, mem_x, mem_y, runtime_bytes, runtime_what, runtime_at, interf, inflight] = d;
+  auto& [report, from, progress_report, concurrency, X, Y, key, weight, cvs, mem_x, mem_y, runtime_bytes, runtime_what, runtime_at, interf, inflight] = d;
   if (!in.interference.empty()) {
     // the simulator slows compute only while a collective is in flight:
     // use the compute lost per second of collective (median over files);
@@ -641,7 +682,7 @@ void fit_interference(const FitInputs& in, CalibrationFile& out, FitData& d) {
 }
 
 void fit_progress_files(const FitInputs& in, CalibrationFile& out, FitData& d) {
-  auto& [report, from, progress_report, concurrency, X, Y, key, cvs, mem_x, mem_y, runtime_bytes, runtime_what, runtime_at, interf, inflight] = d;
+  auto& [report, from, progress_report, concurrency, X, Y, key, weight, cvs, mem_x, mem_y, runtime_bytes, runtime_what, runtime_at, interf, inflight] = d;
   if (!in.progress.empty()) {
     // how a non-blocking collective progresses while its ranks compute
     std::vector<ProgressPoint> pts;
@@ -679,7 +720,7 @@ void fit_progress_files(const FitInputs& in, CalibrationFile& out, FitData& d) {
 
 // compute (time = fixed + flops/flop_rate + bytes/byte_rate), warm and cold
 void fit_compute(CalibrationFile& out, FitData& d) {
-  auto& [report, from, progress_report, concurrency, X, Y, key, cvs, mem_x, mem_y, runtime_bytes, runtime_what, runtime_at, interf, inflight] = d;
+  auto& [report, from, progress_report, concurrency, X, Y, key, weight, cvs, mem_x, mem_y, runtime_bytes, runtime_what, runtime_at, interf, inflight] = d;
   if (!X.empty()) {
     report << "compute (time = fixed + flops/flop_rate + bytes/byte_rate; relative least squares, non-negative;\n"
               "largest 20% of each op's points held out):\n";
@@ -703,7 +744,8 @@ void fit_compute(CalibrationFile& out, FitData& d) {
         cold_header = true;
       }
       o.layer = rows.front().size() == 5;
-      o.fit = fit_relative_nonneg(kernel_feature_names(o.layer), rows, Y[key_name], hold_out_largest(key[key_name], 0.2));
+      const std::vector<double>& w = weight[key_name];
+      o.fit = fit_relative_nonneg(kernel_feature_names(o.layer), rows, Y[key_name], hold_out_largest(key[key_name], 0.2, w), w);
       const LinearFit& f = o.fit;
       o.cost = OpCost{0, 0, 0, false};
       set_op_coefficients(o.cost, o.layer, f.coef);  // dropped features have coefficient 0: no term
@@ -720,7 +762,7 @@ void fit_compute(CalibrationFile& out, FitData& d) {
 }
 
 void fit_collectives(const FitInputs& in, CalibrationFile& out, FitData& d) {
-  auto& [report, from, progress_report, concurrency, X, Y, key, cvs, mem_x, mem_y, runtime_bytes, runtime_what, runtime_at, interf, inflight] = d;
+  auto& [report, from, progress_report, concurrency, X, Y, key, weight, cvs, mem_x, mem_y, runtime_bytes, runtime_what, runtime_at, interf, inflight] = d;
   // kanscale's own sweeps: MPI ones fit the mpi family, NCCL ones (--backend
   // nccl) the nccl family's bus bandwidth, as nccl-tests' logs do
   std::vector<const CollectiveSweepFile*> mpi_sweeps, gloo_sweeps;
@@ -774,7 +816,7 @@ void fit_collectives(const FitInputs& in, CalibrationFile& out, FitData& d) {
 }
 
 void fit_memory(const FitInputs& in, CalibrationFile& out, FitData& d) {
-  auto& [report, from, progress_report, concurrency, X, Y, key, cvs, mem_x, mem_y, runtime_bytes, runtime_what, runtime_at, interf, inflight] = d;
+  auto& [report, from, progress_report, concurrency, X, Y, key, weight, cvs, mem_x, mem_y, runtime_bytes, runtime_what, runtime_at, interf, inflight] = d;
   // ---- runtime memory at other ranks per node (their op timings are not used)
   for (const KernelsFile& kf : in.runtime_memory) {
     const int rpn = static_cast<int>(std::lround(kf.ranks_per_node));
@@ -879,20 +921,20 @@ std::map<std::string, double> kernel_class_shape_errors(const std::vector<Kernel
     std::vector<std::vector<double>> x;
     std::vector<double> y;
     std::vector<std::string> shape;
+    std::vector<std::size_t> file;
   };
   std::map<std::string, Rows> by_class;
   std::vector<std::pair<double, double>> probe;  // the first file's, as the calibration's fit takes it
   for (const KernelsFile& f : files)
     if (probe.empty()) probe = f.cache_probe;
-  for (const KernelsFile& f : files)
-    for (const KernelRecord& r : f.rows) {
+  for (std::size_t fi = 0; fi < files.size(); ++fi)
+    for (const KernelRecord& r : files[fi].rows) {
       if (!(r.time_median_s > 0)) continue;
       Rows& c = by_class[kernel_class(r)];
       c.x.push_back(kernel_features(r, probe));
       c.y.push_back(r.time_median_s);
-      std::ostringstream k;
-      k << r.batch << "," << r.in << "," << r.out << "," << r.grid_size << "," << r.spline_order;
-      c.shape.push_back(k.str());
+      c.shape.push_back(kernel_shape_key(r));
+      c.file.push_back(fi);
     }
   std::map<std::string, double> errors;
   for (const auto& [cls, c] : by_class) {
@@ -903,7 +945,7 @@ std::map<std::string, double> kernel_class_shape_errors(const std::vector<Kernel
     if (per_shape.size() < 3 ||
         std::any_of(per_shape.begin(), per_shape.end(), [&](const auto& kv) { return c.y.size() - kv.second < names.size(); }))
       continue;
-    const LinearFit f = fit_leave_one_group_out(names, c.x, c.y, c.shape);
+    const LinearFit f = fit_leave_one_group_out(names, c.x, c.y, c.shape, as_if_every_round(c.shape, c.file));
     errors[cls] = f.holdout_mean_abs_rel;
   }
   return errors;

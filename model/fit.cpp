@@ -13,8 +13,10 @@ double predict(const LinearFit& f, const std::vector<double>& x) {
 }
 
 LinearFit fit_relative_nonneg(const std::vector<std::string>& features, const std::vector<std::vector<double>>& X,
-                              const std::vector<double>& y, const std::vector<bool>& holdout) {
+                              const std::vector<double>& y, const std::vector<bool>& holdout, const std::vector<double>& weights) {
   const std::size_t p = features.size();
+  if (!weights.empty() && weights.size() != y.size()) throw std::invalid_argument("fit: one weight per row");
+  auto weight = [&](std::size_t i) { return weights.empty() ? 1.0 : weights[i]; };
   LinearFit f;
   f.features = features;
   f.active.assign(p, true);
@@ -24,8 +26,11 @@ LinearFit fit_relative_nonneg(const std::vector<std::string>& features, const st
   std::vector<std::size_t> rows;
   for (std::size_t i = 0; i < y.size(); ++i) {
     if (!(y[i] > 0)) throw std::invalid_argument("fit: times must be positive");
+    if (!(weight(i) > 0)) throw std::invalid_argument("fit: weights must be positive");
     if (!holdout[i]) rows.push_back(i);
   }
+  double fit_weight = 0;  // the fitted rows' total weight (their count when unweighted)
+  for (std::size_t r : rows) fit_weight += weight(r);
   f.n_fit = static_cast<int>(rows.size());
   f.n_holdout = static_cast<int>(y.size() - rows.size());
   for (;;) {
@@ -40,9 +45,10 @@ LinearFit fit_relative_nonneg(const std::vector<std::string>& features, const st
     for (std::size_t c = 0; c < cols.size(); ++c)
       for (std::size_t r = 0; r < rows.size(); ++r) scale[c] = std::max(scale[c], std::fabs(X[rows[r]][cols[c]] / y[rows[r]]));
     for (std::size_t r = 0; r < rows.size(); ++r) {
-      const double w = 1.0 / y[rows[r]];
+      const double root = std::sqrt(weight(rows[r]));  // (1 when unweighted: the rows unchanged)
+      const double w = root / y[rows[r]];
       for (std::size_t c = 0; c < cols.size(); ++c) A(r, c) = X[rows[r]][cols[c]] * w / (scale[c] > 0 ? scale[c] : 1.0);
-      b(r) = 1.0;  // y * w
+      b(r) = root;  // y * w
     }
     const Eigen::VectorXd sol = A.colPivHouseholderQr().solve(b);
     // drop the most negative coefficient, if any, and refit
@@ -59,7 +65,7 @@ LinearFit fit_relative_nonneg(const std::vector<std::string>& features, const st
     }
     const Eigen::VectorXd res = A * sol - b;
     const double rss = res.squaredNorm();
-    const double dof = std::max<double>(1.0, static_cast<double>(rows.size() - cols.size()));
+    const double dof = std::max<double>(1.0, fit_weight - static_cast<double>(cols.size()));
     const double sigma2 = rss / dof;
     // (A^T A)^-1 through its eigen-decomposition: where two features are all
     // but collinear over the measured points, a plain inverse of the nearly
@@ -85,27 +91,28 @@ LinearFit fit_relative_nonneg(const std::vector<std::string>& features, const st
     for (std::size_t r = 0; r < rows.size(); ++r) tss += (b(r) - mean) * (b(r) - mean);
     // with a constant target TSS is 0: report R^2 on the raw times instead
     double ss_res = 0, ss_tot = 0, ym = 0;
-    for (std::size_t r : rows) ym += y[r];
-    ym /= static_cast<double>(rows.size());
+    for (std::size_t r : rows) ym += weight(r) * y[r];
+    ym /= fit_weight;
     for (std::size_t r : rows) {
       const double e = predict(f, X[r]) - y[r];
-      ss_res += e * e;
-      ss_tot += (y[r] - ym) * (y[r] - ym);
+      ss_res += weight(r) * e * e;
+      ss_tot += weight(r) * (y[r] - ym) * (y[r] - ym);
     }
     (void)tss;
     f.r2 = ss_tot > 0 ? 1.0 - ss_res / ss_tot : 1.0;
-    f.rms_rel_residual = std::sqrt(rss / static_cast<double>(rows.size()));
+    f.rms_rel_residual = std::sqrt(rss / fit_weight);
     break;
   }
   if (f.n_holdout > 0) {
-    double sum = 0, mx = 0;
+    double sum = 0, mx = 0, held = 0;
     for (std::size_t i = 0; i < y.size(); ++i) {
       if (!holdout[i]) continue;
       const double e = std::fabs(predict(f, X[i]) - y[i]) / y[i];
-      sum += e;
+      sum += weight(i) * e;
+      held += weight(i);
       mx = std::max(mx, e);
     }
-    f.holdout_mean_abs_rel = sum / f.n_holdout;
+    f.holdout_mean_abs_rel = sum / held;
     f.holdout_max_abs_rel = mx;
   }
   return f;

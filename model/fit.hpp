@@ -24,8 +24,12 @@ struct LinearFit {
 // times span decades), with every coefficient kept non-negative (a feature
 // whose coefficient comes out negative is dropped and the fit redone).
 // Rows with holdout[i] true are left out of the fit and scored afterwards.
+// `weights` (empty: 1 each) are frequency weights: a row of weight w counts
+// as w rows would (the residual sums, the degrees of freedom, R^2 and the
+// held-out mean); all 1 gives the unweighted fit exactly.
 LinearFit fit_relative_nonneg(const std::vector<std::string>& features, const std::vector<std::vector<double>>& X,
-                              const std::vector<double>& y, const std::vector<bool>& holdout);
+                              const std::vector<double>& y, const std::vector<bool>& holdout,
+                              const std::vector<double>& weights = {});
 
 double predict(const LinearFit& f, const std::vector<double>& x);
 

@@ -870,6 +870,44 @@ TEST_CASE("leave one shape out: terms that hold on every shape, against none tha
   CHECK(none[0].term.compute_factor == 1.0);
 }
 
+// The compute fit counts a shape timed in fewer rounds as if every round had
+// timed it (skip_shapes_under). Reference: the same times with every shape in
+// both rounds. adam at 10 shapes, time = 2 us + 1 ns/B, each shape off by a
+// few percent (so that which shapes weigh more moves the fit); the largest
+// 20% held out either way.
+TEST_CASE("fit: a shape timed in one round of two weighs as one timed in both") {
+  std::vector<KernelRecord> once, half;
+  for (int i = 0; i < 10; ++i) {
+    KernelRecord r = layer_row("adam", 8.0 * (i + 1), 4, 4, 5);
+    r.bytes = 1000.0 * (i + 1) * (i + 1);
+    r.time_median_s = (2e-6 + 1e-9 * r.bytes) * (1 + 0.08 * std::sin(1.7 * i));
+    once.push_back(r);
+  }
+  for (int i = 0; i < 10; i += 2) half.push_back(once[static_cast<std::size_t>(i)]);
+  const auto fit_rounds = [](const std::vector<std::vector<KernelRecord>>& rounds) {
+    FitInputs inputs;
+    for (std::size_t k = 0; k < rounds.size(); ++k) {
+      KernelsFile f;
+      f.path = "k" + std::to_string(k) + ".json";
+      f.rows = rounds[k];
+      inputs.kernels.push_back(f);
+    }
+    return fit_calibration(inputs, "t").file.ops.at(0);
+  };
+  const FittedOp both = fit_rounds({once, once}), skipped = fit_rounds({once, half}), one = fit_rounds({once});
+  REQUIRE(both.op == "adam");
+  CHECK(skipped.fit.coef[0] == doctest::Approx(both.fit.coef[0]).epsilon(1e-9).scale(0));
+  CHECK(skipped.fit.coef[1] == doctest::Approx(both.fit.coef[1]).epsilon(1e-9).scale(0));
+  CHECK(skipped.fit.holdout_mean_abs_rel == doctest::Approx(both.fit.holdout_mean_abs_rel).epsilon(1e-9).scale(0));
+  // every shape in both rounds: the fit of one round
+  CHECK(both.fit.coef[1] == doctest::Approx(one.fit.coef[1]).epsilon(1e-9).scale(0));
+  CHECK(both.fit.n_holdout == 2 * one.fit.n_holdout);
+  // the same rows in one file (one round, shapes timed twice or once): not reweighted
+  std::vector<KernelRecord> together = once;
+  together.insert(together.end(), half.begin(), half.end());
+  CHECK(fit_rounds({together}).fit.coef[0] != doctest::Approx(both.fit.coef[0]).epsilon(1e-6).scale(0));
+}
+
 TEST_CASE("kernel classes' leave-one-shape-out errors: a hand-solved weighted fit per left-out shape; cold apart; under 3 shapes none") {
   // adam at 4 shapes: time = 2 us + 1 ns/B x bytes, the last shape 20% slow.
   // Reference: for each shape left out, the relative least squares line
@@ -920,4 +958,15 @@ TEST_CASE("kernel classes' leave-one-shape-out errors: a hand-solved weighted fi
   a.rows.assign(f.rows.begin(), f.rows.begin() + 3);
   b.rows.assign(f.rows.begin() + 3, f.rows.end());
   CHECK(kernel_class_shape_errors({a, b}).at("adam") == doctest::Approx(expected).epsilon(1e-6));
+  // a second round timing every other shape (the first and third: skip_shapes_under) counts
+  // each shape as if both rounds had timed it. Reference: both rounds timing all four with
+  // the same times, where every shape has two rows (the hand-solved error above, each point
+  // twice). Unweighted, the first and third shapes would count twice and the slow fourth once.
+  KernelsFile half = f;
+  half.rows.clear();
+  for (const KernelRecord& r : f.rows)
+    if (r.cache == "warm" && (r.batch == 8.0 || r.batch == 24.0)) half.rows.push_back(r);
+  REQUIRE(half.rows.size() == 2);
+  CHECK(kernel_class_shape_errors({f, f}).at("adam") == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(kernel_class_shape_errors({f, half}).at("adam") == doctest::Approx(expected).epsilon(1e-6));
 }

@@ -76,3 +76,42 @@ TEST_CASE("fit covariance: collinear features get no negative variance (the cova
   // the fitted sum still gives the times (the split between a and b is not identifiable)
   CHECK(f.coef[0] + f.coef[1] == doctest::Approx(2.0).epsilon(0.02));
 }
+
+TEST_CASE("frequency weights: a row of weight 2 fits as that row twice; weights of 1 change nothing") {
+  // reference: the unweighted fit of the rows with the weight-2 ones written twice
+  std::mt19937 gen(7);
+  std::lognormal_distribution<double> noise(0.0, 0.1);
+  std::vector<std::vector<double>> X, Xr;
+  std::vector<double> y, yr, w;
+  std::vector<bool> hold, holdr;
+  for (int i = 0; i < 30; ++i) {
+    const double b = 1000.0 * (i + 1);
+    X.push_back({1.0, b});
+    y.push_back((3e-6 + 2e-9 * b) * noise(gen));
+    w.push_back(i % 3 == 0 ? 2.0 : 1.0);
+    hold.push_back(i >= 25);
+    for (int k = 0; k < static_cast<int>(w.back()); ++k) {
+      Xr.push_back(X.back());
+      yr.push_back(y.back());
+      holdr.push_back(hold.back());
+    }
+  }
+  const LinearFit f = fit_relative_nonneg({"fixed", "byte"}, X, y, hold, w);
+  const LinearFit r = fit_relative_nonneg({"fixed", "byte"}, Xr, yr, holdr);
+  for (int j = 0; j < 2; ++j) {
+    CHECK(f.coef[j] == doctest::Approx(r.coef[j]).epsilon(1e-9).scale(0));
+    CHECK(f.std_err[j] == doctest::Approx(r.std_err[j]).epsilon(1e-9).scale(0));
+  }
+  CHECK(f.r2 == doctest::Approx(r.r2).epsilon(1e-9).scale(0));
+  CHECK(f.rms_rel_residual == doctest::Approx(r.rms_rel_residual).epsilon(1e-9).scale(0));
+  CHECK(f.holdout_mean_abs_rel == doctest::Approx(r.holdout_mean_abs_rel).epsilon(1e-9).scale(0));
+  // (the weights matter here: unweighted, the coefficients differ)
+  const LinearFit plain = fit_relative_nonneg({"fixed", "byte"}, X, y, hold);
+  CHECK(std::fabs(plain.coef[1] / r.coef[1] - 1) > 1e-4);
+  // weights of 1: the unweighted fit, bit for bit
+  const LinearFit ones = fit_relative_nonneg({"fixed", "byte"}, X, y, hold, std::vector<double>(y.size(), 1.0));
+  CHECK(ones.coef == plain.coef);
+  CHECK(ones.std_err == plain.std_err);
+  CHECK(ones.holdout_mean_abs_rel == plain.holdout_mean_abs_rel);
+  CHECK_THROWS(fit_relative_nonneg({"fixed", "byte"}, X, y, hold, std::vector<double>(3, 1.0)));
+}
