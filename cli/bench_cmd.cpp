@@ -51,7 +51,8 @@ BenchSimRow bench_sim_row(const Cluster& cluster, const Workload& workload, cons
   // (a 64-rank replay lasts under 0.1 ms: seven of them had moved its
   // median by a third between runs of the benchmark; issue 60)
   double timed = 0;
-  for (int rep = 0; rep < repeat || timed < min_time; ++rep) {
+  // (at most a million runs: the walls are kept for their median)
+  for (int rep = 0; rep < repeat || (timed < min_time && rep < 1000000); ++rep) {
     last = ReplayResult{};  // one replay's memory at a time: the last one's result is freed first
     const Stopwatch watch;
     last = replay(in);

@@ -43,18 +43,28 @@ std::vector<bool> hold_out_largest(const std::vector<double>& key, double fracti
 }
 
 // Frequency weights that count a kernel class's every shape as if every
-// round had timed it: a row's weight is the rounds (files) that timed the
-// class over those that timed its shape. Rounds that time a class at every
-// other shape (skip_shapes_under) leave the others with fewer rows:
-// unweighted, the fit and its held-out cut leant on the shapes timed in
-// every round (issue 60). All 1 when every round timed every shape.
+// round had timed it: a row's weight is proportional to the rounds (files)
+// that timed the class over those that timed its shape. Rounds that time a
+// class at every other shape (skip_shapes_under) leave the others with
+// fewer rows: unweighted, the fit and its held-out cut leant on the shapes
+// timed in every round (issue 60). Scaled to a mean of 1, so that the
+// weights add up to the rows measured (the degrees of freedom, hence the
+// covariance, are the data's); all 1 when every round timed every shape, or
+// each file other shapes.
 std::vector<double> as_if_every_round(const std::vector<std::string>& shape, const std::vector<std::size_t>& file) {
   std::set<std::size_t> rounds(file.begin(), file.end());
   std::map<std::string, std::set<std::size_t>> timed;
   for (std::size_t i = 0; i < shape.size(); ++i) timed[shape[i]].insert(file[i]);
   std::vector<double> w;
   w.reserve(shape.size());
-  for (const auto& k : shape) w.push_back(static_cast<double>(rounds.size()) / static_cast<double>(timed[k].size()));
+  double sum = 0;
+  for (const auto& k : shape) {
+    w.push_back(static_cast<double>(rounds.size()) / static_cast<double>(timed[k].size()));
+    sum += w.back();
+  }
+  if (std::all_of(w.begin(), w.end(), [&](double x) { return x == w.front(); })) return std::vector<double>(w.size(), 1.0);
+  const double scale = static_cast<double>(w.size()) / sum;
+  for (double& x : w) x *= scale;
   return w;
 }
 

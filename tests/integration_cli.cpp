@@ -692,10 +692,9 @@ TEST_CASE("cli: bench sim --json writes a row per N: events/s is events over the
     CHECK(row["events"].get<double>() > 0);
     CHECK(row["events_per_s"].get<double>() == doctest::Approx(row["events"].get<double>() / row["wall_s"].get<double>()));
     CHECK(row["peak_rss_bytes"].get<double>() > 0);
-    // one run at least, and more until 0.05 s of them: a replay of 8 or 64
-    // ranks lasts well under a millisecond, so the runs fill 0.05 s
-    CHECK(row["runs"].get<int>() > 1);
-    CHECK(row["runs"].get<int>() * row["wall_s"].get<double>() > 0.02);  // the median run, times the runs
+    // one run at least (--repeat 1), and more until 0.05 s of them: a replay of 8 or
+    // 64 ranks lasts well under a millisecond, so tens of runs at the very least
+    CHECK(row["runs"].get<int>() >= 10);
   }
   // the same replay has the same events whatever the timing: 64 ranks replay more than 8
   CHECK(j[1]["events"].get<double>() > j[0]["events"].get<double>());

@@ -902,6 +902,14 @@ TEST_CASE("fit: a shape timed in one round of two weighs as one timed in both") 
   // every shape in both rounds: the fit of one round
   CHECK(both.fit.coef[1] == doctest::Approx(one.fit.coef[1]).epsilon(1e-9).scale(0));
   CHECK(both.fit.n_holdout == 2 * one.fit.n_holdout);
+  // each round timing other shapes (every shape once): no shape is favoured, the weights
+  // are 1, the fit is the pooled rows' exactly, standard errors included (weights of 2
+  // would count 20 rows where 10 were measured)
+  const std::vector<KernelRecord> first(once.begin(), once.begin() + 5), last(once.begin() + 5, once.end());
+  const FittedOp split = fit_rounds({first, last});
+  CHECK(split.fit.coef == one.fit.coef);
+  CHECK(split.fit.std_err == one.fit.std_err);
+  CHECK(split.fit.n_holdout == one.fit.n_holdout);
   // the same rows in one file (one round, shapes timed twice or once): not reweighted
   std::vector<KernelRecord> together = once;
   together.insert(together.end(), half.begin(), half.end());
