@@ -12,6 +12,7 @@
 #include <ctime>
 #include <fstream>
 #include <iomanip>
+#include <initializer_list>
 #include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -391,17 +392,26 @@ nlohmann::json shapes_json(const KernelPlan& plan) {
 
 }  // namespace
 
+namespace {
+// The first of `keys` whose value in an earlier file's metadata `was`
+// differs from this run's `now`, as "key (was, now now)"; empty if none.
+std::string first_difference(const nlohmann::json& was, const nlohmann::json& now, std::initializer_list<const char*> keys) {
+  for (const char* k : keys)
+    if (!was.contains(k) || was[k] != now[k])
+      return std::string(k) + " (" + (was.contains(k) ? was[k].dump() : "none") + ", now " + now[k].dump() + ")";
+  return "";
+}
+}  // namespace
+
 KernelsResume read_kernels_resume(const std::string& path, const nlohmann::json& meta, std::size_t plan_shapes) {
   const nlohmann::json j = read_json_file(path, "a kanscale measure kernels file");
   if (!j.is_object() || !j.contains("metadata") || !j["metadata"].is_object() || !j.contains("rows") || !j.contains("memory") ||
       !j["metadata"].contains("shapes_done"))
     throw InputError(path + ": not a kanscale measure kernels file (no metadata/rows/memory/shapes_done)");
   const auto& m = j["metadata"];
-  for (const char* k : {"plan", "backend", "ranks", "threads_per_rank", "repeats", "warmup", "seed", "shapes"}) {
-    if (!m.contains(k) || m[k] != meta[k])
-      throw InputError(path + ": was measured with another " + std::string(k) + " (" + (m.contains(k) ? m[k].dump() : "none") +
-                       ", now " + meta[k].dump() + ")");
-  }
+  if (const std::string other = first_difference(m, meta, {"plan", "backend", "ranks", "threads_per_rank", "repeats", "warmup", "seed", "shapes"});
+      !other.empty())
+    throw InputError(path + ": was measured with another " + other);
   // the skipping rule (--skip-from): the rounds it was computed from may lie
   // elsewhere now, the classes and threshold must be the same
   auto skip_rule = [](const nlohmann::json& md) {
@@ -470,11 +480,10 @@ void check_skip_sources(Comm& comm, const std::vector<std::string>& from, const 
         const nlohmann::json j = read_json_file(f, "a kanscale measure kernels file");
         if (!j.is_object() || !j.contains("metadata") || !j["metadata"].is_object())
           throw InputError("--skip-from " + f + ": not a kanscale measure kernels file (no metadata)");
-        const auto& m = j["metadata"];
-        for (const char* k : {"backend", "ranks", "threads_per_rank", "warmup", "flush_between_repeats_bytes", "cpu_model"})
-          if (!m.contains(k) || m[k] != meta[k])
-            throw InputError("--skip-from " + f + ": measured with another " + std::string(k) + " (" + (m.contains(k) ? m[k].dump() : "none") +
-                             ", now " + meta[k].dump() + "): give this run's earlier rounds");
+        if (const std::string other =
+                first_difference(j["metadata"], meta, {"backend", "ranks", "threads_per_rank", "warmup", "flush_between_repeats_bytes", "cpu_model"});
+            !other.empty())
+          throw InputError("--skip-from " + f + ": measured with another " + other + ": give this run's earlier rounds");
       }
     } catch (const InputError& e) {
       error = e.what();
@@ -576,9 +585,10 @@ std::vector<KernelRecord> run_kernel_plan(Comm& comm, const KernelPlan& plan_in,
                                                         "heap bytes held at the peak of a training step (glibc's accounting)")},
                          {"unstable_threshold_cv", 0.05}};
   if (!flush_rule.empty()) meta["flush_between_repeats_rule"] = flush_rule;
-  if (!plan.skip_from.empty())
+  if (!plan.skip_from.empty()) {
     meta["skipped_at_odd_shapes"] = {{"from", plan.skip_from}, {"under", plan.skip_under}, {"classes", plan.skip_classes}};
-  if (!plan.skip_from.empty()) check_skip_sources(comm, plan.skip_from, meta);
+    check_skip_sources(comm, plan.skip_from, meta);
+  }
   KernelsResume done = resume_kernels(comm, resume, meta, plan.shapes.size());
   // a fixed eviction smaller than twice the node's last-level cache may leave the cold ops' data cached
   if (comm.rank() == 0 && plan.backend == "cpu" && plan.flush_bytes > 0 && plan.flush_llc_multiple <= 0) {

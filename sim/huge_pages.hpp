@@ -51,7 +51,7 @@ struct HugePageAllocator {
       const auto at = reinterpret_cast<std::uintptr_t>(raw);
       const std::uintptr_t start = (at + kHuge - 1) / kHuge * kHuge;
       if (start > at) munmap(raw, start - at);
-      if (start + len < at + len + kHuge) munmap(reinterpret_cast<void*>(start + len), at + len + kHuge - (start + len));
+      munmap(reinterpret_cast<void*>(start + len), at + len + kHuge - (start + len));  // (start < at + kHuge: never empty)
 #if defined(MADV_HUGEPAGE)
       (void)madvise(reinterpret_cast<void*>(start), bytes / kHuge * kHuge, MADV_HUGEPAGE);  // advice only
 #endif
